@@ -1,0 +1,44 @@
+// The CostModel interface: how long an op of a Plan takes on a machine (DESIGN §5).
+//
+// The simulator asks once per op, before simulating. An op's time is a fixed part (launch,
+// latency, compute) followed by an optional transfer over one or more shared links; the link part
+// depends on what else is on those links at the time, which only the simulator knows.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "traces/plan.h"
+#include "traces/units.h"
+
+namespace protwin::hw {
+
+// A shared link, e.g. one direction of PCIe, or host DRAM. 1 GB/s = 1 byte/ns.
+struct LinkSpec {
+  std::string name;
+  double GBps = 0;
+};
+
+struct OpCost {
+  static constexpr int kMaxLinks = 3;
+  SimTime fixed;                        // not shared: latency, launch, compute
+  std::array<int, kMaxLinks> links{-1, -1, -1};  // indices into CostModel::links(); -1 = unused
+  double link_bytes = 0;                // bytes that then flow over every listed link at once
+  double max_GBps = 0;                  // the transfer's own rate cap (0 = none)
+
+  int n_links() const {
+    int n = 0;
+    while (n < kMaxLinks && links[n] >= 0) ++n;
+    return n;
+  }
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual std::vector<LinkSpec> links() const { return {}; }
+  virtual OpCost cost(const traces::Op& op, const traces::Plan& plan) const = 0;
+};
+
+}  // namespace protwin::hw

@@ -1,0 +1,108 @@
+// Plan IR v1: round trip and validate(), with the exact message for each bad input.
+#include <catch2/catch.hpp>
+
+#include "tests/traces/plan_fixtures.h"
+#include "traces/error.h"
+#include "traces/plan.h"
+
+using namespace protwin::traces;
+
+namespace {
+Plan parse(const nlohmann::json& j) { return plan_from_json(j, "p.json"); }
+std::string validate_error(const nlohmann::json& j) {
+  try {
+    validate(parse(j));
+  } catch (const protwin::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("a valid plan parses, round-trips and validates with the expected high-water") {
+  Plan p = parse(small_plan_json());
+  REQUIRE(p.ops.size() == 3);
+  REQUIRE(p.pools.size() == 2);
+  REQUIRE(p.chunks[0].params[0].shape == std::vector<int64_t>{10, 20});
+  // Round trip: write then read gives the same JSON.
+  REQUIRE(plan_to_json(parse(plan_to_json(p))) == plan_to_json(p));
+  ValidationResult v = validate(p);
+  // Oracle: 100 initial + 400 upload + 300 transient = 800 bytes on gpu, at op 1.
+  REQUIRE(v.pools[0].high_water.n == 800);
+  REQUIRE(v.pools[0].op_at_high_water == 1);
+  REQUIRE(v.pools[1].high_water.n == 400);
+  REQUIRE(v.topological_order == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("wrong format or version is refused with the pointer") {
+  auto j = small_plan_json();
+  j["format"] = "protwin.report";
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/format: expected \"protwin.plan\", got \"protwin.report\"");
+  j = small_plan_json();
+  j["version"] = 2;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 2 (this protwin reads version 1)");
+}
+
+TEST_CASE("unknown stream") {
+  auto j = small_plan_json();
+  j["ops"][1]["stream"] = "gpu0";
+  REQUIRE(validate_error(j) == "plan op 1 (forward, stream gpu0): unknown stream \"gpu0\"");
+}
+
+TEST_CASE("unknown tensor") {
+  auto j = small_plan_json();
+  j["ops"][1]["reads"] = {7};
+  REQUIRE(validate_error(j) == "plan op 1 (forward, stream compute): reads unknown tensor 7");
+}
+
+TEST_CASE("dependency cycle") {
+  auto j = small_plan_json();
+  j["ops"][0]["deps"] = {2};
+  REQUIRE(validate_error(j) ==
+          "plan op 0 (h2d, stream h2d): dependency cycle through op 2 (ops may only depend on earlier ops)");
+}
+
+TEST_CASE("negative bytes") {
+  auto j = small_plan_json();
+  j["tensors"][0]["bytes"] = -5;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/tensors/0/bytes: expected an integer >= 0, got integer -5");
+  j = small_plan_json();
+  j["ops"][0]["work"]["bytes"] = -1;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/ops/0/work/bytes: expected an integer >= 0, got integer -1");
+}
+
+TEST_CASE("pool over capacity names the op and the pool") {
+  auto j = small_plan_json();
+  j["ops"][1]["mem"][0]["delta_bytes"] = 600;
+  j["ops"][1]["mem"][1]["delta_bytes"] = -600;
+  REQUIRE(validate_error(j) ==
+          "plan op 1 (forward, stream compute): pool gpu over capacity: 1100 bytes needed, capacity 1000\n"
+          "hint: the plan does not fit this machine; offload more or shrink the batch");
+}
+
+TEST_CASE("a tensor read where it is not resident") {
+  auto j = small_plan_json();
+  j["ops"][0]["mem"][0].erase("tensor");  // the upload no longer makes chunk0.gpu resident
+  REQUIRE(validate_error(j) ==
+          "plan op 1 (forward, stream compute): reads tensor 1 (chunk0.gpu) which is not resident in gpu");
+}
+
+TEST_CASE("op ids must be dense, in order and topologically ordered") {
+  auto j = small_plan_json();
+  j["ops"][2]["id"] = 5;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/ops/2/id: op ids must be dense and in order: expected 2, got 5");
+  j = small_plan_json();
+  j["ops"][0]["deps"] = {1};
+  j["ops"][1]["deps"] = nlohmann::json::array();
+  REQUIRE(validate_error(j) ==
+          "plan op 0 (h2d, stream h2d): depends on later op 1 (op ids must be topologically ordered)");
+}
+
+TEST_CASE("memory effect on an unknown pool and a bad 'at'") {
+  auto j = small_plan_json();
+  j["ops"][1]["mem"][0]["pool"] = "hbm";
+  REQUIRE(validate_error(j) == "plan op 1 (forward, stream compute): memory effect on unknown pool \"hbm\"");
+  j = small_plan_json();
+  j["ops"][1]["mem"][0]["at"] = "middle";
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/ops/1/mem/0/at: expected \"start\" or \"end\", got \"middle\"");
+}

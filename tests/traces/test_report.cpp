@@ -1,0 +1,65 @@
+// Report round trip and Chrome-trace structure (one track per stream, one counter per pool).
+#include <catch2/catch.hpp>
+
+#include "traces/chrome_trace.h"
+#include "traces/report.h"
+
+using namespace protwin;
+using namespace protwin::traces;
+
+namespace {
+Report sample_report() {
+  Report r;
+  r.meta = {{"source", "sim"}};
+  r.iteration = SimTime(3000);
+  r.ops = {{0, "h2d", "h2d", SimTime(0), SimTime(1000)},
+           {1, "forward", "compute", SimTime(1000), SimTime(3000)}};
+  r.streams = {{"compute", SimTime(2000), 1}, {"h2d", SimTime(1000), 1}};
+  PoolRecord gpu;
+  gpu.name = "gpu";
+  gpu.capacity = Bytes(1000);
+  gpu.peak = Bytes(800);
+  gpu.peak_at = SimTime(1000);
+  gpu.curve = {{SimTime(0), Bytes(500)}, {SimTime(1000), Bytes(800)}, {SimTime(3000), Bytes(500)}};
+  r.pools = {gpu};
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a report round-trips through JSON byte for byte") {
+  const Report r = sample_report();
+  const std::string text = report_to_string(r);
+  REQUIRE(report_to_string(report_from_json(nlohmann::json::parse(text), "r.json")) == text);
+  REQUIRE(r.stream("h2d")->busy.ns == 1000);
+  REQUIRE(r.pool("gpu")->peak.n == 800);
+  REQUIRE(r.pool("pinned") == nullptr);
+}
+
+TEST_CASE("a report with end before start is refused") {
+  auto j = report_to_json(sample_report());
+  j["ops"][1]["end_ns"] = 10;
+  REQUIRE_THROWS_WITH(report_from_json(j, "r.json"), "r.json:/ops/1/end_ns: op ends before it starts");
+}
+
+TEST_CASE("chrome trace: a named track per stream, X events in microseconds, a counter per pool") {
+  const auto t = chrome_trace(sample_report());
+  int threads = 0, slices = 0, counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++threads;
+    if (e["ph"] == "X") {
+      ++slices;
+      if (e["args"]["op"] == 1) {
+        REQUIRE(e["ts"].get<double>() == Approx(1.0));   // 1000 ns = 1 us
+        REQUIRE(e["dur"].get<double>() == Approx(2.0));
+        REQUIRE(e["tid"] == 1);                          // compute is the first stream
+      }
+    }
+    if (e["ph"] == "C") {
+      ++counters;
+      REQUIRE(e["name"] == "pool gpu");
+    }
+  }
+  REQUIRE(threads == 2);
+  REQUIRE(slices == 2);
+  REQUIRE(counters == 3);
+}

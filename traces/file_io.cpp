@@ -1,0 +1,50 @@
+#include "traces/file_io.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "traces/error.h"
+
+namespace protwin::traces {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  PROTWIN_CHECK(in.good(), path, ": cannot open for reading (", std::strerror(errno), ")");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  PROTWIN_CHECK(!in.bad(), path, ": read failed");
+  return ss.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  PROTWIN_CHECK(fd >= 0, path, ": cannot write (", std::strerror(errno), ")");
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      PROTWIN_CHECK(false, path, ": write failed (", std::strerror(err), ")");
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    PROTWIN_CHECK(false, path, ": cannot replace file (", std::strerror(err), ")");
+  }
+}
+
+}  // namespace protwin::traces

@@ -1,0 +1,15 @@
+// Whole-file reads and crash-safe writes. Every write goes to a temporary name in the same
+// folder and is renamed over the target, so a crash never leaves a half-written file.
+#pragma once
+
+#include <string>
+
+namespace protwin::traces {
+
+// Reads a file; a missing or unreadable file is a user error naming the path.
+std::string read_file(const std::string& path);
+
+// Writes `content` to `path` atomically (temporary file + fsync + rename).
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace protwin::traces

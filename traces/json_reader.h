@@ -1,0 +1,84 @@
+// Reading JSON with diagnostics that name the file and the JSON pointer (DESIGN §9).
+//
+// A JsonNode is a view of one value in a parsed document plus where it is. Every typed getter
+// fails with "file:/json/pointer: expected ..., got ...", so readers of Plans, Reports, machines
+// and model specs never hand-write an error location.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace protwin::traces {
+
+class JsonNode {
+ public:
+  JsonNode(const nlohmann::json* value, std::shared_ptr<const std::string> file, std::string pointer)
+      : value_(value), file_(std::move(file)), pointer_(std::move(pointer)) {}
+
+  // "file:/pointer" (the pointer is "/" for the root value).
+  std::string where() const;
+  [[noreturn]] void fail(const std::string& what) const;
+
+  const nlohmann::json& raw() const { return *value_; }
+  bool is_object() const { return value_->is_object(); }
+  bool is_array() const { return value_->is_array(); }
+  bool is_null() const { return value_->is_null(); }
+
+  // Objects.
+  bool has(const std::string& key) const;
+  JsonNode at(const std::string& key) const;                   // required member
+  std::optional<JsonNode> find(const std::string& key) const;  // optional member (null = absent)
+
+  // Arrays.
+  size_t size() const;  // array length; fails if not an array
+  JsonNode at(size_t index) const;
+
+  // Scalars.
+  std::string as_string() const;
+  double as_number() const;
+  int64_t as_int() const;  // integral numbers only
+  bool as_bool() const;
+
+  // Member shortcuts, with range checks that name the field.
+  std::string get_string(const std::string& key) const { return at(key).as_string(); }
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  double get_number(const std::string& key) const { return at(key).as_number(); }
+  double get_number(const std::string& key, double fallback) const;
+  double get_nonneg_number(const std::string& key) const;
+  double get_positive_number(const std::string& key) const;
+  int64_t get_int(const std::string& key) const { return at(key).as_int(); }
+  int64_t get_int(const std::string& key, int64_t fallback) const;
+  int64_t get_nonneg_int(const std::string& key) const;
+  int64_t get_nonneg_int(const std::string& key, int64_t fallback) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+
+ private:
+  const nlohmann::json* value_;
+  std::shared_ptr<const std::string> file_;
+  std::string pointer_;
+};
+
+// A parsed document that owns its JSON; root() views it.
+class JsonDocument {
+ public:
+  // Parses text; `name` is what diagnostics call the source (usually the path).
+  static JsonDocument parse(const std::string& text, const std::string& name);
+  // Reads and parses a file (".gz" files are not handled here).
+  static JsonDocument load(const std::string& path);
+
+  JsonNode root() const { return JsonNode(json_.get(), name_, ""); }
+  const nlohmann::json& json() const { return *json_; }
+
+ private:
+  std::shared_ptr<const nlohmann::json> json_;
+  std::shared_ptr<const std::string> name_;
+};
+
+// Name of a JSON value's type as users read it ("object", "string", ...).
+const char* json_type_name(const nlohmann::json& v);
+
+}  // namespace protwin::traces

@@ -1,0 +1,388 @@
+#include "traces/plan.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/json_reader.h"
+
+namespace protwin::traces {
+
+namespace {
+
+constexpr const char* kTensorKindNames[] = {"param_chunk", "grad_chunk", "optim_state",
+                                            "activation",  "buffer",     "other"};
+
+std::vector<int> read_int_list(const JsonNode& n) {
+  std::vector<int> out;
+  out.reserve(n.size());
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(static_cast<int>(n.at(i).as_int()));
+  return out;
+}
+
+PoolSpec read_pool(const JsonNode& n) {
+  PoolSpec p;
+  p.name = n.get_string("name");
+  p.capacity = Bytes(n.get_nonneg_int("capacity_bytes"));
+  p.initial = Bytes(n.get_nonneg_int("initial_bytes", 0));
+  if (p.initial > p.capacity)
+    n.at("initial_bytes").fail("initial bytes " + std::to_string(p.initial.n) +
+                               " exceed the pool's capacity " + std::to_string(p.capacity.n));
+  return p;
+}
+
+StreamSpec read_stream(const JsonNode& n) {
+  StreamSpec s;
+  if (n.raw().is_string()) {  // shorthand: "compute"
+    s.name = n.as_string();
+    return s;
+  }
+  s.name = n.get_string("name");
+  if (auto r = n.find("reads_from"))
+    for (size_t i = 0; i < r->size(); ++i) s.reads_from.push_back(r->at(i).as_string());
+  return s;
+}
+
+TensorSpec read_tensor(const JsonNode& n) {
+  TensorSpec t;
+  t.id = static_cast<int>(n.get_int("id"));
+  t.name = n.get_string("name", "");
+  t.bytes = Bytes(n.get_nonneg_int("bytes"));
+  t.dtype = n.get_string("dtype", "fp32");
+  bool ok = true;
+  const std::string kind = n.get_string("kind", "other");
+  t.kind = tensor_kind_from_string(kind, &ok);
+  if (!ok)
+    n.at("kind").fail("unknown tensor kind \"" + kind +
+                      "\"; expected param_chunk, grad_chunk, optim_state, activation, buffer or other");
+  t.home = n.get_string("home", "");
+  return t;
+}
+
+ChunkSpec read_chunk(const JsonNode& n) {
+  ChunkSpec c;
+  c.id = static_cast<int>(n.get_int("id"));
+  c.bytes = Bytes(n.get_nonneg_int("bytes"));
+  c.dtype = n.get_string("dtype", "fp16");
+  if (auto ps = n.find("params")) {
+    for (size_t i = 0; i < ps->size(); ++i) {
+      JsonNode p = ps->at(i);
+      ChunkParam cp;
+      cp.name = p.get_string("name");
+      cp.offset = p.get_nonneg_int("offset");
+      if (auto sh = p.find("shape"))
+        for (size_t k = 0; k < sh->size(); ++k) cp.shape.push_back(sh->at(k).as_int());
+      c.params.push_back(std::move(cp));
+    }
+  }
+  return c;
+}
+
+Op read_op(const JsonNode& n) {
+  Op op;
+  op.id = static_cast<int>(n.get_int("id"));
+  op.kind = n.get_string("kind");
+  op.stream = n.get_string("stream");
+  op.block = static_cast<int>(n.get_int("block", -1));
+  op.chunk = static_cast<int>(n.get_int("chunk", -1));
+  op.priority = static_cast<int>(n.get_int("priority", 0));
+  if (auto r = n.find("reads")) op.reads = read_int_list(*r);
+  if (auto w = n.find("writes")) op.writes = read_int_list(*w);
+  if (auto d = n.find("deps")) op.deps = read_int_list(*d);
+  if (auto w = n.find("work")) {
+    op.work.flops = w->get_nonneg_number("flops");
+    op.work.bytes = w->get_nonneg_int("bytes", 0);
+    op.work.params = w->get_nonneg_int("params", 0);
+  }
+  if (auto m = n.find("mem")) {
+    for (size_t i = 0; i < m->size(); ++i) {
+      JsonNode e = m->at(i);
+      MemEffect me;
+      me.pool = e.get_string("pool");
+      me.delta_bytes = e.get_int("delta_bytes");
+      const std::string at = e.get_string("at", "start");
+      if (at == "start") me.at = MemAt::kStart;
+      else if (at == "end") me.at = MemAt::kEnd;
+      else e.at("at").fail("expected \"start\" or \"end\", got \"" + at + "\"");
+      me.tensor = static_cast<int>(e.get_int("tensor", -1));
+      op.mem.push_back(me);
+    }
+  }
+  if (auto a = n.find("attrs")) op.attrs = a->raw();
+  return op;
+}
+
+}  // namespace
+
+int Plan::stream_index(const std::string& name) const {
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (streams[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int Plan::pool_index(const std::string& name) const {
+  for (size_t i = 0; i < pools.size(); ++i)
+    if (pools[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+const char* to_string(TensorKind k) { return kTensorKindNames[static_cast<int>(k)]; }
+
+TensorKind tensor_kind_from_string(const std::string& s, bool* ok) {
+  for (int i = 0; i < 6; ++i)
+    if (s == kTensorKindNames[i]) {
+      if (ok) *ok = true;
+      return static_cast<TensorKind>(i);
+    }
+  if (ok) *ok = false;
+  return TensorKind::kOther;
+}
+
+std::string describe_op(const Op& op) {
+  return "plan op " + std::to_string(op.id) + " (" + op.kind + ", stream " + op.stream + ")";
+}
+
+Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
+  // JsonNode needs a stable document; wrap without copying the caller's json.
+  auto file = std::make_shared<const std::string>(source);
+  JsonNode root(&j, file, "");
+  if (!j.is_object()) root.fail("expected a protwin.plan object");
+  const std::string format = root.get_string("format");
+  if (format != kPlanFormat)
+    root.at("format").fail("expected \"" + std::string(kPlanFormat) + "\", got \"" + format + "\"");
+  const int64_t version = root.get_int("version");
+  if (version != kPlanVersion)
+    root.at("version").fail("unsupported plan version " + std::to_string(version) +
+                            " (this protwin reads version " + std::to_string(kPlanVersion) + ")");
+  Plan plan;
+  if (auto meta = root.find("meta")) {
+    if (!meta->is_object()) meta->fail("expected an object");
+    plan.meta = meta->raw();
+    if (auto pools = meta->find("pools"))
+      for (size_t i = 0; i < pools->size(); ++i) plan.pools.push_back(read_pool(pools->at(i)));
+    plan.meta.erase("pools");
+  }
+  JsonNode streams = root.at("streams");
+  for (size_t i = 0; i < streams.size(); ++i) plan.streams.push_back(read_stream(streams.at(i)));
+  if (auto tensors = root.find("tensors"))
+    for (size_t i = 0; i < tensors->size(); ++i) plan.tensors.push_back(read_tensor(tensors->at(i)));
+  if (auto chunks = root.find("chunks"))
+    for (size_t i = 0; i < chunks->size(); ++i) plan.chunks.push_back(read_chunk(chunks->at(i)));
+  JsonNode ops = root.at("ops");
+  plan.ops.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    JsonNode n = ops.at(i);
+    plan.ops.push_back(read_op(n));
+    if (plan.ops.back().id != static_cast<int>(i))
+      n.at("id").fail("op ids must be dense and in order: expected " + std::to_string(i) +
+                      ", got " + std::to_string(plan.ops.back().id));
+  }
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    if (plan.tensors[i].id != static_cast<int>(i))
+      root.at("tensors").at(i).at("id").fail("tensor ids must be dense and in order: expected " +
+                                             std::to_string(i));
+  return plan;
+}
+
+Plan read_plan(const std::string& path) {
+  JsonDocument doc = JsonDocument::load(path);
+  return plan_from_json(doc.json(), path);
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  using nlohmann::json;
+  json meta = plan.meta.is_object() ? plan.meta : json::object();
+  json pools = json::array();
+  for (const auto& p : plan.pools)
+    pools.push_back({{"name", p.name}, {"capacity_bytes", p.capacity.n}, {"initial_bytes", p.initial.n}});
+  meta["pools"] = pools;
+  json streams = json::array();
+  for (const auto& s : plan.streams) {
+    json js = {{"name", s.name}};
+    if (!s.reads_from.empty()) js["reads_from"] = s.reads_from;
+    streams.push_back(js);
+  }
+  json tensors = json::array();
+  for (const auto& t : plan.tensors)
+    tensors.push_back({{"id", t.id}, {"name", t.name}, {"bytes", t.bytes.n}, {"dtype", t.dtype},
+                       {"kind", to_string(t.kind)}, {"home", t.home}});
+  json chunks = json::array();
+  for (const auto& c : plan.chunks) {
+    json params = json::array();
+    for (const auto& p : c.params)
+      params.push_back({{"name", p.name}, {"offset", p.offset}, {"shape", p.shape}});
+    chunks.push_back({{"id", c.id}, {"bytes", c.bytes.n}, {"dtype", c.dtype}, {"params", params}});
+  }
+  json ops = json::array();
+  for (const auto& op : plan.ops) {
+    json jo = {{"id", op.id}, {"kind", op.kind}, {"stream", op.stream}};
+    if (op.block >= 0) jo["block"] = op.block;
+    if (op.chunk >= 0) jo["chunk"] = op.chunk;
+    if (op.priority != 0) jo["priority"] = op.priority;
+    if (!op.reads.empty()) jo["reads"] = op.reads;
+    if (!op.writes.empty()) jo["writes"] = op.writes;
+    if (!op.deps.empty()) jo["deps"] = op.deps;
+    jo["work"] = {{"flops", op.work.flops}, {"bytes", op.work.bytes}, {"params", op.work.params}};
+    if (!op.mem.empty()) {
+      json mem = json::array();
+      for (const auto& m : op.mem) {
+        json jm = {{"pool", m.pool}, {"delta_bytes", m.delta_bytes},
+                   {"at", m.at == MemAt::kStart ? "start" : "end"}};
+        if (m.tensor >= 0) jm["tensor"] = m.tensor;
+        mem.push_back(jm);
+      }
+      jo["mem"] = mem;
+    }
+    if (!op.attrs.is_null()) jo["attrs"] = op.attrs;
+    ops.push_back(std::move(jo));
+  }
+  return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta}, {"streams", streams},
+          {"tensors", tensors},    {"chunks", chunks},        {"ops", ops}};
+}
+
+void write_plan(const Plan& plan, const std::string& path) {
+  write_file_atomic(path, plan_to_json(plan).dump(1) + "\n");
+}
+
+ValidationResult validate(const Plan& plan) {
+  ValidationResult result;
+  const int n_ops = static_cast<int>(plan.ops.size());
+  const int n_tensors = static_cast<int>(plan.tensors.size());
+  const int n_pools = static_cast<int>(plan.pools.size());
+
+  // Names must be unique, or "stream x" would be ambiguous.
+  for (size_t i = 0; i < plan.streams.size(); ++i) {
+    PROTWIN_CHECK(plan.stream_index(plan.streams[i].name) == static_cast<int>(i),
+                  "plan stream ", i, ": duplicate stream name \"", plan.streams[i].name, "\"");
+    for (const auto& p : plan.streams[i].reads_from)
+      PROTWIN_CHECK(plan.pool_index(p) >= 0, "plan stream ", plan.streams[i].name,
+                    ": reads_from names unknown pool \"", p, "\"");
+  }
+  for (size_t i = 0; i < plan.pools.size(); ++i)
+    PROTWIN_CHECK(plan.pool_index(plan.pools[i].name) == static_cast<int>(i), "plan pool ", i,
+                  ": duplicate pool name \"", plan.pools[i].name, "\"");
+  for (const auto& t : plan.tensors) {
+    PROTWIN_CHECK(t.bytes.n >= 0, "plan tensor ", t.id, " (", t.name, "): negative bytes ", t.bytes.n);
+    PROTWIN_CHECK(t.home.empty() || plan.pool_index(t.home) >= 0, "plan tensor ", t.id, " (",
+                  t.name, "): unknown home pool \"", t.home, "\"");
+  }
+
+  // Graph: explicit deps plus the in-order edge from the previous op on the same stream.
+  boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS> g(static_cast<size_t>(n_ops));
+  std::vector<int> last_on_stream(plan.streams.size(), -1);
+  std::vector<int> stream_of(static_cast<size_t>(n_ops));
+  for (const Op& op : plan.ops) {
+    PROTWIN_CHECK(op.id >= 0 && op.id < n_ops && &plan.ops[static_cast<size_t>(op.id)] == &op,
+                  describe_op(op), ": op ids must be dense and equal to the op's position");
+    const int s = plan.stream_index(op.stream);
+    PROTWIN_CHECK(s >= 0, describe_op(op), ": unknown stream \"", op.stream, "\"");
+    stream_of[static_cast<size_t>(op.id)] = s;
+    PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(op),
+                  ": negative work (flops ", op.work.flops, ", bytes ", op.work.bytes, ", params ",
+                  op.work.params, ")");
+    for (int d : op.deps) {
+      PROTWIN_CHECK(d >= 0 && d < n_ops, describe_op(op), ": dependency on unknown op ", d);
+      PROTWIN_CHECK(d != op.id, describe_op(op), ": depends on itself");
+      boost::add_edge(static_cast<size_t>(d), static_cast<size_t>(op.id), g);
+    }
+    if (last_on_stream[static_cast<size_t>(s)] >= 0)
+      boost::add_edge(static_cast<size_t>(last_on_stream[static_cast<size_t>(s)]),
+                      static_cast<size_t>(op.id), g);
+    last_on_stream[static_cast<size_t>(s)] = op.id;
+    for (int t : op.reads)
+      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(op), ": reads unknown tensor ", t);
+    for (int t : op.writes)
+      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(op), ": writes unknown tensor ", t);
+    for (const auto& m : op.mem) {
+      PROTWIN_CHECK(plan.pool_index(m.pool) >= 0, describe_op(op), ": memory effect on unknown pool \"",
+                    m.pool, "\"");
+      PROTWIN_CHECK(m.tensor >= -1 && m.tensor < n_tensors, describe_op(op),
+                    ": memory effect names unknown tensor ", m.tensor);
+    }
+  }
+
+  std::vector<size_t> reverse_topo;
+  try {
+    boost::topological_sort(g, std::back_inserter(reverse_topo));
+  } catch (const boost::not_a_dag&) {
+    // Find one op on a cycle to name: an op whose deps include a later-or-equal op is the usual
+    // cause; report the first such op with the chain it closes.
+    for (const Op& op : plan.ops)
+      for (int d : op.deps)
+        if (d > op.id)
+          PROTWIN_CHECK(false, describe_op(op), ": dependency cycle through op ", d,
+                        " (ops may only depend on earlier ops)");
+    PROTWIN_CHECK(false, "plan: dependency cycle (deps together with in-order streams)");
+  }
+  result.topological_order.assign(reverse_topo.rbegin(), reverse_topo.rend());
+  // Ids must also be topologically ordered (DESIGN §3), so id order is a valid execution order.
+  for (const Op& op : plan.ops)
+    for (int d : op.deps)
+      PROTWIN_CHECK(d < op.id, describe_op(op), ": depends on later op ", d,
+                    " (op ids must be topologically ordered)");
+
+  // Memory walk in id order: residency of tensors and each pool's high-water against capacity.
+  std::vector<int64_t> used(static_cast<size_t>(n_pools));
+  result.pools.resize(static_cast<size_t>(n_pools));
+  for (int p = 0; p < n_pools; ++p) {
+    used[static_cast<size_t>(p)] = plan.pools[static_cast<size_t>(p)].initial.n;
+    result.pools[static_cast<size_t>(p)] = {plan.pools[static_cast<size_t>(p)].name,
+                                            plan.pools[static_cast<size_t>(p)].capacity,
+                                            plan.pools[static_cast<size_t>(p)].initial, -1};
+  }
+  // resident[t] = bitmask of pools holding tensor t (plans use a handful of pools).
+  PROTWIN_CHECK(n_pools <= 64, "plan: at most 64 memory pools are supported, got ", n_pools);
+  std::vector<uint64_t> resident(static_cast<size_t>(n_tensors), 0);
+  for (const auto& t : plan.tensors)
+    if (!t.home.empty()) resident[static_cast<size_t>(t.id)] |= uint64_t{1} << plan.pool_index(t.home);
+
+  auto apply = [&](const Op& op, MemAt at) {
+    for (const auto& m : op.mem) {
+      if (m.at != at) continue;
+      const int p = plan.pool_index(m.pool);
+      int64_t& u = used[static_cast<size_t>(p)];
+      u += m.delta_bytes;
+      const PoolSpec& pool = plan.pools[static_cast<size_t>(p)];
+      PROTWIN_CHECK(u >= 0, describe_op(op), ": pool ", pool.name, " below zero (", u,
+                    " bytes after a change of ", m.delta_bytes, ")");
+      PROTWIN_CHECK(u <= pool.capacity.n, describe_op(op), ": pool ", pool.name,
+                    " over capacity: ", u, " bytes needed, capacity ", pool.capacity.n,
+                    "\nhint: the plan does not fit this machine; offload more or shrink the batch");
+      auto& hw = result.pools[static_cast<size_t>(p)];
+      if (u > hw.high_water.n) {
+        hw.high_water = Bytes(u);
+        hw.op_at_high_water = op.id;
+      }
+      if (m.tensor >= 0) {
+        const uint64_t bit = uint64_t{1} << p;
+        if (m.delta_bytes > 0) resident[static_cast<size_t>(m.tensor)] |= bit;
+        else if (m.delta_bytes < 0) resident[static_cast<size_t>(m.tensor)] &= ~bit;
+      }
+    }
+  };
+  for (const Op& op : plan.ops) {
+    apply(op, MemAt::kStart);
+    const StreamSpec& stream = plan.streams[static_cast<size_t>(stream_of[static_cast<size_t>(op.id)])];
+    for (int t : op.reads) {
+      const uint64_t where = resident[static_cast<size_t>(t)];
+      uint64_t allowed = 0;
+      for (const auto& p : stream.reads_from) allowed |= uint64_t{1} << plan.pool_index(p);
+      if (stream.reads_from.empty()) allowed = ~uint64_t{0};
+      if (!(where & allowed)) {
+        std::string pools;
+        for (const auto& p : stream.reads_from) pools += (pools.empty() ? "" : " or ") + p;
+        const TensorSpec& ts = plan.tensors[static_cast<size_t>(t)];
+        PROTWIN_CHECK(false, describe_op(op), ": reads tensor ", t, " (", ts.name,
+                      ") which is not resident in ", pools.empty() ? "any pool" : pools);
+      }
+    }
+    apply(op, MemAt::kEnd);
+  }
+  return result;
+}
+
+}  // namespace protwin::traces

@@ -1,0 +1,135 @@
+// Plan IR version 1 (DESIGN §3): a prescription of one training iteration.
+//
+// A Plan holds work (flops, bytes, params), never durations. The simulator and the runtime read
+// the same Plan; validate() is shared by both and runs before anything executes.
+//
+// JSON: {"format": "protwin.plan", "version": 1, "meta": {...}, "streams": [...],
+//        "tensors": [...], "chunks": [...], "ops": [...]}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "traces/units.h"
+
+namespace protwin::traces {
+
+inline constexpr const char* kPlanFormat = "protwin.plan";
+inline constexpr int kPlanVersion = 1;
+
+// A memory pool the plan uses, with its capacity (from meta.pools).
+struct PoolSpec {
+  std::string name;          // "gpu", "pinned", "pageable", ...
+  Bytes capacity;            // capacity_bytes
+  Bytes initial;             // initial_bytes: resident before the first op (e.g. persistent chunks)
+};
+
+// A named in-order queue; ops on one stream run in listed order, as on a CUDA stream.
+struct StreamSpec {
+  std::string name;                    // compute, h2d, d2h, cpu_optim, collective, ...
+  std::vector<std::string> reads_from; // pools a tensor must be resident in when an op here reads it
+                                       // (empty: any pool)
+};
+
+enum class TensorKind { kParamChunk, kGradChunk, kOptimState, kActivation, kBuffer, kOther };
+
+struct TensorSpec {
+  int id = 0;
+  std::string name;
+  Bytes bytes;
+  std::string dtype = "fp32";
+  TensorKind kind = TensorKind::kOther;
+  std::string home;              // pool where it lives at the start of the iteration ("" = nowhere)
+};
+
+// One parameter inside a chunk: which parameter, at what element offset, with what shape.
+struct ChunkParam {
+  std::string name;
+  int64_t offset = 0;            // elements from the chunk start
+  std::vector<int64_t> shape;
+};
+
+struct ChunkSpec {
+  int id = 0;
+  Bytes bytes;                   // chunk capacity in bytes (all chunks of a plan usually equal)
+  std::string dtype = "fp16";
+  std::vector<ChunkParam> params;
+};
+
+enum class MemAt { kStart, kEnd };
+
+// A change of a pool's bytes at the start or end of an op; `tensor` (optional, -1 = none) makes
+// the tensor resident in (delta > 0) or gone from (delta < 0) that pool.
+struct MemEffect {
+  std::string pool;
+  int64_t delta_bytes = 0;
+  MemAt at = MemAt::kStart;
+  int tensor = -1;
+};
+
+struct Work {
+  double flops = 0;
+  int64_t bytes = 0;
+  int64_t params = 0;
+};
+
+struct Op {
+  int id = 0;
+  std::string kind;              // forward, backward, recompute, h2d, d2h, all_gather, ...
+  std::string stream;
+  int block = -1;
+  int chunk = -1;
+  int priority = 0;              // ties at equal time: lower runs first, then lower id
+  std::vector<int> reads, writes, deps;
+  Work work;
+  std::vector<MemEffect> mem;
+  nlohmann::json attrs;          // free-form details (op signature for cost models, ...)
+};
+
+struct Plan {
+  nlohmann::json meta = nlohmann::json::object();  // model, machine, gpus, batch, knobs, generator
+  std::vector<PoolSpec> pools;                     // written into meta.pools
+  std::vector<StreamSpec> streams;
+  std::vector<TensorSpec> tensors;
+  std::vector<ChunkSpec> chunks;
+  std::vector<Op> ops;
+
+  int stream_index(const std::string& name) const;  // -1 if unknown
+  int pool_index(const std::string& name) const;    // -1 if unknown
+};
+
+// Per-pool result of the sequential memory walk of validate().
+struct PoolHighWater {
+  std::string name;
+  Bytes capacity;
+  Bytes high_water;
+  int op_at_high_water = -1;
+};
+
+struct ValidationResult {
+  std::vector<int> topological_order;   // a topological order of the op DAG (deps + stream order)
+  std::vector<PoolHighWater> pools;     // high-water of each pool walking ops in id order
+};
+
+// Parses a Plan document; errors name `source` and the JSON pointer.
+Plan plan_from_json(const nlohmann::json& j, const std::string& source);
+Plan read_plan(const std::string& path);
+nlohmann::json plan_to_json(const Plan& plan);
+void write_plan(const Plan& plan, const std::string& path);  // atomic
+
+// Checks a plan before anything runs: ids dense and topologically ordered, streams, tensors and
+// pools exist, bytes non-negative, the dependency graph (deps + in-order streams) is a DAG,
+// tensors are resident where read, and no pool's high-water exceeds its capacity. Throws
+// protwin::Error naming the op ("plan op 17 (h2d, stream h2d)") and the pool or tensor.
+ValidationResult validate(const Plan& plan);
+
+// "plan op 17 (h2d, stream h2d)": how errors name an op.
+std::string describe_op(const Op& op);
+
+const char* to_string(TensorKind k);
+TensorKind tensor_kind_from_string(const std::string& s, bool* ok);
+
+}  // namespace protwin::traces

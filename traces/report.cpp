@@ -1,0 +1,104 @@
+#include "traces/report.h"
+
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/json_reader.h"
+
+namespace protwin::traces {
+
+const StreamRecord* Report::stream(const std::string& name) const {
+  for (const auto& s : streams)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const PoolRecord* Report::pool(const std::string& name) const {
+  for (const auto& p : pools)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+Report report_from_json(const nlohmann::json& j, const std::string& source) {
+  auto file = std::make_shared<const std::string>(source);
+  JsonNode root(&j, file, "");
+  if (!j.is_object()) root.fail("expected a protwin.report object");
+  const std::string format = root.get_string("format");
+  if (format != kReportFormat)
+    root.at("format").fail("expected \"" + std::string(kReportFormat) + "\", got \"" + format + "\"");
+  const int64_t version = root.get_int("version");
+  if (version != kReportVersion)
+    root.at("version").fail("unsupported report version " + std::to_string(version));
+  Report r;
+  if (auto meta = root.find("meta")) r.meta = meta->raw();
+  r.iteration = SimTime(root.get_nonneg_int("iteration_ns"));
+  JsonNode ops = root.at("ops");
+  r.ops.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    JsonNode o = ops.at(i);
+    OpRecord rec;
+    rec.id = static_cast<int>(o.get_int("id"));
+    rec.kind = o.get_string("kind", "");
+    rec.stream = o.get_string("stream", "");
+    rec.start = SimTime(o.get_nonneg_int("start_ns"));
+    rec.end = SimTime(o.get_nonneg_int("end_ns"));
+    if (rec.end < rec.start) o.at("end_ns").fail("op ends before it starts");
+    r.ops.push_back(std::move(rec));
+  }
+  JsonNode streams = root.at("streams");
+  for (size_t i = 0; i < streams.size(); ++i) {
+    JsonNode s = streams.at(i);
+    r.streams.push_back({s.get_string("name"), SimTime(s.get_nonneg_int("busy_ns")),
+                         s.get_nonneg_int("ops", 0)});
+  }
+  JsonNode pools = root.at("pools");
+  for (size_t i = 0; i < pools.size(); ++i) {
+    JsonNode p = pools.at(i);
+    PoolRecord rec;
+    rec.name = p.get_string("name");
+    rec.capacity = Bytes(p.get_nonneg_int("capacity_bytes"));
+    rec.peak = Bytes(p.get_nonneg_int("peak_bytes"));
+    rec.peak_at = SimTime(p.get_nonneg_int("peak_at_ns", 0));
+    if (auto curve = p.find("curve")) {
+      for (size_t k = 0; k < curve->size(); ++k) {
+        JsonNode pt = curve->at(k);
+        if (pt.size() != 2) pt.fail("expected [t_ns, bytes]");
+        rec.curve.emplace_back(SimTime(pt.at(size_t{0}).as_int()), Bytes(pt.at(size_t{1}).as_int()));
+      }
+    }
+    r.pools.push_back(std::move(rec));
+  }
+  return r;
+}
+
+Report read_report(const std::string& path) {
+  JsonDocument doc = JsonDocument::load(path);
+  return report_from_json(doc.json(), path);
+}
+
+nlohmann::json report_to_json(const Report& r) {
+  using nlohmann::json;
+  json ops = json::array();
+  for (const auto& o : r.ops)
+    ops.push_back({{"id", o.id}, {"kind", o.kind}, {"stream", o.stream}, {"start_ns", o.start.ns},
+                   {"end_ns", o.end.ns}});
+  json streams = json::array();
+  for (const auto& s : r.streams)
+    streams.push_back({{"name", s.name}, {"busy_ns", s.busy.ns}, {"ops", s.ops}});
+  json pools = json::array();
+  for (const auto& p : r.pools) {
+    json curve = json::array();
+    for (const auto& [t, b] : p.curve) curve.push_back({t.ns, b.n});
+    pools.push_back({{"name", p.name}, {"capacity_bytes", p.capacity.n}, {"peak_bytes", p.peak.n},
+                     {"peak_at_ns", p.peak_at.ns}, {"curve", curve}});
+  }
+  return {{"format", kReportFormat}, {"version", kReportVersion}, {"meta", r.meta},
+          {"iteration_ns", r.iteration.ns}, {"ops", ops}, {"streams", streams}, {"pools", pools}};
+}
+
+std::string report_to_string(const Report& r) { return report_to_json(r).dump(1) + "\n"; }
+
+void write_report(const Report& r, const std::string& path) {
+  write_file_atomic(path, report_to_string(r));
+}
+
+}  // namespace protwin::traces

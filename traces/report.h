@@ -1,0 +1,65 @@
+// Report: what happened when a Plan ran (DESIGN §1). The simulator and the runtime write the same
+// schema, so the two can be compared op by op.
+//
+// JSON: {"format": "protwin.report", "version": 1, "meta": {...}, "iteration_ns": T,
+//        "ops": [{"id", "kind", "stream", "start_ns", "end_ns"}],
+//        "streams": [{"name", "busy_ns", "ops"}],
+//        "pools": [{"name", "capacity_bytes", "peak_bytes", "peak_at_ns", "curve": [[t_ns, bytes], ...]}]}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "traces/units.h"
+
+namespace protwin::traces {
+
+inline constexpr const char* kReportFormat = "protwin.report";
+inline constexpr int kReportVersion = 1;
+
+struct OpRecord {
+  int id = 0;
+  std::string kind;
+  std::string stream;
+  SimTime start;
+  SimTime end;
+};
+
+struct StreamRecord {
+  std::string name;
+  SimTime busy;       // sum of op durations on the stream
+  int64_t ops = 0;
+};
+
+struct PoolRecord {
+  std::string name;
+  Bytes capacity;
+  Bytes peak;
+  SimTime peak_at;
+  // Step curve: (time, bytes after every change at that time). The first point is (0, initial).
+  std::vector<std::pair<SimTime, Bytes>> curve;
+};
+
+struct Report {
+  nlohmann::json meta = nlohmann::json::object();  // source ("sim" | "runtime"), plan meta, ...
+  SimTime iteration;                               // end of the last op
+  std::vector<OpRecord> ops;                       // indexed by op id
+  std::vector<StreamRecord> streams;
+  std::vector<PoolRecord> pools;
+
+  const StreamRecord* stream(const std::string& name) const;
+  const PoolRecord* pool(const std::string& name) const;
+};
+
+Report report_from_json(const nlohmann::json& j, const std::string& source);
+Report read_report(const std::string& path);
+nlohmann::json report_to_json(const Report& report);
+// Deterministic text: the same Report gives byte-identical output.
+std::string report_to_string(const Report& report);
+void write_report(const Report& report, const std::string& path);  // atomic
+
+}  // namespace protwin::traces

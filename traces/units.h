@@ -1,0 +1,65 @@
+// Strong types for simulated time and byte counts (DESIGN §4, §10).
+//
+// Time is int64 nanoseconds; 1 GB/s is exactly 1 byte/ns, so a transfer of b bytes at g GB/s
+// takes b/g ns, rounded up and never to zero. Unit suffixes (_ns, _bytes, _GBps) appear at every
+// I/O edge; inside C++ these types carry the unit.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace protwin {
+
+struct SimTime {
+  int64_t ns = 0;
+  constexpr SimTime() = default;
+  constexpr explicit SimTime(int64_t n) : ns(n) {}
+  static constexpr SimTime max() { return SimTime(std::numeric_limits<int64_t>::max()); }
+  constexpr double seconds() const { return static_cast<double>(ns) * 1e-9; }
+  constexpr SimTime operator+(SimTime o) const { return SimTime(ns + o.ns); }
+  constexpr SimTime operator-(SimTime o) const { return SimTime(ns - o.ns); }
+  constexpr SimTime& operator+=(SimTime o) { ns += o.ns; return *this; }
+  constexpr bool operator==(SimTime o) const { return ns == o.ns; }
+  constexpr bool operator!=(SimTime o) const { return ns != o.ns; }
+  constexpr bool operator<(SimTime o) const { return ns < o.ns; }
+  constexpr bool operator<=(SimTime o) const { return ns <= o.ns; }
+  constexpr bool operator>(SimTime o) const { return ns > o.ns; }
+  constexpr bool operator>=(SimTime o) const { return ns >= o.ns; }
+};
+
+struct Bytes {
+  int64_t n = 0;
+  constexpr Bytes() = default;
+  constexpr explicit Bytes(int64_t b) : n(b) {}
+  constexpr Bytes operator+(Bytes o) const { return Bytes(n + o.n); }
+  constexpr Bytes operator-(Bytes o) const { return Bytes(n - o.n); }
+  constexpr Bytes& operator+=(Bytes o) { n += o.n; return *this; }
+  constexpr bool operator==(Bytes o) const { return n == o.n; }
+  constexpr bool operator!=(Bytes o) const { return n != o.n; }
+  constexpr bool operator<(Bytes o) const { return n < o.n; }
+  constexpr bool operator<=(Bytes o) const { return n <= o.n; }
+  constexpr bool operator>(Bytes o) const { return n > o.n; }
+  constexpr bool operator>=(Bytes o) const { return n >= o.n; }
+};
+
+// Duration of moving `bytes` at `gb_per_s` (1 GB/s = 1 byte/ns), rounded up, at least 1 ns for a
+// non-empty transfer.
+inline SimTime transfer_time(double bytes, double gb_per_s) {
+  if (bytes <= 0) return SimTime(0);
+  const double ns = std::ceil(bytes / gb_per_s);
+  return SimTime(ns < 1 ? 1 : static_cast<int64_t>(ns));
+}
+
+// Seconds (double) to SimTime, rounded up so that no positive duration becomes zero.
+inline SimTime from_seconds(double s) {
+  if (s <= 0) return SimTime(0);
+  const double ns = std::ceil(s * 1e9);
+  return SimTime(ns < 1 ? 1 : static_cast<int64_t>(ns));
+}
+
+inline constexpr int64_t kKiB = 1024;
+inline constexpr int64_t kMiB = 1024 * kKiB;
+inline constexpr int64_t kGiB = 1024 * kMiB;
+
+}  // namespace protwin
