@@ -1,0 +1,145 @@
+// protwin models / protwin model: the model zoo and one model's workload (blocks, flops,
+// activation memory).
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "sim/workload/model_spec.h"
+#include "sim/workload/workload.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+namespace {
+
+// 124439808 -> "124,439,808"
+std::string grouped(int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+int run_models(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("json", "print the zoo as JSON");
+  po::variables_map vm;
+  if (!parse_options("protwin models [--json]", desc, args, vm)) return 0;
+
+  if (vm.count("json")) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& name : sim::model_names()) {
+      const auto m = sim::find_model(name);
+      auto j = sim::model_to_json(m);
+      j["params"] = m.parameter_count();
+      a.push_back(j);
+    }
+    print_json(a);
+    return 0;
+  }
+  std::cout << pad("name", 14) << pad("family", 7) << pad("params", 17, true) << pad("h", 7, true)
+            << pad("L", 5, true) << pad("heads", 7, true) << pad("kv", 5, true)
+            << pad("ffn", 7, true) << pad("vocab", 8, true) << "\n";
+  for (const auto& name : sim::model_names()) {
+    const auto m = sim::find_model(name);
+    std::cout << pad(m.name, 14) << pad(m.family, 7) << pad(grouped(m.parameter_count()), 17, true)
+              << pad(std::to_string(m.hidden), 7, true) << pad(std::to_string(m.layers), 5, true)
+              << pad(std::to_string(m.heads), 7, true) << pad(std::to_string(m.kv_heads), 5, true)
+              << pad(std::to_string(m.ffn_hidden), 7, true) << pad(std::to_string(m.vocab), 8, true)
+              << "\n";
+  }
+  std::cout << "\n'protwin model NAME' shows one model's blocks, flops and activation memory.\n";
+  return 0;
+}
+
+void print_block_row(const sim::Block& b, const std::string& label) {
+  const double mib = 1024.0 * 1024.0;
+  std::cout << pad(label, 16) << pad(grouped(b.param_count), 15, true)
+            << pad(fmt("%.2f", b.forward_flops() * 1e-9), 12, true)
+            << pad(fmt("%.2f", b.backward_flops() * 1e-9), 12, true)
+            << pad(fmt("%.1f", static_cast<double>(b.saved_bytes) / mib), 11, true)
+            << pad(fmt("%.1f", static_cast<double>(b.checkpoint_bytes) / mib), 10, true)
+            << pad(fmt("%.1f", static_cast<double>(b.forward_transient_bytes) / mib), 10, true)
+            << pad(fmt("%.1f", static_cast<double>(b.backward_transient_bytes) / mib), 10, true)
+            << "\n";
+}
+
+int run_model(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string name;
+  sim::WorkloadOptions o;
+  desc.add_options()
+      ("model", po::value(&name), "zoo name, spec JSON file, or inline spec 'gpt:hidden=1024,layers=24,heads=16'")
+      ("batch", po::value(&o.batch)->default_value(1), "micro-batch size")
+      ("seq", po::value(&o.seq)->default_value(0), "sequence length (0: the model's default)")
+      ("dtype", po::value(&o.dtype)->default_value("fp16"), "compute dtype: fp16, bf16 or fp32")
+      ("no-flash", "unfused attention instead of FlashAttention")
+      ("dropout", "with dropout (attention probabilities, residuals, embedding)")
+      ("kernels", "with --json: list every block's parameter tensors, saved tensors and kernels")
+      ("json", "print JSON");
+  po::positional_options_description pos;
+  pos.add("model", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin model NAME [--batch B] [--seq S] [--dtype bf16] [--no-flash] "
+                     "[--dropout] [--json [--kernels]]",
+                     desc, args, vm, &pos))
+    return 0;
+  require(vm, "model");
+  o.flash_attention = !vm.count("no-flash");
+  o.dropout = vm.count("dropout") > 0;
+
+  const sim::ModelSpec m = sim::resolve_model(name);
+  const sim::Workload w = sim::build_workload(m, o);
+  if (vm.count("json")) {
+    print_json(sim::workload_to_json(w, vm.count("kernels") > 0));
+    return 0;
+  }
+  const double mib = 1024.0 * 1024.0;
+  std::cout << "model:        " << m.name << " (" << m.family << ", " << m.source << ")\n";
+  if (!m.citation.empty()) std::cout << "source:       " << m.citation << "\n";
+  std::cout << "shape:        h " << m.hidden << ", L " << m.layers << ", heads " << m.heads
+            << ", kv heads " << m.kv_heads << ", ffn " << m.ffn_hidden << ", vocab " << m.vocab
+            << (m.max_positions ? ", learned positions " + std::to_string(m.position_rows()) : ", RoPE")
+            << (m.tied_embeddings ? ", tied embeddings" : ", untied head") << "\n";
+  std::cout << "params:       " << grouped(w.parameter_count()) << "\n";
+  std::cout << "workload:     batch " << w.options.batch << ", seq " << w.options.seq << ", "
+            << w.options.dtype << (w.options.flash_attention ? ", flash attention" : ", unfused attention")
+            << (w.options.dropout ? ", dropout" : "") << "\n";
+  std::cout << "flops/token:  " << fmt("%.4g", w.flops_per_token()) << " (forward + backward, no recompute)\n";
+  std::cout << "iteration:    " << fmt("%.4g", (w.forward_flops() + w.backward_flops()) * 1e-12)
+            << " TFLOP\n";
+  std::cout << "activations:  " << fmt("%.2f", static_cast<double>(w.activation_bytes_per_layer()) / mib)
+            << " MiB per layer kept, "
+            << fmt("%.2f", static_cast<double>(w.layer(0).checkpoint_bytes) / mib)
+            << " MiB checkpointed\n\n";
+  std::cout << pad("block", 16) << pad("params", 15, true) << pad("fwd GFLOP", 12, true)
+            << pad("bwd GFLOP", 12, true) << pad("saved MiB", 11, true) << pad("ckpt MiB", 10, true)
+            << pad("fwd tmp", 10, true) << pad("bwd tmp", 10, true) << "\n";
+  print_block_row(w.blocks.front(), w.blocks.front().name);
+  // Decoder layers are identical: one row for all of them.
+  print_block_row(w.layer(0), m.layers == 1 ? "layer.0" : "layer.0.." + std::to_string(m.layers - 1));
+  print_block_row(w.blocks.back(), w.blocks.back().name);
+  std::cout << "(decoder row: per layer; tmp = largest temporaries inside the block, MiB)\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("models", "list the model zoo", protwin::cli::run_models)
+PROTWIN_SUBCOMMAND("model", "one model's blocks, flops per token and activation memory",
+                   protwin::cli::run_model)

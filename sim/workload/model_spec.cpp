@@ -1,0 +1,215 @@
+// Reading, validating and writing ModelSpecs; resolving a name, a file or an inline spec.
+#include "sim/workload/model_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <set>
+
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/json_reader.h"
+
+namespace protwin::sim {
+
+namespace {
+
+using traces::JsonNode;
+
+const std::vector<std::string> kFields = {
+    "name",          "family",       "hidden",  "layers",         "heads", "kv_heads",
+    "ffn_hidden",    "vocab",        "max_positions", "position_offset", "tied_embeddings",
+    "bias",          "norm",         "activation",    "default_seq",     "source"};
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+std::string describe(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return std::string(traces::json_type_name(v)) + " " + s;
+}
+
+// "gpt" is accepted as a spelling of "gpt2" (GPT-3 has the same architecture).
+std::string canonical_family(const std::string& f) { return f == "gpt" ? "gpt2" : f; }
+bool is_family(const std::string& f) {
+  const std::string c = canonical_family(f);
+  return c == "gpt2" || c == "opt" || c == "llama";
+}
+
+int64_t int_field(const JsonNode& root, const std::string& key, int64_t fallback, int64_t min) {
+  auto n = root.find(key);
+  if (!n) return fallback;
+  const auto& v = n->raw();
+  const std::string want = min > 0 ? "expected an integer > 0" : "expected an integer >= 0";
+  if (!v.is_number_integer()) {
+    // 4096.0 is fine, 4096.5 is not.
+    if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())) &&
+        v.get<double>() >= static_cast<double>(min))
+      return static_cast<int64_t>(v.get<double>());
+    n->fail(want + ", got " + describe(v));
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < min) n->fail(want + ", got " + describe(v));
+  return x;
+}
+
+std::string choice_field(const JsonNode& root, const std::string& key, const std::string& fallback,
+                         const std::vector<std::string>& allowed) {
+  auto n = root.find(key);
+  if (!n) return fallback;
+  const std::string s = n->as_string();
+  if (std::find(allowed.begin(), allowed.end(), s) == allowed.end())
+    n->fail("expected one of " + join(allowed) + ", got \"" + s + "\"");
+  return s;
+}
+
+// Meta's LLaMA reference code: hidden_dim = 256 * ceil((2/3 * 4h) / 256).
+int64_t llama_default_ffn(int64_t h) { return 256 * ((8 * h / 3 + 255) / 256); }
+
+}  // namespace
+
+ModelSpec model_from_json(const nlohmann::json& j, const std::string& source) {
+  JsonNode root(&j, std::make_shared<const std::string>(source), "");
+  if (!root.is_object()) root.fail("expected a model spec object, got " + describe(j));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(kFields.begin(), kFields.end(), it.key()) == kFields.end())
+      root.at(it.key()).fail("unknown field \"" + it.key() + "\"; known fields: " + join(kFields));
+  }
+
+  ModelSpec m;
+  m.source = source;
+  const JsonNode fam = root.at("family");
+  m.family = canonical_family(fam.as_string());
+  if (!is_family(m.family))
+    fam.fail("expected one of gpt, gpt2, opt, llama, got \"" + fam.as_string() + "\"");
+  const bool gpt = m.family == "gpt2", opt = m.family == "opt", llama = m.family == "llama";
+
+  m.name = root.get_string("name", "custom-" + m.family);
+  for (const char* key : {"hidden", "layers", "heads"}) root.at(key);  // "missing required field"
+  m.hidden = int_field(root, "hidden", 0, 1);
+  m.layers = int_field(root, "layers", 0, 1);
+  m.heads = int_field(root, "heads", 0, 1);
+  m.kv_heads = int_field(root, "kv_heads", m.heads, 1);
+  // Family defaults: GPT-2 vocab 50257, OPT 50272 (HF configs), LLaMA-1/2 and Mistral 32000.
+  m.vocab = int_field(root, "vocab", gpt ? 50257 : opt ? 50272 : 32000, 1);
+  m.ffn_hidden = int_field(root, "ffn_hidden", llama ? llama_default_ffn(m.hidden) : 4 * m.hidden, 1);
+  m.max_positions = int_field(root, "max_positions", gpt ? 1024 : opt ? 2048 : 0, 0);
+  m.position_offset = int_field(root, "position_offset", opt ? 2 : 0, 0);
+  m.tied_embeddings = root.get_bool("tied_embeddings", !llama);
+  m.bias = root.get_bool("bias", !llama);
+  m.norm = choice_field(root, "norm", llama ? "rmsnorm" : "layernorm", {"layernorm", "rmsnorm"});
+  m.activation =
+      choice_field(root, "activation", llama ? "swiglu" : opt ? "relu" : "gelu", {"gelu", "relu", "swiglu"});
+  m.default_seq = int_field(root, "default_seq", m.max_positions > 0 ? m.max_positions : 2048, 1);
+  m.citation = root.get_string("source", "");
+
+  if (m.hidden % m.heads != 0)
+    root.at("heads").fail("hidden " + std::to_string(m.hidden) + " is not divisible by heads " +
+                          std::to_string(m.heads));
+  if (m.heads % m.kv_heads != 0)
+    root.at("kv_heads").fail("heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +
+                             std::to_string(m.kv_heads));
+  if (m.max_positions > 0 && m.default_seq > m.max_positions)
+    root.at("default_seq").fail("default_seq " + std::to_string(m.default_seq) +
+                                " exceeds max_positions " + std::to_string(m.max_positions));
+  return m;
+}
+
+nlohmann::json model_to_json(const ModelSpec& m) {
+  nlohmann::json j = nlohmann::json::object();
+  j["name"] = m.name;
+  j["family"] = m.family;
+  j["hidden"] = m.hidden;
+  j["layers"] = m.layers;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  j["ffn_hidden"] = m.ffn_hidden;
+  j["vocab"] = m.vocab;
+  j["max_positions"] = m.max_positions;
+  j["position_offset"] = m.position_offset;
+  j["tied_embeddings"] = m.tied_embeddings;
+  j["bias"] = m.bias;
+  j["norm"] = m.norm;
+  j["activation"] = m.activation;
+  j["default_seq"] = m.default_seq;
+  j["source"] = m.citation;
+  return j;
+}
+
+namespace {
+
+// "gpt:hidden=1024,layers=24" -> {"family":"gpt","hidden":1024,"layers":24}. Integers and
+// true/false become JSON numbers and booleans; anything else stays a string, so a bad value is
+// reported by model_from_json with the key's pointer.
+nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
+  const size_t colon = spec.find(':');
+  nlohmann::json j = nlohmann::json::object();
+  j["family"] = spec.substr(0, colon);
+  const std::string body = spec.substr(colon + 1);
+  size_t pos = 0;
+  while (pos <= body.size() && !body.empty()) {
+    size_t comma = body.find(',', pos);
+    if (comma == std::string::npos) comma = body.size();
+    const std::string item = body.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    PROTWIN_CHECK(eq != std::string::npos && eq > 0, where, ": expected key=value, got '", item, "'");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    PROTWIN_CHECK(key != "family", where, ": the family is given before ':'");
+    PROTWIN_CHECK(std::find(kFields.begin(), kFields.end(), key) != kFields.end(), where,
+                  ": unknown key '", key, "'; known keys: ", join(kFields));
+    const bool digits = !value.empty() &&
+                        std::all_of(value.begin() + (value[0] == '-' ? 1 : 0), value.end(),
+                                    [](unsigned char c) { return std::isdigit(c); }) &&
+                        value != "-" && value.size() < 19;
+    if (digits) j[key] = std::stoll(value);
+    else if (value == "true") j[key] = true;
+    else if (value == "false") j[key] = false;
+    else j[key] = value;
+  }
+  return j;
+}
+
+}  // namespace
+
+ModelSpec resolve_model(const std::string& s) {
+  const auto names = model_names();
+  if (std::find(names.begin(), names.end(), s) != names.end()) return find_model(s);
+
+  const size_t colon = s.find(':');
+  if (colon != std::string::npos && s.find('=') != std::string::npos && s.find('/') == std::string::npos) {
+    const std::string where = "inline spec '" + s + "'";
+    const std::string family = s.substr(0, colon);
+    PROTWIN_CHECK(is_family(family), where, ": unknown family '", family,
+                  "'; expected gpt, gpt2, opt or llama");
+    nlohmann::json j = parse_inline(s, where);
+    if (!j.contains("name")) j["name"] = s;
+    ModelSpec m = model_from_json(j, where);
+    m.source = "inline";
+    return m;
+  }
+
+  const bool looks_like_path = s.find('/') != std::string::npos ||
+                               (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+  if (looks_like_path) {
+    const auto doc = traces::JsonDocument::load(s);
+    nlohmann::json j = doc.json();
+    if (j.is_object() && !j.contains("name")) {
+      // Default name: the file's stem.
+      std::string stem = s.substr(s.find_last_of('/') == std::string::npos ? 0 : s.find_last_of('/') + 1);
+      if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+      j["name"] = stem;
+    }
+    return model_from_json(j, s);
+  }
+  throw Error("unknown model '" + s + "'; known models: " + join(names) +
+              "\nhint: give a zoo name, a spec JSON file, or an inline spec such as "
+              "'gpt:hidden=1024,layers=24,heads=16,vocab=50257'");
+}
+
+}  // namespace protwin::sim

@@ -1,0 +1,456 @@
+// Decomposition of a ModelSpec into blocks and kernels (see workload.h for the conventions).
+//
+// Notation: b batch, s seq, t = b*s tokens, h hidden, a heads, k kv heads, d = h/a head dim,
+// kv = k*d, f ffn hidden, V vocab, e bytes per element of the compute dtype.
+#include "sim/workload/workload.h"
+
+#include <algorithm>
+
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+namespace {
+
+using traces::Kernel;
+using traces::OpSignature;
+
+// Forward flops per element of the non-GEMM kernels (the usual textbook counts; these kernels
+// are memory-bound, so their flops only enter totals, where they are < 1 %):
+constexpr double kLayerNormFlops = 8;  // mean, x-mean, square, variance, rsqrt-scale, gamma, beta
+constexpr double kRmsNormFlops = 4;    // square, mean, rsqrt-scale, gamma
+constexpr double kGeluFlops = 8;       // tanh approximation
+constexpr double kReluFlops = 1;
+constexpr double kSwigluFlops = 5;     // sigmoid (3), x*sigmoid, *up
+constexpr double kSoftmaxFlops = 5;    // scale+mask, max, exp, sum, divide (fused, as in Megatron)
+constexpr double kDropoutFlops = 2;    // draw + select/scale
+constexpr double kAddFlops = 1;
+constexpr double kRopeFlops = 3;       // x*cos + rotate(x)*sin
+constexpr double kCrossEntropyFlops = 5;  // per logit: max, subtract, exp, sum, log/pick
+constexpr double kBackwardFactor = 2;     // backward = 2x forward (model-flops convention)
+
+Kernel kernel(const std::string& kind, std::vector<int64_t> shape, const std::string& dtype,
+              double flops, double bytes) {
+  Kernel k;
+  k.sig = OpSignature{kind, std::move(shape), dtype};
+  k.flops = flops;
+  k.bytes = bytes;
+  return k;
+}
+
+// One forward op of a block: its kernel, the kernels its backward runs, and the temporaries
+// (bytes not kept for backward) live while each runs.
+struct Op {
+  Kernel fwd;
+  std::vector<Kernel> bwd;
+  int64_t fwd_live = 0;
+  int64_t bwd_live = 0;
+};
+
+class BlockBuilder {
+ public:
+  BlockBuilder(const ModelSpec& m, const WorkloadOptions& o)
+      : m_(m), o_(o), dt_(o.dtype), e_(traces::dtype_bytes(o.dtype)),
+        t_(o.batch * o.seq), h_(m.hidden) {}
+
+  // Y[m,n] = X[m,k] W[k,n] (+ bias, fused: addmm). Backward: dX[m,k] = dY W^T -> gemm {m,k,n},
+  // dW[k,n] = X^T dY -> gemm {k,n,m}; each 2mnk flops. (The bias gradient, a row sum of dY, is
+  // folded into the dW GEMM.)
+  void gemm(int64_t m, int64_t n, int64_t k, int64_t fwd_live, int64_t bwd_live) {
+    Op op;
+    op.fwd = gemm_kernel(m, n, k);
+    op.bwd = {gemm_kernel(m, k, n), gemm_kernel(k, n, m)};
+    op.fwd_live = fwd_live;
+    op.bwd_live = bwd_live;
+    ops_.push_back(std::move(op));
+  }
+
+  // An elementwise-like kernel over `n` elements: reads `reads` and writes `writes` tensors of n
+  // elements in forward; backward reads `bwd_reads` and writes `bwd_writes` of them.
+  void pointwise(const std::string& kind, int64_t n, double flops_per_elem, double reads,
+                 double writes, double bwd_reads, double bwd_writes, int64_t fwd_live,
+                 int64_t bwd_live, double extra_fwd_bytes = 0, double extra_bwd_bytes = 0) {
+    Op op;
+    const double f = flops_per_elem * static_cast<double>(n);
+    op.fwd = kernel(kind, {n}, dt_, f, (reads + writes) * e_ * n + extra_fwd_bytes);
+    if (bwd_reads + bwd_writes > 0)
+      op.bwd = {kernel(kind, {n}, dt_, kBackwardFactor * f,
+                       (bwd_reads + bwd_writes) * e_ * n + extra_bwd_bytes)};
+    op.fwd_live = fwd_live;
+    op.bwd_live = bwd_live;
+    ops_.push_back(std::move(op));
+  }
+
+  void push(Op op) { ops_.push_back(std::move(op)); }
+
+  void save(const std::string& name, int64_t bytes, bool stats = false) {
+    saved_.push_back({name, bytes, stats});
+  }
+
+  Kernel gemm_kernel(int64_t m, int64_t n, int64_t k) const {
+    return kernel("gemm", {m, n, k}, dt_, 2.0 * m * n * k,
+                  static_cast<double>(e_) * (m * k + k * n + m * n));
+  }
+
+  // Moves everything built so far into `b`.
+  void finish(Block& b) {
+    for (const auto& op : ops_) {
+      b.forward.push_back(op.fwd);
+      b.forward_transient_bytes = std::max(b.forward_transient_bytes, op.fwd_live);
+    }
+    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
+      for (const auto& k : it->bwd) b.backward.push_back(k);
+      b.backward_transient_bytes = std::max(b.backward_transient_bytes, it->bwd_live);
+    }
+    b.recompute = b.forward;
+    b.saved = saved_;
+    for (const auto& s : saved_) {
+      b.saved_bytes += s.bytes;
+      if (!s.row_stats) b.saved_tensor_bytes += s.bytes;
+    }
+  }
+
+  const ModelSpec& m_;
+  const WorkloadOptions& o_;
+  std::string dt_;
+  int64_t e_, t_, h_;
+  std::vector<Op> ops_;
+  std::vector<SavedTensor> saved_;
+};
+
+// A norm over t rows of h: saves its input and fp32 per-row statistics (LayerNorm mean + rstd,
+// RMSNorm rstd). Forward reads x and writes y; backward reads x and dy, writes dx.
+void norm(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
+  const bool ln = bb.m_.norm == "layernorm";
+  const int64_t n = bb.t_ * bb.h_;
+  const int64_t stats = (ln ? 2 : 1) * 4 * bb.t_;
+  bb.pointwise(bb.m_.norm, n, ln ? kLayerNormFlops : kRmsNormFlops, 1, 1, 2, 1, fwd_live, bwd_live,
+               static_cast<double>(stats), static_cast<double>(stats));
+  bb.save(name + ".input", bb.e_ * n);
+  bb.save(name + ".stats", stats, true);
+}
+
+// Dropout over n elements: saves a 1-byte mask (PyTorch's bool mask; Korthikanti counts 1 byte).
+void dropout(BlockBuilder& bb, const std::string& name, int64_t n, int64_t fwd_live,
+             int64_t bwd_live) {
+  bb.pointwise("dropout", n, kDropoutFlops, 1, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
+               static_cast<double>(n));
+  bb.save(name + ".mask", n);
+}
+
+// Residual add x + branch: saves nothing. Backward: the skip gradient is accumulated into the
+// branch's input gradient (one add: read 2, write 1).
+void residual_add(BlockBuilder& bb, int64_t fwd_live, int64_t bwd_live) {
+  const int64_t n = bb.t_ * bb.h_;
+  bb.pointwise("elementwise", n, kAddFlops, 2, 1, 2, 1, fwd_live, bwd_live);
+}
+
+Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
+  BlockBuilder bb(m, o);
+  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, s = o.seq, n = t * h;
+  // Token lookup: read t rows of the table, write t x h; backward scatter-adds dy into the
+  // table's gradient rows (read dy, read + write the rows; one add per element).
+  bb.push({kernel("embedding", {n}, bb.dt_, 0, 2.0 * e * n + 8.0 * t),
+           {kernel("embedding", {n}, bb.dt_, static_cast<double>(n), 3.0 * e * n + 8.0 * t)}, e * n, e * n});
+  bb.save("input_ids", 8 * t);  // int64 token ids, needed by the lookup's backward
+  if (m.position_rows() > 0) {
+    // Learned positions: s rows broadcast over the batch, then added to the token embedding.
+    bb.push({kernel("embedding", {s * h}, bb.dt_, 0, 2.0 * e * s * h),
+             {kernel("embedding", {s * h}, bb.dt_, static_cast<double>(n), e * (n + 2.0 * s * h))},
+             e * s * h, e * n});
+    bb.pointwise("elementwise", n, kAddFlops, 2, 1, 0, 0, e * (n + s * h), 0);
+  }
+  if (o.dropout) dropout(bb, "embed.dropout", n, 2 * e * n, 2 * e * n);
+  Block b;
+  b.name = "embedding";
+  b.kind = BlockKind::kEmbedding;
+  bb.finish(b);
+  b.input_bytes = 8 * t;
+  b.output_bytes = e * n;
+  b.checkpoint_bytes = 8 * t;
+  return b;
+}
+
+Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer) {
+  BlockBuilder bb(m, o);
+  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, b = o.batch, s = o.seq;
+  const int64_t a = m.heads, d = m.head_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
+  const int64_t n = t * h, ba = b * a, scores = ba * s * s;  // scores: b*a*s*s elements
+  const bool flash = o.flash_attention, drop = o.dropout;
+  const std::string p = "layer." + std::to_string(layer);
+
+  // --- attention ---
+  norm(bb, "norm_1", 0, 2 * e * n);
+  // The norm's output feeds the Q/K/V projections (one tensor, saved once).
+  bb.save("attn.qkv.input", e * n);
+  const bool rope = m.max_positions == 0;  // LLaMA family: rotary embeddings on q and k
+  if (m.family == "gpt2") {
+    // HF GPT-2 c_attn: one fused projection to [q|k|v].
+    bb.gemm(t, h + 2 * kv, h, 0, e * (n + t * (h + 2 * kv)));
+  } else {
+    bb.gemm(t, h, h, rope ? e * n : 0, 2 * e * n);
+    bb.gemm(t, kv, h, rope ? e * (n + t * kv) : 0, e * (n + t * kv));
+    bb.gemm(t, kv, h, 0, e * (n + t * kv));
+  }
+  if (rope) {
+    // q and k rotated out of place; the rotated ones are saved, the projections' outputs freed.
+    bb.pointwise("elementwise", n, kRopeFlops, 1, 1, 1, 1, e * n, 2 * e * n);
+    bb.pointwise("elementwise", t * kv, kRopeFlops, 1, 1, 1, 1, e * t * kv, 2 * e * t * kv);
+  }
+  if (flash) {
+    // FlashAttention (Dao 2022/2023) {b*a, s, s, d}: QK^T and PV, 2*s*s*d flops each per head.
+    // Reads q, k, v, writes o and the fp32 logsumexp; backward reads q, k, v, o, do, lse and
+    // writes dq, dk, dv. With dropout only the RNG state is kept (the mask is regenerated).
+    const double fl = 4.0 * ba * s * s * d;
+    const double lse = 4.0 * ba * s;
+    bb.push({kernel("flash_attention", {ba, s, s, d}, bb.dt_, fl, e * (2.0 * n + 2.0 * t * kv) + lse),
+             {kernel("flash_attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
+                     e * (6.0 * n + 4.0 * t * kv) + lse)},
+             0, e * (2 * n + 2 * t * kv)});
+    bb.save("attn.q", e * n);
+    bb.save("attn.k", e * t * kv);
+    bb.save("attn.v", e * t * kv);
+    bb.save("attn.out", e * n);  // flash's output = the output projection's input (one tensor)
+    bb.save("attn.logsumexp", 4 * ba * s, true);
+  } else {
+    if (kv < h) {
+      // Eager GQA (HF repeat_kv): k and v expanded to a heads (copies); the copies are saved.
+      bb.pointwise("elementwise", n, 0, 0, 1, 1, 0, 0, e * (n + t * kv), e * t * kv, e * t * kv);
+      bb.pointwise("elementwise", n, 0, 0, 1, 1, 0, 0, e * (n + t * kv), e * t * kv, e * t * kv);
+    }
+    // Unfused attention {b*a, s, s, d}: the two batched matmuls S = QK^T and O = PV, 2*s*s*d
+    // flops each per head. Forward reads q, k (v), writes S, reads P, writes O; backward
+    // (dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q) is twice the flops.
+    const double fl = 4.0 * ba * s * s * d;
+    bb.push({kernel("attention", {ba, s, s, d}, bb.dt_, fl, e * (4.0 * n + 2.0 * scores)),
+             {kernel("attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
+                     e * (8.0 * n + 4.0 * scores))},
+             e * scores, e * (n + scores)});
+    bb.save("attn.q", e * n);
+    bb.save("attn.k", e * n);
+    bb.save("attn.v", e * n);
+    // Scaled, masked softmax (fused as in Megatron): S is freed, P is saved.
+    bb.pointwise("softmax", scores, kSoftmaxFlops, 1, 1, 2, 1, e * scores, 2 * e * scores);
+    bb.save("attn.softmax_out", e * scores);
+    if (drop) {
+      dropout(bb, "attn.prob_dropout", scores, e * scores, 2 * e * scores);
+      bb.save("attn.prob_dropout.out", e * scores);  // PV's input
+    }
+    bb.save("attn.out", e * n);  // PV's output = the output projection's input
+  }
+  bb.gemm(t, h, h, e * n, e * 2 * n);  // output projection
+  if (drop) dropout(bb, "attn.resid_dropout", n, 2 * e * n, 2 * e * n);
+  residual_add(bb, e * n, 2 * e * n);
+
+  // --- MLP ---
+  norm(bb, "norm_2", 0, 2 * e * n);
+  bb.save("mlp.input", e * n);  // the norm's output, input of the first projection(s)
+  if (m.activation == "swiglu") {
+    // LLaMA MLP: down(silu(gate(x)) * up(x)). Saved as in unfused PyTorch (HF LLaMA) and in
+    // Fujii et al.'s 8*s*b*h_ffn: gate, silu(gate), up, and the product (down's input).
+    bb.gemm(t, f, h, 0, e * (t * f + n));
+    bb.gemm(t, f, h, e * t * f, e * (t * f + n));
+    bb.pointwise("swiglu", t * f, kSwigluFlops, 2, 1, 3, 2, 0, 3 * e * t * f);
+    bb.save("mlp.gate_out", e * t * f);
+    bb.save("mlp.silu_out", e * t * f);
+    bb.save("mlp.up_out", e * t * f);
+    bb.save("mlp.act_out", e * t * f);
+  } else if (m.activation == "gelu") {
+    // GPT-2: fc2(gelu(fc1(x))); gelu saves its input, fc2 saves gelu's output.
+    bb.gemm(t, f, h, 0, e * (t * f + n));
+    bb.pointwise("gelu", t * f, kGeluFlops, 1, 1, 2, 1, 0, 2 * e * t * f);
+    bb.save("mlp.fc1_out", e * t * f);
+    bb.save("mlp.act_out", e * t * f);
+  } else {
+    // OPT: ReLU saves its output, which is also fc2's input: one tensor; fc1's output is freed.
+    bb.gemm(t, f, h, 0, e * (t * f + n));
+    bb.pointwise("relu", t * f, kReluFlops, 1, 1, 2, 1, e * t * f, 2 * e * t * f);
+    bb.save("mlp.act_out", e * t * f);
+  }
+  bb.gemm(t, h, f, e * n, e * (n + t * f));  // down / fc2
+  if (drop) dropout(bb, "mlp.resid_dropout", n, 2 * e * n, 2 * e * n);
+  residual_add(bb, e * n, 2 * e * n);
+
+  Block blk;
+  blk.name = p;
+  blk.kind = BlockKind::kDecoder;
+  blk.layer = layer;
+  bb.finish(blk);
+  blk.input_bytes = e * n;
+  blk.output_bytes = e * n;
+  blk.checkpoint_bytes = e * n;  // the block input (the residual stream)
+  return blk;
+}
+
+Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
+  BlockBuilder bb(m, o);
+  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, V = m.vocab, n = t * h;
+  norm(bb, "final_norm", 0, 2 * e * n);
+  bb.save("lm_head.input", e * n);
+  // LM head: logits = x W^T, {t, V, h}. Its output (e*t*V) is cast to fp32 for the loss.
+  bb.gemm(t, V, h, e * t * V, e * (t * V + n));
+  // Cross-entropy in fp32 (HF casts logits.float(); Megatron's loss is fp32): log_softmax saves
+  // its fp32 output; the fp16 and fp32 logits are temporaries. Backward reads the log-probs and
+  // writes fp32 dlogits, cast back to the compute dtype.
+  const double ce = kCrossEntropyFlops * static_cast<double>(t) * V;
+  bb.push({kernel("cross_entropy", {t, V}, "fp32", ce, (e + 4.0 + 4.0) * t * V + 4.0 * t),
+           {kernel("cross_entropy", {t, V}, "fp32", kBackwardFactor * ce, (4.0 + 4.0 + e) * t * V)},
+           (e + 4) * t * V, (4 + e) * t * V});
+  bb.save("loss.log_probs", 4 * t * V);
+  bb.save("loss.targets", 8 * t);
+  Block b;
+  b.name = "head";
+  b.kind = BlockKind::kHead;
+  bb.finish(b);
+  b.input_bytes = e * n;
+  b.output_bytes = 4;  // the scalar loss
+  b.checkpoint_bytes = e * n;
+  return b;
+}
+
+}  // namespace
+
+const char* block_kind_name(BlockKind k) {
+  switch (k) {
+    case BlockKind::kEmbedding: return "embedding";
+    case BlockKind::kDecoder: return "decoder";
+    case BlockKind::kHead: return "head";
+  }
+  return "?";
+}
+
+double total_flops(const std::vector<Kernel>& ks) {
+  double s = 0;
+  for (const auto& k : ks) s += k.flops * static_cast<double>(k.count);
+  return s;
+}
+
+double total_bytes(const std::vector<Kernel>& ks) {
+  double s = 0;
+  for (const auto& k : ks) s += k.bytes * static_cast<double>(k.count);
+  return s;
+}
+
+double Block::forward_flops() const { return total_flops(forward); }
+double Block::backward_flops() const { return total_flops(backward); }
+double Block::forward_bytes() const { return total_bytes(forward); }
+double Block::backward_bytes() const { return total_bytes(backward); }
+
+int64_t Workload::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& b : blocks) n += b.param_count;
+  return n;
+}
+
+double Workload::forward_flops() const {
+  double s = 0;
+  for (const auto& b : blocks) s += b.forward_flops();
+  return s;
+}
+
+double Workload::backward_flops() const {
+  double s = 0;
+  for (const auto& b : blocks) s += b.backward_flops();
+  return s;
+}
+
+double Workload::flops_per_token() const {
+  return (forward_flops() + backward_flops()) / static_cast<double>(tokens);
+}
+
+int64_t Workload::activation_bytes_per_layer() const { return layer(0).saved_bytes; }
+
+const Block& Workload::layer(int64_t i) const {
+  PROTWIN_ASSERT(i >= 0 && i < model.layers, "layer ", i, " out of range");
+  return blocks[static_cast<size_t>(i + 1)];
+}
+
+Workload build_workload(const ModelSpec& m, const WorkloadOptions& opt) {
+  WorkloadOptions o = opt;
+  if (o.seq == 0) o.seq = m.default_seq;
+  PROTWIN_CHECK(o.batch > 0, "--batch: expected an integer > 0, got ", o.batch);
+  PROTWIN_CHECK(o.seq > 0, "--seq: expected an integer > 0, got ", o.seq);
+  PROTWIN_CHECK(o.dtype == "fp16" || o.dtype == "bf16" || o.dtype == "fp32",
+                "--dtype: expected one of fp16, bf16, fp32, got \"", o.dtype, "\"");
+  PROTWIN_CHECK(m.max_positions == 0 || o.seq <= m.max_positions, "--seq: ", o.seq,
+                " exceeds the ", m.max_positions, " learned positions of model '", m.name, "'");
+
+  Workload w;
+  w.model = m;
+  w.options = o;
+  w.tokens = o.batch * o.seq;
+  const auto layout = parameter_layout(m);
+  PROTWIN_ASSERT(layout.size() == static_cast<size_t>(m.layers + 2), "unexpected block count");
+
+  w.blocks.push_back(embedding_block(m, o));
+  for (int64_t i = 0; i < m.layers; ++i) w.blocks.push_back(decoder_block(m, o, i));
+  w.blocks.push_back(head_block(m, o));
+  for (size_t i = 0; i < w.blocks.size(); ++i) {
+    PROTWIN_ASSERT(w.blocks[i].name == layout[i].block, "block order mismatch at ", i);
+    w.blocks[i].params = layout[i].tensors;
+    w.blocks[i].param_count = layout[i].count();
+  }
+  return w;
+}
+
+nlohmann::json block_to_json(const Block& b, bool with_kernels) {
+  nlohmann::json j = {{"name", b.name},
+                      {"kind", block_kind_name(b.kind)},
+                      {"params", b.param_count},
+                      {"forward_flops", b.forward_flops()},
+                      {"backward_flops", b.backward_flops()},
+                      {"forward_bytes", b.forward_bytes()},
+                      {"backward_bytes", b.backward_bytes()},
+                      {"saved_bytes", b.saved_bytes},
+                      {"checkpoint_bytes", b.checkpoint_bytes},
+                      {"input_bytes", b.input_bytes},
+                      {"output_bytes", b.output_bytes},
+                      {"forward_transient_bytes", b.forward_transient_bytes},
+                      {"backward_transient_bytes", b.backward_transient_bytes}};
+  if (b.layer >= 0) j["layer"] = b.layer;
+  if (with_kernels) {
+    auto ks = [](const std::vector<Kernel>& v) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& k : v) a.push_back(traces::kernel_to_json(k));
+      return a;
+    };
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& t : b.params) {
+      nlohmann::json pj = {{"name", t.name}, {"shape", t.shape}, {"numel", t.numel}};
+      if (!t.tied_to.empty()) pj["tied_to"] = t.tied_to;
+      params.push_back(pj);
+    }
+    nlohmann::json saved = nlohmann::json::array();
+    for (const auto& s : b.saved)
+      saved.push_back({{"name", s.name}, {"bytes", s.bytes}, {"row_stats", s.row_stats}});
+    j["param_tensors"] = params;
+    j["saved"] = saved;
+    j["forward"] = ks(b.forward);
+    j["backward"] = ks(b.backward);
+    j["recompute"] = ks(b.recompute);
+  }
+  return j;
+}
+
+nlohmann::json workload_to_json(const Workload& w, bool with_kernels) {
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const auto& b : w.blocks) blocks.push_back(block_to_json(b, with_kernels));
+  return {{"name", w.model.name},
+          {"model", model_to_json(w.model)},
+          {"params", w.parameter_count()},
+          {"layers", w.model.layers},
+          {"batch", w.options.batch},
+          {"seq", w.options.seq},
+          {"dtype", w.options.dtype},
+          {"flash_attention", w.options.flash_attention},
+          {"dropout", w.options.dropout},
+          {"tokens", w.tokens},
+          {"flops_per_token", w.flops_per_token()},
+          {"forward_flops", w.forward_flops()},
+          {"backward_flops", w.backward_flops()},
+          {"activation_bytes_per_layer", w.activation_bytes_per_layer()},
+          {"checkpoint_bytes_per_layer", w.layer(0).checkpoint_bytes},
+          {"blocks", blocks}};
+}
+
+}  // namespace protwin::sim

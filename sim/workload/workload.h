@@ -1,0 +1,101 @@
+// Workload: one training iteration of a ModelSpec at (batch, seq, dtype), decomposed into blocks
+// (embedding, each decoder layer, final norm + LM head + loss). Per block: its parameter tensors in
+// execution order, its forward / backward / recompute kernels (traces::Kernel, the signatures the
+// cost model prices), its saved activations when kept (NONE) or checkpointed (CKPT), and the
+// largest temporary inside its forward and backward.
+//
+// Conventions (all counts are documented where the kernels are built, in workload.cpp):
+// - flops are model flops: a backward kernel does 2x its forward's flops (dX and dW for GEMMs).
+//   Causal masking is not discounted (Megatron/PaLM MFU accounting). FlashAttention's backward
+//   also recomputes QK^T (2.5x forward on the GPU); that recompute is left to the cost model's
+//   flash efficiency so fused and unfused attention report the same work.
+// - bytes are bytes read + written by the kernel at the compute dtype (masks 1 byte, per-row
+//   statistics fp32).
+// - Saved activations follow PyTorch eager / HF semantics (what autograd keeps), which is what
+//   Korthikanti et al. (arXiv 2205.05198) and Fujii et al. (arXiv 2411.06465) count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/workload/model_spec.h"
+#include "sim/workload/parameters.h"
+#include "traces/op_signature.h"
+
+namespace protwin::sim {
+
+struct WorkloadOptions {
+  int64_t batch = 1;           // micro-batch (per GPU)
+  int64_t seq = 0;             // tokens per sequence; 0 = the model's default_seq
+  std::string dtype = "fp16";  // compute dtype: "fp16" | "bf16" | "fp32"
+  bool flash_attention = true;
+  bool dropout = false;        // attention-probability, residual and embedding dropout
+};
+
+enum class BlockKind { kEmbedding, kDecoder, kHead };
+const char* block_kind_name(BlockKind k);
+
+// One tensor autograd keeps between a block's forward and its backward.
+struct SavedTensor {
+  std::string name;        // e.g. "attn.softmax_out"
+  int64_t bytes = 0;
+  bool row_stats = false;  // fp32 per-row statistics (norm mean/rstd, flash logsumexp):
+                           // O(tokens), left out of the published per-layer formulas
+};
+
+struct Block {
+  std::string name;  // "embedding", "layer.<i>", "head"
+  BlockKind kind = BlockKind::kDecoder;
+  int64_t layer = -1;                 // decoder layer index, -1 otherwise
+  std::vector<ParamTensor> params;    // in order of first use (tied ones flagged)
+  int64_t param_count = 0;            // parameters this block owns
+  std::vector<traces::Kernel> forward;
+  std::vector<traces::Kernel> backward;   // in execution order (reverse of forward)
+  std::vector<traces::Kernel> recompute;  // CKPT: the forward again, inside backward
+  std::vector<SavedTensor> saved;     // kept for backward when the block is NONE
+  int64_t saved_bytes = 0;            // sum of `saved`
+  int64_t saved_tensor_bytes = 0;     // sum of `saved` without row statistics
+  int64_t checkpoint_bytes = 0;       // CKPT keeps only the block input
+  int64_t input_bytes = 0;            // activation entering the block
+  int64_t output_bytes = 0;           // activation leaving the block
+  int64_t forward_transient_bytes = 0;   // largest set of temporaries live in one forward kernel
+  int64_t backward_transient_bytes = 0;  // same in backward (activation gradients; weight
+                                         // gradients go to the grad chunks and are not counted)
+
+  double forward_flops() const;
+  double backward_flops() const;
+  double forward_bytes() const;
+  double backward_bytes() const;
+};
+
+struct Workload {
+  ModelSpec model;
+  WorkloadOptions options;  // seq resolved
+  int64_t tokens = 0;       // batch * seq
+  std::vector<Block> blocks;
+
+  int64_t parameter_count() const;  // sum over blocks == model.parameter_count()
+  double forward_flops() const;
+  double backward_flops() const;
+  // Training (forward + backward) model flops per token, without recompute.
+  double flops_per_token() const;
+  // Saved activation bytes of one decoder layer kept whole (NONE), incl. row statistics.
+  int64_t activation_bytes_per_layer() const;
+  const Block& layer(int64_t i) const;
+};
+
+// Errors (bad batch/seq/dtype) are user errors naming the option ("--seq", ...).
+Workload build_workload(const ModelSpec& m, const WorkloadOptions& o);
+
+// Sum of flops * count.
+double total_flops(const std::vector<traces::Kernel>& ks);
+double total_bytes(const std::vector<traces::Kernel>& ks);
+
+nlohmann::json block_to_json(const Block& b, bool with_kernels);
+// {"name","params","flops_per_token","layers","activation_bytes_per_layer", ..., "blocks": [...]}
+nlohmann::json workload_to_json(const Workload& w, bool with_kernels);
+
+}  // namespace protwin::sim
