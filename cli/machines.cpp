@@ -1,0 +1,196 @@
+// protwin machines / protwin machine: list the embedded machines, show one (with what-if
+// overrides), and fold a measured fragment (e.g. from the GPU probe) into a machine file.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/machine.h"
+#include "hwmodels/machine_edit.h"
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/json_reader.h"
+
+namespace protwin::cli {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// At most `n` bytes of `s`, never splitting a UTF-8 sequence.
+std::string clip(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n) + "...";
+}
+
+double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024 * 1024); }
+
+int run_machines(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("json", "print JSON instead of a table");
+  po::variables_map vm;
+  if (!parse_options("protwin machines [--json]", desc, args, vm)) return 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& name : hw::machine_names()) {
+    const hw::HardwareCostModel cm(hw::load_machine(name));
+    const hw::Machine& m = cm.machine();
+    out.push_back({{"name", m.name},
+                   {"description", m.description},
+                   {"gpu", m.gpu.name},
+                   {"gpu_count", m.gpu.count},
+                   {"gpu_memory_bytes", m.gpu.memory_bytes},
+                   {"bf16_sustained_tflops", m.gpu.compute.at("bf16").sustained_tflops},
+                   {"h2d_pinned_GBps", m.host_link.h2d.pinned_GBps},
+                   {"host_link", m.host_link.name},
+                   {"host_cores", m.host.cores},
+                   {"cpu_adam_params_per_s", cm.cpu_adam_params_per_s(m.gpu.count)},
+                   {"p2p", m.gpu.p2p}});
+  }
+  if (vm.count("json")) {
+    print_json(out);
+    return 0;
+  }
+  std::printf("%-21s %-24s %3s %8s %11s %-16s %8s %6s %13s %4s\n", "NAME", "GPU", "N", "MEM_GiB",
+              "BF16_TFLOPS", "HOST_LINK", "H2D_GBps", "CORES", "ADAM_Mparam/s", "P2P");
+  for (const auto& r : out) {
+    std::printf("%-21s %-24s %3d %8.1f %11.3g %-16s %8.1f %6d %13.0f %4s\n",
+                r["name"].get<std::string>().c_str(), r["gpu"].get<std::string>().c_str(),
+                r["gpu_count"].get<int>(), gib(r["gpu_memory_bytes"].get<int64_t>()),
+                r["bf16_sustained_tflops"].get<double>(), r["host_link"].get<std::string>().c_str(),
+                r["h2d_pinned_GBps"].get<double>(), r["host_cores"].get<int>(),
+                r["cpu_adam_params_per_s"].get<double>() * 1e-6, r["p2p"].get<bool>() ? "yes" : "no");
+  }
+  std::printf("\nbf16: sustained GEMM TFLOPS; ADAM: CPU Adam params/s per rank with all GPUs' ranks "
+              "sharing the host.\n'protwin machine NAME' shows one machine with provenance.\n");
+  return 0;
+}
+
+struct Row {
+  std::string label, value, pointer;
+};
+
+void print_machine(const hw::Machine& m) {
+  const hw::HardwareCostModel cm(m);
+  std::vector<Row> rows;
+  auto add = [&](std::string label, std::string value, std::string pointer) {
+    rows.push_back({std::move(label), std::move(value), std::move(pointer)});
+  };
+  add("gpu", m.gpu.name + " x " + std::to_string(m.gpu.count), "/gpu/count");
+  add("gpu memory", fmt("%.1f GiB", gib(m.gpu.memory_bytes)), "/gpu/memory_bytes");
+  for (const auto& [dtype, c] : m.gpu.compute)
+    add(dtype + " TFLOPS peak / sustained",
+        fmt("%.1f", c.peak_tflops) + " / " + fmt("%.1f", c.sustained_tflops),
+        "/gpu/compute/" + dtype + "/sustained_tflops");
+  add("HBM GB/s peak / achievable",
+      fmt("%.0f", m.gpu.hbm_peak_GBps) + " / " + fmt("%.0f", m.gpu.hbm_achievable_GBps),
+      "/gpu/hbm/achievable_GBps");
+  add("launch floor", fmt("%.1f us", m.gpu.launch_floor_us), "/gpu/launch_floor_us");
+  if (m.gpu.attention)
+    add("flash attention fwd / bwd TFLOPS",
+        fmt("%.0f", m.gpu.attention->flash_fwd_tflops) + " / " + fmt("%.0f", m.gpu.attention->flash_bwd_tflops),
+        "/gpu/attention/flash_fwd_tflops");
+  add("GPU P2P", m.gpu.p2p ? "yes" : "no", "/gpu/p2p");
+  add("host", m.host.cpu + ", " + std::to_string(m.host.cores) + " cores", "/host/cores");
+  add("host memory", fmt("%.0f GiB", gib(m.host.memory_bytes)), "/host/memory_bytes");
+  add("host DRAM GB/s", fmt("%.0f", m.host.dram_GBps), "/host/dram_GBps");
+  add("host link", m.host_link.name + fmt(", %.2f GB/s peak", m.host_link.peak_GBps), "/host_link/peak_GBps");
+  add("H2D pinned / pageable GB/s",
+      fmt("%.1f", m.host_link.h2d.pinned_GBps) + " / " + fmt("%.1f", m.host_link.h2d.pageable_GBps),
+      "/host_link/h2d/pinned_GBps");
+  add("D2H pinned / pageable GB/s",
+      fmt("%.1f", m.host_link.d2h.pinned_GBps) + " / " + fmt("%.1f", m.host_link.d2h.pageable_GBps),
+      "/host_link/d2h/pinned_GBps");
+  add("copy latency pinned / pageable",
+      fmt("%.0f", m.host_link.h2d.pinned_latency_us) + " / " + fmt("%.0f us", m.host_link.h2d.pageable_latency_us),
+      "/host_link/h2d/pinned_latency_us");
+  add("kept when both directions run",
+      fmt("H2D %.2f", m.host_link.duplex_fraction_h2d) + fmt(", D2H %.2f", m.host_link.duplex_fraction_d2h),
+      "/host_link/duplex_fraction");
+  add("CPU Adam (one rank / all ranks)",
+      fmt("%.2f", cm.cpu_adam_params_per_s(1) * 1e-9) +
+          fmt(" / %.2f Gparam/s per rank", cm.cpu_adam_params_per_s(m.gpu.count) * 1e-9),
+      "/cpu_adam/per_core_params_per_s");
+  add("GPU Adam bytes/param", fmt("%.0f", m.gpu_adam.bytes_per_param), "/gpu_adam/bytes_per_param");
+  add("all-reduce busbw, alpha",
+      fmt("%.0f GB/s", m.intra_node.all_reduce.busbw_GBps) + fmt(", %.0f us", m.intra_node.all_reduce.alpha_us) +
+          (m.intra_node.host_staged ? " (host-staged)" : ""),
+      "/collectives/intra_node/all_reduce/busbw_GBps");
+  add("all-gather busbw, alpha",
+      fmt("%.0f GB/s", m.intra_node.all_gather.busbw_GBps) + fmt(", %.0f us", m.intra_node.all_gather.alpha_us),
+      "/collectives/intra_node/all_gather/busbw_GBps");
+  if (m.inter_node)
+    add("inter-node all-reduce busbw",
+        fmt("%.0f GB/s", m.inter_node->all_reduce.busbw_GBps), "/collectives/inter_node/all_reduce/busbw_GBps");
+  add("fragmentation fraction", fmt("%.2f", m.gpu.allocator.fragmentation_fraction),
+      "/gpu/allocator/fragmentation_fraction");
+
+  std::printf("%s: %s\n(%s)\n\n", m.name.c_str(), m.description.c_str(), m.source.c_str());
+  std::printf("%-33s %-36s %s\n", "FIELD", "VALUE", "PROVENANCE");
+  for (const Row& r : rows) {
+    const nlohmann::json p = m.provenance_of(r.pointer);
+    const std::string kind = p.is_object() ? p.value("kind", "?") : "?";
+    const std::string source = p.is_object() ? p.value("source", "") : "";
+    std::printf("%-33s %-36s %-8s %s\n", r.label.c_str(), r.value.c_str(), kind.c_str(),
+                clip(source, 60).c_str());
+  }
+  std::printf("\nevery field: 'protwin machine %s --json'; what-if: --set path.to.field=value\n",
+              m.name.c_str());
+}
+
+int run_merge(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string base, fragment, out;
+  desc.add_options()("base", po::value(&base), "machine name or file to start from")(
+      "fragment", po::value(&fragment), "measured fragment (machine fields + provenance)")(
+      "output,o", po::value(&out), "machine file to write (atomically)");
+  po::positional_options_description pos;
+  pos.add("base", 1).add("fragment", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin machine merge BASE FRAGMENT -o OUT", desc, args, vm, &pos)) return 0;
+  require(vm, "base");
+  require(vm, "fragment");
+  require(vm, "output");
+  std::string base_source;
+  const nlohmann::json base_json = hw::load_machine_json(base, &base_source);
+  const nlohmann::json frag_json = traces::JsonDocument::load(fragment).json();
+  const nlohmann::json merged = hw::merge_machine_json(base_json, frag_json, fragment);
+  const hw::Machine m = hw::machine_from_json(merged, out);  // refuse to write an invalid machine
+  traces::write_file_atomic(out, merged.dump(2) + "\n");
+  std::printf("wrote %s: %s merged into %s\n", out.c_str(), fragment.c_str(), base_source.c_str());
+  return 0;
+}
+
+int run_machine(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "merge") return run_merge({args.begin() + 1, args.end()});
+  po::options_description desc("options");
+  std::string name;
+  std::vector<std::string> sets;
+  desc.add_options()("name", po::value(&name), "machine name (see 'protwin machines') or file")(
+      "set", po::value(&sets)->composing(), "override a field, e.g. host_link.h2d.pinned_GBps=32 (repeatable)")(
+      "json", "print the full machine JSON (overrides applied)");
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin machine NAME [--set path=value ...] [--json]\n"
+                     "       protwin machine merge BASE FRAGMENT -o OUT",
+                     desc, args, vm, &pos))
+    return 0;
+  require(vm, "name");
+  const hw::Machine m = hw::load_machine(name, sets);
+  if (vm.count("json")) print_json(m.json);
+  else print_machine(m);
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("machines", "list the machines the twin knows", protwin::cli::run_machines)
+PROTWIN_SUBCOMMAND("machine", "show a machine (with --set what-ifs), or merge measurements into one",
+                   protwin::cli::run_machine)

@@ -1,0 +1,94 @@
+// HardwareCostModel: op -> duration from a Machine's curves (DESIGN §5, hardware.md §5).
+//
+// - GEMM: max(flops / gemm_curve(GFLOP per call), bytes / achievable HBM, launch floor); the curve
+//   is interpolated in log10(GFLOP); below its first point the first point's time is a floor,
+//   above its last point sustained_tflops applies.
+// - Memory-bound kernels: max(bytes / hbm_curve(bytes), launch floor).
+// - Attention (unfused): QK^T and PV as batched GEMMs (roofline with their bytes) + softmax;
+//   backward = 2x each GEMM + softmax backward. Flash: flops / flash_{fwd,bwd}_tflops.
+// - Host<->device copies: latency + bytes / (rate x size_curve(bytes)), with rate pinned or
+//   pageable. When both directions run, the simulator shares three links: pcie_h2d, pcie_d2h and
+//   pcie_duplex, whose capacity is the total rate measured with both directions busy
+//   (f_h2d r_h2d + f_d2h r_d2h); max-min sharing then gives each direction half of that.
+// - CPU Adam: fixed + P / min(cores x per-core rate, efficiency x DRAM GB/s / bytes per param);
+//   ranks on one host share its cores and DRAM. Device Adam: memory-bound over bytes per param.
+// - Collectives (NCCL-tests busbw): all-gather / reduce-scatter a + (n-1)/n S / busbw,
+//   all-reduce a + 2(n-1)/n S / busbw (broadcast: busbw = algbw, a + S / busbw). Host-staged
+//   domains (no P2P) also load the PCIe links.
+// A measured op profile wins over the curves for any kernel it has (ProfileLookup).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hwmodels/cost_model.h"
+#include "hwmodels/machine.h"
+#include "traces/op_signature.h"
+
+namespace protwin::hw {
+
+// Seconds per run of a kernel when a measured profile has it (e.g. traces::OpProfile::lookup).
+using ProfileLookup = std::function<std::optional<double>(const traces::OpSignature&)>;
+
+// Adapts anything with `std::optional<double> lookup(const traces::OpSignature&) const`
+// (traces::OpProfile). The profile must outlive the cost model.
+template <typename Profile>
+ProfileLookup profile_lookup(const Profile& profile) {
+  return [&profile](const traces::OpSignature& sig) { return profile.lookup(sig); };
+}
+
+enum class CopyDirection { kH2D, kD2H };
+enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
+enum class CollectiveScope { kIntraNode, kInterNode };
+
+class HardwareCostModel : public CostModel {
+ public:
+  // Indices into links().
+  static constexpr int kLinkH2D = 0, kLinkD2H = 1, kLinkDuplex = 2;
+
+  explicit HardwareCostModel(Machine machine, ProfileLookup profile = {});
+
+  const Machine& machine() const { return machine_; }
+
+  // CostModel. Ops: forward/backward/recompute (and any op with attrs.kernels) sum their kernels;
+  // h2d/d2h copy work.bytes (pageable when attrs.pinned is false or a read tensor lives in the
+  // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over attrs.ranks or
+  // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain); adam_cpu/adam_device
+  // update work.params; alloc/free cost nothing (steady-state caching allocator); other ops with
+  // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
+  std::vector<LinkSpec> links() const override;
+  OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
+
+  // Direct functions for analytic models; all return seconds.
+  double gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
+  // Achieved TFLOPS of one GEMM call of `gflop` (the curve, or sustained above it).
+  double gemm_tflops(double gflop, const std::string& dtype) const;
+  double memory_seconds(double bytes) const;
+  // shape {batch*heads, seq_q, seq_k, head_dim}.
+  double attention_seconds(const std::vector<int64_t>& shape, const std::string& dtype, bool flash,
+                           bool backward) const;
+  // One run of a kernel (profile first); `backward` selects the backward of attention kernels
+  // and, for memory-bound kernels without explicit bytes, the backward traffic.
+  double kernel_seconds(const traces::Kernel& k, bool backward = false) const;
+  double copy_seconds(double bytes, CopyDirection dir, bool pinned, bool both_directions) const;
+  double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
+  double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
+  double device_adam_seconds(double params) const;
+  double collective_seconds(CollectiveKind kind, double bytes, int ranks,
+                            CollectiveScope scope = CollectiveScope::kIntraNode) const;
+
+ private:
+  const DtypeCompute& compute_for(const std::string& dtype) const;
+  double roofline_seconds(double flops, double bytes, const std::string& dtype) const;
+  const CollectiveSpec& collective_spec(CollectiveKind kind, CollectiveScope scope) const;
+
+  Machine machine_;
+  ProfileLookup profile_;
+};
+
+// "all_gather" -> kAllGather, ...; false if the name is not a collective.
+bool collective_from_string(const std::string& name, CollectiveKind* kind);
+
+}  // namespace protwin::hw

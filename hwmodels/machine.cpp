@@ -1,0 +1,268 @@
+#include "hwmodels/machine.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "hwmodels/machine_edit.h"
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/json_reader.h"
+
+namespace protwin::hw {
+
+using traces::JsonNode;
+
+namespace {
+
+const char* const kProvenanceKinds[] = {"peak", "measured", "proxy", "derived", "assumed"};
+
+bool is_kind(const std::string& k) {
+  return std::find(std::begin(kProvenanceKinds), std::end(kProvenanceKinds), k) !=
+         std::end(kProvenanceKinds);
+}
+
+// True when `prefix` is `pointer` or one of its ancestors ("/a" covers "/a/b", not "/ab").
+bool covers(const std::string& prefix, const std::string& pointer) {
+  if (pointer.compare(0, prefix.size(), prefix) != 0) return false;
+  return pointer.size() == prefix.size() || pointer[prefix.size()] == '/';
+}
+
+nlohmann::json find_provenance(const nlohmann::json& prov, const std::string& pointer) {
+  const nlohmann::json* best = nullptr;
+  size_t best_len = 0;
+  if (!prov.is_object()) return nullptr;
+  for (auto it = prov.begin(); it != prov.end(); ++it) {
+    if (covers(it.key(), pointer) && (best == nullptr || it.key().size() > best_len)) {
+      best = &it.value();
+      best_len = it.key().size();
+    }
+  }
+  return best ? *best : nlohmann::json(nullptr);
+}
+
+std::string escape(const std::string& key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+// Every number and boolean (the values a simulation depends on) needs a provenance entry.
+void check_leaves(const nlohmann::json& v, const std::string& pointer, const nlohmann::json& prov,
+                  const std::string& source) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (pointer.empty() && (it.key() == "provenance" || it.key() == "version")) continue;
+      check_leaves(it.value(), pointer + "/" + escape(it.key()), prov, source);
+    }
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i)
+      check_leaves(v[i], pointer + "/" + std::to_string(i), prov, source);
+  } else if (v.is_number() || v.is_boolean()) {
+    PROTWIN_CHECK(!find_provenance(prov, pointer).is_null(), source, ":", pointer,
+                  ": no provenance entry\nhint: add \"", pointer,
+                  "\": {\"kind\": \"peak|measured|proxy|derived|assumed\", \"source\": \"...\"} "
+                  "to /provenance");
+  }
+}
+
+void check_provenance(const JsonNode& root, const std::string& source) {
+  const JsonNode prov = root.at("provenance");
+  if (!prov.is_object()) prov.fail("expected an object of JSON pointer -> {kind, source}");
+  for (auto it = prov.raw().begin(); it != prov.raw().end(); ++it) {
+    const JsonNode e = prov.at(it.key());
+    const std::string kind = e.get_string("kind");
+    if (!is_kind(kind))
+      e.at("kind").fail("expected one of peak, measured, proxy, derived, assumed, got \"" + kind +
+                        "\"");
+    if (e.get_string("source").empty()) e.at("source").fail("expected a non-empty source");
+    bool resolves = false;
+    try {
+      resolves = !it.key().empty() && it.key()[0] == '/' &&
+                 root.raw().contains(nlohmann::json::json_pointer(it.key()));
+    } catch (const nlohmann::json::exception&) {
+      resolves = false;
+    }
+    if (!resolves) e.fail("points to nothing in the machine");
+  }
+  check_leaves(root.raw(), "", prov.raw(), source);
+}
+
+DtypeCompute read_dtype(const JsonNode& n) {
+  DtypeCompute d;
+  d.peak_tflops = n.get_positive_number("peak_tflops");
+  d.sustained_tflops = n.get_positive_number("sustained_tflops");
+  if (auto c = n.find("gemm_curve")) d.gemm_curve = EfficiencyCurve::from_json(*c, "gflop", "tflops");
+  return d;
+}
+
+AllocatorSpec read_allocator(const JsonNode& n) {
+  AllocatorSpec a;
+  a.round_bytes = n.get_nonneg_int("round_bytes");
+  a.small_alloc_max_bytes = n.get_nonneg_int("small_alloc_max_bytes");
+  a.small_segment_bytes = n.get_nonneg_int("small_segment_bytes");
+  a.mid_alloc_max_bytes = n.get_nonneg_int("mid_alloc_max_bytes");
+  a.large_segment_bytes = n.get_nonneg_int("large_segment_bytes");
+  a.large_round_bytes = n.get_nonneg_int("large_round_bytes");
+  a.cuda_malloc_us = n.get_nonneg_number("cuda_malloc_us");
+  a.cuda_free_us = n.get_nonneg_number("cuda_free_us");
+  a.fragmentation_fraction = n.get_nonneg_number("fragmentation_fraction");
+  return a;
+}
+
+GpuSpec read_gpu(const JsonNode& n) {
+  GpuSpec g;
+  g.name = n.get_string("name");
+  g.count = static_cast<int>(n.get_nonneg_int("count"));
+  if (g.count < 1) n.at("count").fail("expected an integer >= 1");
+  g.memory_bytes = n.get_nonneg_int("memory_bytes");
+  g.usable_memory_bytes = n.get_nonneg_int("usable_memory_bytes");
+  if (g.usable_memory_bytes > g.memory_bytes)
+    n.at("usable_memory_bytes").fail("expected at most memory_bytes (" +
+                                     std::to_string(g.memory_bytes) + ")");
+  g.p2p = n.at("p2p").as_bool();
+  const JsonNode compute = n.at("compute");
+  if (!compute.is_object()) compute.fail("expected an object of dtype -> {peak_tflops, ...}");
+  for (auto it = compute.raw().begin(); it != compute.raw().end(); ++it)
+    g.compute[it.key()] = read_dtype(compute.at(it.key()));
+  for (const char* required : {"fp32", "fp16", "bf16"})
+    compute.at(required);  // fails with "missing required field"
+  const JsonNode hbm = n.at("hbm");
+  g.hbm_peak_GBps = hbm.get_positive_number("peak_GBps");
+  g.hbm_achievable_GBps = hbm.get_positive_number("achievable_GBps");
+  g.hbm_curve = EfficiencyCurve::from_json(hbm.at("curve"), "bytes", "GBps");
+  g.launch_floor_us = n.get_nonneg_number("launch_floor_us");
+  g.kernel_launch_us = n.get_nonneg_number("kernel_launch_us");
+  g.framework_op_us = n.get_nonneg_number("framework_op_us");
+  if (auto a = n.find("attention")) {
+    GpuAttention att;
+    att.flash_fwd_tflops = a->get_positive_number("flash_fwd_tflops");
+    att.flash_bwd_tflops = a->get_positive_number("flash_bwd_tflops");
+    g.attention = att;
+  }
+  g.allocator = read_allocator(n.at("allocator"));
+  return g;
+}
+
+HostSpec read_host(const JsonNode& n) {
+  HostSpec h;
+  h.cpu = n.get_string("cpu");
+  h.sockets = static_cast<int>(n.get_nonneg_int("sockets"));
+  h.cores = static_cast<int>(n.get_nonneg_int("cores"));
+  if (h.cores < 1) n.at("cores").fail("expected an integer >= 1");
+  h.memory_bytes = n.get_nonneg_int("memory_bytes");
+  h.dram_peak_GBps = n.get_positive_number("dram_peak_GBps");
+  h.dram_GBps = n.get_positive_number("dram_GBps");
+  return h;
+}
+
+CopyDirectionSpec read_direction(const JsonNode& n) {
+  CopyDirectionSpec d;
+  d.pinned_GBps = n.get_positive_number("pinned_GBps");
+  d.pageable_GBps = n.get_positive_number("pageable_GBps");
+  d.pinned_latency_us = n.get_nonneg_number("pinned_latency_us");
+  d.pageable_latency_us = n.get_nonneg_number("pageable_latency_us");
+  return d;
+}
+
+double fraction(const JsonNode& n, const std::string& key) {
+  const double v = n.get_positive_number(key);
+  if (v > 1) n.at(key).fail("expected a fraction in (0, 1]");
+  return v;
+}
+
+HostLinkSpec read_host_link(const JsonNode& n) {
+  HostLinkSpec l;
+  l.name = n.get_string("name");
+  l.peak_GBps = n.get_positive_number("peak_GBps");
+  l.h2d = read_direction(n.at("h2d"));
+  l.d2h = read_direction(n.at("d2h"));
+  const JsonNode duplex = n.at("duplex_fraction");
+  l.duplex_fraction_h2d = fraction(duplex, "h2d");
+  l.duplex_fraction_d2h = fraction(duplex, "d2h");
+  l.size_curve = EfficiencyCurve::from_json(n.at("size_curve"), "bytes", "fraction");
+  return l;
+}
+
+CollectiveSpec read_collective(const JsonNode& n) {
+  return {n.get_nonneg_number("alpha_us"), n.get_positive_number("busbw_GBps")};
+}
+
+CollectiveDomainSpec read_domain(const JsonNode& n) {
+  CollectiveDomainSpec d;
+  d.host_staged = n.at("host_staged").as_bool();
+  d.all_reduce = read_collective(n.at("all_reduce"));
+  d.reduce_scatter = read_collective(n.at("reduce_scatter"));
+  d.all_gather = read_collective(n.at("all_gather"));
+  d.broadcast = read_collective(n.at("broadcast"));
+  return d;
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
+}  // namespace
+
+nlohmann::json Machine::provenance_of(const std::string& pointer) const {
+  return json.contains("provenance") ? find_provenance(json["provenance"], pointer) : nullptr;
+}
+
+Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
+  const JsonNode root(&j, std::make_shared<const std::string>(source), "");
+  if (!root.is_object()) root.fail("expected a machine object");
+  const std::string format = root.get_string("format");
+  if (format != kMachineFormat)
+    root.at("format").fail(std::string("expected \"") + kMachineFormat + "\", got \"" + format + "\"");
+  const int64_t version = root.get_int("version");
+  if (version != kMachineVersion)
+    root.at("version").fail("unsupported version " + std::to_string(version) + " (this build reads " +
+                            std::to_string(kMachineVersion) + ")");
+  Machine m;
+  m.source = source;
+  m.name = root.get_string("name");
+  m.description = root.get_string("description", "");
+  m.gpu = read_gpu(root.at("gpu"));
+  m.host = read_host(root.at("host"));
+  m.host_link = read_host_link(root.at("host_link"));
+  const JsonNode ca = root.at("cpu_adam");
+  m.cpu_adam.per_core_params_per_s = ca.get_positive_number("per_core_params_per_s");
+  m.cpu_adam.dram_efficiency = fraction(ca, "dram_efficiency");
+  m.cpu_adam.bytes_per_param = ca.get_positive_number("bytes_per_param");
+  m.cpu_adam.fixed_overhead_us = ca.get_nonneg_number("fixed_overhead_us");
+  m.cpu_adam.torch_slowdown = ca.has("torch_slowdown") ? ca.get_positive_number("torch_slowdown") : 1.0;
+  m.gpu_adam.bytes_per_param = root.at("gpu_adam").get_positive_number("bytes_per_param");
+  const JsonNode coll = root.at("collectives");
+  m.intra_node = read_domain(coll.at("intra_node"));
+  if (auto inter = coll.find("inter_node")) m.inter_node = read_domain(*inter);
+  check_provenance(root, source);
+  m.json = j;
+  return m;
+}
+
+nlohmann::json load_machine_json(const std::string& name_or_path, std::string* source) {
+  if (looks_like_path(name_or_path)) {
+    if (source) *source = name_or_path;
+    return traces::JsonDocument::load(name_or_path).json();
+  }
+  const char* text = embedded_machine_json(name_or_path);
+  if (text == nullptr) {
+    std::string known;
+    for (const auto& n : machine_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error("unknown machine '" + name_or_path + "'; known machines: " + known +
+                "\nhint: pass a path to a machine file (with '/' or ending in .json) to load one "
+                "from disk");
+  }
+  const std::string name = name_or_path + ".json";
+  if (source) *source = name;
+  return traces::JsonDocument::parse(text, name).json();
+}
+
+Machine load_machine(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  std::string source;
+  nlohmann::json j = load_machine_json(name_or_path, &source);
+  for (const auto& o : overrides) apply_override(j, o);
+  return machine_from_json(j, source);
+}
+
+}  // namespace protwin::hw

@@ -1,0 +1,139 @@
+// Machine: one node type as data (DESIGN §5). Machines live in hwmodels/machines/<name>.json,
+// are embedded into protwin_hw at build time, and can also be read from any file.
+//
+// Every number carries its unit in its key (_GBps, _tflops, _us, _bytes, ...; counts and
+// fractions are unitless) and a provenance entry: "provenance": {"/json/pointer": {"kind":
+// peak|measured|proxy|derived|assumed, "source": "...", "note"?}}. An entry covers the value at its
+// pointer and everything below it; the longest matching pointer wins.
+//
+// The raw JSON is kept in Machine::json so that overrides (--set) and `protwin machine NAME --json`
+// round-trip exactly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/efficiency_curve.h"
+
+namespace protwin::hw {
+
+inline constexpr const char* kMachineFormat = "protwin.machine";
+inline constexpr int kMachineVersion = 1;
+
+// One datatype's matmul throughput. gemm_curve: achieved TFLOPS vs GFLOP per call (may be empty:
+// then sustained_tflops is used for every size).
+struct DtypeCompute {
+  double peak_tflops = 0;
+  double sustained_tflops = 0;
+  EfficiencyCurve gemm_curve;
+};
+
+struct GpuAttention {
+  double flash_fwd_tflops = 0;
+  double flash_bwd_tflops = 0;
+};
+
+// PyTorch CUDACachingAllocator constants (hardware.md §3.7).
+struct AllocatorSpec {
+  int64_t round_bytes = 0, small_alloc_max_bytes = 0, small_segment_bytes = 0;
+  int64_t mid_alloc_max_bytes = 0, large_segment_bytes = 0, large_round_bytes = 0;
+  double cuda_malloc_us = 0, cuda_free_us = 0;
+  double fragmentation_fraction = 0;
+};
+
+struct GpuSpec {
+  std::string name;
+  int count = 0;
+  int64_t memory_bytes = 0, usable_memory_bytes = 0;
+  bool p2p = false;
+  std::map<std::string, DtypeCompute> compute;  // "fp32" (no TF32), "tf32", "fp16", "bf16"
+  double hbm_peak_GBps = 0, hbm_achievable_GBps = 0;
+  EfficiencyCurve hbm_curve;                    // GB/s vs bytes moved by one kernel
+  double launch_floor_us = 0;                   // shortest eager op (back-to-back tiny kernels)
+  double kernel_launch_us = 0, framework_op_us = 0;
+  std::optional<GpuAttention> attention;        // FlashAttention throughput, when known
+  AllocatorSpec allocator;
+};
+
+struct HostSpec {
+  std::string cpu;
+  int sockets = 0, cores = 0;
+  int64_t memory_bytes = 0;
+  double dram_peak_GBps = 0, dram_GBps = 0;     // dram_GBps: STREAM-like achievable
+};
+
+struct CopyDirectionSpec {
+  double pinned_GBps = 0, pageable_GBps = 0;
+  double pinned_latency_us = 0, pageable_latency_us = 0;
+};
+
+struct HostLinkSpec {
+  std::string name;
+  double peak_GBps = 0;
+  CopyDirectionSpec h2d, d2h;
+  double duplex_fraction_h2d = 1, duplex_fraction_d2h = 1;  // rate kept when both directions run
+  EfficiencyCurve size_curve;                   // fraction of the rate vs bytes per copy
+};
+
+struct CpuAdamSpec {
+  double per_core_params_per_s = 0;
+  double dram_efficiency = 0;                   // fraction of dram_GBps Adam's traffic achieves
+  double bytes_per_param = 0;
+  double fixed_overhead_us = 0;
+  double torch_slowdown = 1;                    // torch.optim.Adam on CPU is this much slower
+};
+
+struct GpuAdamSpec {
+  double bytes_per_param = 0;
+};
+
+struct CollectiveSpec {
+  double alpha_us = 0;
+  double busbw_GBps = 0;
+};
+
+// NCCL-tests definitions: busbw of all-reduce is 2(n-1)/n S / t, of all-gather and
+// reduce-scatter (n-1)/n S / t (S the full buffer).
+struct CollectiveDomainSpec {
+  bool host_staged = false;                     // no P2P: traffic goes GPU -> host -> GPU over PCIe
+  CollectiveSpec all_reduce, reduce_scatter, all_gather, broadcast;
+};
+
+struct Machine {
+  std::string name, description;
+  std::string source;                           // "embedded:<name>" or the file path
+  GpuSpec gpu;
+  HostSpec host;
+  HostLinkSpec host_link;
+  CpuAdamSpec cpu_adam;
+  GpuAdamSpec gpu_adam;
+  CollectiveDomainSpec intra_node;
+  std::optional<CollectiveDomainSpec> inter_node;
+  nlohmann::json json;                          // the full document, overrides applied
+
+  // The provenance entry covering a JSON pointer (longest matching prefix); null if none.
+  nlohmann::json provenance_of(const std::string& pointer) const;
+};
+
+// Names of the embedded machines, sorted.
+std::vector<std::string> machine_names();
+// The embedded JSON text of a machine; nullptr if there is none of that name.
+const char* embedded_machine_json(const std::string& name);
+
+// Parses and validates a machine document. `source` names it in errors ("a100-server.json").
+Machine machine_from_json(const nlohmann::json& j, const std::string& source);
+
+// An embedded machine by name, or a file when the argument contains '/' or ends in ".json".
+// Unknown names are an error listing the known ones. Overrides ("path.to.field=value") are
+// applied before validation.
+Machine load_machine(const std::string& name_or_path,
+                     const std::vector<std::string>& overrides = {});
+// The raw document of load_machine (no overrides, not validated); `source` gets its name.
+nlohmann::json load_machine_json(const std::string& name_or_path, std::string* source = nullptr);
+
+}  // namespace protwin::hw

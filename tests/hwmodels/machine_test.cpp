@@ -1,0 +1,111 @@
+// Machines as data: every embedded machine validates; bad files fail naming file + JSON pointer.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "hwmodels/machine.h"
+#include "traces/error.h"
+#include "traces/json_reader.h"
+
+using namespace protwin;
+using namespace protwin::hw;
+
+namespace {
+nlohmann::json embedded(const std::string& name) {
+  return traces::JsonDocument::parse(embedded_machine_json(name), name).json();
+}
+}  // namespace
+
+TEST_CASE("the six machines are embedded and validate", "[hwmodels]") {
+  const std::vector<std::string> expected = {"a100-40g-pcie-server", "a100-server", "h100-server",
+                                             "h200-server", "host-emulated", "rtx3090-server"};
+  CHECK(machine_names() == expected);
+  for (const auto& name : expected) {
+    INFO(name);
+    const Machine m = load_machine(name);
+    CHECK(m.name == name);
+    CHECK(m.json == embedded(name));  // raw JSON kept for --json round trips
+  }
+}
+
+TEST_CASE("machine facts match the ProTrain testbeds (hardware.md §1)", "[hwmodels]") {
+  const Machine r = load_machine("rtx3090-server");
+  CHECK(r.gpu.count == 4);
+  CHECK_FALSE(r.gpu.p2p);
+  CHECK(r.intra_node.host_staged);
+  CHECK(r.host.cores == 24);
+  CHECK(r.host_link.peak_GBps == 15.75);
+  const Machine a = load_machine("a100-server");
+  CHECK(a.gpu.count == 4);
+  CHECK(a.gpu.memory_bytes == 80LL * 1024 * 1024 * 1024);
+  CHECK(a.host.cores == 112);
+  CHECK(a.inter_node.has_value());
+  for (const char* n : {"a100-40g-pcie-server", "h100-server", "h200-server"})
+    CHECK(load_machine(n).gpu.count == 8);
+  CHECK(a.provenance_of("/host_link/h2d/pinned_GBps")["kind"] == "measured");
+  CHECK(a.provenance_of("/collectives/intra_node/all_reduce/busbw_GBps")["kind"] == "derived");
+}
+
+TEST_CASE("an unknown machine lists the known ones", "[hwmodels][errors]") {
+  CHECK_THROWS_WITH(load_machine("dgx-9000"),
+                    "unknown machine 'dgx-9000'; known machines: a100-40g-pcie-server, a100-server, "
+                    "h100-server, h200-server, host-emulated, rtx3090-server\n"
+                    "hint: pass a path to a machine file (with '/' or ending in .json) to load one "
+                    "from disk");
+}
+
+TEST_CASE("a missing field names the file and JSON pointer", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("a100-server");
+  j["host_link"]["h2d"].erase("pinned_GBps");
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/host_link/h2d: missing required field \"pinned_GBps\"");
+}
+
+TEST_CASE("a negative value names the file and JSON pointer", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("a100-server");
+  j["host_link"]["h2d"]["pinned_GBps"] = -3.5;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/host_link/h2d/pinned_GBps: expected a number > 0, got number -3.5");
+  j = embedded("a100-server");
+  j["gpu"]["allocator"]["cuda_free_us"] = -1;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/gpu/allocator/cuda_free_us: expected a number >= 0, got integer -1");
+}
+
+TEST_CASE("a machine file on disk is read and errors name its path", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("rtx3090-server");
+  j["cpu_adam"].erase("bytes_per_param");
+  const std::string path = std::string(PROTWIN_BINARY_DIR) + "/test_hwmodels_bad_machine.json";
+  std::ofstream(path) << j.dump(1);
+  CHECK_THROWS_WITH(load_machine(path),
+                    path + ":/cpu_adam: missing required field \"bytes_per_param\"");
+}
+
+TEST_CASE("every number needs a provenance entry with a known kind", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("a100-server");
+  j["provenance"].erase("/gpu/memory_bytes");
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/gpu/memory_bytes: no provenance entry\nhint: add \"/gpu/memory_bytes\": "
+                    "{\"kind\": \"peak|measured|proxy|derived|assumed\", \"source\": \"...\"} to /provenance");
+  j = embedded("a100-server");
+  j["provenance"]["/gpu/memory_bytes"]["kind"] = "guess";
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/provenance/~1gpu~1memory_bytes/kind: expected one of peak, measured, "
+                    "proxy, derived, assumed, got \"guess\"");
+  j = embedded("a100-server");
+  j["provenance"]["/gpu/no_such"] = {{"kind", "peak"}, {"source", "x"}};
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/provenance/~1gpu~1no_such: points to nothing in the machine");
+}
+
+TEST_CASE("curves must increase in x and have one y per x", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("a100-server");
+  j["gpu"]["compute"]["bf16"]["gemm_curve"]["gflop"][2] = 0.1;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/gpu/compute/bf16/gemm_curve/gflop/2: expected points in strictly "
+                    "increasing order");
+  j = embedded("a100-server");
+  j["gpu"]["hbm"]["curve"]["GBps"].erase(0);
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/gpu/hbm/curve/GBps: expected 5 values (one per bytes point), got 4");
+}
