@@ -1,0 +1,413 @@
+#include "traces/kineto_import.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "traces/error.h"
+#include "traces/file_io.h"
+
+namespace protwin::traces {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string gunzip(const std::string& data, const std::string& path) {
+  z_stream zs{};
+  // 16 + MAX_WBITS: expect a gzip header (not raw zlib).
+  PROTWIN_ASSERT(inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK, "inflateInit2 failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  std::string out;
+  char buf[1 << 16];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - zs.avail_out);
+    // Concatenated gzip members are legal: continue with the next one.
+    if (rc == Z_STREAM_END && zs.avail_in > 0) rc = inflateReset(&zs);
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) break;  // input ended early
+  }
+  const std::string msg = zs.msg ? zs.msg : "";
+  inflateEnd(&zs);
+  PROTWIN_CHECK(rc == Z_STREAM_END, path, ": corrupt gzip data (",
+                rc == Z_BUF_ERROR ? "truncated" : msg.empty() ? "zlib error" : msg, ")");
+  return out;
+}
+
+// ---- Event views --------------------------------------------------------------------------
+
+struct Ev {
+  const nlohmann::json* j;
+  double ts, dur;
+};
+
+double num(const nlohmann::json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+const nlohmann::json* arg(const nlohmann::json& e, const char* key) {
+  auto a = e.find("args");
+  if (a == e.end() || !a->is_object()) return nullptr;
+  auto it = a->find(key);
+  return it == a->end() ? nullptr : &*it;
+}
+
+// Innermost cpu_op around each cuda_runtime call, per thread, by a sweep over nested intervals.
+class LaunchingOps {
+ public:
+  void add_op(const nlohmann::json& e) {
+    threads_[thread_of(e)].ops.push_back({&e, num(e, "ts"), num(e, "dur")});
+  }
+  void add_call(const nlohmann::json& e) {
+    const nlohmann::json* c = arg(e, "correlation");
+    if (!c || !c->is_number_integer()) return;
+    threads_[thread_of(e)].calls.push_back({&e, num(e, "ts"), num(e, "dur")});
+  }
+  void resolve() {
+    for (auto& [tid, t] : threads_) {
+      // Outer intervals first at equal start.
+      std::sort(t.ops.begin(), t.ops.end(), [](const Ev& a, const Ev& b) {
+        return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;
+      });
+      std::sort(t.calls.begin(), t.calls.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+      std::vector<const Ev*> stack;
+      size_t next = 0;
+      for (const Ev& call : t.calls) {
+        while (next < t.ops.size() && t.ops[next].ts <= call.ts) {
+          const Ev& op = t.ops[next++];
+          while (!stack.empty() && stack.back()->ts + stack.back()->dur < op.ts) stack.pop_back();
+          stack.push_back(&op);
+        }
+        while (!stack.empty() && stack.back()->ts + stack.back()->dur < call.ts + call.dur)
+          stack.pop_back();
+        if (!stack.empty())
+          by_correlation_[(*arg(*call.j, "correlation")).get<int64_t>()] = stack.back()->j;
+      }
+    }
+  }
+  const nlohmann::json* for_correlation(int64_t c) const {
+    auto it = by_correlation_.find(c);
+    return it == by_correlation_.end() ? nullptr : it->second;
+  }
+
+ private:
+  struct Thread {
+    std::vector<Ev> ops, calls;
+  };
+  static std::string thread_of(const nlohmann::json& e) {
+    auto pid = e.find("pid"), tid = e.find("tid");
+    return (pid != e.end() ? pid->dump() : "") + "/" + (tid != e.end() ? tid->dump() : "");
+  }
+  std::map<std::string, Thread> threads_;
+  std::unordered_map<int64_t, const nlohmann::json*> by_correlation_;
+};
+
+// "Input Dims" entry as a plain int vector, if it is one.
+bool int_dims(const nlohmann::json& d, std::vector<int64_t>& out) {
+  if (!d.is_array()) return false;
+  out.clear();
+  for (const auto& x : d) {
+    if (!x.is_number_integer()) return false;
+    out.push_back(x.get<int64_t>());
+  }
+  return true;
+}
+
+std::string op_dtype(const nlohmann::json& op) {
+  const nlohmann::json* types = arg(op, "Input type");
+  if (!types || !types->is_array()) return "unknown";
+  for (const auto& t : *types) {
+    if (!t.is_string()) continue;
+    const std::string d = dtype_from_torch(t.get<std::string>());
+    if (d != "unknown") return d;
+  }
+  return "unknown";
+}
+
+// gemm {m, n, k} / bmm {b, m, n, k} from the launching ATen op, when its dims say so.
+bool gemm_shape(const nlohmann::json& op, std::string& kind, std::vector<int64_t>& shape) {
+  const nlohmann::json* dims = arg(op, "Input Dims");
+  if (!dims || !dims->is_array()) return false;
+  const std::string name = op.value("name", "");
+  size_t a_idx;
+  if (name == "aten::mm" || name == "aten::bmm") a_idx = 0;
+  else if (name == "aten::addmm" || name == "aten::baddbmm") a_idx = 1;
+  else return false;
+  if (dims->size() < a_idx + 2) return false;
+  std::vector<int64_t> a, b;
+  if (!int_dims((*dims)[a_idx], a) || !int_dims((*dims)[a_idx + 1], b)) return false;
+  if (a.size() == 2 && b.size() == 2 && a[1] == b[0]) {
+    kind = "gemm";
+    shape = {a[0], b[1], a[1]};
+    return true;
+  }
+  if (a.size() == 3 && b.size() == 3 && a[0] == b[0] && a[2] == b[1]) {
+    kind = "bmm";
+    shape = {a[0], a[1], b[2], a[2]};
+    return true;
+  }
+  return false;
+}
+
+struct Group {
+  OpProfileEntry entry;
+  std::set<std::string> names;
+};
+
+class Grouper {
+ public:
+  explicit Grouper(std::string source) : source_(std::move(source)) {}
+  void add(OpSignature sig, double dur_us, std::optional<double> bytes, const std::string& name,
+           const nlohmann::json* input_dims, const nlohmann::json* input_types) {
+    const std::string key = sig.key();
+    auto [it, fresh] = groups_.try_emplace(key);
+    Group& g = it->second;
+    if (fresh) {
+      g.entry.sig = std::move(sig);
+      g.entry.bytes = bytes;
+      g.entry.source = source_;
+      if (input_dims) g.entry.extra["input_dims"] = *input_dims;
+      if (input_types) g.entry.extra["input_types"] = *input_types;
+      order_.push_back(key);
+    }
+    g.entry.us.add(dur_us);
+    if (!name.empty()) g.names.insert(name);
+  }
+  void emit(OpProfile& p) {
+    for (const auto& key : order_) {
+      Group& g = groups_[key];
+      if (!g.names.empty()) g.entry.extra["names"] = std::vector<std::string>(g.names.begin(), g.names.end());
+      p.add(std::move(g.entry));
+    }
+  }
+
+ private:
+  std::string source_;
+  std::map<std::string, Group> groups_;
+  std::vector<std::string> order_;
+};
+
+// "Memcpy HtoD (Pinned -> Device)" -> "h2d"; "Memcpy DtoH (Device -> Pageable)" -> "d2h_pageable".
+std::string memcpy_kind(const std::string& name) {
+  const bool pinned = contains(name, "Pinned"), pageable = contains(name, "Pageable");
+  const char* host = pinned ? "" : pageable ? "_pageable" : "_unknown";
+  if (contains(name, "HtoD")) return std::string("h2d") + host;
+  if (contains(name, "DtoH")) return std::string("d2h") + host;
+  if (contains(name, "DtoD")) return "d2d";
+  if (contains(name, "PtoP")) return "p2p";
+  if (contains(name, "HtoH")) return "h2h";
+  return "memcpy:" + name;
+}
+
+std::string device_name(const JsonNode& root, const nlohmann::json* first_gpu_event) {
+  if (!root.is_object() || !root.has("deviceProperties")) return "unknown";
+  const nlohmann::json& props = root.raw()["deviceProperties"];
+  if (!props.is_array() || props.empty()) return "unknown";
+  int64_t want = 0;
+  if (first_gpu_event) {
+    const nlohmann::json* d = arg(*first_gpu_event, "device");
+    if (d && d->is_number_integer()) want = d->get<int64_t>();
+  }
+  for (const auto& p : props) {
+    if (p.is_object() && p.value("id", int64_t{-1}) == want && p.contains("name") && p["name"].is_string())
+      return p["name"].get<std::string>();
+  }
+  return props[0].is_object() ? props[0].value("name", "unknown") : "unknown";
+}
+
+}  // namespace
+
+std::string read_file_maybe_gzip(const std::string& path) {
+  std::string data = read_file(path);
+  const bool gz = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+                  static_cast<unsigned char>(data[1]) == 0x8b;
+  if (gz) return gunzip(data, path);
+  PROTWIN_CHECK(path.size() < 3 || path.compare(path.size() - 3, 3, ".gz") != 0, path,
+                ": not a gzip file (expected the gzip magic bytes 1f 8b)");
+  return data;
+}
+
+std::string short_kernel_name(const std::string& kernel_name) {
+  std::string s = kernel_name;
+  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      else if (s[i] == '(' && --depth == 0) {
+        if (i > 0) s = s.substr(0, i);
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+std::string kernel_kind(const std::string& kernel_name) {
+  const std::string n = lower(kernel_name);
+  if (contains(n, "nccl")) {
+    if (contains(n, "allreduce")) return "all_reduce";
+    if (contains(n, "allgather")) return "all_gather";
+    if (contains(n, "reducescatter")) return "reduce_scatter";
+    if (contains(n, "broadcast")) return "broadcast";
+    if (contains(n, "sendrecv")) return "send_recv";
+  }
+  if (contains(n, "adam")) return "adam";
+  if (contains(n, "flash_fwd") || contains(n, "flash_bwd") || contains(n, "flash_attn") ||
+      contains(n, "fmha"))
+    return "flash_attention";
+  if (!contains(n, "fbgemm")) {
+    // cuDNN convolutions are implicit GEMMs: keep them apart from matrix multiplies.
+    if (contains(n, "implicit_gemm") || contains(n, "scudnn") || contains(n, "winograd") ||
+        contains(n, "dgrad") || contains(n, "wgrad") || contains(n, "conv"))
+      return "conv";
+    if (contains(n, "gemm")) return "gemm";
+  }
+  if (contains(n, "layer_norm") || contains(n, "layernorm")) return "layernorm";
+  if (contains(n, "rms_norm") || contains(n, "rmsnorm")) return "rmsnorm";
+  if (contains(n, "softmax")) return "softmax";
+  return "kernel:" + short_kernel_name(kernel_name);
+}
+
+std::string kernel_dtype(const std::string& kernel_name) {
+  const std::string n = lower(short_kernel_name(kernel_name));
+  // cuBLAS / CUTLASS tile names carry the type as a prefix letter of the MMA shape.
+  static const std::pair<const char*, const char*> kTokens[] = {
+      {"bfloat16", "bf16"}, {"bf16", "bf16"},   {"c10::half", "fp16"}, {"__half", "fp16"},
+      {"hgemm", "fp16"},    {"h1688", "fp16"},  {"h16816", "fp16"},    {"fp16", "fp16"},
+      {"double", "fp64"},   {"dgemm", "fp64"},  {"sgemm", "fp32"},     {"s1688", "fp32"},
+      {"s16816", "fp32"},   {"tf32", "fp32"},   {"fp32", "fp32"},      {"float", "fp32"},
+      {"int8_t", "int8"},   {"i8816", "int8"},  {"int64_t", "int64"},  {"<long", "int64"}};
+  size_t best = std::string::npos;
+  std::string dtype = "unknown";
+  for (const auto& [tok, d] : kTokens) {
+    const size_t pos = n.find(tok);
+    if (pos < best) {
+      best = pos;
+      dtype = d;
+    }
+  }
+  return dtype;
+}
+
+std::string dtype_from_torch(const std::string& t) {
+  if (t == "float") return "fp32";
+  if (t == "double") return "fp64";
+  if (t == "c10::Half") return "fp16";
+  if (t == "c10::BFloat16") return "bf16";
+  if (t == "long int" || t == "long") return "int64";
+  if (t == "int") return "int32";
+  if (t == "bool") return "bool";
+  if (t == "signed char") return "int8";
+  if (t == "unsigned char") return "uint8";
+  if (t.rfind("c10::Float8", 0) == 0) return "fp8";
+  return "unknown";
+}
+
+OpProfile import_kineto(const std::string& path, const KinetoImportOptions& opts) {
+  const JsonDocument doc = JsonDocument::parse(read_file_maybe_gzip(path), path);
+  return import_kineto(doc.root(), base_name(path), opts);
+}
+
+OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
+                        const KinetoImportOptions& opts) {
+  const JsonNode events = root.is_array() ? root : root.at("traceEvents");
+  const size_t n = events.size();  // fails with "expected an array" when it is not one
+  const nlohmann::json& evs = events.raw();
+
+  LaunchingOps launching;
+  const nlohmann::json* first_gpu = nullptr;
+  for (const auto& e : evs) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    if (cat == "cpu_op") launching.add_op(e);
+    else if (cat == "cuda_runtime") launching.add_call(e);
+    else if (!first_gpu && (cat == "kernel" || cat == "gpu_memcpy")) first_gpu = &e;
+  }
+  launching.resolve();
+
+  const std::string source = opts.source.empty() ? "kineto:" + file_name : opts.source;
+  Grouper gpu(source), cpu(source);
+  for (size_t i = 0; i < n; ++i) {
+    const nlohmann::json& e = evs[i];
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset" && cat != "cpu_op") continue;
+    if (!e.contains("dur") || !e["dur"].is_number())
+      events.at(i).fail("expected a \"dur\" number on a complete (\"X\") event");
+    const double dur = e["dur"].get<double>();
+    const std::string name = e.value("name", "");
+
+    OpSignature sig;
+    if (cat == "kernel") {
+      const std::string shortname = short_kernel_name(name);
+      sig.kind = kernel_kind(name);
+      sig.dtype = kernel_dtype(name);
+      const nlohmann::json* corr = arg(e, "correlation");
+      const nlohmann::json* op =
+          corr && corr->is_number_integer() ? launching.for_correlation(corr->get<int64_t>()) : nullptr;
+      if (op && op_dtype(*op) != "unknown") sig.dtype = op_dtype(*op);
+      if (sig.kind == "gemm" && op) gemm_shape(*op, sig.kind, sig.shape);
+      gpu.add(std::move(sig), dur, std::nullopt, shortname, nullptr, nullptr);
+    } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
+      sig.kind = cat == "gpu_memset" ? "memset" : memcpy_kind(name);
+      sig.dtype = "int8";
+      std::optional<double> bytes;
+      const nlohmann::json* b = arg(e, "bytes");
+      if (b && b->is_number_integer() && b->get<int64_t>() >= 0) {
+        bytes = b->get<double>();
+        sig.shape = {b->get<int64_t>()};
+      }
+      gpu.add(std::move(sig), dur, bytes, name, nullptr, nullptr);
+    } else if (opts.cpu_ops) {
+      sig.kind = "cpu:" + name;
+      const nlohmann::json* dims = arg(e, "Input Dims");
+      if (dims && dims->is_array()) {
+        std::vector<int64_t> d;
+        for (const auto& in : *dims) {
+          if (int_dims(in, d) && std::all_of(d.begin(), d.end(), [](int64_t x) { return x >= 0; })) {
+            sig.shape.push_back(static_cast<int64_t>(d.size()));
+            sig.shape.insert(sig.shape.end(), d.begin(), d.end());
+          } else {
+            sig.shape.push_back(0);  // tensor lists and the like: see input_dims
+          }
+        }
+      }
+      sig.dtype = op_dtype(e);
+      cpu.add(std::move(sig), dur, std::nullopt, "", dims, arg(e, "Input type"));
+    }
+  }
+
+  OpProfile p(device_name(root, first_gpu), "measured", source);
+  nlohmann::json prov = p.provenance();
+  prov["note"] = "imported from a PyTorch profiler (Kineto) trace by protwin import-kineto; " +
+                 std::string(opts.cpu_ops ? "GPU kernels, copies, memsets and CPU ATen ops"
+                                          : "GPU kernels, copies and memsets");
+  p.set_provenance(prov);
+  gpu.emit(p);
+  cpu.emit(p);
+  return p;
+}
+
+}  // namespace protwin::traces
