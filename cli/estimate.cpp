@@ -1,0 +1,358 @@
+// protwin estimate / protwin estimate-search: per-GPU memory of 4D-parallel training (Fujii et al.
+// 2024 by default; Megatron, Korthikanti and ZeRO as alternatives) and the search over layouts.
+//
+// --gpu-memory-GB takes the nominal number printed on the card (40, 80, 94) and, as the authors'
+// optimal_setting_search.py does, compares it directly with totals in GiB (1024^3 bytes).
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "sim/estimate/estimate_json.h"
+#include "sim/estimate/memory_estimate.h"
+#include "sim/estimate/parallel_search.h"
+#include "sim/workload/model_spec.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+namespace {
+
+using nlohmann::json;
+
+// The estimator switches shared by both subcommands.
+struct SwitchFlags {
+  std::string method = "fujii", recompute = "none", embedding_input = "authors";
+  std::string zero_formula = "paper";
+  int zero_stage = 3;
+  double hidden_dropout = 0, attention_dropout = 0;
+  int64_t virtual_stages = 0, num_microbatches = 0, pad_vocab = 0;
+};
+
+void add_switches(po::options_description& desc, SwitchFlags& f) {
+  desc.add_options()
+      ("method", po::value(&f.method)->default_value(f.method),
+       "fujii | megatron | korthikanti | zero")
+      ("zero-stage", po::value(&f.zero_stage)->default_value(f.zero_stage),
+       "ZeRO stage 0-3 (--method zero)")
+      ("zero-formula", po::value(&f.zero_formula)->default_value(f.zero_formula),
+       "paper (ZeRO paper) | deepspeed (DeepSpeed's estimators) (--method zero)")
+      ("no-distributed-optimizer", "replicate fp32 master + Adam states (18 bytes/param)")
+      ("no-fp32-grad-accum", "bf16 gradients (g = 2 bytes instead of 4)")
+      ("no-sequence-parallel", "TP without sequence parallelism (megatron, korthikanti)")
+      ("no-flash-attn", "keep the s^2 attention-score activations")
+      ("recompute", po::value(&f.recompute)->default_value(f.recompute),
+       "none | selective | full")
+      ("hidden-dropout", po::value(&f.hidden_dropout)->default_value(0.0, "0"),
+       "hidden dropout probability (non-zero adds dropout masks)")
+      ("attention-dropout", po::value(&f.attention_dropout)->default_value(0.0, "0"),
+       "attention dropout probability")
+      ("virtual-stages", po::value(&f.virtual_stages),
+       "interleaved 1F1B: model chunks per pipeline stage")
+      ("num-microbatches", po::value(&f.num_microbatches),
+       "micro-batches per iteration (discounts activations when fewer than PP)")
+      ("pad-vocab", po::value(&f.pad_vocab)->default_value(0),
+       "pad the vocabulary to a multiple of this x TP, as Megatron does (128); 0 = off")
+      ("embedding-input", po::value(&f.embedding_input)->default_value(f.embedding_input),
+       "authors (8*s*b*h*p/t) | upstream (8*s*b*p/t)");
+}
+
+sim::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& vm) {
+  sim::EstimateOptions o;
+  o.method = sim::parse_method(f.method);
+  o.recompute = sim::parse_recompute(f.recompute);
+  o.distributed_optimizer = !vm.count("no-distributed-optimizer");
+  o.fp32_grad_accum = !vm.count("no-fp32-grad-accum");
+  o.sequence_parallel = !vm.count("no-sequence-parallel");
+  o.flash_attention = !vm.count("no-flash-attn");
+  PROTWIN_CHECK(f.hidden_dropout >= 0 && f.hidden_dropout < 1, "--hidden-dropout ",
+                f.hidden_dropout, ": expected a probability in [0, 1)");
+  PROTWIN_CHECK(f.attention_dropout >= 0 && f.attention_dropout < 1, "--attention-dropout ",
+                f.attention_dropout, ": expected a probability in [0, 1)");
+  o.hidden_dropout = f.hidden_dropout;
+  o.attention_dropout = f.attention_dropout;
+  if (vm.count("virtual-stages")) {
+    PROTWIN_CHECK(f.virtual_stages >= 1, "--virtual-stages ", f.virtual_stages,
+                  ": must be at least 1");
+    o.virtual_stages = f.virtual_stages;
+  }
+  if (vm.count("num-microbatches")) {
+    PROTWIN_CHECK(f.num_microbatches >= 1, "--num-microbatches ", f.num_microbatches,
+                  ": must be at least 1");
+    o.num_microbatches = f.num_microbatches;
+  }
+  o.pad_vocab_multiple = f.pad_vocab;
+  PROTWIN_CHECK(f.embedding_input == "authors" || f.embedding_input == "upstream",
+                "--embedding-input ", f.embedding_input, ": expected authors or upstream");
+  o.embedding_input = f.embedding_input == "authors" ? sim::EmbeddingInputTerm::kAuthors
+                                                     : sim::EmbeddingInputTerm::kUpstream;
+  PROTWIN_CHECK(f.zero_formula == "paper" || f.zero_formula == "deepspeed", "--zero-formula ",
+                f.zero_formula, ": expected paper or deepspeed");
+  o.zero_formula = f.zero_formula == "paper" ? sim::ZeroFormula::kPaper : sim::ZeroFormula::kDeepSpeed;
+  o.zero_stage = f.zero_stage;
+  return o;
+}
+
+sim::EstimateModel to_estimate_model(const sim::ModelSpec& s) {
+  sim::EstimateModel m;
+  m.name = s.name;
+  m.hidden = s.hidden;
+  m.ffn_hidden = s.ffn_hidden;
+  m.layers = s.layers;
+  m.heads = s.heads;
+  m.kv_heads = s.kv_heads;
+  m.vocab = s.vocab;
+  m.kv_channels = s.heads > 0 ? s.head_dim() : 0;
+  m.untied_embeddings = !s.tied_embeddings;
+  m.swiglu = s.activation == "swiglu";
+  m.rmsnorm = s.norm == "rmsnorm";
+  return m;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+const char* method_title(sim::EstimateMethod m) {
+  switch (m) {
+    case sim::EstimateMethod::kFujii: return "Fujii et al. 2024 (arXiv 2411.06465), first pipeline stage";
+    case sim::EstimateMethod::kMegatron: return "upstream Megatron-LM theoretical_memory_usage.py";
+    case sim::EstimateMethod::kKorthikanti: return "Korthikanti et al. 2022 (arXiv 2205.05198) activations";
+    case sim::EstimateMethod::kZero: return "ZeRO model states (arXiv 1910.02054)";
+  }
+  return "";
+}
+
+int run_estimate(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string model_name;
+  int64_t seq = 0, mbs = 1, tp = 1, cp = 1, pp = 1, dp = 1, gbs = 0, gpus = 0;
+  double gpu_mem = 0;
+  SwitchFlags sw;
+  desc.add_options()
+      ("model", po::value(&model_name), "zoo name, spec file or inline spec (e.g. llama3.1-8b)")
+      ("seq", po::value(&seq), "sequence length (default: the model's default_seq)")
+      ("mbs", po::value(&mbs)->default_value(1), "micro-batch size")
+      ("tp", po::value(&tp)->default_value(1), "tensor-parallel size (with sequence parallelism)")
+      ("cp", po::value(&cp)->default_value(1), "context-parallel size")
+      ("pp", po::value(&pp)->default_value(1), "pipeline-parallel size")
+      ("dp", po::value(&dp)->default_value(1), "data-parallel size")
+      ("gbs", po::value(&gbs), "global batch size (checks GBS % (MBS*DP))")
+      ("gpus", po::value(&gpus), "total GPUs (checks TP*CP*PP*DP)")
+      ("gpu-memory-GB", po::value(&gpu_mem),
+       "nominal GPU memory (40, 80, 94); compared with GiB totals as the authors do")
+      ("json", "print JSON");
+  add_switches(desc, sw);
+  po::variables_map vm;
+  if (!parse_options("protwin estimate --model M --seq S --mbs B --tp T --cp C --pp P --dp D "
+                     "[--gpu-memory-GB G] [--method fujii|megatron|korthikanti|zero] [--json]",
+                     desc, args, vm))
+    return 0;
+  require(vm, "model");
+  const sim::EstimateOptions opt = to_options(sw, vm);
+  const sim::ModelSpec spec = sim::resolve_model(model_name);
+  sim::ParallelConfig cfg;
+  cfg.seq = vm.count("seq") ? seq : spec.default_seq;
+  cfg.mbs = mbs, cfg.tp = tp, cfg.cp = cp, cfg.pp = pp, cfg.dp = dp;
+  if (vm.count("gbs")) {
+    PROTWIN_CHECK(gbs >= 1, "--gbs ", gbs, ": must be at least 1");
+    cfg.gbs = gbs;
+  }
+  if (vm.count("gpus")) {
+    PROTWIN_CHECK(gpus >= 1, "--gpus ", gpus, ": must be at least 1");
+    cfg.gpus = gpus;
+  }
+  std::optional<double> memory;
+  if (vm.count("gpu-memory-GB")) {
+    PROTWIN_CHECK(gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
+    memory = gpu_mem;
+  }
+  const sim::MemoryEstimate e = sim::estimate_memory(to_estimate_model(spec), cfg, opt);
+
+  if (vm.count("json")) {
+    json j = sim::estimate_to_json(e, memory);
+    j["model"] = spec.name;
+    j["config"] = sim::config_to_json(cfg);
+    j["options"] = sim::options_to_json(opt);
+    print_json(j);
+    return 0;
+  }
+  const double gib = sim::MemoryEstimate::kGiB;
+  std::cout << "protwin estimate: " << spec.name << ", method " << sim::method_name(e.method)
+            << " (" << method_title(e.method) << ")\n"
+            << "layout      TP " << cfg.tp << "  CP " << cfg.cp << "  PP " << cfg.pp << "  DP "
+            << cfg.dp << "  MBS " << cfg.mbs << "  seq " << cfg.seq << "  ("
+            << cfg.tp * cfg.cp * cfg.pp * cfg.dp << " GPUs)\n"
+            << "parameters  " << fixed(static_cast<double>(e.params_total) / 1e9, 3)
+            << " B total (V " << e.vocab_used << "), " << fixed(e.params_per_gpu / 1e9, 3)
+            << " B on this GPU, " << fixed(e.bytes_per_param, 3) << " bytes each\n\n"
+            << "                                   GiB\n"
+            << "  weights + grads + optimizer " << pad(fixed(e.weights_grads_optimizer_gib(), 3), 10)
+            << "\n";
+  if (e.activations_included) {
+    std::cout << "  activations                 " << pad(fixed(e.activations_gib(), 3), 10) << "\n"
+              << "    transformer layers        " << pad(fixed(e.activation_layers_bytes / gib, 3), 10)
+              << "\n"
+              << "    embedding                 "
+              << pad(fixed(e.activation_embedding_bytes / gib, 3), 10) << "\n"
+              << "    output layer + loss       " << pad(fixed(e.activation_output_bytes / gib, 3), 10)
+              << "\n";
+    if (e.activation_schedule_factor != 1.0)
+      std::cout << "    (pipeline schedule factor " << fixed(e.activation_schedule_factor, 4) << ")\n";
+  } else {
+    std::cout << "  activations                  not included\n";
+  }
+  std::cout << "  total                       " << pad(fixed(e.total_gib(), 3), 10) << "\n";
+  if (memory) {
+    const double limit = 0.8 * *memory;
+    std::cout << "\nGPU memory  " << *memory << " GB nominal (compared as GiB, as the authors do): "
+              << fixed(100.0 * e.total_gib() / *memory, 1) << " % used; 80 % rule ("
+              << fixed(limit, 1) << " GiB): " << (e.total_gib() <= limit ? "fits" : "does NOT fit")
+              << (e.activations_included ? "" : " (model states only)") << "\n";
+  }
+  for (const auto& n : e.notes) std::cout << "note: " << n << "\n";
+  return 0;
+}
+
+void print_candidate_row(const sim::SearchCandidate& c, size_t rank, double memory) {
+  std::cout << pad(std::to_string(rank), 4) << pad(std::to_string(c.tp), 4)
+            << pad(std::to_string(c.cp), 4) << pad(std::to_string(c.pp), 4)
+            << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.mbs), 5)
+            << pad(fixed(c.estimate.weights_grads_optimizer_gib(), 2), 11)
+            << pad(c.estimate.activations_included ? fixed(c.estimate.activations_gib(), 2) : "-", 10)
+            << pad(fixed(c.estimate.total_gib(), 2), 10)
+            << pad(fixed(100.0 * c.estimate.total_gib() / memory, 1), 8) << "\n";
+}
+
+int run_estimate_search(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string model_name;
+  sim::SearchSpace space;
+  int64_t top = 0;
+  SwitchFlags sw;
+  desc.add_options()
+      ("model", po::value(&model_name), "zoo name, spec file or inline spec")
+      ("gpus", po::value(&space.gpus), "total GPUs (world size)")
+      ("gpus-per-node", po::value(&space.gpus_per_node)->default_value(8),
+       "GPUs per node (TP*CP must fit in one node)")
+      ("gpu-memory-GB", po::value(&space.gpu_memory_gb),
+       "nominal GPU memory (40, 80, 94); compared with GiB totals as the authors do")
+      ("seq", po::value(&space.seq), "sequence length (default: the model's default_seq)")
+      ("gbs", po::value(&space.gbs), "global batch size")
+      ("top", po::value(&top), "list at most K configurations (default: 20 in the table, all in JSON)")
+      ("all", "also list feasible configurations over 80 % (for heat maps)")
+      ("explain", "list every rejected configuration with its reason")
+      ("json", "print JSON");
+  add_switches(desc, sw);
+  po::variables_map vm;
+  if (!parse_options("protwin estimate-search --model M --gpus N --gpus-per-node G "
+                     "--gpu-memory-GB X --seq S --gbs B [--json] [--explain] [--top K] [--all]",
+                     desc, args, vm))
+    return 0;
+  for (const char* flag : {"model", "gpus", "gpu-memory-GB", "gbs"}) require(vm, flag);
+  PROTWIN_CHECK(!vm.count("top") || top >= 1, "--top ", top, ": must be at least 1");
+  const sim::EstimateOptions opt = to_options(sw, vm);
+  const sim::ModelSpec spec = sim::resolve_model(model_name);
+  if (!vm.count("seq")) space.seq = spec.default_seq;
+  const sim::SearchResult r = sim::search_parallel_configs(to_estimate_model(spec), space, opt);
+
+  const bool all = vm.count("all") > 0, explain = vm.count("explain") > 0;
+  std::vector<const sim::SearchCandidate*> listed;
+  for (const auto& c : r.fitting) listed.push_back(&c);
+  if (all) {
+    for (const auto& c : r.over) listed.push_back(&c);
+    std::stable_sort(listed.begin(), listed.end(), [](auto* x, auto* y) {
+      return x->estimate.total_bytes < y->estimate.total_bytes;
+    });
+  }
+  const int64_t rejected = r.enumerated - static_cast<int64_t>(r.fitting.size());
+
+  if (vm.count("json")) {
+    json j;
+    j["model"] = spec.name;
+    j["method"] = sim::method_name(opt.method);
+    j["options"] = sim::options_to_json(opt);
+    j["gpus"] = space.gpus;
+    j["gpus_per_node"] = space.gpus_per_node;
+    j["gpu_memory_GB"] = space.gpu_memory_gb;
+    j["threshold_GiB"] = r.threshold_gib;
+    j["seq"] = space.seq;
+    j["gbs"] = space.gbs;
+    j["activations_included"] = opt.method != sim::EstimateMethod::kZero;
+    j["counts"] = {{"enumerated", r.enumerated},
+                   {"fit", r.fitting.size()},
+                   {"rejected", rejected},
+                   {"rejected_by_reason", r.rejected_by_reason}};
+    json rows = json::array();
+    for (const auto* c : listed) {
+      if (vm.count("top") && static_cast<int64_t>(rows.size()) >= top) break;
+      rows.push_back(sim::candidate_to_json(*c, space.gpu_memory_gb));
+    }
+    j["configurations"] = rows;
+    if (explain) {
+      json rej = json::array();
+      for (const auto& c : r.rejected) rej.push_back(sim::candidate_to_json(c, space.gpu_memory_gb));
+      for (const auto& c : r.over) rej.push_back(sim::candidate_to_json(c, space.gpu_memory_gb));
+      j["rejected"] = rej;
+    }
+    print_json(j);
+    return 0;
+  }
+
+  std::cout << "protwin estimate-search: " << spec.name << " on " << space.gpus << " GPUs ("
+            << space.gpus_per_node << " per node), " << space.gpu_memory_gb << " GB each, seq "
+            << space.seq << ", GBS " << space.gbs << ", method " << sim::method_name(opt.method)
+            << "\n"
+            << "enumerated " << r.enumerated << " layouts: " << r.fitting.size()
+            << " fit under 80 % (" << fixed(r.threshold_gib, 1) << " GiB), " << rejected
+            << " rejected";
+  if (!r.rejected_by_reason.empty()) {
+    std::cout << " (";
+    bool first = true;
+    for (const auto& [key, n] : r.rejected_by_reason) {
+      std::cout << (first ? "" : ", ") << key << " " << n;
+      first = false;
+    }
+    std::cout << ")";
+  }
+  std::cout << "\n";
+  if (opt.method == sim::EstimateMethod::kZero)
+    std::cout << "note: --method zero counts model states only; activations are not included\n";
+  if (!listed.empty()) {
+    const size_t limit = vm.count("top") ? static_cast<size_t>(top) : 20;
+    std::cout << "\n   #  TP  CP  PP    DP  MBS  W+G+O GiB  act GiB  total GiB  % mem\n";
+    for (size_t i = 0; i < listed.size() && i < limit; ++i)
+      print_candidate_row(*listed[i], i + 1, space.gpu_memory_gb);
+    if (listed.size() > limit)
+      std::cout << "  ... " << listed.size() - limit << " more (--top K, --json)\n";
+  }
+  if (explain) {
+    std::cout << "\nrejected:\n";
+    for (const auto& c : r.rejected) {
+      std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp;
+      if (c.mbs > 0) std::cout << " MBS " << c.mbs;
+      std::cout << ": " << c.reason << "\n";
+    }
+    for (const auto& c : r.over)
+      std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp << " MBS " << c.mbs << ": "
+                << c.reason << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("estimate", "per-GPU memory of 4D-parallel training (Fujii et al.)",
+                   protwin::cli::run_estimate)
+PROTWIN_SUBCOMMAND("estimate-search", "search TP/CP/PP/DP/MBS layouts that fit under 80 % of GPU memory",
+                   protwin::cli::run_estimate_search)

@@ -1,0 +1,26 @@
+// The four estimation methods behind estimate_memory() (internal to sim/estimate/). Each fills the
+// model-state and activation fields of `out`; the dispatcher has already checked the constraints
+// and set vocab_used and params_total.
+#pragma once
+
+#include "sim/estimate/memory_estimate.h"
+
+namespace protwin::sim::estimate_detail {
+
+// Fujii et al.'s first-stage parameter count and bytes per parameter (shared by korthikanti).
+void fujii_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                        MemoryEstimate& out);
+void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                       MemoryEstimate& out);
+void megatron_estimate(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                       MemoryEstimate& out);
+void korthikanti_activations(const EstimateModel& m, const ParallelConfig& c,
+                             const EstimateOptions& o, MemoryEstimate& out);
+void zero_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                       MemoryEstimate& out);
+
+// Pipeline-schedule factor on first-stage activations, as Megatron computes it: the interleaved
+// penalty 1 + (p−1)/(p·v), or min(1, m/p) when fewer micro-batches than stages are in flight.
+double schedule_factor(const ParallelConfig& c, const EstimateOptions& o);
+
+}  // namespace protwin::sim::estimate_detail

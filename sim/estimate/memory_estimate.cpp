@@ -1,0 +1,97 @@
+#include "sim/estimate/memory_estimate.h"
+
+#include <algorithm>
+
+#include "sim/estimate/estimate_methods.h"
+#include "sim/estimate/parallel_constraints.h"
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+const char* method_name(EstimateMethod m) {
+  switch (m) {
+    case EstimateMethod::kFujii: return "fujii";
+    case EstimateMethod::kMegatron: return "megatron";
+    case EstimateMethod::kKorthikanti: return "korthikanti";
+    case EstimateMethod::kZero: return "zero";
+  }
+  return "?";
+}
+
+EstimateMethod parse_method(const std::string& s, const std::string& flag) {
+  for (auto m : {EstimateMethod::kFujii, EstimateMethod::kMegatron, EstimateMethod::kKorthikanti,
+                 EstimateMethod::kZero})
+    if (s == method_name(m)) return m;
+  throw Error(flag + " " + s + ": unknown method; expected fujii, megatron, korthikanti or zero");
+}
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+Recompute parse_recompute(const std::string& s, const std::string& flag) {
+  for (auto r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+    if (s == recompute_name(r)) return r;
+  throw Error(flag + " " + s + ": unknown recompute granularity; expected none, selective or full");
+}
+
+int64_t transformer_parameter_count(const EstimateModel& m) {
+  const int64_t h = m.hidden, q = m.head_dim() * m.heads, kv = m.head_dim() * m.kv_heads;
+  const int64_t attention = 2 * h * q + 2 * h * kv;           // Q, O and K, V projections
+  const int64_t mlp = (m.swiglu ? 3 : 2) * h * m.ffn_hidden;  // gate, up, down (or fc1, fc2)
+  const int64_t norms = 2 * h;                                // two RMSNorm weights
+  return m.layers * (attention + mlp + norms) + h;           // + final norm
+}
+
+int64_t parameter_count(const EstimateModel& m, int64_t vocab) {
+  return transformer_parameter_count(m) + (m.untied_embeddings ? 2 : 1) * m.hidden * vocab;
+}
+
+int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp) {
+  if (multiple <= 0) return vocab;
+  const int64_t step = multiple * tp;
+  return (vocab + step - 1) / step * step;
+}
+
+MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
+                               const EstimateOptions& opt) {
+  check_constraints(model, cfg, opt);
+  PROTWIN_CHECK(opt.zero_stage >= 0 && opt.zero_stage <= 3, "--zero-stage ", opt.zero_stage,
+                ": expected 0, 1, 2 or 3");
+  PROTWIN_CHECK(opt.num_microbatches >= 0, "--num-microbatches ", opt.num_microbatches,
+                ": must be at least 1");
+  PROTWIN_CHECK(opt.pad_vocab_multiple >= 0, "--pad-vocab ", opt.pad_vocab_multiple,
+                ": must be 0 (off) or a positive multiple");
+  MemoryEstimate e;
+  e.method = opt.method;
+  e.vocab_used = padded_vocab(model.vocab, opt.pad_vocab_multiple, cfg.tp);
+  e.params_total = parameter_count(model, e.vocab_used);
+  namespace d = estimate_detail;
+  switch (opt.method) {
+    case EstimateMethod::kFujii:
+      d::fujii_model_states(model, cfg, opt, e);
+      d::fujii_activations(model, cfg, opt, e);
+      break;
+    case EstimateMethod::kMegatron:
+      d::megatron_estimate(model, cfg, opt, e);
+      break;
+    case EstimateMethod::kKorthikanti:
+      d::fujii_model_states(model, cfg, opt, e);
+      d::korthikanti_activations(model, cfg, opt, e);
+      break;
+    case EstimateMethod::kZero:
+      d::zero_model_states(model, cfg, opt, e);
+      break;
+  }
+  e.activations_bytes =
+      e.activation_layers_bytes + e.activation_embedding_bytes + e.activation_output_bytes;
+  e.total_bytes = e.weights_grads_optimizer_bytes + e.activations_bytes;
+  return e;
+}
+
+}  // namespace protwin::sim

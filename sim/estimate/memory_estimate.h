@@ -1,0 +1,110 @@
+// Analytic per-GPU memory of 4D-parallel (DP, TP+SP, PP, CP) LLM training, first pipeline stage.
+//
+// Default method: Fujii, Watanabe, Yokota, arXiv 2411.06465, as coded by the authors in
+// okoge-kaz/Megatron-LM megatron/training/theoretical_memory_usage.py (REFERENCE §3). Alternatives:
+// upstream Megatron-LM's formula, Korthikanti et al. 2022 (arXiv 2205.05198) and ZeRO model states
+// (arXiv 1910.02054). The core takes plain architecture numbers so it needs no model zoo.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace protwin::sim {
+
+// The architecture numbers the estimators read (Llama notation of REFERENCE §3).
+struct EstimateModel {
+  std::string name;
+  int64_t hidden = 0;       // h
+  int64_t ffn_hidden = 0;   // h_ffn
+  int64_t layers = 0;       // L
+  int64_t heads = 0;        // a
+  int64_t kv_heads = 0;     // k (== a without GQA)
+  int64_t vocab = 0;        // V, unpadded
+  int64_t kv_channels = 0;  // head dim; 0 means h / a
+  bool untied_embeddings = true;  // Llama: separate LM head
+  bool swiglu = true;             // gated MLP: 3 matrices (multiplier 3/2)
+  bool rmsnorm = true;            // only the upstream Megatron method counts LayerNorm biases
+
+  int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden / heads; }
+};
+
+// One 4D-parallel layout. gbs and gpus are optional (0 = not given); they only add constraints.
+struct ParallelConfig {
+  int64_t seq = 0;  // s
+  int64_t mbs = 1;  // b
+  int64_t tp = 1;   // t
+  int64_t cp = 1;   // c
+  int64_t pp = 1;   // p
+  int64_t dp = 1;   // d
+  int64_t gbs = 0;
+  int64_t gpus = 0;
+};
+
+enum class EstimateMethod { kFujii, kMegatron, kKorthikanti, kZero };
+enum class Recompute { kNone, kSelective, kFull };
+// Embedding-input activation term: the authors' code has 8·s'·b·h·p/t, upstream Megatron 8·s·b·p/t.
+enum class EmbeddingInputTerm { kAuthors, kUpstream };
+// ZeRO model states: the paper's (2+2+12)Ψ split, or DeepSpeed's estimate_zero{2,3}_* functions.
+enum class ZeroFormula { kPaper, kDeepSpeed };
+
+// Every switch of the authors' code; defaults reproduce their unit tests.
+struct EstimateOptions {
+  EstimateMethod method = EstimateMethod::kFujii;
+  bool distributed_optimizer = true;  // optimizer states sharded over DP·CP
+  bool fp32_grad_accum = true;        // g = 4 bytes per gradient (else 2)
+  bool sequence_parallel = true;      // megatron/korthikanti only; fujii assumes SP on
+  bool flash_attention = true;        // drops the s² attention terms
+  Recompute recompute = Recompute::kNone;
+  double hidden_dropout = 0.0;        // only "== 0" matters, as in Megatron
+  double attention_dropout = 0.0;
+  int64_t virtual_stages = 0;     // interleaved 1F1B chunks per stage; 0 = non-interleaved
+  int64_t num_microbatches = 0;   // 0 = unknown (assume ≥ p in flight)
+  int64_t pad_vocab_multiple = 0; // 0 = no padding; Megatron pads V to a multiple of this·t
+  EmbeddingInputTerm embedding_input = EmbeddingInputTerm::kAuthors;
+  int zero_stage = 3;
+  ZeroFormula zero_formula = ZeroFormula::kPaper;
+};
+
+// The estimate for one layout, in bytes (double: 12/(d·c) bytes per parameter is fractional).
+struct MemoryEstimate {
+  EstimateMethod method = EstimateMethod::kFujii;
+  int64_t params_total = 0;      // whole model (exact integer count)
+  int64_t vocab_used = 0;        // V after optional padding
+  double params_per_gpu = 0;     // first stage, one TP rank
+  double bytes_per_param = 0;
+  double weights_grads_optimizer_bytes = 0;
+  bool activations_included = true;  // false for ZeRO (model states only)
+  double activation_layers_bytes = 0;      // transformer layers (after schedule factors)
+  double activation_embedding_bytes = 0;   // embedding input + embedding dropout
+  double activation_output_bytes = 0;      // final norm + LM head + cross entropy (p == 1)
+  double activation_schedule_factor = 1;   // interleave penalty × min(1, m/p)
+  double activations_bytes = 0;
+  double total_bytes = 0;
+  std::vector<std::string> notes;          // what the method leaves out or assumes
+
+  static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  double weights_grads_optimizer_gib() const { return weights_grads_optimizer_bytes / kGiB; }
+  double activations_gib() const { return activations_bytes / kGiB; }
+  double total_gib() const { return total_bytes / kGiB; }
+};
+
+const char* method_name(EstimateMethod m);
+// "fujii" | "megatron" | "korthikanti" | "zero"; anything else is a user error naming `flag`.
+EstimateMethod parse_method(const std::string& s, const std::string& flag = "--method");
+const char* recompute_name(Recompute r);
+Recompute parse_recompute(const std::string& s, const std::string& flag = "--recompute");
+
+// Exact parameter count of the whole model: L·(2h·q + 2h·d_head·k + m·h·h_ffn + 2h) + h + (1|2)·h·V
+// (q = d_head·a, m = 3 with SwiGLU else 2; RMSNorm weights only, no biases). Uses padded V if set.
+int64_t parameter_count(const EstimateModel& model, int64_t vocab);
+// Transformer stack incl. final norm (P_tr of REFERENCE §3).
+int64_t transformer_parameter_count(const EstimateModel& model);
+// V rounded up to a multiple of multiple·tp (0 = unchanged), as Megatron pads.
+int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp);
+
+// The estimate; checks the constraints first (parallel_constraints.h).
+MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
+                               const EstimateOptions& opt = {});
+
+}  // namespace protwin::sim

@@ -1,0 +1,74 @@
+#include "sim/estimate/parallel_constraints.h"
+
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+using protwin::detail::concat;
+
+const char* constraint_key(ConstraintKind k) {
+  switch (k) {
+    case ConstraintKind::kPositive: return "positive";
+    case ConstraintKind::kLayersPp: return "layers_pp";
+    case ConstraintKind::kHeadsTp: return "heads_tp";
+    case ConstraintKind::kKvHeadsTp: return "kv_heads_tp";
+    case ConstraintKind::kSeqCp: return "seq_cp";
+    case ConstraintKind::kVirtualStages: return "virtual_stages";
+    case ConstraintKind::kGbsMbsDp: return "gbs_mbs_dp";
+    case ConstraintKind::kWorldSize: return "world_size";
+    case ConstraintKind::kTpCpPerNode: return "tp_cp_per_node";
+  }
+  return "?";
+}
+
+std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const ParallelConfig& c,
+                                                  const EstimateOptions& opt) {
+  using K = ConstraintKind;
+  auto bad = [](K k, std::string msg) { return std::optional<ConstraintViolation>({k, std::move(msg)}); };
+  const std::string who = m.name.empty() ? std::string("model") : "model " + m.name;
+  const std::pair<const char*, int64_t> model_sizes[] = {
+      {"hidden", m.hidden}, {"ffn_hidden", m.ffn_hidden}, {"layers", m.layers},
+      {"heads", m.heads},   {"kv_heads", m.kv_heads},     {"vocab", m.vocab}};
+  for (const auto& [name, v] : model_sizes)
+    if (v < 1) return bad(K::kPositive, concat(who, ": ", name, " ", v, " must be at least 1"));
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"--seq", c.seq}, {"--mbs", c.mbs}, {"--tp", c.tp}, {"--cp", c.cp}, {"--pp", c.pp}, {"--dp", c.dp}};
+  for (const auto& [flag, v] : sizes)
+    if (v < 1) return bad(K::kPositive, concat(flag, " ", v, ": must be at least 1"));
+  if (c.gbs < 0) return bad(K::kPositive, concat("--gbs ", c.gbs, ": must be at least 1"));
+  if (c.gpus < 0) return bad(K::kPositive, concat("--gpus ", c.gpus, ": must be at least 1"));
+  if (opt.virtual_stages < 0)
+    return bad(K::kPositive, concat("--virtual-stages ", opt.virtual_stages, ": must be at least 1"));
+
+  if (m.layers % c.pp != 0)
+    return bad(K::kLayersPp, concat("--pp ", c.pp, ": layers ", m.layers, " is not divisible by PP ", c.pp));
+  if (m.heads % c.tp != 0)
+    return bad(K::kHeadsTp, concat("--tp ", c.tp, ": heads ", m.heads, " is not divisible by TP ", c.tp));
+  if (m.kv_heads % c.tp != 0)
+    return bad(K::kKvHeadsTp,
+               concat("--tp ", c.tp, ": KV heads ", m.kv_heads, " is not divisible by TP ", c.tp));
+  // Megatron's load-balanced context parallelism cuts the sequence into 2·CP chunks (CP > 1 only).
+  if (c.cp > 1 && c.seq % (2 * c.cp) != 0)
+    return bad(K::kSeqCp, concat("--cp ", c.cp, ": sequence ", c.seq, " is not divisible by 2*CP ",
+                                 2 * c.cp));
+  if (opt.virtual_stages > 1 && (m.layers / c.pp) % opt.virtual_stages != 0)
+    return bad(K::kVirtualStages,
+               concat("--virtual-stages ", opt.virtual_stages, ": layers per stage ", m.layers / c.pp,
+                      " is not divisible by virtual stages ", opt.virtual_stages));
+  if (c.gbs > 0 && c.gbs % (c.mbs * c.dp) != 0)
+    return bad(K::kGbsMbsDp, concat("--gbs ", c.gbs, ": global batch ", c.gbs,
+                                    " is not divisible by MBS*DP ", c.mbs * c.dp, " (MBS ", c.mbs,
+                                    ", DP ", c.dp, ")"));
+  const int64_t world = c.tp * c.cp * c.pp * c.dp;
+  if (c.gpus > 0 && world != c.gpus)
+    return bad(K::kWorldSize, concat("--gpus ", c.gpus, ": TP*CP*PP*DP = ", c.tp, "*", c.cp, "*", c.pp,
+                                     "*", c.dp, " = ", world, " does not match ", c.gpus, " GPUs"));
+  return std::nullopt;
+}
+
+void check_constraints(const EstimateModel& model, const ParallelConfig& cfg,
+                       const EstimateOptions& opt) {
+  if (auto v = find_violation(model, cfg, opt)) throw Error(v->message);
+}
+
+}  // namespace protwin::sim

@@ -1,0 +1,41 @@
+// The feasibility rules of a 4D-parallel layout, checked before any estimate (REFERENCE §3):
+// L % PP, heads % TP, KV heads % TP, seq % (2·CP) when CP > 1, GBS % (MBS·DP), TP·CP·PP·DP = GPUs,
+// and (interleaved schedule) layers per stage % virtual stages.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sim/estimate/memory_estimate.h"
+
+namespace protwin::sim {
+
+enum class ConstraintKind {
+  kPositive,       // a size is < 1
+  kLayersPp,       // L % PP
+  kHeadsTp,        // a % TP
+  kKvHeadsTp,      // k % TP
+  kSeqCp,          // s % (2·CP)
+  kVirtualStages,  // (L / PP) % virtual stages
+  kGbsMbsDp,       // GBS % (MBS·DP), incl. GBS < MBS·DP
+  kWorldSize,      // TP·CP·PP·DP ≠ GPUs
+  kTpCpPerNode,    // TP·CP > GPUs per node (search only)
+};
+
+// Short stable key, e.g. "layers_pp", used in JSON counts.
+const char* constraint_key(ConstraintKind k);
+
+struct ConstraintViolation {
+  ConstraintKind kind;
+  std::string message;  // starts with the flag, e.g. "--pp 3: layers 32 is not divisible by PP 3"
+};
+
+// The first violated rule in the order above, or nothing.
+std::optional<ConstraintViolation> find_violation(const EstimateModel& model,
+                                                  const ParallelConfig& cfg,
+                                                  const EstimateOptions& opt = {});
+// Throws protwin::Error with the first violation's message.
+void check_constraints(const EstimateModel& model, const ParallelConfig& cfg,
+                       const EstimateOptions& opt = {});
+
+}  // namespace protwin::sim

@@ -1,0 +1,31 @@
+// Shared inputs for the estimator tests: Llama-3.1-8B as in REFERENCE §3 (h 4096, h_ffn 14336,
+// L 32, a 32, k 8, V 128256, untied) and the authors' unit-test layout helper.
+#pragma once
+
+#include "sim/estimate/memory_estimate.h"
+
+namespace protwin::sim::test {
+
+inline EstimateModel llama31_8b() {
+  EstimateModel m;
+  m.name = "llama3.1-8b";
+  m.hidden = 4096;
+  m.ffn_hidden = 14336;
+  m.layers = 32;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.vocab = 128256;
+  return m;
+}
+
+inline ParallelConfig layout(int64_t seq, int64_t mbs, int64_t tp, int64_t cp, int64_t pp,
+                             int64_t dp) {
+  ParallelConfig c;
+  c.seq = seq, c.mbs = mbs, c.tp = tp, c.cp = cp, c.pp = pp, c.dp = dp;
+  return c;
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kSbh = 8192.0 * 4096.0;  // s·b·h for s = 8192, b = 1, h = 4096
+
+}  // namespace protwin::sim::test
