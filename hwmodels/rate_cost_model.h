@@ -7,11 +7,16 @@
 //                    "h2d": {"latency_us": 10, "links": ["pcie_h2d"]}, ...},
 //        "default": {"tflops": 1, "GBps": 1, "latency_us": 0}}
 // An op's time on a stream without links: latency + flops/tflops + bytes/GBps. On a stream with
-// links: latency, then work.bytes over those links (shared max-min fairly with other transfers).
+// links: latency, then work.bytes over those links (shared max-min fairly with other transfers),
+// each transfer capped at the stream's max_GBps (0 = no cap). Times round up to whole ns.
+// Unknown fields are errors ("note" is allowed everywhere, "provenance" at the top). "format" and
+// "version" may be omitted (rates embedded in a plan's meta.rates); when given they must match.
+// Streams not listed use "default"; without one, unit rates (1 TFLOPS, 1 GB/s, no latency), so
+// an empty object is valid "built-in unit rates".
 #pragma once
 
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,7 +43,10 @@ class RateCostModel : public CostModel {
 
  private:
   std::vector<LinkSpec> links_;
-  std::unordered_map<std::string, StreamRate> streams_;
+  const StreamRate& rate_of(const std::string& stream) const;
+
+  // By name, in name order; plans have a handful of streams, so a scan beats hashing.
+  std::vector<std::pair<std::string, StreamRate>> streams_;
   StreamRate default_;
 };
 

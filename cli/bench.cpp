@@ -1,0 +1,121 @@
+// protwin bench <what>: micro-benchmarks of protwin's own machinery (DESIGN §11: speed is
+// measured by benchmarks, never by timed unit tests). Each benchmark is one entry of kBenches.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "hwmodels/rate_cost_model.h"
+#include "sim/engine/plan_simulator.h"
+#include "sim/engine/synthetic_plan.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+namespace {
+
+// CPU time of the calling thread: on a shared machine it is less disturbed than wall time.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Timing {
+  double seconds = std::numeric_limits<double>::infinity();      // best wall time (steady_clock)
+  double cpu_seconds = std::numeric_limits<double>::infinity();  // best thread CPU time
+};
+
+// Runs `fn` `repeat` times; keeps the best wall and the best CPU time.
+template <typename Fn>
+Timing best_of(int repeat, Fn&& fn) {
+  Timing best;
+  for (int r = 0; r < repeat; ++r) {
+    const double c0 = thread_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    const double c1 = thread_cpu_seconds();
+    best.seconds = std::min(best.seconds, std::chrono::duration<double>(t1 - t0).count());
+    best.cpu_seconds = std::min(best.cpu_seconds, c1 - c0);
+  }
+  return best;
+}
+
+// bench engine: PlanSimulator::run on a synthetic plan (plan building is not timed).
+int bench_engine(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  int64_t ops = 1000000;
+  int streams = 5, repeat = 3;
+  uint64_t seed = 1;
+  desc.add_options()
+      ("what", po::value<std::string>(), "the benchmark (positional): engine")
+      ("ops", po::value(&ops)->default_value(ops), "ops in the synthetic plan")
+      ("streams", po::value(&streams)->default_value(streams), "streams in the synthetic plan")
+      ("repeat", po::value(&repeat)->default_value(repeat), "runs; the best is reported")
+      ("seed", po::value(&seed)->default_value(seed), "seed of the synthetic plan")
+      ("json", "print JSON {ops, streams, seconds, ops_per_s}");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin bench engine [--ops N] [--streams S] [--repeat R] [--json]", desc,
+                     args, vm, &pos))
+    return 0;
+  PROTWIN_CHECK(ops >= 1, "--ops: expected at least 1, got ", ops);
+  PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
+
+  const traces::Plan plan = sim::make_synthetic_plan(ops, streams, seed);
+  const auto rates = hw::RateCostModel::from_json(sim::synthetic_rates(), "built-in synthetic rates");
+  const sim::PlanSimulator simulator(rates);
+  SimTime iteration;
+  const Timing t = best_of(repeat, [&] { iteration = simulator.run(plan).iteration; });
+  const double ops_per_s = static_cast<double>(ops) / t.seconds;
+  const double cpu_ops_per_s = static_cast<double>(ops) / t.cpu_seconds;
+
+  if (vm.count("json")) {
+    print_json({{"ops", ops}, {"streams", streams}, {"seconds", t.seconds}, {"ops_per_s", ops_per_s},
+                {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}});
+  } else {
+    std::printf("engine: %lld ops on %d streams, best of %d: %.3f s = %.2f M ops/s "
+                "(thread CPU %.3f s = %.2f M ops/s; simulated iteration %.3f s)\n",
+                static_cast<long long>(ops), streams, repeat, t.seconds, ops_per_s / 1e6,
+                t.cpu_seconds, cpu_ops_per_s / 1e6, iteration.seconds());
+  }
+  return 0;
+}
+
+struct Bench {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);  // gets all args, the name included
+};
+
+const Bench kBenches[] = {
+    {"engine", "PlanSimulator::run on a synthetic plan (ops/s)", bench_engine},
+};
+
+int run_bench(const std::vector<std::string>& args) {
+  std::string known;
+  for (const Bench& b : kBenches) known += std::string(known.empty() ? "" : ", ") + b.name;
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: protwin bench <what> [options]   (protwin bench <what> --help for more)\n\n"
+                 "benchmarks:\n";
+    for (const Bench& b : kBenches) std::cout << "  " << b.name << "  " << b.summary << "\n";
+    if (args.empty()) throw Error("which benchmark? known: " + known + "\nhint: protwin bench engine");
+    return 0;
+  }
+  for (const Bench& b : kBenches) {
+    if (args[0] == b.name) return b.run(args);
+  }
+  throw Error("unknown benchmark \"" + args[0] + "\"; known: " + known);
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("bench", "benchmarks of protwin itself (bench engine: simulator ops/s)",
+                   protwin::cli::run_bench)

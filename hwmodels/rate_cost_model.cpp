@@ -1,0 +1,149 @@
+#include "hwmodels/rate_cost_model.h"
+
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include "traces/error.h"
+#include "traces/json_reader.h"
+
+namespace protwin::hw {
+
+namespace {
+
+using traces::JsonNode;
+
+inline constexpr const char* kRatesFormat = "protwin.rates";
+inline constexpr int kRatesVersion = 1;
+
+// Unknown keys are refused so that a typo ("GBPs", "latency_ms") never silently costs nothing.
+void check_keys(const JsonNode& node, const std::set<std::string>& allowed) {
+  if (!node.is_object()) node.fail(std::string("expected an object, got ") +
+                                   traces::json_type_name(node.raw()));
+  for (auto it = node.raw().begin(); it != node.raw().end(); ++it) {
+    if (allowed.count(it.key())) continue;
+    std::string known;
+    for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+    node.fail("unknown field \"" + it.key() + "\" (known: " + known + ")");
+  }
+}
+
+double nonneg_or(const JsonNode& node, const std::string& key, double fallback) {
+  return node.has(key) ? node.get_nonneg_number(key) : fallback;
+}
+
+}  // namespace
+
+RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::string& source) {
+  const JsonNode root(&j, std::make_shared<const std::string>(source), "");
+  check_keys(root, {"format", "version", "links", "streams", "default", "note", "provenance"});
+  // format and version are optional (rates embedded in a plan's meta.rates omit them).
+  if (root.has("format")) {
+    const std::string format = root.get_string("format");
+    if (format != kRatesFormat) {
+      root.at("format").fail("expected \"" + std::string(kRatesFormat) + "\", got \"" + format + "\"");
+    }
+  }
+  if (root.has("version")) {
+    const int64_t version = root.get_int("version");
+    if (version != kRatesVersion) {
+      root.at("version").fail("unsupported version " + std::to_string(version) +
+                              " (this protwin reads " + std::to_string(kRatesVersion) + ")");
+    }
+  }
+
+  RateCostModel m;
+  if (auto links = root.find("links")) {
+    if (!links->is_object()) links->fail(std::string("expected an object, got ") + traces::json_type_name(links->raw()));
+    for (auto it = links->raw().begin(); it != links->raw().end(); ++it) {
+      const JsonNode l = links->at(it.key());
+      check_keys(l, {"GBps", "note"});
+      m.links_.push_back(LinkSpec{it.key(), l.get_positive_number("GBps")});
+    }
+  }
+
+  auto read_rate = [&](const JsonNode& s, bool allow_links) {
+    check_keys(s, allow_links ? std::set<std::string>{"tflops", "GBps", "latency_us", "links",
+                                                      "max_GBps", "note"}
+                              : std::set<std::string>{"tflops", "GBps", "latency_us", "note"});
+    StreamRate r;
+    r.tflops = nonneg_or(s, "tflops", 0);
+    r.GBps = nonneg_or(s, "GBps", 0);
+    r.latency_us = nonneg_or(s, "latency_us", 0);
+    r.max_GBps = nonneg_or(s, "max_GBps", 0);
+    if (auto links = s.find("links")) {
+      const size_t n = links->size();
+      if (n < 1 || n > static_cast<size_t>(OpCost::kMaxLinks)) {
+        links->fail("expected 1 to " + std::to_string(OpCost::kMaxLinks) + " link names, got " +
+                    std::to_string(n));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const JsonNode ln = links->at(i);
+        const std::string name = ln.as_string();
+        int index = -1;
+        std::string known;
+        for (size_t k = 0; k < m.links_.size(); ++k) {
+          if (m.links_[k].name == name) index = static_cast<int>(k);
+          known += (known.empty() ? "" : ", ") + m.links_[k].name;
+        }
+        if (index < 0) ln.fail("unknown link \"" + name + "\" (links: " + (known.empty() ? "none" : known) + ")");
+        for (int prev : r.links) {
+          if (prev == index) ln.fail("link \"" + name + "\" listed twice");
+        }
+        r.links.push_back(index);
+      }
+      if (s.has("GBps")) {
+        s.at("GBps").fail("a stream with links moves its bytes over the links; use max_GBps for a "
+                          "per-transfer cap");
+      }
+    } else if (s.has("max_GBps")) {
+      s.at("max_GBps").fail("max_GBps caps a transfer and needs \"links\"");
+    }
+    return r;
+  };
+
+  if (auto streams = root.find("streams")) {
+    if (!streams->is_object()) streams->fail(std::string("expected an object, got ") + traces::json_type_name(streams->raw()));
+    for (auto it = streams->raw().begin(); it != streams->raw().end(); ++it) {
+      m.streams_.emplace_back(it.key(), read_rate(streams->at(it.key()), true));
+    }
+  }
+  // Without "default", unlisted streams run at unit rates: 1 TFLOPS, 1 GB/s, no latency.
+  m.default_.tflops = 1;
+  m.default_.GBps = 1;
+  if (auto def = root.find("default")) m.default_ = read_rate(*def, false);
+  return m;
+}
+
+RateCostModel RateCostModel::load(const std::string& path) {
+  const traces::JsonDocument doc = traces::JsonDocument::load(path);
+  return from_json(doc.json(), path);
+}
+
+const StreamRate& RateCostModel::rate_of(const std::string& stream) const {
+  for (const auto& [name, rate] : streams_) {
+    if (name.size() == stream.size() && name == stream) return rate;
+  }
+  return default_;
+}
+
+OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& /*plan*/) const {
+  const StreamRate& r = rate_of(op.stream);
+  // 1 TFLOPS = 1e3 flops/ns; 1 GB/s = 1 byte/ns.
+  double ns = r.latency_us * 1e3;
+  if (r.tflops > 0) ns += op.work.flops / (r.tflops * 1e3);
+  OpCost c;
+  if (r.links.empty()) {
+    if (r.GBps > 0) ns += static_cast<double>(op.work.bytes) / r.GBps;
+  } else {
+    for (size_t i = 0; i < r.links.size(); ++i) c.links[i] = r.links[i];
+    c.link_bytes = static_cast<double>(op.work.bytes);
+    c.max_GBps = r.max_GBps;
+  }
+  // Rounded up to whole ns, never to zero for a positive time (traces/units.h).
+  const double up = std::ceil(ns);
+  c.fixed = SimTime(ns <= 0 ? 0 : up < 1 ? 1 : static_cast<int64_t>(up));
+  return c;
+}
+
+}  // namespace protwin::hw

@@ -1,0 +1,100 @@
+// Oracles: closed forms of max-min fair sharing (1 GB/s = 1 byte/ns), computed by hand.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "sim/engine/link.h"
+
+using namespace protwin;
+using namespace protwin::sim;
+
+namespace {
+struct Spec {
+  int64_t at;
+  std::vector<int> route;
+  double bytes;
+  double cap;
+};
+
+// Starts each transfer at its time and records when each one finishes.
+struct Driver : Handler {
+  Engine engine;
+  LinkNetwork net;
+  std::vector<Spec> specs;
+  std::vector<int64_t> done;
+  explicit Driver(std::vector<LinkCapacity> links, std::vector<Spec> s)
+      : net(engine, std::move(links)), specs(std::move(s)), done(specs.size(), -1) {
+    for (size_t i = 0; i < specs.size(); ++i) engine.schedule(SimTime(specs[i].at), 1, this, i);
+  }
+  void on_event(uint64_t p) override {
+    if (p >> 32) {
+      done[p & 0xffffffffu] = engine.now().ns;
+      return;
+    }
+    const Spec& s = specs[p];
+    net.start(s.route.data(), static_cast<int>(s.route.size()), s.bytes, s.cap, this,
+              (uint64_t{1} << 32) | p);
+  }
+};
+}  // namespace
+
+TEST_CASE("one transfer alone runs at the link rate, rounded up to whole ns", "[engine][link]") {
+  Driver d({{"pcie", 3}}, {{0, {0}, 1000, 0}});
+  d.engine.run();
+  CHECK(d.done[0] == 334);  // ceil(1000 / 3)
+}
+
+TEST_CASE("a tiny transfer never takes zero time", "[engine][link]") {
+  Driver d({{"pcie", 1000}}, {{7, {0}, 1, 0}});
+  d.engine.run();
+  CHECK(d.done[0] == 8);
+}
+
+TEST_CASE("two concurrent transfers on one link each get half", "[engine][link]") {
+  Driver d({{"pcie", 10}}, {{0, {0}, 1000, 0}, {0, {0}, 1000, 0}});
+  d.engine.run();
+  CHECK(d.done == std::vector<int64_t>{200, 200});  // 2 * bytes / bw
+}
+
+TEST_CASE("a transfer joining later slows the first; stale completions are ignored",
+          "[engine][link]") {
+  // A alone at 10 B/ns for 50 ns (500 B left), then both at 5: A ends at 150; B has 500 B left
+  // and finishes alone at 10: 200 = (1000 + 1000) / 10.
+  Driver d({{"pcie", 10}}, {{0, {0}, 1000, 0}, {50, {0}, 1000, 0}});
+  d.engine.run();
+  CHECK(d.done == std::vector<int64_t>{150, 200});
+}
+
+TEST_CASE("a transfer over two links gets the slower link's rate", "[engine][link]") {
+  Driver d({{"pcie", 10}, {"dram", 4}}, {{0, {0, 1}, 1000, 0}});
+  d.engine.run();
+  CHECK(d.done[0] == 250);
+}
+
+TEST_CASE("water-filling with a per-transfer cap", "[engine][link]") {
+  // Link 12 B/ns; A capped at 2, B and C uncapped share the remaining 10: 5 each.
+  // A (200 B) ends at 100; B, C have 500 B left, then 6 each: 100 + ceil(500 / 6) = 184.
+  Driver d({{"pcie", 12}}, {{0, {0}, 200, 2}, {0, {0}, 1000, 0}, {0, {0}, 1000, 0}});
+  d.engine.step();
+  d.engine.step();
+  d.engine.step();
+  CHECK(d.net.rate_of((uint64_t{1} << 32) | 0) == 2);
+  CHECK(d.net.rate_of((uint64_t{1} << 32) | 1) == 5);
+  CHECK(d.net.rate_of((uint64_t{1} << 32) | 2) == 5);
+  d.engine.run();
+  CHECK(d.done == std::vector<int64_t>{100, 184, 184});
+}
+
+TEST_CASE("max-min fairness across links of different speeds", "[engine][link]") {
+  // X = 10, Y = 4. T1 over X, T2 over X and Y, T3 over Y. Y is the bottleneck: T2 = T3 = 2;
+  // T1 takes what is left of X: 8.
+  Driver d({{"x", 10}, {"y", 4}}, {{0, {0}, 8000, 0}, {0, {0, 1}, 8000, 0}, {0, {1}, 8000, 0}});
+  for (int i = 0; i < 3; ++i) d.engine.step();
+  CHECK(d.net.rate_of((uint64_t{1} << 32) | 0) == 8);
+  CHECK(d.net.rate_of((uint64_t{1} << 32) | 1) == 2);
+  CHECK(d.net.rate_of((uint64_t{1} << 32) | 2) == 2);
+  d.engine.run();
+  // T1 ends at 1000. Then T2 and T3 still share Y at 2 each: they end at 4000.
+  CHECK(d.done == std::vector<int64_t>{1000, 4000, 4000});
+}
