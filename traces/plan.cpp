@@ -1,6 +1,8 @@
 #include "traces/plan.h"
 
 #include <algorithm>
+#include <climits>
+#include <memory>
 #include <unordered_map>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -116,7 +118,121 @@ Op read_op(const JsonNode& n) {
   return op;
 }
 
+
+// Max-prefix-sum segment tree: query(lo, hi) = max over k in [lo, hi] of prefix[k].
+class RangeMax {
+ public:
+  explicit RangeMax(const std::vector<int64_t>& v) : n_(v.size()), t_(2 * v.size()) {
+    for (size_t i = 0; i < n_; ++i) t_[n_ + i] = v[i];
+    for (size_t i = n_; i-- > 1;) t_[i] = std::max(t_[2 * i], t_[2 * i + 1]);
+  }
+  int64_t query(size_t lo, size_t hi) const {  // inclusive
+    int64_t best = INT64_MIN;
+    for (size_t l = lo + n_, r = hi + n_ + 1; l < r; l /= 2, r /= 2) {
+      if (l & 1) best = std::max(best, t_[l++]);
+      if (r & 1) best = std::max(best, t_[--r]);
+    }
+    return best;
+  }
+
+ private:
+  size_t n_;
+  std::vector<int64_t> t_;
+};
+
 }  // namespace
+
+// A bound on each pool's bytes that holds for every schedule the dependencies and the in-order
+// streams allow, so that what the simulator or the runtime measures can never exceed it.
+// Each stream is a sequence of events (op start, op end). At the moment op i starts (or ends),
+// every stream s has completed some prefix of its events: at least up to the end of i's last
+// ancestor on s, at most up to just before the start of i's first descendant on s. Taking, for
+// every other stream independently, the largest prefix sum in that window bounds the pool's bytes.
+// O((ops + deps) * streams + ops * streams * log ops).
+std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector<int>& stream_of) {
+  const size_t n = plan.ops.size(), S = plan.streams.size(), P = plan.pools.size();
+  std::vector<PoolHighWater> out(P);
+  for (size_t p = 0; p < P; ++p) out[p] = {plan.pools[p].name, plan.pools[p].capacity, plan.pools[p].initial, -1};
+  if (n == 0) return out;
+  std::vector<int> pos(n);
+  std::vector<std::vector<int>> ops_of(S);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t s = static_cast<size_t>(stream_of[i]);
+    pos[i] = static_cast<int>(ops_of[s].size());
+    ops_of[s].push_back(static_cast<int>(i));
+  }
+  // last_anc[i*S + s]: position on s of i's last ancestor there (-1: none), ids in topological order.
+  std::vector<int> last_anc(n * S, -1), first_desc(n * S);
+  for (size_t i = 0; i < n; ++i) {
+    int* mine = &last_anc[i * S];
+    auto take = [&](size_t d) {
+      const int* theirs = &last_anc[d * S];
+      for (size_t s = 0; s < S; ++s) mine[s] = std::max(mine[s], theirs[s]);
+      mine[stream_of[d]] = std::max(mine[stream_of[d]], pos[d]);
+    };
+    for (int d : plan.ops[i].deps) take(static_cast<size_t>(d));
+    if (pos[i] > 0) take(static_cast<size_t>(ops_of[static_cast<size_t>(stream_of[i])][static_cast<size_t>(pos[i] - 1)]));
+  }
+  // first_desc: children of each op (deps reversed, plus the next op on the stream).
+  std::vector<std::vector<int>> children(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int d : plan.ops[i].deps) children[static_cast<size_t>(d)].push_back(static_cast<int>(i));
+  for (size_t i = n; i-- > 0;) {
+    int* mine = &first_desc[i * S];
+    for (size_t s = 0; s < S; ++s) mine[s] = static_cast<int>(ops_of[s].size());
+    auto take = [&](size_t c) {
+      const int* theirs = &first_desc[c * S];
+      for (size_t s = 0; s < S; ++s) mine[s] = std::min(mine[s], theirs[s]);
+      mine[stream_of[c]] = std::min(mine[stream_of[c]], pos[c]);
+    };
+    for (int c : children[i]) take(static_cast<size_t>(c));
+    const auto& own = ops_of[static_cast<size_t>(stream_of[i])];
+    if (static_cast<size_t>(pos[i]) + 1 < own.size()) take(static_cast<size_t>(own[static_cast<size_t>(pos[i]) + 1]));
+  }
+  for (size_t p = 0; p < P; ++p) {
+    // prefix[s][k]: the pool's change after the first k events of stream s (k = 0 .. 2 len).
+    std::vector<std::vector<int64_t>> prefix(S);
+    std::vector<bool> touches(S, false);
+    for (size_t s = 0; s < S; ++s) {
+      auto& pre = prefix[s];
+      pre.assign(2 * ops_of[s].size() + 1, 0);
+      for (size_t k = 0; k < ops_of[s].size(); ++k) {
+        int64_t at_start = 0, at_end = 0;
+        for (const auto& m : plan.ops[static_cast<size_t>(ops_of[s][k])].mem) {
+          if (m.pool != plan.pools[p].name) continue;
+          (m.at == MemAt::kStart ? at_start : at_end) += m.delta_bytes;
+          touches[s] = true;
+        }
+        pre[2 * k + 1] = pre[2 * k] + at_start;
+        pre[2 * k + 2] = pre[2 * k + 1] + at_end;
+      }
+    }
+    std::vector<std::unique_ptr<RangeMax>> rmq(S);
+    for (size_t s = 0; s < S; ++s)
+      if (touches[s]) rmq[s] = std::make_unique<RangeMax>(prefix[s]);
+    const int64_t initial = plan.pools[p].initial.n;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t own = static_cast<size_t>(stream_of[i]);
+      if (!touches[own] && out[p].op_at_high_water >= 0) continue;  // cannot raise the bound
+      int64_t others = 0;
+      for (size_t s = 0; s < S; ++s) {
+        if (s == own || !touches[s]) continue;
+        const size_t lo = static_cast<size_t>(2 * (last_anc[i * S + s] + 1));
+        const size_t hi = static_cast<size_t>(2 * first_desc[i * S + s]);
+        others += rmq[s]->query(lo, hi);
+      }
+      const auto& pre = prefix[own];
+      const int64_t mine = std::max(pre[2 * static_cast<size_t>(pos[i]) + 1], pre[2 * static_cast<size_t>(pos[i]) + 2]);
+      const int64_t bound = initial + others + mine;
+      if (out[p].op_at_high_water < 0 || bound > out[p].high_water.n) {
+        out[p].high_water = Bytes(bound);
+        out[p].op_at_high_water = static_cast<int>(i);
+      }
+    }
+  }
+  return out;
+}
+
 
 int Plan::stream_index(const std::string& name) const {
   for (size_t i = 0; i < streams.size(); ++i)
@@ -325,38 +441,22 @@ ValidationResult validate(const Plan& plan) {
       PROTWIN_CHECK(d < op.id, describe_op(op), ": depends on later op ", d,
                     " (op ids must be topologically ordered)");
 
-  // Memory walk in id order: residency of tensors and each pool's high-water against capacity.
+  // Residency and pools below zero: walk the ops in id order (a valid execution order).
   std::vector<int64_t> used(static_cast<size_t>(n_pools));
-  result.pools.resize(static_cast<size_t>(n_pools));
-  for (int p = 0; p < n_pools; ++p) {
-    used[static_cast<size_t>(p)] = plan.pools[static_cast<size_t>(p)].initial.n;
-    result.pools[static_cast<size_t>(p)] = {plan.pools[static_cast<size_t>(p)].name,
-                                            plan.pools[static_cast<size_t>(p)].capacity,
-                                            plan.pools[static_cast<size_t>(p)].initial, -1};
-  }
+  for (int p = 0; p < n_pools; ++p) used[static_cast<size_t>(p)] = plan.pools[static_cast<size_t>(p)].initial.n;
   // resident[t] = bitmask of pools holding tensor t (plans use a handful of pools).
   PROTWIN_CHECK(n_pools <= 64, "plan: at most 64 memory pools are supported, got ", n_pools);
   std::vector<uint64_t> resident(static_cast<size_t>(n_tensors), 0);
   for (const auto& t : plan.tensors)
     if (!t.home.empty()) resident[static_cast<size_t>(t.id)] |= uint64_t{1} << plan.pool_index(t.home);
-
   auto apply = [&](const Op& op, MemAt at) {
     for (const auto& m : op.mem) {
       if (m.at != at) continue;
       const int p = plan.pool_index(m.pool);
       int64_t& u = used[static_cast<size_t>(p)];
       u += m.delta_bytes;
-      const PoolSpec& pool = plan.pools[static_cast<size_t>(p)];
-      PROTWIN_CHECK(u >= 0, describe_op(op), ": pool ", pool.name, " below zero (", u,
+      PROTWIN_CHECK(u >= 0, describe_op(op), ": pool ", m.pool, " below zero (", u,
                     " bytes after a change of ", m.delta_bytes, ")");
-      PROTWIN_CHECK(u <= pool.capacity.n, describe_op(op), ": pool ", pool.name,
-                    " over capacity: ", u, " bytes needed, capacity ", pool.capacity.n,
-                    "\nhint: the plan does not fit this machine; offload more or shrink the batch");
-      auto& hw = result.pools[static_cast<size_t>(p)];
-      if (u > hw.high_water.n) {
-        hw.high_water = Bytes(u);
-        hw.op_at_high_water = op.id;
-      }
       if (m.tensor >= 0) {
         const uint64_t bit = uint64_t{1} << p;
         if (m.delta_bytes > 0) resident[static_cast<size_t>(m.tensor)] |= bit;
@@ -382,6 +482,13 @@ ValidationResult validate(const Plan& plan) {
     }
     apply(op, MemAt::kEnd);
   }
+
+  result.pools = memory_high_water(plan, stream_of);
+  for (const auto& hw : result.pools)
+    PROTWIN_CHECK(hw.high_water <= hw.capacity, describe_op(plan.ops[static_cast<size_t>(hw.op_at_high_water)]),
+                  ": pool ", hw.name, " over capacity: ", hw.high_water.n, " bytes needed, capacity ",
+                  hw.capacity.n,
+                  "\nhint: the plan does not fit this machine; offload more or shrink the batch");
   return result;
 }
 

@@ -111,8 +111,13 @@ struct PoolHighWater {
 
 struct ValidationResult {
   std::vector<int> topological_order;   // a topological order of the op DAG (deps + stream order)
-  std::vector<PoolHighWater> pools;     // high-water of each pool walking ops in id order
+  std::vector<PoolHighWater> pools;     // each pool's high-water bound over all valid schedules
 };
+
+// For every pool, a bound on its bytes under any schedule the plan's dependencies and in-order
+// streams allow (so the simulator's and the runtime's peaks never exceed it); `stream_of` maps
+// each op to its stream index. validate() uses it for the capacity check.
+std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector<int>& stream_of);
 
 // Parses a Plan document; errors name `source` and the JSON pointer.
 Plan plan_from_json(const nlohmann::json& j, const std::string& source);
@@ -122,7 +127,8 @@ void write_plan(const Plan& plan, const std::string& path);  // atomic
 
 // Checks a plan before anything runs: ids dense and topologically ordered, streams, tensors and
 // pools exist, bytes non-negative, the dependency graph (deps + in-order streams) is a DAG,
-// tensors are resident where read, and no pool's high-water exceeds its capacity. Throws
+// tensors are resident where read (in id order), and no pool's high-water bound (under any
+// schedule the dependencies allow, see memory_high_water) exceeds its capacity. Throws
 // protwin::Error naming the op ("plan op 17 (h2d, stream h2d)") and the pool or tensor.
 ValidationResult validate(const Plan& plan);
 
