@@ -1,9 +1,13 @@
 // protwin: a digital twin of offloaded LLM training. One command, many subcommands (DESIGN §8).
 // Exit codes: 0 ok, 1 internal error, 2 user error.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "cli/subcommand.h"
 #include "traces/error.h"
@@ -16,13 +20,36 @@ std::map<std::string, Subcommand>& registry() {
   return r;
 }
 
-void print_usage() {
+// The sibling binary with the LibTorch subcommands (see cli/CMakeLists.txt), or "" if absent.
+std::string runtime_binary(const char* argv0) {
+  std::string self(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  self = n > 0 ? self.substr(0, static_cast<size_t>(n)) : std::string(argv0);
+  const std::string path = self.substr(0, self.rfind('/') + 1) + "protwin-rt";
+  return ::access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+void print_line(const std::string& name, const std::string& summary) {
+  std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << summary << "\n";
+}
+
+void print_usage(const char* argv0) {
   std::cout << "protwin: a digital twin of offloaded LLM training\n\n"
                "usage: protwin <subcommand> [options]   (protwin <subcommand> --help for more)\n\n"
                "subcommands:\n";
-  for (const auto& s : subcommands()) {
-    std::cout << "  " << s.name << std::string(s.name.size() < 16 ? 16 - s.name.size() : 1, ' ')
-              << s.summary << "\n";
+  for (const auto& s : subcommands()) print_line(s.name, s.summary);
+  // The runtime's subcommands, listed by the runtime binary itself.
+  const std::string rt = runtime_binary(argv0);
+  if (!rt.empty()) {
+    if (FILE* p = ::popen((rt + " --list-subcommands").c_str(), "r")) {
+      char line[512];
+      while (std::fgets(line, sizeof line, p)) {
+        std::string l(line);
+        const size_t tab = l.find('\t');
+        if (tab != std::string::npos) print_line(l.substr(0, tab), l.substr(tab + 1, l.size() - tab - 2));
+      }
+      ::pclose(p);
+    }
   }
   std::cout << "\nexit codes: 0 ok, 1 internal error, 2 user error\n";
 }
@@ -43,14 +70,29 @@ std::vector<Subcommand> subcommands() {
 
 int main(int argc, char** argv) {
   using namespace protwin::cli;
+  if (argc >= 2 && !std::strcmp(argv[1], "--list-subcommands")) {
+    for (const auto& s : subcommands()) std::cout << s.name << "\t" << s.summary << "\n";
+    return 0;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
-    print_usage();
+    print_usage(argv[0]);
     return argc < 2 ? 2 : 0;
   }
   const std::string name = argv[1];
   const auto subs = subcommands();
   auto it = std::find_if(subs.begin(), subs.end(), [&](const Subcommand& s) { return s.name == name; });
+#ifndef PROTWIN_RUNTIME_BINARY
+  if (it == subs.end()) {
+    // Not a simulator subcommand: the runtime binary may have it.
+    const std::string rt = runtime_binary(argv[0]);
+    if (!rt.empty()) {
+      ::execv(rt.c_str(), argv);
+      std::cerr << "protwin: cannot run " << rt << "\n";
+      return 1;
+    }
+  }
+#endif
   if (it == subs.end()) {
     std::cerr << "protwin: unknown subcommand '" << name << "'\nhint: 'protwin --help' lists them\n";
     return 2;

@@ -1,14 +1,23 @@
 // protwin simulate: run a Plan through the discrete-event simulator and report what happened.
+// The Plan is read from --plan, or compiled from --model/--machine/--policy in one step.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "cli/options.h"
+#include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "cli/summary.h"
+#include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/rate_cost_model.h"
 #include "sim/engine/plan_simulator.h"
+#include "sim/policy/knobs.h"
+#include "sim/policy/offload_compiler.h"
+#include "sim/search/search.h"
+#include "sim/workload/workload.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
+#include "traces/json_reader.h"
 #include "traces/plan.h"
 #include "traces/report.h"
 
@@ -17,30 +26,78 @@ namespace {
 
 int run_simulate(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  std::string plan_path, rates_path, out_path, trace_path;
+  std::string plan_path, rates_path, out_path, trace_path, policy_path, plan_out, dtype = "fp16";
+  std::string model, machine;
+  std::vector<std::string> set;
+  int gpus = 0;
+  int64_t batch = 1, seq = 0;
+  bool flash = false;
   desc.add_options()
       ("plan", po::value(&plan_path), "Plan to simulate (protwin.plan JSON)")
       ("rates", po::value(&rates_path),
-       "per-stream rates (protwin.rates JSON); default: the plan's meta.rates, else built-in unit rates")
+       "per-stream rates (protwin.rates JSON) for --plan; default: the plan's meta.rates, else built-in unit rates")
+      ("model", po::value(&model), "compile a plan for this model (zoo name, spec file or inline spec)")
+      ("machine", po::value(&machine), "cost ops with this machine's hardware model (with --model, or with --plan)")
+      ("policy", po::value(&policy_path), "knobs JSON for --model, e.g. {\"system\": \"protrain\", \"n_persist\": 2}")
+      ("gpus", po::value(&gpus)->default_value(0), "data-parallel GPUs for --model (0: all of the machine)")
+      ("batch", po::value(&batch)->default_value(1), "micro-batch per GPU for --model")
+      ("seq", po::value(&seq)->default_value(0), "sequence length for --model (0: the model's default)")
+      ("dtype", po::value(&dtype)->default_value("fp16"), "compute dtype for --model: fp16, bf16, fp32")
+      ("flash", po::bool_switch(&flash), "FlashAttention for --model")
+      ("set", po::value(&set)->composing(), "override a machine field (repeatable)")
+      ("plan-out", po::value(&plan_out), "write the compiled plan (with --model)")
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON) here")
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (open in ui.perfetto.dev)")
       ("json", "print the summary as JSON");
   po::variables_map vm;
-  if (!parse_options("protwin simulate --plan P.json [--rates R.json] [-o report.json] "
-                     "[--chrome-trace trace.json] [--json]",
+  if (!parse_options("protwin simulate (--plan P.json [--rates R.json | --machine H] | --model M --machine H "
+                     "[--policy knobs.json] [--batch B]) [-o report.json] [--chrome-trace trace.json] [--json]",
                      desc, args, vm))
     return 0;
-  require(vm, "plan");
+  PROTWIN_CHECK(vm.count("plan") || vm.count("model"), "--plan or --model is required");
+  PROTWIN_CHECK(!(vm.count("plan") && vm.count("model")), "--plan and --model exclude each other");
+  PROTWIN_CHECK(!(vm.count("rates") && vm.count("machine")), "--rates and --machine exclude each other");
 
-  const traces::Plan plan = traces::read_plan(plan_path);
+  std::unique_ptr<hw::CostModel> cost;
+  traces::Plan plan;
+  if (vm.count("model")) {
+    PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
+    auto hwc = std::make_unique<hw::HardwareCostModel>(hw::load_machine(machine, set));
+    const sim::ModelSpec spec = sim::resolve_model(model);
+    sim::OffloadKnobs knobs;
+    if (vm.count("policy")) {
+      const auto doc = traces::JsonDocument::load(policy_path);
+      knobs = sim::knobs_from_json(doc.json(), policy_path);
+    }
+    PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
+    const int count = hwc->machine().gpu.count;
+    PROTWIN_CHECK(gpus >= 0 && gpus <= count, "--gpus: expected 0..", count, ", got ", gpus);
+    sim::WorkloadOptions wo;
+    wo.batch = batch;
+    wo.seq = seq;
+    wo.dtype = dtype;
+    wo.flash_attention = flash;
+    const sim::Workload w = sim::build_workload(spec, wo);
+    const int g = gpus == 0 ? count : gpus;
+    plan = sim::compile_offload_plan(w, g, sim::rank_memory(hwc->machine(), g), knobs,
+                                     {{"machine", hwc->machine().name}, {"dtype", dtype}})
+               .plan;
+    if (!plan_out.empty()) traces::write_plan(plan, plan_out);
+    cost = std::move(hwc);
+  } else {
+    plan = traces::read_plan(plan_path);
+    if (vm.count("machine"))
+      cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(machine, set));
+    else if (!rates_path.empty())
+      cost = std::make_unique<hw::RateCostModel>(hw::RateCostModel::load(rates_path));
+    else if (plan.meta.contains("rates"))
+      cost = std::make_unique<hw::RateCostModel>(
+          hw::RateCostModel::from_json(plan.meta["rates"], plan_path + ":/meta/rates"));
+    else
+      cost = std::make_unique<hw::RateCostModel>(hw::RateCostModel::from_json(nlohmann::json::object(), "built-in unit rates"));
+  }
   traces::validate(plan);
-  hw::RateCostModel rates =
-      !rates_path.empty() ? hw::RateCostModel::load(rates_path)
-      : plan.meta.contains("rates")
-          ? hw::RateCostModel::from_json(plan.meta["rates"], plan_path + ":/meta/rates")
-          : hw::RateCostModel::from_json(nlohmann::json::object(), "built-in unit rates");
-  sim::PlanSimulator simulator(rates);
-  const traces::Report report = simulator.run(plan);
+  const traces::Report report = sim::PlanSimulator(*cost).run(plan);
 
   if (!out_path.empty()) traces::write_report(report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(report, trace_path);
@@ -48,6 +105,7 @@ int run_simulate(const std::vector<std::string>& args) {
     print_json(report_summary_json(report));
   } else {
     print_report_summary(std::cout, report);
+    if (!plan_out.empty()) std::cout << "plan:         " << plan_out << "\n";
     if (!out_path.empty()) std::cout << "report:       " << out_path << "\n";
     if (!trace_path.empty()) std::cout << "chrome trace: " << trace_path << "  (open in ui.perfetto.dev)\n";
   }
@@ -57,4 +115,5 @@ int run_simulate(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace protwin::cli
 
-PROTWIN_SUBCOMMAND("simulate", "simulate one training iteration of a Plan", protwin::cli::run_simulate)
+PROTWIN_SUBCOMMAND("simulate", "simulate one training iteration of a Plan (or compile one from --model/--policy)",
+                   protwin::cli::run_simulate)

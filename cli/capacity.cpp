@@ -1,0 +1,112 @@
+// protwin capacity: the largest model of a family each system can train on a machine.
+//
+// The GPT-2 family is scaled the way the Colossal-AI/PatrickStar ladder that ProTrain used is:
+// GPT-2 layers (vocab 50257, 1024 learned positions, GeLU 4h MLP, tied embeddings) at hidden
+// 4096 (16 heads, as gpt2-10b/15b) or 8192 (16 heads, as gpt2-20b), with as many layers as fit.
+// A model "can be trained" when the system's search finds a setting at batch 1 whose simulated
+// plan fits every memory pool (GPU, pinned and pageable host). Layers are found by bisection.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/options.h"
+#include "cli/policy_options.h"
+#include "cli/subcommand.h"
+#include "sim/policy/systems.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+namespace {
+
+sim::ModelSpec gpt2_family(int64_t hidden, int64_t layers) {
+  return sim::resolve_model("gpt2:hidden=" + std::to_string(hidden) + ",layers=" + std::to_string(layers) +
+                            ",heads=16,vocab=50257");
+}
+
+int run_capacity(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  PolicyArgs pa;
+  std::string family = "gpt2", systems_arg;
+  int64_t max_layers = 512;
+  desc.add_options()
+      ("family", po::value(&family)->default_value("gpt2"), "model family (gpt2)")
+      ("systems", po::value(&systems_arg), "comma-separated systems (default: all)")
+      ("max-layers", po::value(&max_layers)->default_value(512), "largest layer count tried")
+      ("json", "print JSON");
+  add_policy_options(desc, pa);
+  po::variables_map vm;
+  if (!parse_options("protwin capacity --family gpt2 --machine H --gpus N [--json]", desc, args, vm)) return 0;
+  PROTWIN_CHECK(family == "gpt2", "--family: only 'gpt2' is supported, got '", family, "'");
+  PROTWIN_CHECK(max_layers >= 1, "--max-layers: expected at least 1, got ", max_layers);
+  pa.batch = "1";
+  PolicyInputs in = resolve_policy_inputs(pa);
+  std::vector<std::string> names;
+  if (systems_arg.empty()) {
+    for (const auto& s : sim::systems()) names.push_back(s.name);
+  } else {
+    size_t start = 0;
+    while (start <= systems_arg.size()) {
+      const size_t comma = systems_arg.find(',', start);
+      names.push_back(systems_arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      sim::find_system(names.back());
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  const int64_t hiddens[] = {4096, 8192};
+  Progress bar("capacity", static_cast<long>(names.size() * 2));
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& name : names) {
+    sim::SearchOptions o = in.search;
+    o.system = name;
+    o.batch = 1;
+    o.simulate_top = 2;
+    o.threads = pa.threads;
+    auto fits = [&](int64_t hidden, int64_t layers) {
+      return sim::search_policy(gpt2_family(hidden, layers), *in.cost, o).found;
+    };
+    int64_t best_params = 0, best_hidden = 0, best_layers = 0;
+    for (int64_t h : hiddens) {
+      bar.tick();
+      if (!fits(h, 1)) continue;
+      int64_t lo = 1, hi = max_layers;  // fits(lo); find the largest that fits
+      if (fits(h, hi)) lo = hi;
+      while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (fits(h, mid)) lo = mid;
+        else hi = mid - 1;
+      }
+      const int64_t params = gpt2_family(h, lo).parameter_count();
+      if (params > best_params) {
+        best_params = params;
+        best_hidden = h;
+        best_layers = lo;
+      }
+    }
+    nlohmann::json j = {{"name", name}, {"max_params", best_params}};
+    if (best_params > 0) j.update({{"hidden", best_hidden}, {"layers", best_layers}});
+    out.push_back(j);
+  }
+  bar.done();
+  if (vm.count("json")) {
+    print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus}, {"systems", out}});
+    return 0;
+  }
+  std::printf("largest GPT-2-family model per system on %s, %d GPU(s), batch 1 (simulated plans that fit GPU and host memory)\n\n",
+              in.cost->machine().name.c_str(), in.search.gpus);
+  std::printf("%-13s %14s %8s %7s\n", "system", "parameters", "hidden", "layers");
+  for (const auto& j : out) {
+    if (j["max_params"].get<int64_t>() == 0) {
+      std::printf("%-13s %14s\n", j["name"].get<std::string>().c_str(), "none fits");
+      continue;
+    }
+    std::printf("%-13s %12.2f B %8lld %7lld\n", j["name"].get<std::string>().c_str(),
+                static_cast<double>(j["max_params"].get<int64_t>()) / 1e9,
+                static_cast<long long>(j["hidden"].get<int64_t>()), static_cast<long long>(j["layers"].get<int64_t>()));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("capacity", "the largest GPT-2-family model each system can train on a machine", protwin::cli::run_capacity)

@@ -1,0 +1,59 @@
+#include "cli/policy_options.h"
+
+#include <cstdio>
+
+#include "traces/error.h"
+
+namespace protwin::cli {
+
+void add_policy_options(po::options_description& desc, PolicyArgs& a) {
+  desc.add_options()
+      ("model", po::value(&a.model)->default_value(a.model), "zoo name, spec file, or inline spec (gpt:hidden=...,layers=...)")
+      ("machine", po::value(&a.machine)->default_value(a.machine), "machine name or file (protwin machines lists them)")
+      ("gpus", po::value(&a.gpus)->default_value(0), "data-parallel GPUs (0: all GPUs of the machine)")
+      ("batch", po::value(&a.batch)->default_value("auto"), "micro-batch per GPU, or 'auto' to search it")
+      ("seq", po::value(&a.seq)->default_value(0), "sequence length (0: the model's default)")
+      ("set", po::value(&a.set)->composing(), "override a machine field, e.g. host_link.h2d.pinned_GBps=32 (repeatable)")
+      ("flash", po::bool_switch(&a.flash), "use FlashAttention (default: eager attention, as the papers' systems)")
+      ("threads", po::value(&a.threads)->default_value(2), "threads simulating candidates");
+}
+
+PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
+  PolicyInputs in;
+  in.model = sim::resolve_model(a.model);
+  in.cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(a.machine, a.set));
+  const int count = in.cost->machine().gpu.count;
+  PROTWIN_CHECK(a.gpus >= 0, "--gpus: expected a number >= 0, got ", a.gpus);
+  PROTWIN_CHECK(a.gpus <= count, "--gpus: ", a.gpus, " GPUs requested but ", in.cost->machine().name, " has ", count);
+  in.search.gpus = a.gpus == 0 ? count : a.gpus;
+  if (a.batch == "auto") {
+    in.search.batch = 0;
+  } else {
+    long long b = 0;
+    size_t used = 0;
+    try {
+      b = std::stoll(a.batch, &used);
+    } catch (...) {
+      used = 0;
+    }
+    PROTWIN_CHECK(used == a.batch.size() && b >= 1, "--batch: expected a positive integer or 'auto', got '", a.batch, "'");
+    in.search.batch = b;
+  }
+  PROTWIN_CHECK(a.seq >= 0, "--seq: expected a number >= 0, got ", a.seq);
+  PROTWIN_CHECK(a.threads >= 1, "--threads: expected at least 1, got ", a.threads);
+  in.search.seq = a.seq;
+  in.search.flash_attention = a.flash;
+  in.search.threads = a.threads;
+  return in;
+}
+
+std::string human_bytes(int64_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  return buf;
+}
+
+}  // namespace protwin::cli

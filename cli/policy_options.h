@@ -1,0 +1,41 @@
+// Flags shared by the subcommands that search or compile policies: model, machine, GPUs, batch,
+// sequence length, what-if overrides.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/search/search.h"
+#include "sim/workload/model_spec.h"
+
+namespace protwin::cli {
+
+struct PolicyArgs {
+  std::string model = "gpt2-10b";
+  std::string machine = "rtx3090-server";
+  int gpus = 0;                  // 0: all GPUs of the machine
+  std::string batch = "auto";
+  int64_t seq = 0;
+  std::vector<std::string> set;  // machine overrides "path=value"
+  bool flash = false;
+  int threads = 2;
+};
+
+// Adds --model --machine --gpus --batch --seq --set --flash --threads to `desc`.
+void add_policy_options(po::options_description& desc, PolicyArgs& a);
+
+// The resolved inputs.
+struct PolicyInputs {
+  sim::ModelSpec model;
+  std::unique_ptr<hw::HardwareCostModel> cost;
+  sim::SearchOptions search;
+};
+PolicyInputs resolve_policy_inputs(const PolicyArgs& a);
+
+// "1.23 GiB"
+std::string human_bytes(int64_t bytes);
+
+}  // namespace protwin::cli

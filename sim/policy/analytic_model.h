@@ -1,0 +1,53 @@
+// ProTrain's analytic cost and peak-memory models (REFERENCE §1), used by the search to prune
+// (peak) and to rank (runtime) before the simulator scores the survivors.
+//
+//   T_iter = T_fwd + max(T_bwd + T_gpu_optim, T_cpu_optim)      (CPU Adam overlapped)
+//   T_iter = T_fwd + T_bwd + T_gpu_optim + T_cpu_optim          (optimizer after backward)
+//   T_fwd  = sum over blocks of max(forward compute, prefetch of the chunks first used there)
+//   T_bwd  = sum over blocks of max(backward + recompute, gradient reduce/offload + re-fetches
+//            + swap-in)
+//   peak   = alpha * (model states on the GPU + n_buffer chunk buffers + kept activations
+//            + the largest transient), alpha = 1 + the allocator's fragmentation fraction.
+// Differences from the simulator: the analytic model sums per-block maxima, so it cannot see a
+// prefetch that runs ahead over several blocks, or copies in both directions slowing each other.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/policy/chunking.h"
+#include "sim/policy/knobs.h"
+#include "sim/workload/workload.h"
+
+namespace protwin::sim {
+
+// Per-block and per-chunk times and sizes of one (workload, layout, machine, gpus), computed once
+// and shared by every knob setting the search visits.
+struct WorkloadTimes {
+  int gpus = 1;
+  std::vector<double> fwd_s, bwd_s, rec_s, swap_s;  // per block
+  std::vector<int64_t> saved, ckpt, fwd_transient, bwd_transient;  // per block, bytes
+  std::vector<int> layer_block;                      // decoder layer -> block index
+  std::vector<double> fetch_s, grad_s, adam_cpu_s, adam_torch_s, adam_gpu_s, upload_s;  // per chunk
+  std::vector<int64_t> chunk_used_bytes, chunk_elems;  // per chunk
+  std::vector<int> chunk_first_block, chunk_last_block;
+  int64_t chunk_bytes = 0;
+  int64_t optim_bytes_per_param = 12;
+  double fragmentation = 0.1;
+};
+
+WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const hw::HardwareCostModel& cost,
+                             int gpus);
+
+struct AnalyticEstimate {
+  double iteration_s = 0, forward_s = 0, backward_s = 0, gpu_optim_s = 0, cpu_optim_s = 0;
+  int64_t peak_gpu_bytes = 0;     // with the fragmentation factor
+  int64_t peak_pinned_bytes = 0;
+  int64_t peak_pageable_bytes = 0;
+};
+
+AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k,
+                                   const std::vector<ActMode>& layer_modes);
+
+}  // namespace protwin::sim

@@ -1,0 +1,80 @@
+#include "sim/policy/chunking.h"
+
+#include <algorithm>
+
+#include "traces/error.h"
+#include "traces/units.h"
+
+namespace protwin::sim {
+
+int64_t ChunkLayout::waste_bytes() const {
+  int64_t w = 0;
+  for (const auto& c : chunks) w += (chunk_elems - c.used_elems) * bytes_per_elem;
+  return w;
+}
+
+ChunkLayout pack_chunks(const std::vector<BlockParams>& layout, int64_t chunk_bytes, int bytes_per_elem) {
+  PROTWIN_CHECK(bytes_per_elem > 0 && chunk_bytes >= bytes_per_elem, "chunk_bytes: expected at least ",
+                bytes_per_elem, " bytes, got ", chunk_bytes);
+  ChunkLayout out;
+  out.chunk_bytes = chunk_bytes;
+  out.bytes_per_elem = bytes_per_elem;
+  out.chunk_elems = chunk_bytes / bytes_per_elem;
+  out.block_chunks.resize(layout.size());
+  auto open_chunk = [&](int block) {
+    PackedChunk c;
+    c.id = static_cast<int>(out.chunks.size());
+    c.first_block = c.last_block = block;
+    out.chunks.push_back(std::move(c));
+  };
+  for (size_t b = 0; b < layout.size(); ++b) {
+    const int block = static_cast<int>(b);
+    const int64_t need = layout[b].count();
+    if (need == 0) continue;
+    // A block that does not fit the remainder starts a new chunk (if the current one is in use).
+    if (out.chunks.empty() || (out.chunks.back().used_elems > 0 &&
+                               out.chunks.back().used_elems + need > out.chunk_elems))
+      open_chunk(block);
+    for (const auto& t : layout[b].tensors) {
+      if (!t.tied_to.empty()) continue;  // shares the storage of an earlier tensor
+      PROTWIN_CHECK(t.numel <= out.chunk_elems, "chunk_bytes ", chunk_bytes, ": parameter ", t.name, " (",
+                    t.numel * bytes_per_elem, " bytes) does not fit in one chunk");
+      if (out.chunks.back().used_elems + t.numel > out.chunk_elems) open_chunk(block);
+      PackedChunk& c = out.chunks.back();
+      c.tensors.push_back({t.name, t.shape, t.numel, c.used_elems, block});
+      c.used_elems += t.numel;
+      c.last_block = block;
+      auto& bc = out.block_chunks[b];
+      if (bc.empty() || bc.back() != c.id) bc.push_back(c.id);
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> default_chunk_grid() {
+  std::vector<int64_t> grid;
+  for (int64_t s = kMiB; s <= 4 * kGiB; s *= 2) grid.push_back(s);
+  return grid;
+}
+
+int64_t choose_chunk_bytes(const std::vector<BlockParams>& layout, int bytes_per_elem,
+                           const std::vector<int64_t>& grid) {
+  int64_t largest = 0;
+  for (const auto& b : layout)
+    for (const auto& t : b.tensors)
+      if (t.tied_to.empty()) largest = std::max(largest, t.numel * bytes_per_elem);
+  int64_t best = -1, best_waste = 0;
+  for (int64_t size : grid) {
+    if (size < largest) continue;
+    const int64_t waste = pack_chunks(layout, size, bytes_per_elem).waste_bytes();
+    if (best < 0 || waste < best_waste) {
+      best = size;
+      best_waste = waste;
+    }
+  }
+  PROTWIN_CHECK(best > 0, "chunk_bytes: no chunk size in the grid holds the largest parameter (", largest,
+                " bytes)");
+  return best;
+}
+
+}  // namespace protwin::sim

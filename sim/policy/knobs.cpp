@@ -1,0 +1,59 @@
+#include "sim/policy/knobs.h"
+
+#include "sim/policy/systems.h"
+#include "traces/error.h"
+#include "traces/json_reader.h"
+
+namespace protwin::sim {
+
+nlohmann::json OffloadKnobs::to_json() const {
+  return {{"chunk_bytes", chunk_bytes},
+          {"n_persist", n_persist},
+          {"n_buffer", n_buffer},
+          {"n_swap", n_swap},
+          {"n_checkpoint", n_checkpoint},
+          {"swap_spacing", swap_spacing},
+          {"per_block_chunks", per_block_chunks},
+          {"prefetch", prefetch},
+          {"buffer_reuse", buffer_reuse},
+          {"cpu_adam_overlap", cpu_adam_overlap},
+          {"cpu_adam_impl", cpu_adam_impl},
+          {"persistent_gpu_adam", persistent_gpu_adam},
+          {"offload", offload},
+          {"grad_reuses_param_buffer", grad_reuses_param_buffer}};
+}
+
+OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source) {
+  auto file = std::make_shared<const std::string>(source);
+  traces::JsonNode root(&j, file, "");
+  if (!j.is_object()) root.fail("expected a policy object such as {\"system\": \"protrain\", \"n_persist\": 2}");
+  OffloadKnobs k = base_knobs(root.get_string("system", "protrain"));
+  static const char* kKnown[] = {"system", "chunk_bytes", "n_persist", "n_buffer", "n_swap", "n_checkpoint",
+                                 "swap_spacing", "per_block_chunks", "prefetch", "buffer_reuse",
+                                 "cpu_adam_overlap", "cpu_adam_impl", "persistent_gpu_adam", "offload",
+                                 "grad_reuses_param_buffer"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* name : kKnown) known = known || it.key() == name;
+    if (!known) root.at(it.key()).fail("unknown knob; known knobs: chunk_bytes, n_persist, n_buffer, n_swap, "
+                                       "n_checkpoint, swap_spacing, per_block_chunks, prefetch, buffer_reuse, "
+                                       "cpu_adam_overlap, cpu_adam_impl, persistent_gpu_adam, offload, grad_reuses_param_buffer");
+  }
+  k.chunk_bytes = root.get_nonneg_int("chunk_bytes", k.chunk_bytes);
+  k.n_persist = static_cast<int>(root.get_nonneg_int("n_persist", k.n_persist));
+  k.n_buffer = static_cast<int>(root.get_nonneg_int("n_buffer", k.n_buffer));
+  k.n_swap = static_cast<int>(root.get_nonneg_int("n_swap", k.n_swap));
+  k.n_checkpoint = static_cast<int>(root.get_nonneg_int("n_checkpoint", k.n_checkpoint));
+  k.swap_spacing = static_cast<int>(root.get_nonneg_int("swap_spacing", k.swap_spacing));
+  k.per_block_chunks = root.get_bool("per_block_chunks", k.per_block_chunks);
+  k.prefetch = root.get_bool("prefetch", k.prefetch);
+  k.buffer_reuse = root.get_bool("buffer_reuse", k.buffer_reuse);
+  k.cpu_adam_overlap = root.get_bool("cpu_adam_overlap", k.cpu_adam_overlap);
+  k.cpu_adam_impl = root.get_string("cpu_adam_impl", k.cpu_adam_impl);
+  k.persistent_gpu_adam = root.get_bool("persistent_gpu_adam", k.persistent_gpu_adam);
+  k.offload = root.get_bool("offload", k.offload);
+  k.grad_reuses_param_buffer = root.get_bool("grad_reuses_param_buffer", k.grad_reuses_param_buffer);
+  return k;
+}
+
+}  // namespace protwin::sim

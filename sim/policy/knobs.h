@@ -1,0 +1,45 @@
+// The knobs of one offloading policy. ProTrain's five knobs plus the behaviour switches that tell
+// the baseline systems apart (REFERENCE §1–2); a system is a family = fixed switches + a knob grid
+// (systems.h). One compiler (offload_compiler.h) turns any setting into a Plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace protwin::sim {
+
+enum class ActMode { kNone, kCheckpoint, kSwap };
+
+struct OffloadKnobs {
+  // ProTrain's knobs.
+  int64_t chunk_bytes = 0;   // fp16/bf16 bytes per chunk; 0 = the grid size with least waste
+  int n_persist = 0;         // leading chunks kept on the GPU all iteration
+  int n_buffer = 2;          // GPU chunk buffers for the non-persistent chunks
+  int n_swap = 0;            // decoder layers whose activations are swapped to pinned host memory
+  int n_checkpoint = 0;      // decoder layers recomputed in backward
+  int swap_spacing = 1;      // layers between two SWAP layers (derived from compute time)
+
+  // Behaviour switches (defaults = ProTrain).
+  bool per_block_chunks = false;      // one chunk per block (DeepSpeed/FSDP gather per submodule)
+  bool prefetch = true;               // upload ahead of use (false: only when compute reaches it)
+  bool buffer_reuse = true;           // chunks still in a buffer after forward serve backward
+  bool cpu_adam_overlap = true;       // CPU Adam per chunk during backward (false: after backward)
+  std::string cpu_adam_impl = "simd"; // "simd" (DeepSpeedCPUAdam/ProTrain) | "torch" (torch.optim.Adam)
+  bool persistent_gpu_adam = true;    // persistent chunks' Adam on the GPU (false: ZeRO-Offload)
+  bool offload = true;                // false: DDP, everything on the GPU
+  bool grad_reuses_param_buffer = true;  // the offloaded fp16 grad overwrites the chunk's pinned fp16
+                                         // params (PatrickStar/Gemini/ProTrain chunks); false: a
+                                         // separate pinned grad partition (DeepSpeed, FSDP)
+
+  nlohmann::json to_json() const;
+};
+
+const char* act_mode_name(ActMode m);
+
+// A policy file: {"system": "protrain", "n_persist": 2, ...}. Unset knobs keep the system's
+// defaults; unknown keys and bad values are errors naming `source` and the JSON pointer.
+OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source);
+
+}  // namespace protwin::sim

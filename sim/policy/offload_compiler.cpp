@@ -1,0 +1,503 @@
+#include "sim/policy/offload_compiler.h"
+
+#include <algorithm>
+
+#include "sim/policy/block_layout.h"
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+namespace {
+
+using traces::MemAt;
+using traces::MemEffect;
+using traces::Op;
+
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Chunks hold parameters in the compute dtype (fp16/bf16 for mixed precision, fp32 otherwise).
+int chunk_elem_bytes(const Workload& w) { return traces::dtype_bytes(w.options.dtype); }
+
+std::vector<BlockParams> block_params(const Workload& w) {
+  std::vector<BlockParams> out;
+  out.reserve(w.blocks.size());
+  for (const auto& b : w.blocks) out.push_back({b.name, b.params});
+  return out;
+}
+
+nlohmann::json kernels_json(const std::vector<traces::Kernel>& ks) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& k : ks) a.push_back(traces::kernel_to_json(k));
+  return a;
+}
+
+// Builds the op list; one instance per compile.
+class Builder {
+ public:
+  explicit Builder(traces::Plan& plan) : plan_(plan) {}
+
+  int add(const std::string& kind, const std::string& stream, std::vector<int> deps, int block, int chunk) {
+    Op op;
+    op.id = static_cast<int>(plan_.ops.size());
+    op.kind = kind;
+    op.stream = stream;
+    op.block = block;
+    op.chunk = chunk;
+    deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    op.deps = std::move(deps);
+    plan_.ops.push_back(std::move(op));
+    return plan_.ops.back().id;
+  }
+  Op& op(int id) { return plan_.ops[static_cast<size_t>(id)]; }
+  void mem(int id, const std::string& pool, int64_t delta, MemAt at, int tensor = -1) {
+    if (delta != 0) op(id).mem.push_back(MemEffect{pool, delta, at, tensor});
+  }
+  int tensor(const std::string& name, int64_t bytes, traces::TensorKind kind, const std::string& home,
+             const std::string& dtype = "fp16") {
+    traces::TensorSpec t;
+    t.id = static_cast<int>(plan_.tensors.size());
+    t.name = name;
+    t.bytes = Bytes(bytes);
+    t.kind = kind;
+    t.home = home;
+    t.dtype = dtype;
+    plan_.tensors.push_back(t);
+    return t.id;
+  }
+
+ private:
+  traces::Plan& plan_;
+};
+
+}  // namespace
+
+int64_t optimizer_bytes_per_param(const std::string& dtype) {
+  // Adam's m and v in fp32, plus an fp32 master copy when the parameters are low precision.
+  return dtype == "fp32" ? 8 : 12;
+}
+
+ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k) {
+  const auto params = block_params(w);
+  int64_t chunk_bytes = k.chunk_bytes;
+  if (k.per_block_chunks) {
+    // One gather unit per block (DeepSpeed/FSDP fetch per submodule): chunks as large as the
+    // largest block, so every block starts its own chunk.
+    int64_t largest = 0;
+    for (const auto& b : params) largest = std::max(largest, b.count() * chunk_elem_bytes(w));
+    chunk_bytes = largest;
+  } else if (chunk_bytes == 0) {
+    chunk_bytes = choose_chunk_bytes(params, chunk_elem_bytes(w));
+  }
+  return pack_chunks(params, chunk_bytes, chunk_elem_bytes(w));
+}
+
+void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnobs& k, int gpus) {
+  const int n_chunks = static_cast<int>(layout.chunks.size());
+  const int layers = static_cast<int>(w.model.layers);
+  PROTWIN_CHECK(gpus >= 1, "--gpus: expected at least 1, got ", gpus);
+  PROTWIN_CHECK(k.n_persist >= 0 && k.n_persist <= n_chunks, "knob n_persist=", k.n_persist,
+                ": valid range is [0, ", n_chunks, "] (the model has ", n_chunks, " chunks of ",
+                layout.chunk_bytes, " bytes)");
+  PROTWIN_CHECK(k.n_buffer >= 1 || k.n_persist == n_chunks || !k.offload, "knob n_buffer=", k.n_buffer,
+                ": valid range is [1, ", std::max(1, n_chunks - k.n_persist), "]");
+  PROTWIN_CHECK(k.n_buffer <= std::max(1, n_chunks - k.n_persist), "knob n_buffer=", k.n_buffer,
+                ": valid range is [1, ", std::max(1, n_chunks - k.n_persist), "] (non-persistent chunks)");
+  PROTWIN_CHECK(k.n_swap >= 0 && k.n_checkpoint >= 0 && k.n_swap + k.n_checkpoint <= layers,
+                "knobs n_swap=", k.n_swap, ", n_checkpoint=", k.n_checkpoint,
+                ": n_swap + n_checkpoint must be in [0, ", layers, "] (the number of layers)");
+  PROTWIN_CHECK(k.cpu_adam_impl == "simd" || k.cpu_adam_impl == "torch", "knob cpu_adam_impl=\"",
+                k.cpu_adam_impl, "\": expected \"simd\" or \"torch\"");
+}
+
+CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem,
+                                  const OffloadKnobs& k, const nlohmann::json& meta) {
+  CompiledPlan out;
+  out.chunks = layout_for(w, k);
+  check_knobs(w, out.chunks, k, gpus);
+  const ChunkLayout& L = out.chunks;
+  const int n_chunks = static_cast<int>(L.chunks.size());
+  const int n_blocks = static_cast<int>(w.blocks.size());
+  const int64_t N = gpus;
+  out.layer_modes = block_layout(static_cast<int>(w.model.layers), k.n_swap, k.n_checkpoint, k.swap_spacing);
+
+  traces::Plan& plan = out.plan;
+  plan.meta = meta.is_object() ? meta : nlohmann::json::object();
+  plan.meta["generator"] = "protwin offload compiler";
+  plan.meta["gpus"] = gpus;
+  plan.meta["batch"] = w.options.batch;
+  plan.meta["seq"] = w.options.seq;
+  plan.meta["model"] = w.model.name;
+  plan.meta["model_spec"] = model_to_json(w.model);  // lets the runtime build the model without sim/
+  plan.meta["dtype"] = w.options.dtype;
+  plan.meta["knobs"] = k.to_json();
+  plan.meta["chunk_bytes"] = L.chunk_bytes;
+  plan.meta["n_chunks"] = n_chunks;
+  nlohmann::json modes = nlohmann::json::array();
+  for (ActMode m : out.layer_modes) modes.push_back(act_mode_name(m));
+  plan.meta["layer_modes"] = modes;
+  plan.streams = {{"compute", {"gpu"}}, {"h2d", {"pinned"}}, {"d2h", {"gpu"}},
+                  {"collective", {"gpu"}}, {"cpu_optim", {}}};
+
+  // Chunks: the parameter layout the runtime rebuilds.
+  for (const auto& c : L.chunks) {
+    traces::ChunkSpec cs;
+    cs.id = c.id;
+    cs.bytes = Bytes(L.chunk_bytes);
+    cs.dtype = w.options.dtype == "fp32" ? "fp32" : w.options.dtype;
+    for (const auto& t : c.tensors) cs.params.push_back({t.name, t.offset, t.shape});
+    plan.chunks.push_back(std::move(cs));
+  }
+
+  Builder b(plan);
+  // Residency: a persistent chunk lives on the GPU; any other chunk has its fp16 shard in pinned
+  // host memory and visits the GPU in a buffer.
+  std::vector<bool> persistent(static_cast<size_t>(n_chunks));
+  std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks));
+  std::vector<int> host_t(static_cast<size_t>(n_chunks)), gpu_t(static_cast<size_t>(n_chunks));
+  int64_t gpu0 = 0, pinned0 = 0, pageable0 = 0;
+  const int64_t optim_per_param = optimizer_bytes_per_param(w.options.dtype);
+  for (int c = 0; c < n_chunks; ++c) {
+    const auto& ch = L.chunks[static_cast<size_t>(c)];
+    const size_t ci = static_cast<size_t>(c);
+    persistent[ci] = !k.offload || c < k.n_persist;
+    used[ci] = ch.used_elems * L.bytes_per_elem;
+    shard[ci] = ceil_div(used[ci], N);
+    const int64_t optim = ceil_div(ch.used_elems * optim_per_param, N);
+    if (!k.offload) {
+      // DDP: fp16 params and grads plus the full fp32 optimizer state, replicated on every GPU.
+      gpu0 += 2 * used[ci] + ch.used_elems * optim_per_param;
+      gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".gpu", used[ci], traces::TensorKind::kParamChunk, "gpu");
+      host_t[ci] = -1;
+    } else if (persistent[ci]) {
+      // Persistent: full fp16 params and grads on the GPU; the fp32 state sharded on the GPU
+      // (GPU Adam) or on the host (ZeRO-Offload's CPU Adam, with a pinned grad shard).
+      gpu0 += 2 * used[ci];
+      if (k.persistent_gpu_adam) {
+        gpu0 += optim;
+      } else {
+        pinned0 += shard[ci];
+        pageable0 += optim;
+      }
+      gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".gpu", used[ci], traces::TensorKind::kParamChunk, "gpu");
+      host_t[ci] = -1;
+    } else {
+      pinned0 += (k.grad_reuses_param_buffer ? 1 : 2) * shard[ci];  // fp16 param shard (+ grad shard)
+      pageable0 += optim;
+      host_t[ci] = b.tensor("chunk" + std::to_string(c) + ".host", shard[ci], traces::TensorKind::kParamChunk, "pinned");
+      gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".buffer", L.chunk_bytes, traces::TensorKind::kBuffer, "");
+    }
+  }
+  plan.pools = {{"gpu", Bytes(rank_mem.gpu_bytes), Bytes(std::min(gpu0, rank_mem.gpu_bytes))},
+                {"pinned", Bytes(rank_mem.pinned_bytes), Bytes(std::min(pinned0, rank_mem.pinned_bytes))},
+                {"pageable", Bytes(rank_mem.pageable_bytes), Bytes(std::min(pageable0, rank_mem.pageable_bytes))}};
+  PROTWIN_CHECK(gpu0 <= rank_mem.gpu_bytes, "plan: model states kept on the GPU (", gpu0,
+                " bytes) exceed GPU memory (", rank_mem.gpu_bytes, " bytes)\nhint: persist fewer chunks");
+  PROTWIN_CHECK(pinned0 <= rank_mem.pinned_bytes && pageable0 <= rank_mem.pageable_bytes &&
+                    (rank_mem.host_bytes == 0 || pinned0 + pageable0 <= rank_mem.host_bytes),
+                "plan: offloaded model states (", pinned0 + pageable0, " bytes per rank) exceed host memory (",
+                rank_mem.host_bytes, " bytes per rank)");
+
+  // Decoder layer -> activation mode; embedding and head keep theirs.
+  auto mode_of = [&](int blk) {
+    const auto& bl = w.blocks[static_cast<size_t>(blk)];
+    return bl.layer >= 0 ? out.layer_modes[static_cast<size_t>(bl.layer)] : ActMode::kNone;
+  };
+  std::vector<int> act_t(static_cast<size_t>(n_blocks)), ckpt_t(static_cast<size_t>(n_blocks), -1);
+  for (int blk = 0; blk < n_blocks; ++blk) {
+    const auto& bl = w.blocks[static_cast<size_t>(blk)];
+    act_t[static_cast<size_t>(blk)] =
+        b.tensor("act." + bl.name, bl.saved_bytes, traces::TensorKind::kActivation, "", w.options.dtype);
+    if (mode_of(blk) == ActMode::kCheckpoint)
+      ckpt_t[static_cast<size_t>(blk)] =
+          b.tensor("ckpt." + bl.name, bl.checkpoint_bytes, traces::TensorKind::kActivation, "", w.options.dtype);
+  }
+
+  auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
+    const size_t ci = static_cast<size_t>(c);
+    const int h2d = b.add("h2d", "h2d", std::move(deps), -1, c);
+    b.op(h2d).work.bytes = shard[ci];
+    b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
+    b.op(h2d).attrs = {{"pinned", true}, {"what", "param_chunk"}, {"phase", phase}};
+    b.op(h2d).reads = {host_t[ci]};
+    b.mem(h2d, "gpu", L.chunk_bytes, MemAt::kStart, gpu_t[ci]);
+    if (N == 1) return h2d;
+    const int ag = b.add("all_gather", "collective", {h2d}, -1, c);
+    b.op(ag).work.bytes = used[ci];
+    b.op(ag).attrs = {{"ranks", N}};
+    return ag;
+  };
+
+  // Chunks each block touches: its own parameters' chunks plus, for a tied LM head, the chunk
+  // of the embedding it shares. A chunk is on the GPU for a run of consecutive blocks; it is
+  // released when the next block does not use it.
+  std::vector<std::vector<int>> uses(static_cast<size_t>(n_blocks));
+  for (int blk = 0; blk < n_blocks; ++blk) {
+    auto& u = uses[static_cast<size_t>(blk)];
+    u = L.block_chunks[static_cast<size_t>(blk)];
+    for (const auto& t : w.blocks[static_cast<size_t>(blk)].params) {
+      if (t.tied_to.empty()) continue;
+      for (const auto& ch : L.chunks)
+        for (const auto& pt : ch.tensors)
+          if (pt.name == t.tied_to && std::find(u.begin(), u.end(), ch.id) == u.end()) u.push_back(ch.id);
+    }
+    std::sort(u.begin(), u.end());
+  }
+  auto block_uses = [&](int blk, int c) {
+    if (blk < 0 || blk >= n_blocks) return false;
+    const auto& u = uses[static_cast<size_t>(blk)];
+    return std::find(u.begin(), u.end(), c) != u.end();
+  };
+  int max_uses = 0;
+  for (int blk = 0; blk < n_blocks; ++blk) {
+    int n = 0;
+    for (int c : uses[static_cast<size_t>(blk)]) n += persistent[static_cast<size_t>(c)] ? 0 : 1;
+    max_uses = std::max(max_uses, n);
+  }
+  PROTWIN_CHECK(!k.offload || k.n_buffer >= max_uses, "knob n_buffer=", k.n_buffer,
+                ": a block needs ", max_uses, " chunk buffers at once; valid range is [", max_uses, ", ",
+                std::max(max_uses, n_chunks - k.n_persist), "]");
+  // The smallest chunk index each chunk's gradient is complete at (its lowest block).
+  std::vector<int> min_block(static_cast<size_t>(n_chunks), n_blocks);
+  for (int blk = 0; blk < n_blocks; ++blk)
+    for (int c : uses[static_cast<size_t>(blk)])
+      min_block[static_cast<size_t>(c)] = std::min(min_block[static_cast<size_t>(c)], blk);
+
+  // ---------------- forward ----------------
+  std::vector<int> ready(static_cast<size_t>(n_chunks), -1);  // op after which chunk c is on the GPU
+  std::vector<int> fwd_fetched, fwd_release;                 // per forward fetch: chunk, release op
+  std::vector<int> fetch_of(static_cast<size_t>(n_chunks), -1);  // current forward fetch of chunk c
+  std::vector<int> fwd_op(static_cast<size_t>(n_blocks)), swap_out(static_cast<size_t>(n_blocks), -1);
+  int prev_compute = -1;
+  for (int blk = 0; blk < n_blocks; ++blk) {
+    const auto& bl = w.blocks[static_cast<size_t>(blk)];
+    std::vector<int> deps;
+    for (int c : uses[static_cast<size_t>(blk)]) {
+      const size_t ci = static_cast<size_t>(c);
+      if (persistent[ci]) continue;
+      if (fetch_of[ci] < 0) {
+        const size_t kf = fwd_fetched.size();
+        std::vector<int> fdeps;
+        if (kf >= static_cast<size_t>(k.n_buffer)) {
+          const int wait = fwd_release[kf - static_cast<size_t>(k.n_buffer)];
+          PROTWIN_ASSERT(wait >= 0, "forward fetch ", kf, " has no free buffer");
+          fdeps.push_back(wait);
+        }
+        if (!k.prefetch) fdeps.push_back(prev_compute);
+        ready[ci] = fetch(c, fdeps, "forward");
+        fetch_of[ci] = static_cast<int>(kf);
+        fwd_fetched.push_back(c);
+        fwd_release.push_back(-1);
+      }
+      deps.push_back(ready[ci]);
+    }
+    // A layer's swap-out must be done before the forward `swap_spacing` layers later starts, so
+    // swapped activations never pile up on the GPU whatever the copy speed (the spacing is chosen
+    // so that the copy hides behind those layers' compute).
+    const int lag = std::max(1, k.swap_spacing);
+    if (blk - lag >= 0 && swap_out[static_cast<size_t>(blk - lag)] >= 0) deps.push_back(swap_out[static_cast<size_t>(blk - lag)]);
+    const int f = b.add("forward", "compute", deps, blk, -1);
+    fwd_op[static_cast<size_t>(blk)] = f;
+    prev_compute = f;
+    Op& op = b.op(f);
+    op.work.flops = bl.forward_flops();
+    op.work.bytes = static_cast<int64_t>(bl.forward_bytes());
+    op.work.params = bl.param_count;
+    op.attrs = {{"kernels", kernels_json(bl.forward)}, {"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
+    for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
+    b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
+    b.mem(f, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
+    if (mode_of(blk) == ActMode::kCheckpoint)
+      b.mem(f, "gpu", bl.checkpoint_bytes, MemAt::kEnd, ckpt_t[static_cast<size_t>(blk)]);
+    else
+      b.mem(f, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
+    if (mode_of(blk) == ActMode::kSwap) {
+      const int so = b.add("d2h", "d2h", {f}, blk, -1);
+      swap_out[static_cast<size_t>(blk)] = so;
+      b.op(so).work.bytes = bl.saved_bytes;
+      b.op(so).attrs = {{"pinned", true}, {"what", "activation"}};
+      b.op(so).reads = {act_t[static_cast<size_t>(blk)]};
+      b.mem(so, "pinned", bl.saved_bytes, MemAt::kStart, act_t[static_cast<size_t>(blk)]);
+      b.mem(so, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
+    }
+    // A run ends when the next block does not use the chunk: its buffer can be released here.
+    for (int c : uses[static_cast<size_t>(blk)]) {
+      const size_t ci = static_cast<size_t>(c);
+      if (persistent[ci] || block_uses(blk + 1, c)) continue;
+      fwd_release[static_cast<size_t>(fetch_of[ci])] = f;
+      fetch_of[ci] = -1;
+    }
+  }
+  // Buffers still holding a chunk at the end of forward: the last n_buffer fetched (if reused);
+  // every other buffer is freed when its run ends.
+  std::vector<bool> resident(static_cast<size_t>(n_chunks), false);
+  const size_t n_fetched = fwd_fetched.size();
+  const size_t n_keep = k.buffer_reuse ? std::min(n_fetched, static_cast<size_t>(k.n_buffer)) : 0;
+  for (size_t kf = 0; kf < n_fetched; ++kf) {
+    const size_t ci = static_cast<size_t>(fwd_fetched[kf]);
+    if (kf >= n_fetched - n_keep) {
+      resident[ci] = true;
+    } else {
+      b.mem(fwd_release[kf], "gpu", -L.chunk_bytes, MemAt::kEnd, gpu_t[ci]);
+    }
+  }
+
+  // ---------------- backward ----------------
+  // Buffers free up in the order their backward runs end (the d2h stream is in order); the k-th
+  // backward fetch takes the slot of the (k - free_slots)-th release.
+  std::vector<int> bwd_release;
+  const int free_slots = k.n_buffer - static_cast<int>(n_keep);
+  int n_bwd_fetch = 0;
+  std::vector<std::pair<int, int>> persistent_grad_ready;  // (op after which the grad is reduced, chunk)
+  std::vector<int> grad_offloaded, offloaded_chunk;        // final gradient offloads, in order
+  std::vector<int> bwd_op(static_cast<size_t>(n_blocks));
+  std::vector<bool> on_gpu(static_cast<size_t>(n_chunks), false);
+  for (int c = 0; c < n_chunks; ++c) on_gpu[static_cast<size_t>(c)] = resident[static_cast<size_t>(c)];
+  int last_bwd = prev_compute;
+  std::vector<int> adam_cpu_ops;
+  auto emit_adam_cpu = [&](int c, int after) {
+    const size_t ci = static_cast<size_t>(c);
+    const int a = b.add("adam_cpu", "cpu_optim", {after}, -1, c);
+    b.op(a).work.params = ceil_div(L.chunks[ci].used_elems, N);
+    // Per parameter: read fp32 master, m, v and the fp16 grad; write master, m, v, fp16 param.
+    b.op(a).work.bytes = b.op(a).work.params * 28;
+    b.op(a).attrs = {{"impl", k.cpu_adam_impl}};
+    adam_cpu_ops.push_back(a);
+    return a;
+  };
+  for (int blk = n_blocks - 1; blk >= 0; --blk) {
+    const auto& bl = w.blocks[static_cast<size_t>(blk)];
+    const size_t bi = static_cast<size_t>(blk);
+    std::vector<int> deps;
+    const auto& u = uses[bi];
+    for (auto it = u.rbegin(); it != u.rend(); ++it) {
+      const int c = *it;
+      const size_t ci = static_cast<size_t>(c);
+      if (persistent[ci]) continue;
+      if (!on_gpu[ci]) {
+        std::vector<int> fdeps;
+        const int wait_for = n_bwd_fetch - free_slots;
+        if (wait_for >= 0) {
+          PROTWIN_ASSERT(wait_for < static_cast<int>(bwd_release.size()), "backward fetch ", n_bwd_fetch,
+                         " has no free buffer");
+          fdeps.push_back(bwd_release[static_cast<size_t>(wait_for)]);
+        }
+        if (!k.prefetch) fdeps.push_back(last_bwd);
+        ready[ci] = fetch(c, fdeps, "backward");
+        on_gpu[ci] = true;
+        ++n_bwd_fetch;
+      }
+      deps.push_back(ready[ci]);
+    }
+    const ActMode mode = mode_of(blk);
+    if (mode == ActMode::kSwap) {
+      // Bring the activations back while the layer above is in backward.
+      std::vector<int> sdeps = {swap_out[bi]};
+      if (blk + 2 < n_blocks) sdeps.push_back(bwd_op[static_cast<size_t>(blk + 2)]);
+      const int si = b.add("h2d", "h2d", sdeps, blk, -1);
+      b.op(si).work.bytes = bl.saved_bytes;
+      b.op(si).attrs = {{"pinned", true}, {"what", "activation"}};
+      b.op(si).reads = {act_t[bi]};
+      b.mem(si, "gpu", bl.saved_bytes, MemAt::kStart, act_t[bi]);
+      b.mem(si, "pinned", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
+      deps.push_back(si);
+    }
+    if (mode == ActMode::kCheckpoint) {
+      const int rc = b.add("recompute", "compute", deps, blk, -1);
+      Op& op = b.op(rc);
+      op.work.flops = total_flops(bl.recompute);
+      op.work.bytes = static_cast<int64_t>(total_bytes(bl.recompute));
+      op.attrs = {{"kernels", kernels_json(bl.recompute)}, {"block", bl.name}};
+      op.reads = {ckpt_t[bi]};
+      for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
+      b.mem(rc, "gpu", bl.forward_transient_bytes, MemAt::kStart);
+      b.mem(rc, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
+      b.mem(rc, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[bi]);
+    }
+    const int g = b.add("backward", "compute", deps, blk, -1);
+    bwd_op[bi] = g;
+    last_bwd = g;
+    {
+      Op& op = b.op(g);
+      op.work.flops = bl.backward_flops();
+      op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
+      op.work.params = bl.param_count;
+      op.attrs = {{"kernels", kernels_json(bl.backward)}, {"block", bl.name}};
+      op.reads = {act_t[bi]};
+      for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
+    }
+    b.mem(g, "gpu", bl.backward_transient_bytes, MemAt::kStart);
+    b.mem(g, "gpu", -bl.backward_transient_bytes, MemAt::kEnd);
+    b.mem(g, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
+    if (mode == ActMode::kCheckpoint) b.mem(g, "gpu", -bl.checkpoint_bytes, MemAt::kEnd, ckpt_t[bi]);
+
+    // Runs that end here: a chunk whose gradient is complete (its lowest block) is reduced,
+    // offloaded and updated; a chunk used again lower down (a tied embedding) offloads its partial
+    // gradient, to be accumulated on the host, and frees its buffer.
+    for (auto it = u.rbegin(); it != u.rend(); ++it) {
+      const int c = *it;
+      const size_t ci = static_cast<size_t>(c);
+      if (block_uses(blk - 1, c)) continue;
+      const bool complete = min_block[ci] == blk;
+      int reduced = g;
+      if (N > 1 && complete) {
+        reduced = b.add(k.offload ? "reduce_scatter" : "all_reduce", "collective", {g}, -1, c);
+        b.op(reduced).work.bytes = used[ci];
+        b.op(reduced).attrs = {{"ranks", N}};
+      }
+      if (persistent[ci] && (k.persistent_gpu_adam || !k.offload)) {
+        if (complete) persistent_grad_ready.emplace_back(reduced, c);
+        continue;
+      }
+      const int off = b.add("d2h", "d2h", {reduced}, -1, c);
+      b.op(off).work.bytes = shard[ci];
+      b.op(off).attrs = {{"pinned", true}, {"what", complete ? "grad_chunk" : "partial_grad_chunk"}};
+      b.op(off).reads = {gpu_t[ci]};
+      if (!persistent[ci]) {
+        b.mem(off, "gpu", -L.chunk_bytes, MemAt::kEnd, gpu_t[ci]);
+        bwd_release.push_back(off);
+        on_gpu[ci] = false;
+      }
+      if (complete) {
+        grad_offloaded.push_back(off);
+        offloaded_chunk.push_back(c);
+        if (k.cpu_adam_overlap) emit_adam_cpu(c, off);
+      }
+    }
+  }
+  // Optimizer after backward where the system does it that way (DeepSpeed, Gemini, FSDP).
+  if (!k.cpu_adam_overlap)
+    for (size_t i = 0; i < grad_offloaded.size(); ++i) {
+      const int a = emit_adam_cpu(offloaded_chunk[i], grad_offloaded[i]);
+      b.op(a).deps.push_back(last_bwd);
+      std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
+    }
+  // Persistent chunks on the GPU: device Adam after backward, on the compute stream.
+  for (const auto& [after, c] : persistent_grad_ready) {
+    const size_t ci = static_cast<size_t>(c);
+    const int a = b.add("adam_device", "compute", {after}, -1, c);
+    b.op(a).work.params = k.offload ? ceil_div(L.chunks[ci].used_elems, N) : L.chunks[ci].used_elems;
+    b.op(a).reads = {gpu_t[ci]};
+  }
+  // ZeRO-Offload: the updated fp16 shards of the GPU-resident params go back up and are gathered.
+  if (k.offload && !k.persistent_gpu_adam) {
+    for (size_t i = 0; i < offloaded_chunk.size(); ++i) {
+      const int c = offloaded_chunk[i];
+      const size_t ci = static_cast<size_t>(c);
+      if (!persistent[ci]) continue;
+      const int up = b.add("h2d", "h2d", {adam_cpu_ops[i]}, -1, c);
+      b.op(up).work.bytes = shard[ci];
+      b.op(up).attrs = {{"pinned", true}, {"what", "updated_params"}};
+      if (N > 1) {
+        const int ag = b.add("all_gather", "collective", {up}, -1, c);
+        b.op(ag).work.bytes = used[ci];
+        b.op(ag).attrs = {{"ranks", N}};
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace protwin::sim

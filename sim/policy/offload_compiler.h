@@ -1,0 +1,61 @@
+// The plan compiler for offloaded data-parallel training (ProTrain and the baselines): turns a
+// Workload, the machine's memory limits and a knob setting into the Plan of one iteration
+// (DESIGN §3, REFERENCE §1–2).
+//
+// Multi-GPU: one rank is simulated; the others are symmetric, so collectives are ops of that
+// rank on the `collective` stream whose cost is the whole collective's time (all-gather and
+// reduce-scatter of a chunk over `gpus` ranks). Host memory pools are per rank (host / gpus).
+//
+// The iteration, in stream order:
+//  forward   for each block: fetch its non-persistent chunks (h2d of this rank's shard into a free
+//            buffer, then all-gather), compute forward, and for SWAP layers offload the saved
+//            activations (d2h). A fetch waits for the buffer of the fetch n_buffer earlier.
+//  backward  blocks in reverse: chunks still in a buffer after forward are reused (buffer_reuse),
+//            others fetched again; SWAP layers' activations come back (h2d) while the layer
+//            above runs; CKPT layers recompute their forward first. When a chunk's last block is
+//            done, its gradient is reduce-scattered and offloaded (d2h into the pinned shard),
+//            which frees its buffer, and CPU Adam updates its shard (cpu_optim) — during the rest
+//            of backward (cpu_adam_overlap) or after it. Persistent chunks: Adam on the GPU at
+//            the end of backward.
+// The iteration ends when the last CPU Adam is done, since the next forward needs every updated
+// chunk (the conservative reading of ProTrain's T_fwd + max(T_bwd + T_gpu_optim, T_cpu_optim)).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/policy/chunking.h"
+#include "sim/policy/knobs.h"
+#include "sim/workload/workload.h"
+#include "traces/plan.h"
+
+namespace protwin::sim {
+
+// Memory available to one rank.
+struct RankMemory {
+  int64_t gpu_bytes = 0;
+  int64_t pinned_bytes = 0;    // each host pool may use up to the rank's share of host memory,
+  int64_t pageable_bytes = 0;  // but together they may not exceed host_bytes
+  int64_t host_bytes = 0;
+};
+
+struct CompiledPlan {
+  traces::Plan plan;
+  ChunkLayout chunks;
+  std::vector<ActMode> layer_modes;  // per decoder layer
+};
+
+// Bytes of optimizer state per parameter: Adam m and v (fp32), plus an fp32 master copy when the
+// compute dtype is fp16/bf16.
+int64_t optimizer_bytes_per_param(const std::string& dtype);
+
+// The chunk layout a knob setting implies (chunk size chosen by waste when chunk_bytes is 0).
+ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k);
+
+// Checks knob ranges against the workload (protwin::Error naming the knob and its valid range).
+void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnobs& k, int gpus);
+
+CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& mem,
+                                  const OffloadKnobs& k, const nlohmann::json& meta = {});
+
+}  // namespace protwin::sim

@@ -1,0 +1,106 @@
+#include "sim/policy/systems.h"
+
+#include <algorithm>
+
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+const std::vector<SystemInfo>& systems() {
+  static const std::vector<SystemInfo> kSystems = {
+      {"protrain", "ProTrain: chunks, persistent chunks, prefetch buffers, interleaved SWAP/CKPT, CPU Adam overlapped with backward",
+       "Yang et al., arXiv 2406.08334 (MLSys 2026), §3"},
+      {"deepspeed", "DeepSpeed ZeRO-3 + offload_param/offload_optimizer=cpu: per-submodule gather with prefetch, DeepSpeedCPUAdam after backward",
+       "DeepSpeed 0.12 docs: ZeRO-3 Offload (stage3_prefetch_bucket_size, stage3_max_reuse_distance); DeepSpeedCPUAdam runs in optimizer.step() after backward"},
+      {"zero-offload", "ZeRO-Offload (stage 2 + offload_optimizer=cpu): fp16 params on every GPU, grads offloaded, CPU Adam after backward, updated params uploaded",
+       "Ren et al., ZeRO-Offload, arXiv 2101.06840, §4"},
+      {"colossalai", "Colossal-AI Gemini (static placement): a fixed share of chunks on the GPU, the rest fetched on demand, HybridAdam after backward",
+       "Colossal-AI 0.3 docs: Gemini / ZeRO with chunk-based memory management; PatrickStar, arXiv 2108.05818"},
+      {"fsdp", "PyTorch FSDP + CPUOffload(offload_params=True): every unit on the CPU, gathered per use, resharded after forward, torch CPU Adam after backward, checkpoint every block",
+       "PyTorch 2.0 FSDP docs (CPUOffload, BackwardPrefetch.BACKWARD_PRE, reshard after forward for FULL_SHARD)"},
+      {"ddp", "PyTorch DDP, no offload: everything on the GPU, gradients all-reduced during backward, Adam on the GPU",
+       "PyTorch DistributedDataParallel docs"},
+  };
+  return kSystems;
+}
+
+const SystemInfo& find_system(const std::string& name) {
+  for (const auto& s : systems())
+    if (s.name == name) return s;
+  std::string known;
+  for (const auto& s : systems()) known += (known.empty() ? "" : ", ") + s.name;
+  PROTWIN_CHECK(false, "--system: unknown system '", name, "'; known systems: ", known);
+  throw;  // unreachable
+}
+
+OffloadKnobs base_knobs(const std::string& system) {
+  find_system(system);
+  OffloadKnobs k;
+  if (system == "deepspeed") {
+    k.per_block_chunks = true;      // parameters gathered per submodule (transformer block)
+    k.cpu_adam_overlap = false;     // optimizer.step() after backward
+    k.buffer_reuse = true;          // stage3_max_reuse_distance keeps the last layers' params
+    k.grad_reuses_param_buffer = false;  // separate CPU gradient partition
+  } else if (system == "zero-offload") {
+    k.per_block_chunks = true;      // gradient buckets per block
+    k.cpu_adam_overlap = false;
+    k.persistent_gpu_adam = false;  // fp16 params stay on the GPU, the optimizer on the CPU
+    k.grad_reuses_param_buffer = false;
+  } else if (system == "colossalai") {
+    k.cpu_adam_overlap = false;     // HybridAdam in optimizer.step() after backward
+    k.prefetch = false;             // static placement: chunks moved when the compute reaches them
+  } else if (system == "fsdp") {
+    k.per_block_chunks = true;      // one FSDP unit per transformer block
+    k.cpu_adam_overlap = false;
+    k.cpu_adam_impl = "torch";      // torch.optim.Adam on CPU tensors
+    k.buffer_reuse = false;         // FULL_SHARD reshards after forward
+    k.n_buffer = 2;                 // the current unit plus one prefetched (BACKWARD_PRE)
+    k.grad_reuses_param_buffer = false;  // CPU params and CPU grads are separate tensors
+  } else if (system == "ddp") {
+    k.offload = false;
+  }
+  return k;
+}
+
+KnobSpace knob_space(const std::string& system, int n_chunks, int layers, int min_buffers) {
+  KnobSpace s;
+  auto range = [](int lo, int hi) {
+    std::vector<int> v;
+    for (int i = lo; i <= hi; ++i) v.push_back(i);
+    return v;
+  };
+  const int max_buffers = std::max(min_buffers, std::min(n_chunks, 8));
+  if (system == "protrain") {
+    s.n_persist = range(0, n_chunks);
+    s.n_buffer = range(std::max(1, min_buffers), max_buffers);
+    s.n_swap = range(0, layers);
+  } else if (system == "deepspeed") {
+    s.n_persist = {0};
+    s.n_buffer = range(std::max(1, min_buffers), std::min(max_buffers, std::max(min_buffers, 4)));
+    s.n_swap = {0};
+    s.n_checkpoint = {0, layers};
+  } else if (system == "zero-offload") {
+    s.n_persist = {n_chunks};
+    s.n_buffer = {1};
+    s.n_swap = {0};
+    s.n_checkpoint = {0, layers};
+  } else if (system == "colossalai") {
+    s.n_persist = range(0, n_chunks);
+    s.n_buffer = {std::max(1, min_buffers)};
+    s.n_swap = {0};
+    s.n_checkpoint = {0, layers};
+  } else if (system == "fsdp") {
+    s.n_persist = {0};
+    s.n_buffer = {std::max(2, min_buffers)};
+    s.n_swap = {0};
+    s.n_checkpoint = {layers};
+  } else if (system == "ddp") {
+    s.n_persist = {n_chunks};
+    s.n_buffer = {1};
+    s.n_swap = {0};
+    s.n_checkpoint = {0, layers};
+  }
+  return s;
+}
+
+}  // namespace protwin::sim

@@ -1,0 +1,313 @@
+#include "sim/search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "sim/engine/plan_simulator.h"
+#include "sim/policy/analytic_model.h"
+#include "sim/policy/block_layout.h"
+#include "sim/policy/systems.h"
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+namespace {
+
+// The latest end time of ops whose kind is in `kinds` (0 if none).
+int64_t last_end(const traces::Report& r, std::initializer_list<const char*> kinds) {
+  int64_t t = 0;
+  for (const auto& op : r.ops)
+    for (const char* k : kinds)
+      if (op.kind == k) t = std::max(t, op.end.ns);
+  return t;
+}
+
+// Buffers a block needs at once when nothing is persistent.
+int min_buffers_for(const Workload& w, const ChunkLayout& layout) {
+  int most = 1;
+  for (size_t b = 0; b < w.blocks.size(); ++b) {
+    int n = static_cast<int>(layout.block_chunks[b].size());
+    for (const auto& t : w.blocks[b].params)
+      if (!t.tied_to.empty()) ++n;  // a tied head also needs the embedding's chunk
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+bool fits_memory(const AnalyticEstimate& e, const RankMemory& cap) {
+  return e.peak_gpu_bytes <= cap.gpu_bytes && e.peak_pinned_bytes <= cap.pinned_bytes &&
+         e.peak_pageable_bytes <= cap.pageable_bytes && e.peak_pinned_bytes + e.peak_pageable_bytes <= cap.host_bytes;
+}
+
+int swap_spacing_for(const WorkloadTimes& t) {
+  if (t.layer_block.empty()) return 1;
+  const size_t mid = static_cast<size_t>(t.layer_block[t.layer_block.size() / 2]);
+  if (t.fwd_s[mid] <= 0) return 1;
+  // Layers of forward compute needed to hide one layer's swap-out.
+  return std::max(1, static_cast<int>(std::ceil(t.swap_s[mid] / t.fwd_s[mid])));
+}
+
+}  // namespace
+
+RankMemory rank_memory(const hw::Machine& m, int gpus) {
+  RankMemory r;
+  r.gpu_bytes = m.gpu.usable_memory_bytes > 0 ? m.gpu.usable_memory_bytes : m.gpu.memory_bytes;
+  const int ranks = std::max(1, std::min(gpus, std::max(1, m.gpu.count)));
+  r.pinned_bytes = m.host.memory_bytes / ranks;
+  r.pageable_bytes = m.host.memory_bytes / ranks;
+  r.host_bytes = m.host.memory_bytes / ranks;
+  return r;
+}
+
+Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
+                   CompiledPlan* plan_out, traces::Report* report_out) {
+  Candidate c;
+  c.knobs = k;
+  c.batch = w.options.batch;
+  try {
+    nlohmann::json meta = {{"machine", cost.machine().name}, {"dtype", w.options.dtype}};
+    CompiledPlan plan = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), k, meta);
+    // The capacity check on the plan's memory bound under any schedule (DESIGN §3).
+    const traces::ValidationResult v = traces::validate(plan.plan);
+    for (const auto& p : v.pools)
+      if (p.name == "gpu") c.bound_gpu_bytes = p.high_water.n;
+    const traces::Report r = PlanSimulator(cost).run(plan.plan);
+    c.simulated = true;
+    c.iteration_s = r.iteration.seconds();
+    c.tokens_per_s = static_cast<double>(w.tokens * gpus) / c.iteration_s;
+    const int64_t fwd = last_end(r, {"forward"});
+    const int64_t bwd = std::max(last_end(r, {"backward", "recompute"}), fwd);
+    c.forward_s = static_cast<double>(fwd) * 1e-9;
+    c.backward_s = static_cast<double>(bwd - fwd) * 1e-9;
+    c.exposed_optimizer_s = std::max(0.0, c.iteration_s - static_cast<double>(bwd) * 1e-9);
+    if (const auto* p = r.pool("gpu")) c.peak_gpu_bytes = p->peak.n;
+    if (const auto* p = r.pool("pinned")) c.peak_pinned_bytes = p->peak.n;
+    if (const auto* p = r.pool("pageable")) c.peak_pageable_bytes = p->peak.n;
+    if (plan_out) *plan_out = std::move(plan);
+    if (report_out) *report_out = r;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    c.failure = e.what();
+  }
+  return c;
+}
+
+nlohmann::json candidate_to_json(const Candidate& c) {
+  nlohmann::json j = {{"batch", c.batch},
+                      {"knobs", c.knobs.to_json()},
+                      {"analytic_iteration_s", c.analytic_s},
+                      {"analytic_peak_gpu_bytes", c.analytic_peak_gpu_bytes}};
+  if (c.simulated) {
+    j["iteration_s"] = c.iteration_s;
+    j["tokens_per_s"] = c.tokens_per_s;
+    j["forward_s"] = c.forward_s;
+    j["backward_s"] = c.backward_s;
+    j["exposed_optimizer_s"] = c.exposed_optimizer_s;
+    j["peak_gpu_bytes"] = c.peak_gpu_bytes;
+    j["peak_pinned_bytes"] = c.peak_pinned_bytes;
+    j["peak_pageable_bytes"] = c.peak_pageable_bytes;
+    j["bound_gpu_bytes"] = c.bound_gpu_bytes;
+  }
+  if (!c.failure.empty()) j["failure"] = c.failure;
+  return j;
+}
+
+SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  find_system(o.system);
+  PROTWIN_CHECK(o.gpus >= 1, "--gpus: expected at least 1, got ", o.gpus);
+  PROTWIN_CHECK(o.gpus <= std::max(1, cost.machine().gpu.count), "--gpus: ", o.gpus, " GPUs requested but ",
+                cost.machine().name, " has ", cost.machine().gpu.count);
+  PROTWIN_CHECK(o.batch >= 0, "--batch: expected a positive integer or 'auto', got ", o.batch);
+  SearchResult res;
+  res.system = o.system;
+  res.smallest_peak_gpu_bytes = std::numeric_limits<int64_t>::max();
+  const RankMemory cap = rank_memory(cost.machine(), o.gpus);
+
+  std::vector<int64_t> batches;
+  if (o.batch > 0) batches.push_back(o.batch);
+  else
+    for (int64_t b = 1; b <= o.max_batch; b *= 2) batches.push_back(b);
+
+  std::vector<Candidate> simulated_all;
+  long step = 0;
+  for (int64_t batch : batches) {
+    if (o.progress) o.progress(step++, static_cast<long>(batches.size()));
+    WorkloadOptions wo;
+    wo.batch = batch;
+    wo.seq = o.seq;
+    wo.dtype = o.dtype;
+    wo.flash_attention = o.flash_attention;
+    const Workload w = build_workload(model, wo);
+    OffloadKnobs base = base_knobs(o.system);
+    if (o.force_overlap >= 0) base.cpu_adam_overlap = o.force_overlap != 0;
+    if (o.force_buffer_reuse >= 0) base.buffer_reuse = o.force_buffer_reuse != 0;
+    const ChunkLayout layout = layout_for(w, base);
+    base.chunk_bytes = layout.chunk_bytes;
+    const WorkloadTimes times = workload_times(w, layout, cost, o.gpus);
+    const int n_chunks = static_cast<int>(layout.chunks.size());
+    const int layers = static_cast<int>(w.model.layers);
+    const int min_buf = min_buffers_for(w, layout);
+    KnobSpace space = knob_space(o.system, n_chunks, layers, min_buf);
+    if (o.fix_n_persist >= 0) space.n_persist = {o.fix_n_persist};
+    if (o.fix_n_buffer >= 0) space.n_buffer = {o.fix_n_buffer};
+    if (o.fix_n_swap >= 0) space.n_swap = {o.fix_n_swap};
+    if (o.fix_n_checkpoint >= 0) space.n_checkpoint = {o.fix_n_checkpoint};
+    if (o.all_checkpoint) {
+      space.n_swap = {0};
+      space.n_checkpoint = {layers};
+    }
+    base.swap_spacing = swap_spacing_for(times);
+
+    std::vector<Candidate> feasible;
+    auto consider = [&](OffloadKnobs k, bool count_prune) {
+      const auto modes = block_layout(layers, k.n_swap, k.n_checkpoint, k.swap_spacing);
+      const AnalyticEstimate e = analytic_estimate(times, k, modes);
+      const bool fits = fits_memory(e, cap);
+      res.smallest_peak_gpu_bytes = std::min(res.smallest_peak_gpu_bytes, e.peak_gpu_bytes);
+      if (count_prune) {
+        ++res.configurations;
+        if (!fits) ++res.pruned;
+      }
+      if (fits) {
+        Candidate c;
+        c.knobs = k;
+        c.batch = batch;
+        c.analytic_s = e.iteration_s;
+        c.analytic_peak_gpu_bytes = e.peak_gpu_bytes;
+        feasible.push_back(c);
+      }
+      return fits;
+    };
+    for (int np : space.n_persist) {
+      if (np > n_chunks) continue;
+      for (int nbuf : space.n_buffer) {
+        if (base.offload && np < n_chunks && nbuf > std::max(min_buf, n_chunks - np)) continue;
+        if (np == n_chunks && nbuf != space.n_buffer.front()) continue;  // buffers unused
+        for (int ns : space.n_swap) {
+          OffloadKnobs k = base;
+          k.n_persist = np;
+          k.n_buffer = nbuf;
+          k.n_swap = ns;
+          if (!space.n_checkpoint.empty()) {
+            for (int nc : space.n_checkpoint) {
+              if (ns + nc > layers) continue;
+              k.n_checkpoint = nc;
+              consider(k, true);
+            }
+            continue;
+          }
+          // ProTrain: the fewest checkpointed layers that fit (memory falls as n_checkpoint grows).
+          int lo = 0, hi = layers - ns;
+          k.n_checkpoint = hi;
+          ++res.configurations;
+          const auto modes_hi = block_layout(layers, ns, hi, k.swap_spacing);
+          const AnalyticEstimate e_hi = analytic_estimate(times, k, modes_hi);
+          res.smallest_peak_gpu_bytes = std::min(res.smallest_peak_gpu_bytes, e_hi.peak_gpu_bytes);
+          if (!fits_memory(e_hi, cap)) {
+            ++res.pruned;
+            continue;
+          }
+          while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            k.n_checkpoint = mid;
+            const auto m = block_layout(layers, ns, mid, k.swap_spacing);
+            const AnalyticEstimate e = analytic_estimate(times, k, m);
+            if (fits_memory(e, cap))
+              hi = mid;
+            else
+              lo = mid + 1;
+          }
+          k.n_checkpoint = lo;
+          consider(k, false);
+        }
+      }
+    }
+    if (feasible.empty()) {
+      if (o.batch == 0 && !simulated_all.empty()) break;  // larger batches will not fit either
+      continue;
+    }
+    // Simulate the best by analytic time, plus the analytic Pareto front (time vs memory).
+    std::sort(feasible.begin(), feasible.end(), [](const Candidate& a, const Candidate& b) {
+      return a.analytic_s != b.analytic_s ? a.analytic_s < b.analytic_s
+                                          : a.analytic_peak_gpu_bytes < b.analytic_peak_gpu_bytes;
+    });
+    std::vector<Candidate> pick(feasible.begin(),
+                                feasible.begin() + std::min<size_t>(feasible.size(), static_cast<size_t>(o.simulate_top)));
+    {
+      std::vector<Candidate> by_mem = feasible;
+      std::sort(by_mem.begin(), by_mem.end(), [](const Candidate& a, const Candidate& b) {
+        return a.analytic_peak_gpu_bytes != b.analytic_peak_gpu_bytes
+                   ? a.analytic_peak_gpu_bytes < b.analytic_peak_gpu_bytes
+                   : a.analytic_s < b.analytic_s;
+      });
+      std::vector<Candidate> front;
+      double best_t = std::numeric_limits<double>::max();
+      for (const auto& c : by_mem)
+        if (c.analytic_s < best_t) {
+          best_t = c.analytic_s;
+          front.push_back(c);
+        }
+      const size_t keep = 8;
+      for (size_t i = 0; i < front.size() && i < keep; ++i) {
+        const size_t idx = front.size() <= keep ? i : i * (front.size() - 1) / (keep - 1);
+        pick.push_back(front[idx]);
+      }
+    }
+    // Simulate the picks on o.threads threads.
+    std::atomic<size_t> next{0};
+    std::vector<Candidate> done(pick.size());
+    auto worker = [&]() {
+      for (size_t i = next++; i < pick.size(); i = next++) {
+        Candidate c = evaluate(w, cost, o.gpus, pick[i].knobs);
+        c.analytic_s = pick[i].analytic_s;
+        c.analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
+        done[i] = std::move(c);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& th : pool) th.join();
+    res.simulated += static_cast<long>(done.size());
+    for (auto& c : done)
+      if (c.simulated) simulated_all.push_back(std::move(c));
+  }
+  if (o.progress) o.progress(step, static_cast<long>(batches.size()));
+
+  // Best by throughput; the Pareto front of throughput vs peak GPU memory.
+  for (const auto& c : simulated_all)
+    if (!res.found || c.tokens_per_s > res.best.tokens_per_s) {
+      res.best = c;
+      res.found = true;
+    }
+  std::vector<Candidate> by_mem = simulated_all;
+  std::sort(by_mem.begin(), by_mem.end(), [](const Candidate& a, const Candidate& b) {
+    return a.peak_gpu_bytes != b.peak_gpu_bytes ? a.peak_gpu_bytes < b.peak_gpu_bytes : a.tokens_per_s > b.tokens_per_s;
+  });
+  double best_tps = 0;
+  for (const auto& c : by_mem)
+    if (c.tokens_per_s > best_tps) {
+      best_tps = c.tokens_per_s;
+      res.pareto.push_back(c);
+    }
+  if (res.found) {
+    WorkloadOptions wo;
+    wo.batch = res.best.batch;
+    wo.seq = o.seq;
+    wo.dtype = o.dtype;
+    wo.flash_attention = o.flash_attention;
+    const Workload w = build_workload(model, wo);
+    Candidate again = evaluate(w, cost, o.gpus, res.best.knobs, &res.best_plan, &res.best_report);
+    PROTWIN_ASSERT(again.simulated, "best plan failed on re-evaluation: ", again.failure);
+    res.best_plan.plan.meta["system"] = o.system;
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace protwin::sim

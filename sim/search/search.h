@@ -1,0 +1,81 @@
+// The policy search (DESIGN §6, REFERENCE §1): for one system, enumerate its knobs (and the batch
+// size with batch 0 = auto), prune with the analytic peak-memory model, rank the survivors with
+// the analytic runtime model, then compile and simulate the most promising ones (the top by
+// analytic time plus the analytic Pareto front of time vs GPU memory) on both cores, and return
+// the best simulated plan and the simulated Pareto front (throughput vs peak GPU memory).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/policy/knobs.h"
+#include "sim/policy/offload_compiler.h"
+#include "sim/workload/model_spec.h"
+#include "traces/report.h"
+
+namespace protwin::sim {
+
+struct SearchOptions {
+  std::string system = "protrain";
+  int gpus = 1;
+  int64_t batch = 0;              // 0: search the batch size too (powers of two)
+  int64_t max_batch = 64;
+  int64_t seq = 0;                // 0: the model's default
+  std::string dtype = "fp16";
+  bool flash_attention = false;   // the papers' baselines ran eager attention
+  int threads = 2;
+  int simulate_top = 6;           // candidates simulated per batch size (plus the Pareto front)
+  // Fixed knobs: a value >= 0 pins that knob (e.g. an ablation: n_persist = 0).
+  int fix_n_persist = -1, fix_n_buffer = -1, fix_n_swap = -1, fix_n_checkpoint = -1;
+  bool all_checkpoint = false;     // ablation: every layer CKPT
+  int force_overlap = -1;          // ablation: 0 turns off CPU Adam overlap
+  int force_buffer_reuse = -1;     // ablation: 0 turns off buffer reuse
+  std::function<void(long done, long total)> progress;  // called from the calling thread
+};
+
+struct Candidate {
+  OffloadKnobs knobs;
+  int64_t batch = 0;
+  double analytic_s = 0;
+  int64_t analytic_peak_gpu_bytes = 0;
+  // Simulated (valid when simulated is true).
+  bool simulated = false;
+  double iteration_s = 0, tokens_per_s = 0;
+  double forward_s = 0, backward_s = 0, exposed_optimizer_s = 0;
+  int64_t peak_gpu_bytes = 0, peak_pinned_bytes = 0, peak_pageable_bytes = 0;
+  int64_t bound_gpu_bytes = 0;  // validate(): the GPU high-water under any schedule
+  std::string failure;  // why the simulator refused it, if it did
+};
+
+struct SearchResult {
+  std::string system;
+  bool found = false;
+  Candidate best;
+  CompiledPlan best_plan;
+  traces::Report best_report;
+  std::vector<Candidate> pareto;     // simulated, by increasing peak GPU memory
+  long configurations = 0;           // knob settings considered (all batches)
+  long pruned = 0;                   // refused by the analytic peak model
+  long simulated = 0;
+  int64_t smallest_peak_gpu_bytes = 0;  // the least any setting would need (when nothing fits)
+  double seconds = 0;                // wall time of the search
+};
+
+// Throws protwin::Error for bad options (unknown system, batch 0 given explicitly, ...).
+SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o);
+
+// Compiles and simulates one knob setting (used by the search and by `simulate --policy`).
+Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
+                   CompiledPlan* plan_out = nullptr, traces::Report* report_out = nullptr);
+
+// Memory limits of one rank on a machine.
+RankMemory rank_memory(const hw::Machine& m, int gpus);
+
+nlohmann::json candidate_to_json(const Candidate& c);
+
+}  // namespace protwin::sim
