@@ -9,10 +9,12 @@
 #include <limits>
 
 #include "cli/options.h"
+#include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "hwmodels/rate_cost_model.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/engine/synthetic_plan.h"
+#include "sim/search/search.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -88,6 +90,49 @@ int bench_engine(const std::vector<std::string>& args) {
   return 0;
 }
 
+// bench policy: one simulated iteration of a searched plan, and the search itself.
+int bench_policy(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  PolicyArgs pa;
+  int repeat = 20;
+  desc.add_options()
+      ("what", po::value<std::string>(), "the benchmark (positional): policy")
+      ("repeat", po::value(&repeat)->default_value(repeat), "simulations timed; the best is reported")
+      ("json", "print JSON {model, machine, gpus, plan_ops, simulate_ms, search_s}");
+  add_policy_options(desc, pa);
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin bench policy [--model M] [--machine H] [--gpus N] [--json]", desc, args, vm, &pos))
+    return 0;
+  PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
+  PolicyInputs in = resolve_policy_inputs(pa);
+  sim::SearchResult r;
+  const Timing search = best_of(1, [&] { r = sim::search_policy(in.model, *in.cost, in.search); });
+  PROTWIN_CHECK(r.found, "model ", in.model.name, " does not fit on ", in.cost->machine().name);
+  const sim::PlanSimulator simulator(*in.cost);
+  const Timing sim_t = best_of(repeat, [&] { simulator.run(r.best_plan.plan); });
+  if (vm.count("json")) {
+    print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
+                {"plan_ops", r.best_plan.plan.ops.size()}, {"simulate_ms", sim_t.seconds * 1e3},
+                {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated}});
+  } else {
+    std::printf("policy: %s on %s, %d GPU(s): one simulated iteration (%zu ops) %.3f ms (best of %d); "
+                "search %.3f s wall (%ld settings, %ld simulated)\n",
+                in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
+                r.best_plan.plan.ops.size(), sim_t.seconds * 1e3, repeat, search.seconds, r.configurations,
+                r.simulated);
+  }
+  return 0;
+}
+
+// bench adam: the CPU Adam benchmark lives in the LibTorch runtime binary.
+int bench_adam(const std::vector<std::string>& args) {
+  std::vector<std::string> rt = {"bench"};
+  rt.insert(rt.end(), args.begin(), args.end());
+  return run_runtime_binary(rt);
+}
+
 struct Bench {
   const char* name;
   const char* summary;
@@ -96,6 +141,8 @@ struct Bench {
 
 const Bench kBenches[] = {
     {"engine", "PlanSimulator::run on a synthetic plan (ops/s)", bench_engine},
+    {"policy", "one simulated iteration of a searched plan, and the search (wall time)", bench_policy},
+    {"adam", "protwin's CPU Adam against torch::optim::Adam (LibTorch runtime)", bench_adam},
 };
 
 int run_bench(const std::vector<std::string>& args) {
@@ -117,5 +164,5 @@ int run_bench(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace protwin::cli
 
-PROTWIN_SUBCOMMAND("bench", "benchmarks of protwin itself (bench engine: simulator ops/s)",
+PROTWIN_SUBCOMMAND("bench", "benchmarks of protwin itself (engine, policy, adam)",
                    protwin::cli::run_bench)

@@ -55,6 +55,19 @@ void print_usage(const char* argv0) {
 }
 }  // namespace
 
+int run_runtime_binary(const std::vector<std::string>& args) {
+  const std::string rt = runtime_binary("protwin");
+  PROTWIN_CHECK(!rt.empty(), "this needs the LibTorch runtime, which was not built (LibTorch not found)");
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(rt.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::cout.flush();
+  ::execv(rt.c_str(), argv.data());
+  PROTWIN_CHECK(false, "cannot run ", rt);
+  return 1;
+}
+
 bool register_subcommand(const Subcommand& sub) {
   registry()[sub.name] = sub;
   return true;

@@ -21,6 +21,7 @@ int run_search(const std::vector<std::string>& args) {
       ("output,o", po::value(&plan_out), "write the best plan (protwin.plan JSON)")
       ("chrome-trace", po::value(&trace_out), "write the best plan's simulated Chrome trace")
       ("pareto", "also print the Pareto front (throughput vs GPU memory)")
+      ("ablation", po::value<std::string>(), "all-ckpt | no-persist | no-buffer-reuse | no-overlap: search with one ProTrain feature off")
       ("json", "print JSON");
   add_policy_options(desc, pa);
   po::variables_map vm;
@@ -31,6 +32,14 @@ int run_search(const std::vector<std::string>& args) {
   PolicyInputs in = resolve_policy_inputs(pa);
   in.search.system = system;
   sim::find_system(system);
+  if (vm.count("ablation")) {
+    const std::string a = vm["ablation"].as<std::string>();
+    if (a == "all-ckpt") in.search.all_checkpoint = true;
+    else if (a == "no-persist") in.search.fix_n_persist = 0;
+    else if (a == "no-buffer-reuse") in.search.force_buffer_reuse = 0;
+    else if (a == "no-overlap") in.search.force_overlap = 0;
+    else PROTWIN_CHECK(false, "--ablation: expected all-ckpt, no-persist, no-buffer-reuse or no-overlap, got '", a, "'");
+  }
   Progress bar("searching " + system, in.search.batch > 0 ? 1 : 7);
   in.search.progress = [&](long done, long) { if (done > 0) bar.tick(); };
   const sim::SearchResult r = sim::search_policy(in.model, *in.cost, in.search);

@@ -18,6 +18,10 @@ struct Subcommand {
 };
 
 bool register_subcommand(const Subcommand& sub);
+
+// Runs `protwin-rt <args...>` (the LibTorch subcommands) in place of this process and returns its
+// exit code; a user error if the runtime was not built (no LibTorch).
+int run_runtime_binary(const std::vector<std::string>& args);
 // All registered subcommands, sorted by name.
 std::vector<Subcommand> subcommands();
 

@@ -288,7 +288,7 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     return c;
   }
   if (op.kind == "alloc" || op.kind == "free") return c;
-  const std::vector<traces::Kernel> kernels = traces::kernels_of(op.attrs, traces::describe_op(op) + " attrs");
+  const std::vector<traces::Kernel> kernels = traces::kernels_of(op.attrs, std::function<std::string()>([&] { return traces::describe_op(op) + " attrs"; }));
   if (!kernels.empty()) {
     double t = 0;
     for (const auto& k : kernels) t += static_cast<double>(k.count) * kernel_seconds(k, op.kind == "backward");

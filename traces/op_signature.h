@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ nlohmann::json kernel_to_json(const Kernel& k);
 // Errors name `where` (e.g. "plan.json:/ops/3/attrs/kernels/0").
 Kernel kernel_from_json(const nlohmann::json& j, const std::string& where);
 std::vector<Kernel> kernels_of(const nlohmann::json& op_attrs, const std::string& where);
+// The same, with the location built only when there is an error (hot paths).
+Kernel kernel_from_json(const nlohmann::json& j, const std::function<std::string()>& where);
+std::vector<Kernel> kernels_of(const nlohmann::json& op_attrs, const std::function<std::string()>& where);
 
 // Bytes per element of a dtype name ("fp32" 4, "fp16"/"bf16" 2, "int64" 8, ...); 0 if unknown.
 int dtype_bytes(const std::string& dtype);

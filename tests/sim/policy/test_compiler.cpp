@@ -1,0 +1,128 @@
+// The offload plan compiler: plans of every system validate on every machine, the simulated peak
+// never exceeds the validated bound, a no-offload plan equals its closed form, bad knobs are
+// refused with the knob and its range.
+#include <catch2/catch.hpp>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/engine/plan_simulator.h"
+#include "sim/policy/offload_compiler.h"
+#include "sim/policy/systems.h"
+#include "sim/search/search.h"
+#include "sim/workload/workload.h"
+#include "traces/error.h"
+#include "traces/plan.h"
+
+using namespace protwin;
+using namespace protwin::sim;
+
+namespace {
+Workload workload(const std::string& model, int64_t batch, const std::string& dtype = "fp16") {
+  WorkloadOptions o;
+  o.batch = batch;
+  o.dtype = dtype;
+  o.flash_attention = false;
+  return build_workload(find_model(model), o);
+}
+}  // namespace
+
+TEST_CASE("plans of every system on every machine validate, and the simulated peak stays under the bound") {
+  for (const auto& machine : hw::machine_names()) {
+    const hw::HardwareCostModel cost(hw::load_machine(machine));
+    for (const auto& sys : systems()) {
+      SearchOptions o;
+      o.system = sys.name;
+      o.gpus = cost.machine().gpu.count;
+      o.batch = 2;
+      o.simulate_top = 2;
+      const SearchResult r = search_policy(find_model("gpt2-small"), cost, o);
+      INFO(machine << " / " << sys.name);
+      REQUIRE(r.found);
+      const traces::ValidationResult v = traces::validate(r.best_plan.plan);
+      for (const auto& pool : r.best_report.pools) {
+        const auto it = std::find_if(v.pools.begin(), v.pools.end(), [&](const auto& p) { return p.name == pool.name; });
+        REQUIRE(it != v.pools.end());
+        REQUIRE(pool.peak <= it->high_water);
+        REQUIRE(it->high_water <= it->capacity);
+      }
+    }
+  }
+}
+
+TEST_CASE("random valid ProTrain settings compile to valid plans that simulate within their bound") {
+  const hw::HardwareCostModel cost(hw::load_machine("a100-server"));
+  const Workload w = workload("gpt2-1b", 4);
+  const ChunkLayout layout = layout_for(w, OffloadKnobs{});
+  const int chunks = static_cast<int>(layout.chunks.size()), layers = static_cast<int>(w.model.layers);
+  uint64_t seed = 12345;
+  auto next = [&](int n) {  // deterministic LCG, no unseeded randomness in tests
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((seed >> 33) % static_cast<uint64_t>(n));
+  };
+  int valid = 0;
+  for (int i = 0; i < 30; ++i) {
+    OffloadKnobs k;
+    k.n_persist = next(chunks + 1);
+    const int offloaded = chunks - k.n_persist;  // a block may need 2 buffers (tied head + its own)
+    k.n_buffer = offloaded >= 2 ? 2 + next(std::min(3, offloaded - 1)) : 1;
+    k.n_swap = next(layers + 1);
+    k.n_checkpoint = next(layers - k.n_swap + 1);
+    k.swap_spacing = 1 + next(3);
+    k.buffer_reuse = next(2) == 0;
+    k.cpu_adam_overlap = next(2) == 0;
+    INFO("setting " << i << ": " << k.to_json().dump());
+    const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
+    traces::ValidationResult v;
+    try {
+      v = traces::validate(p.plan);
+    } catch (const Error& e) {  // a setting may not fit; then it must say so, naming the pool
+      REQUIRE_THAT(e.what(), Catch::Contains("pool gpu over capacity"));
+      continue;
+    }
+    ++valid;
+    const traces::Report r = PlanSimulator(cost).run(p.plan);
+    REQUIRE(r.pool("gpu")->peak <= v.pools[0].high_water);
+    // Every block runs forward once and backward once; CKPT layers recompute once.
+    int fwd = 0, bwd = 0, rec = 0;
+    for (const auto& op : p.plan.ops) {
+      fwd += op.kind == "forward";
+      bwd += op.kind == "backward";
+      rec += op.kind == "recompute";
+    }
+    REQUIRE(fwd == static_cast<int>(w.blocks.size()));
+    REQUIRE(bwd == static_cast<int>(w.blocks.size()));
+    REQUIRE(rec == k.n_checkpoint);
+  }
+  REQUIRE(valid >= 20);
+}
+
+TEST_CASE("without offload (DDP, 1 GPU) the iteration is the sum of the compute ops (closed form)") {
+  const hw::HardwareCostModel cost(hw::load_machine("a100-server"));
+  const Workload w = workload("gpt2-small", 4);
+  const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), base_knobs("ddp"));
+  SimTime expected;
+  for (const auto& op : p.plan.ops) {
+    REQUIRE(op.stream == "compute");  // nothing to copy, nothing to gather on one GPU
+    expected += cost.cost(op, p.plan).fixed;
+  }
+  REQUIRE(PlanSimulator(cost).run(p.plan).iteration == expected);
+}
+
+TEST_CASE("bad knobs name the knob and its valid range") {
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  const RankMemory mem = rank_memory(cost.machine(), 1);
+  OffloadKnobs k;
+  k.n_persist = 99;
+  REQUIRE_THROWS_WITH(compile_offload_plan(w, 1, mem, k),
+                      Catch::StartsWith("knob n_persist=99: valid range is [0, "));
+  k = OffloadKnobs{};
+  k.n_swap = 10;
+  k.n_checkpoint = 5;
+  REQUIRE_THROWS_WITH(compile_offload_plan(w, 1, mem, k),
+                      "knobs n_swap=10, n_checkpoint=5: n_swap + n_checkpoint must be in [0, 12] (the number of layers)");
+  REQUIRE_THROWS_WITH(find_system("megatron"),
+                      "--system: unknown system 'megatron'; known systems: protrain, deepspeed, zero-offload, colossalai, fsdp, ddp");
+  WorkloadOptions o;
+  o.batch = 0;
+  REQUIRE_THROWS_WITH(build_workload(find_model("gpt2-small"), o), Catch::Contains("--batch"));
+}
