@@ -38,12 +38,18 @@ build: configure
 test: build
 	ctest --preset $(PRESET)
 
-# The demo: validate and simulate the example offload plan; write a Report and a Chrome trace.
+# The demo: ProTrain against the baselines for GPT-2 10B on ProTrain's 4 x RTX 3090 server (each
+# system searched at its best knobs and batch size), a Chrome trace of ProTrain's best plan, and the
+# example offload plan validated and simulated.
 demo: build
 	@mkdir -p $(OUT)
+	$(PROTWIN) compare --model gpt2-10b --machine rtx3090-server --gpus 4 \
+	  --chrome-trace $(OUT)/protrain-gpt2-10b.trace.json -o $(OUT)/protrain-gpt2-10b.plan.json
+	$(PROTWIN) search --model gpt2-10b --machine rtx3090-server --gpus 4 --pareto
 	$(PROTWIN) validate --plan examples/prefetch_pipeline.plan.json
 	$(PROTWIN) simulate --plan examples/prefetch_pipeline.plan.json --rates examples/rates.json \
 	  -o $(OUT)/report.json --chrome-trace $(OUT)/trace.json
+	@echo "demo outputs in $(OUT)/ (open the *.trace.json files in ui.perfetto.dev)"
 
 clean-build:
 	rm -rf build
