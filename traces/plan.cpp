@@ -150,6 +150,7 @@ class RangeMax {
 // every other stream independently, the largest prefix sum in that window bounds the pool's bytes.
 // O((ops + deps) * streams + ops * streams * log ops).
 std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector<int>& stream_of) {
+  constexpr size_t kPivotMaxOps = 100000, kPivotMaxWindow = 64;
   const size_t n = plan.ops.size(), S = plan.streams.size(), P = plan.pools.size();
   std::vector<PoolHighWater> out(P);
   for (size_t p = 0; p < P; ++p) out[p] = {plan.pools[p].name, plan.pools[p].capacity, plan.pools[p].initial, -1};
@@ -211,19 +212,57 @@ std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector
     for (size_t s = 0; s < S; ++s)
       if (touches[s]) rmq[s] = std::make_unique<RangeMax>(prefix[s]);
     const int64_t initial = plan.pools[p].initial.n;
+    std::vector<size_t> lo(S), hi(S);
     for (size_t i = 0; i < n; ++i) {
       const size_t own = static_cast<size_t>(stream_of[i]);
       if (!touches[own] && out[p].op_at_high_water >= 0) continue;  // cannot raise the bound
       int64_t others = 0;
       for (size_t s = 0; s < S; ++s) {
         if (s == own || !touches[s]) continue;
-        const size_t lo = static_cast<size_t>(2 * (last_anc[i * S + s] + 1));
-        const size_t hi = static_cast<size_t>(2 * first_desc[i * S + s]);
-        others += rmq[s]->query(lo, hi);
+        lo[s] = static_cast<size_t>(2 * (last_anc[i * S + s] + 1));
+        hi[s] = static_cast<size_t>(2 * first_desc[i * S + s]);
+        others += rmq[s]->query(lo[s], hi[s]);
       }
       const auto& pre = prefix[own];
-      const int64_t mine = std::max(pre[2 * static_cast<size_t>(pos[i]) + 1], pre[2 * static_cast<size_t>(pos[i]) + 2]);
-      const int64_t bound = initial + others + mine;
+      const int64_t mine_start = pre[2 * static_cast<size_t>(pos[i]) + 1];
+      const int64_t mine_end = pre[2 * static_cast<size_t>(pos[i]) + 2];
+      int64_t bound = std::max(mine_start, mine_end) + others;
+      // Tighten: streams are not independent. If a pivot stream has started op q, every ancestor
+      // of q has ended, which raises the other streams' windows (e.g. a backward fetch on h2d
+      // implies that the d2h release it waits for is done). Each pivot gives a sound bound;
+      // keep the smallest. Only for plans of policy size, where windows are short.
+      if (n <= kPivotMaxOps) {
+        for (size_t piv = 0; piv < S; ++piv) {
+          if (piv == own || !touches[piv] || hi[piv] - lo[piv] > kPivotMaxWindow) continue;
+          int64_t best_start = INT64_MIN, best_end = INT64_MIN;
+          for (size_t k = lo[piv]; k <= hi[piv]; ++k) {
+            int64_t total = prefix[piv][k];
+            bool start_ok = true, end_ok = true, feasible = true;
+            const int q = k > 0 ? ops_of[piv][(k - 1) / 2] : -1;
+            for (size_t s2 = 0; s2 < S && feasible; ++s2) {
+              if (s2 == piv) continue;
+              const int anc = q >= 0 ? last_anc[static_cast<size_t>(q) * S + s2] : -1;
+              if (s2 == own) {
+                start_ok = anc < pos[i];
+                end_ok = anc <= pos[i];
+                continue;
+              }
+              if (!touches[s2]) continue;
+              const size_t need = std::max(lo[s2], static_cast<size_t>(2 * (anc + 1)));
+              if (need > hi[s2]) feasible = false;
+              else total += rmq[s2]->query(need, hi[s2]);
+            }
+            if (!feasible) continue;
+            if (start_ok) best_start = std::max(best_start, total);
+            if (end_ok) best_end = std::max(best_end, total);
+          }
+          int64_t pivot_bound = INT64_MIN;
+          if (best_start != INT64_MIN) pivot_bound = std::max(pivot_bound, mine_start + best_start);
+          if (best_end != INT64_MIN) pivot_bound = std::max(pivot_bound, mine_end + best_end);
+          if (pivot_bound != INT64_MIN) bound = std::min(bound, pivot_bound);
+        }
+      }
+      bound += initial;
       if (out[p].op_at_high_water < 0 || bound > out[p].high_water.n) {
         out[p].high_water = Bytes(bound);
         out[p].op_at_high_water = static_cast<int>(i);
@@ -232,7 +271,6 @@ std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector
   }
   return out;
 }
-
 
 int Plan::stream_index(const std::string& name) const {
   for (size_t i = 0; i < streams.size(); ++i)

@@ -383,6 +383,10 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
           PROTWIN_ASSERT(wait_for < static_cast<int>(bwd_release.size()), "backward fetch ", n_bwd_fetch,
                          " has no free buffer");
           fdeps.push_back(bwd_release[static_cast<size_t>(wait_for)]);
+        } else {
+          // One of the buffers freed at the end of forward: wait for that forward release.
+          const int fwd_index = static_cast<int>(n_fetched) - k.n_buffer + n_bwd_fetch;
+          if (fwd_index >= 0) fdeps.push_back(fwd_release[static_cast<size_t>(fwd_index)]);
         }
         if (!k.prefetch) fdeps.push_back(last_bwd);
         ready[ci] = fetch(c, fdeps, "backward");
