@@ -53,7 +53,8 @@ int run_compare(const std::vector<std::string>& args) {
     } else {
       j.update({{"tokens_per_s", nullptr}, {"batch", nullptr}, {"knobs", nullptr}, {"iteration_s", nullptr},
                 {"forward_s", nullptr}, {"backward_s", nullptr}, {"exposed_optimizer_s", nullptr},
-                {"peak_gpu_bytes", nullptr}, {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes}});
+                {"peak_gpu_bytes", nullptr}, {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
+                {"smallest_host_bytes", r.smallest_host_bytes}});
     }
     systems.push_back(j);
   }
@@ -68,8 +69,9 @@ int run_compare(const std::vector<std::string>& args) {
               "bwd (s)", "optim (s)", "peak GPU", "ProTrain speed-up");
   for (const auto& r : results) {
     if (!r.found) {
-      std::printf("%-13s %11s   (does not fit: needs at least %s per GPU)\n", r.system.c_str(), "-",
-                  human_bytes(r.smallest_peak_gpu_bytes).c_str());
+      std::printf("%-13s %11s   (does not fit: needs at least %s per GPU and %s of host memory per rank)\n",
+                  r.system.c_str(), "-", human_bytes(r.smallest_peak_gpu_bytes).c_str(),
+                  human_bytes(r.smallest_host_bytes).c_str());
       continue;
     }
     const auto& b = r.best;

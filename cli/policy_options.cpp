@@ -14,6 +14,7 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
       ("batch", po::value(&a.batch)->default_value("auto"), "micro-batch per GPU, or 'auto' to search it")
       ("seq", po::value(&a.seq)->default_value(0), "sequence length (0: the model's default)")
       ("set", po::value(&a.set)->composing(), "override a machine field, e.g. host_link.h2d.pinned_GBps=32 (repeatable)")
+      ("dtype", po::value(&a.dtype)->default_value(a.dtype), "compute dtype: fp16, bf16, or fp32 (plans for the runtime)")
       ("flash", po::bool_switch(&a.flash), "use FlashAttention (default: eager attention, as the papers' systems)")
       ("threads", po::value(&a.threads)->default_value(2), "threads simulating candidates");
 }
@@ -43,6 +44,9 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   PROTWIN_CHECK(a.threads >= 1, "--threads: expected at least 1, got ", a.threads);
   in.search.seq = a.seq;
   in.search.flash_attention = a.flash;
+  PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected fp16, bf16 or fp32, got '",
+                a.dtype, "'");
+  in.search.dtype = a.dtype;
   in.search.threads = a.threads;
   return in;
 }

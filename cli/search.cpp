@@ -45,10 +45,14 @@ int run_search(const std::vector<std::string>& args) {
   const sim::SearchResult r = sim::search_policy(in.model, *in.cost, in.search);
   bar.done();
   if (!r.found) {
+    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus);
     PROTWIN_CHECK(false, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
                   in.search.gpus, " GPU(s) under any ", system, " knob setting (", r.configurations,
                   " settings tried); the smallest needs ", human_bytes(r.smallest_peak_gpu_bytes),
-                  " of GPU memory per rank, the GPU has ", human_bytes(sim::rank_memory(in.cost->machine(), in.search.gpus).gpu_bytes));
+                  " of GPU memory (the GPU has ", human_bytes(cap.gpu_bytes), ") and ",
+                  human_bytes(r.smallest_host_bytes), " of host memory per rank (the host has ",
+                  human_bytes(cap.host_bytes), " per rank)",
+                  r.first_failure.empty() ? "" : "\n  the closest settings were refused: " + r.first_failure);
   }
   if (!plan_out.empty()) traces::write_plan(r.best_plan.plan, plan_out);
   if (!trace_out.empty()) traces::write_chrome_trace(r.best_report, trace_out);

@@ -125,7 +125,6 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
   PROTWIN_CHECK(o.batch >= 0, "--batch: expected a positive integer or 'auto', got ", o.batch);
   SearchResult res;
   res.system = o.system;
-  res.smallest_peak_gpu_bytes = std::numeric_limits<int64_t>::max();
   const RankMemory cap = rank_memory(cost.machine(), o.gpus);
 
   std::vector<int64_t> batches;
@@ -133,6 +132,19 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
   else
     for (int64_t b = 1; b <= o.max_batch; b *= 2) batches.push_back(b);
 
+  // The setting closest to fitting (smallest worst ratio of need to capacity): what the user is
+  // told a model would need when nothing fits.
+  double closest = std::numeric_limits<double>::max();
+  auto note_need = [&](const AnalyticEstimate& e) {
+    const int64_t host = e.peak_pinned_bytes + e.peak_pageable_bytes;
+    const double ratio = std::max(static_cast<double>(e.peak_gpu_bytes) / static_cast<double>(cap.gpu_bytes),
+                                  static_cast<double>(host) / static_cast<double>(std::max<int64_t>(1, cap.host_bytes)));
+    if (ratio < closest) {
+      closest = ratio;
+      res.smallest_peak_gpu_bytes = e.peak_gpu_bytes;
+      res.smallest_host_bytes = host;
+    }
+  };
   std::vector<Candidate> simulated_all;
   long step = 0;
   for (int64_t batch : batches) {
@@ -168,7 +180,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       const auto modes = block_layout(layers, k.n_swap, k.n_checkpoint, k.swap_spacing);
       const AnalyticEstimate e = analytic_estimate(times, k, modes);
       const bool fits = fits_memory(e, cap);
-      res.smallest_peak_gpu_bytes = std::min(res.smallest_peak_gpu_bytes, e.peak_gpu_bytes);
+      note_need(e);
       if (count_prune) {
         ++res.configurations;
         if (!fits) ++res.pruned;
@@ -207,7 +219,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
           ++res.configurations;
           const auto modes_hi = block_layout(layers, ns, hi, k.swap_spacing);
           const AnalyticEstimate e_hi = analytic_estimate(times, k, modes_hi);
-          res.smallest_peak_gpu_bytes = std::min(res.smallest_peak_gpu_bytes, e_hi.peak_gpu_bytes);
+          note_need(e_hi);
           if (!fits_memory(e_hi, cap)) {
             ++res.pruned;
             continue;
@@ -258,24 +270,46 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
         pick.push_back(front[idx]);
       }
     }
-    // Simulate the picks on o.threads threads.
-    std::atomic<size_t> next{0};
-    std::vector<Candidate> done(pick.size());
-    auto worker = [&]() {
-      for (size_t i = next++; i < pick.size(); i = next++) {
-        Candidate c = evaluate(w, cost, o.gpus, pick[i].knobs);
-        c.analytic_s = pick[i].analytic_s;
-        c.analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
-        done[i] = std::move(c);
+    // Simulate the picks on o.threads threads. The analytic peak can be under the plan's
+    // validated bound; when every pick is refused, go on down the analytic ranking, a round at a
+    // time, so a model that fits is not reported as not fitting.
+    std::vector<bool> tried(feasible.size(), false);
+    size_t next_rank = pick.size() < feasible.size() ? std::min(pick.size(), static_cast<size_t>(o.simulate_top)) : feasible.size();
+    for (size_t i = 0; i < std::min(feasible.size(), static_cast<size_t>(o.simulate_top)); ++i) tried[i] = true;
+    constexpr size_t kMaxRounds = 6;
+    for (size_t round = 0; round < kMaxRounds && !pick.empty(); ++round) {
+      std::atomic<size_t> next{0};
+      std::vector<Candidate> done(pick.size());
+      auto worker = [&]() {
+        for (size_t i = next++; i < pick.size(); i = next++) {
+          Candidate c = evaluate(w, cost, o.gpus, pick[i].knobs);
+          c.analytic_s = pick[i].analytic_s;
+          c.analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
+          done[i] = std::move(c);
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(worker);
+      worker();
+      for (auto& th : pool) th.join();
+      res.simulated += static_cast<long>(done.size());
+      bool any = false;
+      for (auto& c : done) {
+        if (c.simulated) {
+          simulated_all.push_back(std::move(c));
+          any = true;
+        } else if (res.first_failure.empty()) {
+          res.first_failure = c.failure;
+        }
       }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& th : pool) th.join();
-    res.simulated += static_cast<long>(done.size());
-    for (auto& c : done)
-      if (c.simulated) simulated_all.push_back(std::move(c));
+      if (any) break;
+      pick.clear();
+      for (; next_rank < feasible.size() && pick.size() < static_cast<size_t>(o.simulate_top); ++next_rank)
+        if (!tried[next_rank]) {
+          tried[next_rank] = true;
+          pick.push_back(feasible[next_rank]);
+        }
+    }
   }
   if (o.progress) o.progress(step, static_cast<long>(batches.size()));
 

@@ -62,8 +62,11 @@ struct SearchResult {
   long configurations = 0;           // knob settings considered (all batches)
   long pruned = 0;                   // refused by the analytic peak model
   long simulated = 0;
-  int64_t smallest_peak_gpu_bytes = 0;  // the least any setting would need (when nothing fits)
+  // The needs of the setting closest to fitting (GPU bytes, host pinned + pageable bytes).
+  int64_t smallest_peak_gpu_bytes = 0;
+  int64_t smallest_host_bytes = 0;
   double seconds = 0;                // wall time of the search
+  std::string first_failure;         // why the simulator refused a setting the analytic model let through
 };
 
 // Throws protwin::Error for bad options (unknown system, batch 0 given explicitly, ...).
