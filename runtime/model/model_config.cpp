@@ -66,31 +66,31 @@ std::vector<ParamSpec> param_specs(const ModelConfig& cfg) {
   auto add = [&](std::string name, std::vector<int64_t> shape, int64_t block) {
     out.push_back(ParamSpec{std::move(name), std::move(shape), block});
   };
-  add("wte.weight", {v, c}, embedding_block());
-  if (cfg.family == ModelFamily::kGpt2) add("wpe.weight", {cfg.max_seq, c}, embedding_block());
+  add("embed.tokens.weight", {v, c}, embedding_block());
+  if (cfg.family == ModelFamily::kGpt2) add("embed.positions.weight", {cfg.max_seq, c}, embedding_block());
   for (int64_t l = 0; l < cfg.layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     const int64_t b = layer_block(l);
     if (cfg.family == ModelFamily::kGpt2) {
-      add(p + "ln1.weight", {c}, b);
-      add(p + "ln1.bias", {c}, b);
+      add(p + "norm_1.weight", {c}, b);
+      add(p + "norm_1.bias", {c}, b);
       add(p + "attn.qkv.weight", {3 * c, c}, b);
       add(p + "attn.qkv.bias", {3 * c}, b);
-      add(p + "attn.proj.weight", {c, c}, b);
-      add(p + "attn.proj.bias", {c}, b);
-      add(p + "ln2.weight", {c}, b);
-      add(p + "ln2.bias", {c}, b);
-      add(p + "mlp.fc.weight", {f, c}, b);
-      add(p + "mlp.fc.bias", {f}, b);
-      add(p + "mlp.proj.weight", {c, f}, b);
-      add(p + "mlp.proj.bias", {c}, b);
+      add(p + "attn.out.weight", {c, c}, b);
+      add(p + "attn.out.bias", {c}, b);
+      add(p + "norm_2.weight", {c}, b);
+      add(p + "norm_2.bias", {c}, b);
+      add(p + "mlp.fc1.weight", {f, c}, b);
+      add(p + "mlp.fc1.bias", {f}, b);
+      add(p + "mlp.fc2.weight", {c, f}, b);
+      add(p + "mlp.fc2.bias", {c}, b);
     } else {
-      add(p + "attn_norm.weight", {c}, b);
+      add(p + "norm_1.weight", {c}, b);
       add(p + "attn.q.weight", {c, c}, b);
       add(p + "attn.k.weight", {cfg.kv_dim(), c}, b);
       add(p + "attn.v.weight", {cfg.kv_dim(), c}, b);
-      add(p + "attn.o.weight", {c, c}, b);
-      add(p + "mlp_norm.weight", {c}, b);
+      add(p + "attn.out.weight", {c, c}, b);
+      add(p + "norm_2.weight", {c}, b);
       add(p + "mlp.gate.weight", {f, c}, b);
       add(p + "mlp.up.weight", {f, c}, b);
       add(p + "mlp.down.weight", {c, f}, b);
@@ -98,10 +98,10 @@ std::vector<ParamSpec> param_specs(const ModelConfig& cfg) {
   }
   const int64_t h = head_block(cfg);
   if (cfg.family == ModelFamily::kGpt2) {
-    add("ln_f.weight", {c}, h);
-    add("ln_f.bias", {c}, h);  // LM head is tied to wte.weight: no slot of its own
+    add("final_norm.weight", {c}, h);
+    add("final_norm.bias", {c}, h);  // LM head is tied to embed.tokens.weight: no slot of its own
   } else {
-    add("norm_f.weight", {c}, h);
+    add("final_norm.weight", {c}, h);
     add("lm_head.weight", {v, c}, h);
   }
   return out;

@@ -193,6 +193,24 @@ ModelWeights bind_weights(const ModelConfig& cfg, const std::vector<at::Tensor>&
   return w;
 }
 
+void bind_block(const ModelConfig& cfg, int64_t block, const std::vector<at::Tensor>& flat,
+                ModelWeights& w) {
+  const std::vector<ParamSpec> specs = param_specs(cfg);
+  PROTWIN_CHECK(flat.size() == specs.size(), "runtime weights: got ", flat.size(),
+                " tensors, the ", to_string(cfg.family), " model has ", specs.size());
+  w.layers.resize(static_cast<size_t>(cfg.layers));
+  std::vector<at::Tensor*> fields = model_fields(cfg, w);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].block != block) continue;
+    check_shape(flat[i], specs[i]);
+    *fields[i] = flat[i];
+  }
+  if (cfg.tied_embeddings() && block == head_block(cfg)) {
+    check_shape(flat[0], specs[0]);
+    w.head.lm_head = flat[0];
+  }
+}
+
 std::vector<at::Tensor> flatten_weights(const ModelConfig& cfg, const ModelWeights& w) {
   ModelWeights copy = w;  // handles only
   std::vector<at::Tensor> out;
@@ -215,7 +233,7 @@ void init_params(const ModelConfig& cfg, const std::vector<at::Tensor>& flat, ui
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string& n = specs[i].name;
     const bool is_bias = n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
-    const bool is_norm = n.find("ln") != std::string::npos || n.find("norm") != std::string::npos;
+    const bool is_norm = n.find("norm") != std::string::npos;
     if (is_bias) {
       flat[i].zero_();
     } else if (is_norm) {

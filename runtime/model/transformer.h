@@ -60,6 +60,11 @@ struct ModelWeights {
 // Binds tensors given in param_specs(cfg) order (shapes checked) to the block structs; ties GPT-2's
 // LM head to wte. Works for weights and for gradients alike.
 ModelWeights bind_weights(const ModelConfig& cfg, const std::vector<at::Tensor>& flat);
+// Binds only block `block`'s parameters from `flat` (param_specs(cfg) order; entries of other
+// blocks are ignored and may be undefined). GPT-2's head also binds its tied LM head to
+// flat[0] (the token embedding). Works for weights and for gradients alike.
+void bind_block(const ModelConfig& cfg, int64_t block, const std::vector<at::Tensor>& flat,
+                ModelWeights& w);
 // The inverse: tensors in param_specs(cfg) order (the tied LM head appears once, as wte).
 std::vector<at::Tensor> flatten_weights(const ModelConfig& cfg, const ModelWeights& w);
 

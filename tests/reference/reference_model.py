@@ -45,19 +45,19 @@ def loss_fn(cfg, p, tokens, targets):
     emb = torch.cat((ang, ang), dim=-1)
     cos, sin = emb.cos(), emb.sin()
 
-    x = p["wte.weight"][tokens]
+    x = p["embed.tokens.weight"][tokens]
     if gpt2:
-        x = x + p["wpe.weight"][:T]
+        x = x + p["embed.positions.weight"][:T]
     for l in range(cfg["layers"]):
         P = lambda n: p[f"layers.{l}.{n}"]
         if gpt2:
-            h = F.layer_norm(x, (C,), P("ln1.weight"), P("ln1.bias"), eps)
+            h = F.layer_norm(x, (C,), P("norm_1.weight"), P("norm_1.bias"), eps)
             q, k, v = F.linear(h, P("attn.qkv.weight"), P("attn.qkv.bias")).split(C, dim=-1)
             q = q.view(B, T, nh, d).transpose(1, 2)
             k = k.view(B, T, nh, d).transpose(1, 2)
             v = v.view(B, T, nh, d).transpose(1, 2)
         else:
-            h = rms_norm(x, P("attn_norm.weight"), eps)
+            h = rms_norm(x, P("norm_1.weight"), eps)
             q = F.linear(h, P("attn.q.weight")).view(B, T, nh, d).transpose(1, 2)
             k = F.linear(h, P("attn.k.weight")).view(B, T, kh, d).transpose(1, 2)
             v = F.linear(h, P("attn.v.weight")).view(B, T, kh, d).transpose(1, 2)
@@ -69,20 +69,20 @@ def loss_fn(cfg, p, tokens, targets):
         att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         if gpt2:
-            x = x + F.linear(y, P("attn.proj.weight"), P("attn.proj.bias"))
-            h = F.layer_norm(x, (C,), P("ln2.weight"), P("ln2.bias"), eps)
-            h = F.gelu(F.linear(h, P("mlp.fc.weight"), P("mlp.fc.bias")), approximate="tanh")
-            x = x + F.linear(h, P("mlp.proj.weight"), P("mlp.proj.bias"))
+            x = x + F.linear(y, P("attn.out.weight"), P("attn.out.bias"))
+            h = F.layer_norm(x, (C,), P("norm_2.weight"), P("norm_2.bias"), eps)
+            h = F.gelu(F.linear(h, P("mlp.fc1.weight"), P("mlp.fc1.bias")), approximate="tanh")
+            x = x + F.linear(h, P("mlp.fc2.weight"), P("mlp.fc2.bias"))
         else:
-            x = x + F.linear(y, P("attn.o.weight"))
-            h = rms_norm(x, P("mlp_norm.weight"), eps)
+            x = x + F.linear(y, P("attn.out.weight"))
+            h = rms_norm(x, P("norm_2.weight"), eps)
             h = F.silu(F.linear(h, P("mlp.gate.weight"))) * F.linear(h, P("mlp.up.weight"))
             x = x + F.linear(h, P("mlp.down.weight"))
     if gpt2:
-        logits = F.linear(F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps),
-                          p["wte.weight"])  # tied LM head
+        logits = F.linear(F.layer_norm(x, (C,), p["final_norm.weight"], p["final_norm.bias"], eps),
+                          p["embed.tokens.weight"])  # tied LM head
     else:
-        logits = F.linear(rms_norm(x, p["norm_f.weight"], eps), p["lm_head.weight"])
+        logits = F.linear(rms_norm(x, p["final_norm.weight"], eps), p["lm_head.weight"])
     return F.cross_entropy(logits.view(-1, cfg["vocab"]), targets.view(-1))
 
 

@@ -30,8 +30,8 @@ at::Tensor autograd_loss(const ModelConfig& cfg, const std::vector<at::Tensor>& 
   at::Tensor cos = at::cat({ang, ang}, -1).cos(), sin = at::cat({ang, ang}, -1).sin();
   at::Tensor mask = at::ones({t, t}, at::kBool).triu(1);
 
-  at::Tensor x = at::embedding(p["wte.weight"], tokens);
-  if (gpt2) x = x + p["wpe.weight"].narrow(0, 0, t);
+  at::Tensor x = at::embedding(p["embed.tokens.weight"], tokens);
+  if (gpt2) x = x + p["embed.positions.weight"].narrow(0, 0, t);
   if (embedding_out != nullptr) {
     x.retain_grad();
     *embedding_out = x;
@@ -41,13 +41,13 @@ at::Tensor autograd_loss(const ModelConfig& cfg, const std::vector<at::Tensor>& 
     auto P = [&](const char* n) { return p[pre + n]; };
     at::Tensor q, k, v;
     if (gpt2) {
-      at::Tensor h = at::layer_norm(x, {c}, P("ln1.weight"), P("ln1.bias"), cfg.norm_eps);
+      at::Tensor h = at::layer_norm(x, {c}, P("norm_1.weight"), P("norm_1.bias"), cfg.norm_eps);
       auto qkv = at::linear(h, P("attn.qkv.weight"), P("attn.qkv.bias")).split(c, -1);
       q = qkv[0].view({b, t, nh, d}).transpose(1, 2);
       k = qkv[1].view({b, t, nh, d}).transpose(1, 2);
       v = qkv[2].view({b, t, nh, d}).transpose(1, 2);
     } else {
-      at::Tensor h = rms(x, P("attn_norm.weight"));
+      at::Tensor h = rms(x, P("norm_1.weight"));
       q = at::linear(h, P("attn.q.weight")).view({b, t, nh, d}).transpose(1, 2);
       k = at::linear(h, P("attn.k.weight")).view({b, t, kh, d}).transpose(1, 2);
       v = at::linear(h, P("attn.v.weight")).view({b, t, kh, d}).transpose(1, 2);
@@ -60,23 +60,23 @@ at::Tensor autograd_loss(const ModelConfig& cfg, const std::vector<at::Tensor>& 
     att = at::softmax(att.masked_fill(mask, -std::numeric_limits<double>::infinity()), -1);
     at::Tensor y = at::matmul(att, v).transpose(1, 2).contiguous().view({b, t, c});
     if (gpt2) {
-      x = x + at::linear(y, P("attn.proj.weight"), P("attn.proj.bias"));
-      at::Tensor h = at::layer_norm(x, {c}, P("ln2.weight"), P("ln2.bias"), cfg.norm_eps);
-      h = at::gelu(at::linear(h, P("mlp.fc.weight"), P("mlp.fc.bias")), "tanh");
-      x = x + at::linear(h, P("mlp.proj.weight"), P("mlp.proj.bias"));
+      x = x + at::linear(y, P("attn.out.weight"), P("attn.out.bias"));
+      at::Tensor h = at::layer_norm(x, {c}, P("norm_2.weight"), P("norm_2.bias"), cfg.norm_eps);
+      h = at::gelu(at::linear(h, P("mlp.fc1.weight"), P("mlp.fc1.bias")), "tanh");
+      x = x + at::linear(h, P("mlp.fc2.weight"), P("mlp.fc2.bias"));
     } else {
-      x = x + at::linear(y, P("attn.o.weight"));
-      at::Tensor h = rms(x, P("mlp_norm.weight"));
+      x = x + at::linear(y, P("attn.out.weight"));
+      at::Tensor h = rms(x, P("norm_2.weight"));
       h = at::silu(at::linear(h, P("mlp.gate.weight"))) * at::linear(h, P("mlp.up.weight"));
       x = x + at::linear(h, P("mlp.down.weight"));
     }
   }
   at::Tensor logits;
   if (gpt2) {
-    x = at::layer_norm(x, {c}, p["ln_f.weight"], p["ln_f.bias"], cfg.norm_eps);
-    logits = at::linear(x, p["wte.weight"]);
+    x = at::layer_norm(x, {c}, p["final_norm.weight"], p["final_norm.bias"], cfg.norm_eps);
+    logits = at::linear(x, p["embed.tokens.weight"]);
   } else {
-    logits = at::linear(rms(x, p["norm_f.weight"]), p["lm_head.weight"]);
+    logits = at::linear(rms(x, p["final_norm.weight"]), p["lm_head.weight"]);
   }
   return at::cross_entropy_loss(logits.view({-1, cfg.vocab}), targets.reshape({-1}));
 }

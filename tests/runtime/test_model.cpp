@@ -49,8 +49,8 @@ TEST_CASE("parameter counts match published figures", "[runtime][model]") {
 TEST_CASE("parameters are listed in execution order", "[runtime][model]") {
   for (const ModelConfig& cfg : {ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama()}) {
     const auto specs = param_specs(cfg);
-    CHECK(specs.front().name == "wte.weight");
-    CHECK(specs.back().name == (cfg.family == ModelFamily::kGpt2 ? "ln_f.bias" : "lm_head.weight"));
+    CHECK(specs.front().name == "embed.tokens.weight");
+    CHECK(specs.back().name == (cfg.family == ModelFamily::kGpt2 ? "final_norm.bias" : "lm_head.weight"));
     for (size_t i = 1; i < specs.size(); ++i) CHECK(specs[i - 1].block <= specs[i].block);
     CHECK(specs.back().block == head_block(cfg));
   }
@@ -72,7 +72,7 @@ TEST_CASE("bad model configs and weights are refused with the field named", "[ru
   std::vector<at::Tensor> flat = allocate_params(g, at::TensorOptions().dtype(at::kFloat));
   flat[2] = at::zeros({3});
   CHECK_THROWS_WITH(bind_weights(g, flat),
-                    "runtime weights: layers.0.ln1.weight has shape [3], expected [64]");
+                    "runtime weights: layers.0.norm_1.weight has shape [3], expected [64]");
   flat.pop_back();
   CHECK_THROWS_WITH(bind_weights(g, flat),
                     "runtime weights: got 27 tensors, the gpt2 model has 28");

@@ -1,0 +1,71 @@
+// protwin bench adam (runtime binary): protwin's CPU Adam against torch::optim::Adam, side by side.
+// The simulator binary's `bench` hands "adam" over to this one.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "runtime/optim/bench_adam.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+namespace {
+
+int bench_adam(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  int64_t params = 100000000;
+  int threads = 1, repeat = 3;
+  desc.add_options()
+      ("what", po::value<std::string>(), "the benchmark (positional): adam")
+      ("params", po::value(&params)->default_value(params), "fp32 parameters updated per step")
+      ("threads", po::value(&threads)->default_value(threads), "threads of each optimizer")
+      ("repeat", po::value(&repeat)->default_value(repeat), "timed steps per optimizer; the best is kept")
+      ("json", "print JSON {params, protwin_params_per_s, torch_params_per_s, speedup, dram_GBps, ...}");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin bench adam [--params N] [--threads T] [--repeat R] [--json]", desc, args, vm, &pos))
+    return 0;
+  PROTWIN_CHECK(params >= 1, "--params: expected at least 1, got ", params);
+  PROTWIN_CHECK(threads >= 1, "--threads: expected at least 1, got ", threads);
+  PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
+  const rt::AdamBenchResult r = rt::bench_adam(params, threads, repeat);
+  if (vm.count("json")) {
+    print_json({{"params", r.params},
+                {"threads", r.threads},
+                {"repeat", r.repeats},
+                {"kernel", r.kernel},
+                {"protwin_seconds", r.protwin_seconds},
+                {"torch_seconds", r.torch_seconds},
+                {"protwin_params_per_s", r.protwin_params_per_s},
+                {"torch_params_per_s", r.torch_params_per_s},
+                {"speedup", r.speedup},
+                {"bytes_per_param", r.bytes_per_param},
+                {"dram_GBps", r.dram_GBps}});
+  } else {
+    std::printf("adam: %lld fp32 params, %d thread(s), best of %d\n", static_cast<long long>(r.params), r.threads,
+                r.repeats);
+    std::printf("  protwin (%s): %.4f s  %.1f M params/s  %.2f GB/s (%lld B/param)\n", r.kernel.c_str(),
+                r.protwin_seconds, r.protwin_params_per_s / 1e6, r.dram_GBps,
+                static_cast<long long>(r.bytes_per_param));
+    std::printf("  torch::optim::Adam: %.4f s  %.1f M params/s\n", r.torch_seconds, r.torch_params_per_s / 1e6);
+    std::printf("  speedup: %.2fx\n", r.speedup);
+  }
+  return 0;
+}
+
+int run_bench(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: protwin bench <what> [options]\n\nbenchmarks (runtime):\n"
+                 "  adam  protwin CPU Adam vs torch::optim::Adam (params/s, GB/s)\n";
+    if (args.empty()) throw Error("which benchmark? known: adam\nhint: protwin bench adam");
+    return 0;
+  }
+  if (args[0] == "adam") return bench_adam(args);
+  throw Error("unknown benchmark \"" + args[0] + "\"; known (runtime): adam");
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("bench", "runtime benchmarks (bench adam: CPU Adam vs torch::optim::Adam)", protwin::cli::run_bench)

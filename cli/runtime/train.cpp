@@ -1,0 +1,89 @@
+// protwin train: replay a Plan for real on the emulated device, one iteration per optimizer step,
+// on byte-level language modelling; report losses, iteration times, tokens/s and memory peaks.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "runtime/executor/runtime_plan.h"
+#include "runtime/train/trainer.h"
+#include "traces/chrome_trace.h"
+#include "traces/error.h"
+#include "traces/report.h"
+
+namespace protwin::cli {
+namespace {
+
+int run_train(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string plan_path, out_path, trace_path;
+  rt::TrainOptions o;
+  desc.add_options()
+      ("plan", po::value(&plan_path), "Plan to replay (protwin.plan JSON, fp32, 1 GPU)")
+      ("steps", po::value(&o.steps)->default_value(o.steps), "train until this many optimizer steps are done")
+      ("data", po::value(&o.data)->default_value(o.data), "text file for byte-level language modelling")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the weights and the data start")
+      ("lr", po::value(&o.lr)->default_value(o.lr), "Adam learning rate")
+      ("link-GBps", po::value(&o.link_gbps)->default_value(o.link_gbps),
+       "throttle each host<->device copy direction to this rate (0: memcpy speed)")
+      ("compute-threads", po::value(&o.compute_threads)->default_value(0),
+       "ATen threads of the emulated device (0: all cores, one fewer when the plan offloads)")
+      ("output,o", po::value(&out_path), "write the measured Report of the last step here")
+      ("chrome-trace", po::value(&trace_path), "write a Chrome trace of the last step")
+      ("checkpoint", po::value(&o.checkpoint_dir), "write checkpoints into this folder")
+      ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(0),
+       "steps between checkpoints (0: after the last step only)")
+      ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse_options("protwin train --plan P.json --steps N [--data FILE] [--seed S] [--link-GBps X] "
+                     "[-o measured.json] [--chrome-trace t.json] [--checkpoint DIR] [--resume DIR] [--json]",
+                     desc, args, vm))
+    return 0;
+  require(vm, "plan");
+  require(vm, "steps");
+  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path);
+  const rt::TrainResult r = rt::train(rp, o);
+
+  if (!out_path.empty()) traces::write_report(r.last_report, out_path);
+  if (!trace_path.empty()) traces::write_chrome_trace(r.last_report, trace_path);
+  if (vm.count("json")) {
+    print_json({{"plan", plan_path},
+                {"model", rp.plan.meta.value("model", "")},
+                {"batch", rp.batch},
+                {"seq", rp.seq},
+                {"first_step", r.first_step},
+                {"last_step", r.last_step},
+                {"losses", r.losses},
+                {"iteration_s", r.iteration_s},
+                {"tokens_per_s", r.tokens_per_s},
+                {"peak_device_bytes", r.peak_device_bytes},
+                {"plan_device_high_water_bytes", r.plan_device_high_water},
+                {"device_capacity_bytes", r.device_capacity},
+                {"peak_host_bytes", r.peak_host_bytes},
+                {"compute_threads", r.compute_threads},
+                {"link_GBps", o.link_gbps}});
+    return 0;
+  }
+  std::printf("plan %s: %s, batch %lld x seq %lld, %d compute threads\n", plan_path.c_str(),
+              rp.plan.meta.value("model", std::string("?")).c_str(), static_cast<long long>(rp.batch),
+              static_cast<long long>(rp.seq), r.compute_threads);
+  std::printf("%6s  %10s  %10s\n", "step", "loss", "seconds");
+  for (size_t i = 0; i < r.losses.size(); ++i)
+    std::printf("%6lld  %10.6f  %10.4f\n", static_cast<long long>(r.first_step + static_cast<int64_t>(i)),
+                r.losses[i], r.iteration_s[i]);
+  std::printf("tokens/s:          %.1f\n", r.tokens_per_s);
+  std::printf("peak device bytes: %lld (plan high-water %lld, capacity %lld)\n",
+              static_cast<long long>(r.peak_device_bytes), static_cast<long long>(r.plan_device_high_water),
+              static_cast<long long>(r.device_capacity));
+  std::printf("peak host bytes:   %lld\n", static_cast<long long>(r.peak_host_bytes));
+  if (!out_path.empty()) std::cout << "report:       " << out_path << "\n";
+  if (!trace_path.empty()) std::cout << "chrome trace: " << trace_path << "  (open in ui.perfetto.dev)\n";
+  if (!o.checkpoint_dir.empty()) std::cout << "checkpoint:   " << o.checkpoint_dir << "/checkpoint.bin\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("train", "replay a plan for real (LibTorch, emulated device) and train", protwin::cli::run_train)

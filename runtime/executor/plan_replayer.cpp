@@ -1,0 +1,127 @@
+#include "runtime/executor/plan_replayer.h"
+
+#include <cstdio>
+
+#include <ATen/ATen.h>
+
+#include "traces/error.h"
+
+namespace protwin::rt {
+
+PlanReplayer::PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options)
+    : rp_(rp),
+      options_(options),
+      chunks_(rp.model, rp.chunks),
+      acts_(rp.model.layers),
+      h2d_(options.link_gbps),
+      d2h_(options.link_gbps),
+      executor_(rp.plan) {
+  options_.threads.apply();
+  for (const traces::TensorSpec& t : rp.plan.tensors) {
+    if (t.kind != traces::TensorKind::kBuffer) continue;
+    int c = -1;
+    char tail = 0;
+    if (std::sscanf(t.name.c_str(), "chunk%d.buffe%c", &c, &tail) == 2 && tail == 'r') buffer_chunk_[t.id] = c;
+  }
+}
+
+void PlanReplayer::bind(int64_t block, bool with_grads, ModelWeights& w, ModelWeights& g) {
+  std::vector<at::Tensor> params, grads;
+  chunks_.block_views(block, params, grads, with_grads);
+  bind_block(rp_.model, block, params, w);
+  if (with_grads) bind_block(rp_.model, block, grads, g);
+}
+
+void PlanReplayer::run(const traces::Op& op) {
+  const ModelConfig& cfg = rp_.model;
+  const std::string& k = op.kind;
+  const int64_t blk = op.block;
+  const int64_t head = head_block(cfg);
+  if (k == "forward" || k == "recompute") {
+    ModelWeights w, g;
+    bind(blk, false, w, g);
+    if (blk == 0) {
+      x_ = embedding_forward(cfg, w.embedding, tokens_, &emb_acts_);
+    } else if (blk == head) {
+      loss_ = head_forward(cfg, w.head, x_, targets_, &head_acts_);
+      x_ = at::Tensor();
+    } else {
+      const int64_t l = blk - 1;
+      if (k == "recompute") {
+        LayerActs& a = acts_.device(l);
+        layer_forward(cfg, w.layers[static_cast<size_t>(l)], a.input, &a);
+      } else {
+        x_ = layer_forward(cfg, w.layers[static_cast<size_t>(l)], x_, &acts_.device(l));
+        if (rp_.layer_modes[static_cast<size_t>(l)] == LayerMode::kCheckpoint) acts_.keep_input_only(l);
+      }
+    }
+    // Buffers whose forward run ends here.
+    for (const traces::MemEffect& m : op.mem) {
+      auto it = buffer_chunk_.find(m.tensor);
+      if (m.pool == "gpu" && m.delta_bytes < 0 && it != buffer_chunk_.end()) chunks_.release_buffer(it->second);
+    }
+  } else if (k == "backward") {
+    ModelWeights w, g;
+    bind(blk, true, w, g);
+    if (blk == head) {
+      dx_ = head_backward(cfg, w.head, head_acts_, g.head);
+      head_acts_ = HeadActs{};
+    } else if (blk == 0) {
+      embedding_backward(cfg, emb_acts_, dx_, g.embedding);
+      emb_acts_ = EmbeddingActs{};
+      dx_ = at::Tensor();
+    } else {
+      const int64_t l = blk - 1;
+      dx_ = layer_backward(cfg, w.layers[static_cast<size_t>(l)], acts_.device(l), dx_,
+                           g.layers[static_cast<size_t>(l)]);
+      acts_.drop(l);
+    }
+  } else if (k == "h2d" || k == "d2h") {
+    const std::string what = op.attrs["what"].get<std::string>();
+    if (what == "activation") {
+      if (k == "h2d") acts_.swap_in(blk - 1, h2d_);
+      else acts_.swap_out(blk - 1, d2h_);
+    } else if (what == "param_chunk") {
+      chunks_.upload(op.chunk, h2d_);
+    } else if (what == "updated_params") {
+      chunks_.upload_updated(op.chunk, h2d_);
+    } else {  // grad_chunk, partial_grad_chunk
+      chunks_.offload_grad(op.chunk, d2h_);
+    }
+  } else if (k == "adam_cpu") {
+    const bool simd = !(op.attrs.is_object() && op.attrs.value("impl", std::string("simd")) == "torch");
+    chunks_.adam_host(op.chunk, options_.adam, adam_step_, simd, options_.threads.optimizer);
+  } else if (k == "adam_device") {
+    chunks_.adam_device(op.chunk, options_.adam, adam_step_, options_.threads.compute);
+  } else {
+    PROTWIN_ASSERT(false, traces::describe_op(op), ": op kind not replayable (make_runtime_plan let it through)");
+  }
+}
+
+StepResult PlanReplayer::step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step) {
+  PROTWIN_CHECK(tokens.dim() == 2 && tokens.size(0) == rp_.batch && tokens.size(1) == rp_.seq,
+                "runtime step: tokens must be [", rp_.batch, ", ", rp_.seq, "] (the plan's batch and seq)");
+  tokens_ = tokens;
+  targets_ = targets;
+  adam_step_ = adam_step;
+  chunks_.begin_iteration();
+  acts_.clear();
+  PoolLedger ledger(rp_.plan.pools);
+  StepResult r;
+  r.report = executor_.run(*this, ledger);
+  PROTWIN_ASSERT(loss_.defined(), "the plan ran no head forward");
+  r.loss = loss_.item<double>();
+  loss_ = x_ = dx_ = at::Tensor();
+  r.peak_device_bytes = ledger.peak("gpu");
+  r.peak_host_bytes = ledger.host_peak();
+  nlohmann::json meta = rp_.plan.meta;
+  meta["source"] = "runtime";
+  meta["plan"] = rp_.source;
+  meta["compute_threads"] = options_.threads.compute;
+  meta["link_GBps"] = options_.link_gbps;
+  meta["adam_step"] = adam_step;
+  r.report.meta = meta;
+  return r;
+}
+
+}  // namespace protwin::rt

@@ -1,0 +1,72 @@
+// PlanReplayer: what each plan op does on the emulated device (the OpRunner of PlanExecutor).
+//   forward/backward/recompute  the block's explicit forward/backward (runtime/model), weights and
+//                               gradients bound as views into the chunks currently on the device
+//   h2d param_chunk / d2h grad  chunk store upload / gradient offload (throttled memcpy)
+//   h2d/d2h activation          activation store swap in / out
+//   adam_cpu / adam_device      chunk store optimizer steps
+// Buffers the plan releases at the end of a forward run (a mem effect freeing "chunk<c>.buffer")
+// are dropped then. Runtime header: includes ATen.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include <ATen/core/Tensor.h>
+
+#include "runtime/executor/plan_executor.h"
+#include "runtime/executor/runtime_plan.h"
+#include "runtime/memory/activation_store.h"
+#include "runtime/memory/chunk_store.h"
+#include "runtime/memory/copy_engine.h"
+#include "runtime/memory/thread_split.h"
+#include "runtime/model/transformer.h"
+#include "runtime/optim/cpu_adam.h"
+
+namespace protwin::rt {
+
+struct ReplayOptions {
+  ThreadSplit threads;
+  double link_gbps = 0;  // host<->device copy rate per direction; 0 = unthrottled
+  AdamConfig adam;
+};
+
+struct StepResult {
+  double loss = 0;
+  traces::Report report;     // measured, meta.source = "runtime"
+  int64_t peak_device_bytes = 0;
+  int64_t peak_host_bytes = 0;
+};
+
+class PlanReplayer : public OpRunner {
+ public:
+  // `rp` must outlive the replayer. Applies the thread split.
+  PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options);
+
+  ChunkStore& chunks() { return chunks_; }
+  const RuntimePlan& plan() const { return rp_; }
+
+  // One training iteration on a [B, T] batch: the whole plan once; `adam_step` is the 1-based
+  // optimizer step of this iteration.
+  StepResult step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step);
+
+  void run(const traces::Op& op) override;
+
+ private:
+  void bind(int64_t block, bool with_grads, ModelWeights& w, ModelWeights& g);
+
+  const RuntimePlan& rp_;
+  ReplayOptions options_;
+  ChunkStore chunks_;
+  ActivationStore acts_;
+  CopyEngine h2d_, d2h_;
+  PlanExecutor executor_;
+  std::map<int, int> buffer_chunk_;  // plan tensor id of "chunk<c>.buffer" -> c
+
+  // Iteration state, each touched only by ops the plan orders.
+  at::Tensor tokens_, targets_, x_, dx_, loss_;
+  EmbeddingActs emb_acts_;
+  HeadActs head_acts_;
+  int64_t adam_step_ = 0;
+};
+
+}  // namespace protwin::rt

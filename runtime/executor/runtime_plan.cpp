@@ -1,0 +1,212 @@
+#include "runtime/executor/runtime_plan.h"
+
+#include <map>
+
+#include "traces/error.h"
+
+namespace protwin::rt {
+
+namespace {
+
+// meta field readers: "file:/meta/x: expected ..." on a wrong type.
+const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, const std::string& where) {
+  PROTWIN_CHECK(obj.is_object() && obj.contains(key), where, ": missing field \"", key, "\"");
+  return obj.at(key);
+}
+int64_t int_field(const nlohmann::json& obj, const std::string& key, const std::string& where) {
+  const nlohmann::json& v = field(obj, key, where);
+  PROTWIN_CHECK(v.is_number_integer(), where, "/", key, ": expected an integer, got ", v.dump());
+  return v.get<int64_t>();
+}
+std::string str_field(const nlohmann::json& obj, const std::string& key, const std::string& where) {
+  const nlohmann::json& v = field(obj, key, where);
+  PROTWIN_CHECK(v.is_string(), where, "/", key, ": expected a string, got ", v.dump());
+  return v.get<std::string>();
+}
+bool bool_field(const nlohmann::json& obj, const std::string& key, const std::string& where) {
+  const nlohmann::json& v = field(obj, key, where);
+  PROTWIN_CHECK(v.is_boolean(), where, "/", key, ": expected true or false, got ", v.dump());
+  return v.get<bool>();
+}
+
+// Refuses a spec field whose value the runtime's model does not implement.
+template <typename T>
+void expect(const nlohmann::json& spec, const std::string& key, const T& want, const std::string& where,
+            const std::string& family) {
+  const nlohmann::json& v = field(spec, key, where);
+  PROTWIN_CHECK(v == nlohmann::json(want), where, "/", key, ": the runtime's ", family, " needs ",
+                nlohmann::json(want).dump(), ", got ", v.dump());
+}
+
+}  // namespace
+
+ModelConfig model_config_from_spec(const nlohmann::json& spec, int64_t seq, const std::string& where) {
+  ModelConfig c;
+  const std::string family = str_field(spec, "family", where);
+  if (family == "gpt2" || family == "gpt") {
+    c.family = ModelFamily::kGpt2;
+    expect(spec, "norm", "layernorm", where, "GPT-2");
+    expect(spec, "activation", "gelu", where, "GPT-2");
+    expect(spec, "bias", true, where, "GPT-2");
+    expect(spec, "tied_embeddings", true, where, "GPT-2");
+    expect(spec, "position_offset", 0, where, "GPT-2");
+  } else if (family == "llama") {
+    c.family = ModelFamily::kLlama;
+    expect(spec, "norm", "rmsnorm", where, "LLaMA");
+    expect(spec, "activation", "swiglu", where, "LLaMA");
+    expect(spec, "bias", false, where, "LLaMA");
+    expect(spec, "tied_embeddings", false, where, "LLaMA");
+    expect(spec, "max_positions", 0, where, "LLaMA (RoPE, no learned positions)");
+  } else {
+    PROTWIN_CHECK(false, where, "/family: the runtime implements gpt2 and llama, got \"", family, "\"");
+  }
+  c.hidden = int_field(spec, "hidden", where);
+  c.layers = int_field(spec, "layers", where);
+  c.heads = int_field(spec, "heads", where);
+  c.kv_heads = int_field(spec, "kv_heads", where);
+  c.ffn_hidden = int_field(spec, "ffn_hidden", where);
+  c.vocab = int_field(spec, "vocab", where);
+  if (c.family == ModelFamily::kGpt2) {
+    PROTWIN_CHECK(c.kv_heads == c.heads, where, "/kv_heads: the runtime's GPT-2 needs kv_heads == heads (",
+                  c.heads, "), got ", c.kv_heads);
+    c.max_seq = int_field(spec, "max_positions", where);
+    PROTWIN_CHECK(seq <= c.max_seq, where, "/max_positions: ", c.max_seq,
+                  " learned positions, but the plan's sequence is ", seq);
+  } else {
+    c.max_seq = seq;
+    PROTWIN_CHECK(c.heads > 0 && c.hidden % c.heads == 0 && (c.hidden / c.heads) % 2 == 0, where,
+                  "/heads: RoPE needs an even head dimension (hidden ", c.hidden, " / heads ", c.heads, ")");
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  return c;
+}
+
+int64_t RuntimePlan::gpu_capacity() const {
+  const int i = plan.pool_index("gpu");
+  return i < 0 ? 0 : plan.pools[static_cast<size_t>(i)].capacity.n;
+}
+
+int64_t RuntimePlan::gpu_high_water() const {
+  for (const traces::PoolHighWater& p : validation.pools)
+    if (p.name == "gpu") return p.high_water.n;
+  return 0;
+}
+
+RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
+  RuntimePlan rp;
+  rp.source = source;
+  const std::string meta = source + ":/meta";
+  const nlohmann::json& m = plan.meta;
+  const int64_t gpus = int_field(m, "gpus", meta);
+  PROTWIN_CHECK(gpus == 1, meta, "/gpus: the runtime replays one rank on one (emulated) device; got ",
+                gpus, " GPUs (collectives are not emulated)\nhint: search or compile the plan with --gpus 1");
+  const std::string dtype = str_field(m, "dtype", meta);
+  PROTWIN_CHECK(dtype == "fp32", meta, "/dtype: the runtime replays fp32 plans, got \"", dtype,
+                "\"\nhint: compile the plan with --dtype fp32");
+  rp.batch = int_field(m, "batch", meta);
+  rp.seq = int_field(m, "seq", meta);
+  PROTWIN_CHECK(rp.batch >= 1 && rp.seq >= 1, meta, ": batch and seq must be positive");
+  rp.model = model_config_from_spec(field(m, "model_spec", meta), rp.seq, meta + "/model_spec");
+  PROTWIN_CHECK(plan.pool_index("gpu") >= 0, meta, "/pools: the plan has no \"gpu\" pool");
+
+  // Block modes.
+  const nlohmann::json& modes = field(m, "layer_modes", meta);
+  PROTWIN_CHECK(modes.is_array() && static_cast<int64_t>(modes.size()) == rp.model.layers, meta,
+                "/layer_modes: expected ", rp.model.layers, " entries (one per decoder layer)");
+  for (size_t i = 0; i < modes.size(); ++i) {
+    const std::string s = modes[i].is_string() ? modes[i].get<std::string>() : "";
+    PROTWIN_CHECK(s == "none" || s == "ckpt" || s == "swap", meta, "/layer_modes/", i,
+                  ": expected \"none\", \"ckpt\" or \"swap\", got ", modes[i].dump());
+    rp.layer_modes.push_back(s == "none" ? LayerMode::kNone : s == "ckpt" ? LayerMode::kCheckpoint : LayerMode::kSwap);
+  }
+
+  // Knobs: which chunks are persistent and where their optimizer runs.
+  const nlohmann::json& knobs = field(m, "knobs", meta);
+  const int64_t n_persist = int_field(knobs, "n_persist", meta + "/knobs");
+  const bool offload = bool_field(knobs, "offload", meta + "/knobs");
+  const bool gpu_adam = bool_field(knobs, "persistent_gpu_adam", meta + "/knobs");
+
+  // Chunks onto the runtime's parameters: every parameter exactly once, same shape.
+  const std::vector<ParamSpec> specs = param_specs(rp.model);
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < specs.size(); ++i) index[specs[i].name] = i;
+  rp.chunks.slots.assign(specs.size(), ParamSlot{-1, 0, 0});
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const traces::ChunkSpec& ch = plan.chunks[c];
+    const std::string where = source + ":/chunks/" + std::to_string(c);
+    PROTWIN_CHECK(ch.id == static_cast<int>(c), where, "/id: expected ", c, ", got ", ch.id);
+    PROTWIN_CHECK(ch.dtype == "fp32", where, "/dtype: the runtime replays fp32 chunks, got \"", ch.dtype, "\"");
+    int64_t used = 0;
+    for (size_t j = 0; j < ch.params.size(); ++j) {
+      const traces::ChunkParam& p = ch.params[j];
+      const std::string pw = where + "/params/" + std::to_string(j);
+      auto it = index.find(p.name);
+      PROTWIN_CHECK(it != index.end(), pw, "/name: \"", p.name, "\" is not a parameter of the runtime's ",
+                    to_string(rp.model.family), " model");
+      const ParamSpec& s = specs[it->second];
+      PROTWIN_CHECK(p.shape == s.shape, pw, "/shape: ", nlohmann::json(p.shape).dump(), " for ", p.name,
+                    ", the runtime's model has ", nlohmann::json(s.shape).dump());
+      PROTWIN_CHECK(rp.chunks.slots[it->second].chunk < 0, pw, "/name: ", p.name, " appears in two chunks");
+      PROTWIN_CHECK(p.offset >= 0, pw, "/offset: negative");
+      rp.chunks.slots[it->second] = ParamSlot{static_cast<int>(c), p.offset, s.numel()};
+      used = std::max(used, p.offset + s.numel());
+    }
+    PROTWIN_CHECK(used * 4 <= ch.bytes.n, where, "/bytes: ", ch.bytes.n, " bytes cannot hold ", used,
+                  " fp32 elements");
+    rp.chunks.chunk_numel.push_back(used);
+    const bool resident = !offload || static_cast<int64_t>(c) < n_persist;
+    rp.chunks.device_resident.push_back(resident);
+    rp.chunks.device_optimizer.push_back(resident && (gpu_adam || !offload));
+  }
+  for (size_t i = 0; i < specs.size(); ++i)
+    PROTWIN_CHECK(rp.chunks.slots[i].chunk >= 0, source, ":/chunks: parameter ", specs[i].name,
+                  " of the runtime's model is in no chunk");
+
+  // Ops the runtime can replay.
+  for (const traces::Op& op : plan.ops) {
+    const std::string& k = op.kind;
+    if (k == "forward" || k == "backward" || k == "recompute") {
+      PROTWIN_CHECK(op.block >= 0 && op.block <= rp.model.layers + 1, traces::describe_op(op), ": block ",
+                    op.block, " is not a block of the model (0..", rp.model.layers + 1, ")");
+      PROTWIN_CHECK(k != "recompute" || (op.block >= 1 && op.block <= rp.model.layers &&
+                                         rp.layer_modes[static_cast<size_t>(op.block - 1)] == LayerMode::kCheckpoint),
+                    traces::describe_op(op), ": recompute of block ", op.block, ", which is not a ckpt layer");
+    } else if (k == "h2d" || k == "d2h") {
+      const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
+                                   ? op.attrs["what"].get<std::string>() : "";
+      const bool ok = k == "h2d" ? (what == "param_chunk" || what == "activation" || what == "updated_params")
+                                 : (what == "activation" || what == "grad_chunk" || what == "partial_grad_chunk");
+      PROTWIN_CHECK(ok, traces::describe_op(op), ": attrs.what \"", what, "\" is not a ", k, " the runtime replays");
+      if (what == "activation")
+        PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers &&
+                          rp.layer_modes[static_cast<size_t>(op.block - 1)] == LayerMode::kSwap,
+                      traces::describe_op(op), ": activation copy of block ", op.block, ", which is not a swap layer");
+      else
+        PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
+                      ": chunk ", op.chunk, " does not exist");
+      rp.offloads = true;
+    } else if (k == "adam_cpu" || k == "adam_device") {
+      PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
+                    ": chunk ", op.chunk, " does not exist");
+      const bool on_device = rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)];
+      PROTWIN_CHECK(on_device == (k == "adam_device"), traces::describe_op(op), ": chunk ", op.chunk,
+                    on_device ? " has its optimizer state on the device" : " has its optimizer state on the host");
+      if (k == "adam_cpu") rp.offloads = true;
+    } else {
+      PROTWIN_CHECK(false, traces::describe_op(op), ": the runtime cannot replay op kind \"", k, "\"");
+    }
+  }
+  rp.validation = traces::validate(plan);  // over-capacity plans are refused here, op and pool named
+  rp.plan = std::move(plan);
+  return rp;
+}
+
+RuntimePlan load_runtime_plan(const std::string& path) {
+  return make_runtime_plan(traces::read_plan(path), path);
+}
+
+}  // namespace protwin::rt

@@ -1,0 +1,213 @@
+#include "runtime/memory/chunk_store.h"
+
+#include <ATen/ATen.h>
+
+#include "runtime/optim/device_adam.h"
+#include "traces/error.h"
+
+namespace protwin::rt {
+
+namespace {
+at::Tensor zeros(int64_t n) { return at::zeros({n}, at::TensorOptions().dtype(at::kFloat)); }
+at::Tensor empty(int64_t n) { return at::empty({n}, at::TensorOptions().dtype(at::kFloat)); }
+size_t nbytes(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); }
+}  // namespace
+
+ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout)
+    : cfg_(cfg), specs_(param_specs(cfg)), layout_(std::move(layout)) {
+  PROTWIN_ASSERT(layout_.slots.size() == specs_.size(), "chunk layout has ", layout_.slots.size(),
+                 " slots for ", specs_.size(), " parameters");
+  const size_t n = layout_.chunk_numel.size();
+  PROTWIN_ASSERT(layout_.device_resident.size() == n && layout_.device_optimizer.size() == n,
+                 "chunk layout vectors differ in length");
+  chunks_.resize(n);
+  for (size_t c = 0; c < n; ++c) {
+    Chunk& ch = chunks_[c];
+    const int64_t e = layout_.chunk_numel[c];
+    if (layout_.device_resident[c]) {
+      ch.dev_params = zeros(e);
+      ch.dev_grad = zeros(e);
+    }
+    if (layout_.device_optimizer[c]) {
+      ch.dev_m = zeros(e);
+      ch.dev_v = zeros(e);
+    } else {
+      ch.host_params = zeros(e);
+      ch.host_grad = zeros(e);
+      ch.host_m = zeros(e);
+      ch.host_v = zeros(e);
+    }
+  }
+}
+
+bool ChunkStore::host_owned(int c) const { return !layout_.device_optimizer[static_cast<size_t>(c)]; }
+
+at::Tensor& ChunkStore::master(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  return host_owned(c) ? ch.host_params : ch.dev_params;
+}
+
+const at::Tensor& ChunkStore::state(int c, StateKind kind) const {
+  const Chunk& ch = chunks_[static_cast<size_t>(c)];
+  const bool host = host_owned(c);
+  switch (kind) {
+    case StateKind::kParams: return host ? ch.host_params : ch.dev_params;
+    case StateKind::kExpAvg: return host ? ch.host_m : ch.dev_m;
+    case StateKind::kExpAvgSq: return host ? ch.host_v : ch.dev_v;
+  }
+  PROTWIN_ASSERT(false, "bad state kind");
+}
+
+at::Tensor ChunkStore::export_flat(StateKind kind) const {
+  std::vector<at::Tensor> parts;
+  for (const ParamSlot& s : layout_.slots) parts.push_back(state(s.chunk, kind).narrow(0, s.offset, s.numel));
+  return at::cat(parts);
+}
+
+void ChunkStore::import_flat(StateKind kind, const at::Tensor& flat) {
+  int64_t total = 0;
+  for (const ParamSlot& s : layout_.slots) total += s.numel;
+  PROTWIN_CHECK(flat.dim() == 1 && flat.numel() == total && flat.scalar_type() == at::kFloat,
+                "runtime chunk store: expected ", total, " fp32 values, got ", flat.numel());
+  int64_t off = 0;
+  for (const ParamSlot& s : layout_.slots) {
+    at::Tensor dst = state(s.chunk, kind);  // handle to the chunk's storage
+    dst.narrow(0, s.offset, s.numel).copy_(flat.narrow(0, off, s.numel));
+    off += s.numel;
+  }
+  if (kind == StateKind::kParams) {
+    // A ZeRO-Offload chunk keeps a device copy of the master.
+    for (size_t c = 0; c < chunks_.size(); ++c)
+      if (layout_.device_resident[c] && host_owned(static_cast<int>(c)))
+        chunks_[c].dev_params.copy_(chunks_[c].host_params);
+  }
+}
+
+void ChunkStore::load_params(const std::vector<at::Tensor>& params) {
+  PROTWIN_CHECK(params.size() == specs_.size(), "runtime chunk store: got ", params.size(),
+                " parameters, the model has ", specs_.size());
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& p : params) flat.push_back(p.reshape({-1}).to(at::kFloat));
+  import_flat(StateKind::kParams, at::cat(flat));
+  for (Chunk& ch : chunks_)
+    for (at::Tensor* t : {&ch.host_m, &ch.host_v, &ch.dev_m, &ch.dev_v})
+      if (t->defined()) t->zero_();
+}
+
+at::Tensor ChunkStore::device_params_locked(int c) const {
+  const Chunk& ch = chunks_[static_cast<size_t>(c)];
+  if (layout_.device_resident[static_cast<size_t>(c)]) return ch.dev_params;
+  return ch.buffers.empty() ? at::Tensor() : ch.buffers.back();
+}
+
+void ChunkStore::upload(int c, CopyEngine& link) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(!layout_.device_resident[static_cast<size_t>(c)], "upload of persistent chunk ", c);
+  at::Tensor buf = empty(layout_.chunk_numel[static_cast<size_t>(c)]);
+  link.copy(buf.data_ptr(), ch.host_params.data_ptr(), nbytes(buf));
+  std::lock_guard<std::mutex> lock(mu_);
+  ch.buffers.push_back(buf);
+}
+
+void ChunkStore::upload_updated(int c, CopyEngine& link) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(ch.dev_params.defined() && ch.host_params.defined(), "updated_params of chunk ", c,
+                 " without a device and a host copy");
+  link.copy(ch.dev_params.data_ptr(), ch.host_params.data_ptr(), nbytes(ch.dev_params));
+}
+
+void ChunkStore::offload_grad(int c, CopyEngine& link) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(host_owned(c), "gradient offload of chunk ", c, " whose optimizer is on the device");
+  at::Tensor grad;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    grad = ch.dev_grad;
+  }
+  PROTWIN_ASSERT(grad.defined(), "gradient offload of chunk ", c, " that has no gradient");
+  if (!ch.host_grad_valid) {
+    link.copy(ch.host_grad.data_ptr(), grad.data_ptr(), nbytes(ch.host_grad));
+    ch.host_grad_valid = true;
+  } else {
+    at::Tensor staging = empty(ch.host_grad.numel());
+    link.copy(staging.data_ptr(), grad.data_ptr(), nbytes(staging));
+    ch.host_grad.add_(staging);
+  }
+  if (layout_.device_resident[static_cast<size_t>(c)]) {
+    grad.zero_();
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    PROTWIN_ASSERT(!ch.buffers.empty(), "gradient offload of chunk ", c, " that is in no buffer");
+    ch.buffers.pop_front();
+    ch.dev_grad = at::Tensor();
+  }
+}
+
+void ChunkStore::release_buffer(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(!layout_.device_resident[static_cast<size_t>(c)], "release of persistent chunk ", c);
+  std::lock_guard<std::mutex> lock(mu_);
+  PROTWIN_ASSERT(!ch.buffers.empty(), "release of chunk ", c, " that is in no buffer");
+  ch.buffers.pop_front();
+}
+
+bool ChunkStore::on_device(int c) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return device_params_locked(c).defined();
+}
+
+void ChunkStore::block_views(int64_t block, std::vector<at::Tensor>& params,
+                             std::vector<at::Tensor>& grads, bool with_grads) {
+  params.resize(specs_.size());
+  grads.resize(specs_.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  auto bind = [&](size_t i) {
+    const ParamSlot& s = layout_.slots[i];
+    Chunk& ch = chunks_[static_cast<size_t>(s.chunk)];
+    const at::Tensor dev = device_params_locked(s.chunk);
+    PROTWIN_ASSERT(dev.defined(), "block ", block, " runs while chunk ", s.chunk, " (", specs_[i].name,
+                   ") is not on the device");
+    params[i] = dev.narrow(0, s.offset, s.numel).view(specs_[i].shape);
+    if (with_grads) {
+      if (!ch.dev_grad.defined()) ch.dev_grad = zeros(dev.numel());
+      grads[i] = ch.dev_grad.narrow(0, s.offset, s.numel).view(specs_[i].shape);
+    }
+  };
+  for (size_t i = 0; i < specs_.size(); ++i)
+    if (specs_[i].block == block) bind(i);
+  if (cfg_.tied_embeddings() && block == head_block(cfg_)) bind(0);  // LM head = token embedding
+}
+
+void ChunkStore::adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd, int threads) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(host_owned(c) && ch.host_grad_valid, "CPU Adam on chunk ", c,
+                 " before its gradient was offloaded");
+  if (simd) {
+    adam_step_cpu(cfg, step,
+                  AdamBuffers{ch.host_params.data_ptr<float>(), ch.host_grad.data_ptr<float>(),
+                              ch.host_m.data_ptr<float>(), ch.host_v.data_ptr<float>(),
+                              ch.host_params.numel()},
+                  threads);
+  } else {
+    adam_step_device(cfg, step, ch.host_params, ch.host_grad, ch.host_m, ch.host_v);
+  }
+}
+
+void ChunkStore::adam_device(int c, const AdamConfig& cfg, int64_t step, int threads) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(layout_.device_optimizer[static_cast<size_t>(c)], "device Adam on chunk ", c,
+                 " whose optimizer state is on the host");
+  // The emulated device is the CPU: its fused Adam kernel is the SIMD one (CUDA would use
+  // adam_step_device). Same kernel as CPU Adam, so offloading does not change the arithmetic.
+  adam_step_cpu(cfg, step,
+                AdamBuffers{ch.dev_params.data_ptr<float>(), ch.dev_grad.data_ptr<float>(),
+                            ch.dev_m.data_ptr<float>(), ch.dev_v.data_ptr<float>(), ch.dev_params.numel()},
+                threads);
+  ch.dev_grad.zero_();
+}
+
+void ChunkStore::begin_iteration() {
+  for (Chunk& ch : chunks_) ch.host_grad_valid = false;
+}
+
+}  // namespace protwin::rt

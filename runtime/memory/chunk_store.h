@@ -1,0 +1,104 @@
+// The chunk store: model states laid out as the plan's chunks. Each chunk is ONE flat fp32 tensor
+// per role; a parameter is a view into it at the plan's element offset (weights bound with
+// bind_block), so uploading a chunk makes every weight in it live at once.
+//
+// Where each chunk's states live (DESIGN §7, REFERENCE §1):
+//   persistent + device optimizer   device: params, grad, Adam m and v, all iteration
+//   persistent, host optimizer      device: params, grad; host: master params, grad, m, v
+//   (ZeRO-Offload)                  (updated_params h2d brings the master back up)
+//   non-persistent                  host: master params (pinned shard), grad (pinned), m, v
+//                                   device: a buffer (+ its gradient) between fetch and release
+// Runtime header: includes ATen.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "runtime/memory/copy_engine.h"
+#include "runtime/model/model_config.h"
+#include "runtime/optim/cpu_adam.h"
+
+namespace protwin::rt {
+
+// Where one parameter (param_specs order) lives.
+struct ParamSlot {
+  int chunk = 0;
+  int64_t offset = 0;  // elements from the chunk start
+  int64_t numel = 0;
+};
+
+struct ChunkLayout {
+  std::vector<ParamSlot> slots;          // param_specs(cfg) order
+  std::vector<int64_t> chunk_numel;      // used elements of each chunk
+  std::vector<bool> device_resident;     // persistent chunks
+  std::vector<bool> device_optimizer;    // Adam on the device (persistent with GPU Adam)
+};
+
+enum class StateKind { kParams, kExpAvg, kExpAvgSq };
+
+class ChunkStore {
+ public:
+  ChunkStore(const ModelConfig& cfg, ChunkLayout layout);
+
+  const ChunkLayout& layout() const { return layout_; }
+  int chunks() const { return static_cast<int>(layout_.chunk_numel.size()); }
+
+  // States as one flat fp32 tensor in param_specs order (a copy; for checkpoints and tests).
+  at::Tensor export_flat(StateKind kind) const;
+  void import_flat(StateKind kind, const at::Tensor& flat);
+  // Convenience: weights given per parameter (param_specs order); Adam states zeroed.
+  void load_params(const std::vector<at::Tensor>& params);
+
+  // ---- device side (called by the replayer's stream workers; the plan's deps order them) ----
+  // h2d param_chunk: a fresh device buffer filled from the host master.
+  void upload(int c, CopyEngine& link);
+  // h2d updated_params (ZeRO-Offload): the persistent device copy refreshed from the host master.
+  void upload_updated(int c, CopyEngine& link);
+  // d2h grad_chunk / partial_grad_chunk: host grad = device grad (first offload of the iteration)
+  // or += (a tied parameter's gradient arriving in pieces). A buffer is freed; a persistent
+  // chunk's device grad is zeroed for the next iteration.
+  void offload_grad(int c, CopyEngine& link);
+  // A buffer dropped without offloading (end of a forward run): the oldest one of the chunk.
+  // A plan may fetch a chunk again before the previous buffer of it is released (both hold the
+  // same values: the master changes only after the chunk's gradient is offloaded).
+  void release_buffer(int c);
+  bool on_device(int c) const;
+
+  // Views of `block`'s weights and gradients into the device chunks, written at the block's
+  // indices of param_specs order (other entries untouched). Gradient buffers are created zeroed
+  // on first use.
+  void block_views(int64_t block, std::vector<at::Tensor>& params, std::vector<at::Tensor>& grads,
+                   bool with_grads);
+
+  // ---- optimizer ----
+  // adam_cpu: the host shard; impl "simd" (cpu_adam.h) or "torch" (ATen ops, device_adam.h).
+  void adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd, int threads);
+  // adam_device: a persistent chunk on the device; then its gradient is zeroed.
+  void adam_device(int c, const AdamConfig& cfg, int64_t step, int threads);
+
+  void begin_iteration();
+
+ private:
+  struct Chunk {
+    at::Tensor host_params, host_grad, host_m, host_v;
+    at::Tensor dev_params, dev_grad, dev_m, dev_v;  // dev_params: persistent chunks only
+    std::deque<at::Tensor> buffers;                 // non-persistent: live device buffers, oldest first
+    bool host_grad_valid = false;  // host_grad holds this iteration's (partial) gradient
+  };
+  at::Tensor device_params_locked(int c) const;
+  bool host_owned(int c) const;
+  at::Tensor& master(int c);
+  const at::Tensor& state(int c, StateKind kind) const;
+
+  ModelConfig cfg_;
+  std::vector<ParamSpec> specs_;
+  ChunkLayout layout_;
+  std::vector<Chunk> chunks_;
+  mutable std::mutex mu_;  // device-side handles (buffers, gradients) change on several streams
+};
+
+}  // namespace protwin::rt

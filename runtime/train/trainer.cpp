@@ -1,0 +1,114 @@
+#include "runtime/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <ATen/ATen.h>
+
+#include "runtime/executor/plan_replayer.h"
+#include "runtime/train/checkpoint.h"
+#include "traces/error.h"
+
+namespace protwin::rt {
+
+namespace {
+// The architecture part of a model spec (names and citations may differ between equal models).
+nlohmann::json architecture(nlohmann::json spec) {
+  if (spec.is_object()) {
+    spec.erase("name");
+    spec.erase("source");
+  }
+  return spec;
+}
+}  // namespace
+
+TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
+  PROTWIN_CHECK(o.steps >= 0, "--steps: expected at least 0, got ", o.steps);
+  PROTWIN_CHECK(o.link_gbps >= 0, "--link-GBps: expected a rate >= 0, got ", o.link_gbps);
+  PROTWIN_CHECK(o.checkpoint_every >= 0, "--checkpoint-every: expected at least 0, got ", o.checkpoint_every);
+  PROTWIN_CHECK(rp.model.vocab >= 256, rp.source, ":/meta/model_spec/vocab: byte-level training needs a vocabulary of "
+                "at least 256, got ", rp.model.vocab);
+  const ByteDataset data(o.data, rp.seq);
+  const nlohmann::json& spec = rp.plan.meta["model_spec"];
+
+  // Everything refusable is checked before the first step.
+  Checkpoint resume;
+  const bool resuming = !o.resume_dir.empty();
+  if (resuming) {
+    resume = read_checkpoint(o.resume_dir);
+    PROTWIN_CHECK(architecture(resume.model_spec) == architecture(spec), checkpoint_path(o.resume_dir),
+                  ": checkpoint of another model (", resume.model_spec.dump(), ") than the plan's (", spec.dump(), ")");
+  }
+
+  ReplayOptions ro;
+  ro.threads = ThreadSplit::choose(ThreadSplit::host_cores(), rp.offloads, o.compute_threads);
+  ro.link_gbps = o.link_gbps;
+  ro.adam.lr = o.lr;
+  PlanReplayer replayer(rp, ro);
+
+  int64_t step = 0, pos = 0;
+  if (resuming) {
+    const int64_t n = resume.params.numel();
+    int64_t expected = 0;
+    for (const ParamSlot& s : rp.chunks.slots) expected += s.numel;
+    PROTWIN_CHECK(n == expected, checkpoint_path(o.resume_dir), ": ", n, " parameters, the model has ", expected);
+    replayer.chunks().import_flat(StateKind::kParams, resume.params);
+    replayer.chunks().import_flat(StateKind::kExpAvg, resume.exp_avg);
+    replayer.chunks().import_flat(StateKind::kExpAvgSq, resume.exp_avg_sq);
+    step = resume.step;
+    pos = resume.data_position;
+    PROTWIN_CHECK(pos >= 0 && pos < data.size(), checkpoint_path(o.resume_dir), ": data position ", pos,
+                  " is outside ", o.data, " (", data.size(), " bytes)");
+  } else {
+    std::vector<at::Tensor> params = allocate_params(rp.model, at::TensorOptions().dtype(at::kFloat));
+    init_params(rp.model, params, o.seed);
+    replayer.chunks().load_params(params);
+    pos = data.start_position(o.seed);
+  }
+
+  auto save = [&] {
+    Checkpoint ck;
+    ck.step = step;
+    ck.data_position = pos;
+    ck.seed = o.seed;
+    ck.model_spec = spec;
+    ck.params = replayer.chunks().export_flat(StateKind::kParams);
+    ck.exp_avg = replayer.chunks().export_flat(StateKind::kExpAvg);
+    ck.exp_avg_sq = replayer.chunks().export_flat(StateKind::kExpAvgSq);
+    write_checkpoint(o.checkpoint_dir, ck);
+  };
+
+  TrainResult r;
+  r.first_step = step + 1;
+  r.tokens_per_step = rp.batch * rp.seq;
+  r.plan_device_high_water = rp.gpu_high_water();
+  r.device_capacity = rp.gpu_capacity();
+  r.compute_threads = ro.threads.compute;
+  while (step < o.steps) {
+    at::Tensor tokens, targets;
+    data.batch(pos, rp.batch, tokens, targets);
+    const auto t0 = std::chrono::steady_clock::now();
+    StepResult s = replayer.step(tokens, targets, step + 1);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++step;
+    pos = data.next_position(pos, rp.batch);
+    r.losses.push_back(s.loss);
+    r.iteration_s.push_back(secs);
+    r.peak_device_bytes = std::max(r.peak_device_bytes, s.peak_device_bytes);
+    r.peak_host_bytes = std::max(r.peak_host_bytes, s.peak_host_bytes);
+    s.report.meta["step"] = step;
+    r.last_report = std::move(s.report);
+    if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps)
+      save();
+  }
+  r.last_step = step;
+  if (!o.checkpoint_dir.empty()) save();
+  const size_t skip = r.iteration_s.size() > 1 ? 1 : 0;
+  double total = 0;
+  for (size_t i = skip; i < r.iteration_s.size(); ++i) total += r.iteration_s[i];
+  const size_t timed = r.iteration_s.size() - skip;
+  if (timed > 0 && total > 0) r.tokens_per_s = static_cast<double>(r.tokens_per_step * static_cast<int64_t>(timed)) / total;
+  return r;
+}
+
+}  // namespace protwin::rt

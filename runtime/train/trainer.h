@@ -1,0 +1,46 @@
+// The training loop: replays a plan once per optimizer step on byte-level batches, with
+// checkpoints and resume. Everything that can be refused (plan, data file, checkpoint) is checked
+// before the first step, so a bad input never overwrites an output.
+// Runtime header: includes ATen (via the replayer).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/executor/runtime_plan.h"
+#include "runtime/train/byte_dataset.h"
+#include "traces/report.h"
+
+namespace protwin::rt {
+
+struct TrainOptions {
+  int64_t steps = 10;            // total optimizer steps; a resumed run continues up to this
+  std::string data = kDefaultDataFile;
+  uint64_t seed = 0;             // weights and the data start position
+  double link_gbps = 0;          // 0 = unthrottled copies
+  int compute_threads = 0;       // 0 = ThreadSplit::choose
+  double lr = 1e-3;
+  std::string checkpoint_dir;    // "" = no checkpoints
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only after the last step
+  std::string resume_dir;        // "" = start from step 0
+};
+
+struct TrainResult {
+  int64_t first_step = 1;        // 1-based step of losses[0]
+  int64_t last_step = 0;
+  std::vector<double> losses;
+  std::vector<double> iteration_s;
+  int64_t tokens_per_step = 0;
+  double tokens_per_s = 0;       // over the steps after the first (warm-up), else all
+  int64_t peak_device_bytes = 0;
+  int64_t peak_host_bytes = 0;
+  int64_t plan_device_high_water = 0;
+  int64_t device_capacity = 0;
+  int compute_threads = 0;
+  traces::Report last_report;    // measured report of the last step
+};
+
+TrainResult train(const RuntimePlan& rp, const TrainOptions& options);
+
+}  // namespace protwin::rt

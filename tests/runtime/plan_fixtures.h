@@ -1,0 +1,76 @@
+// Plans for the runtime tests, compiled in-process by the simulator's plan compiler (tests may
+// link protwin_sim; the runtime library may not) and round-tripped through Plan JSON, so the
+// runtime reads exactly what `protwin search -o plan.json` would write.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "sim/policy/offload_compiler.h"
+#include "sim/workload/model_spec.h"
+#include "sim/workload/workload.h"
+#include "traces/error.h"
+#include "traces/plan.h"
+
+namespace protwin::rt::testing {
+
+constexpr int64_t kPlanBatch = 2;
+constexpr int64_t kPlanSeq = 16;
+constexpr int64_t kGpuBytes = int64_t{1} << 30;
+
+inline sim::Workload tiny_workload(const std::string& model, int64_t batch = kPlanBatch, int64_t seq = kPlanSeq) {
+  sim::WorkloadOptions o;
+  o.batch = batch;
+  o.seq = seq;
+  o.dtype = "fp32";
+  return sim::build_workload(sim::resolve_model(model), o);
+}
+
+inline traces::Plan compile_plan(const sim::Workload& w, const sim::OffloadKnobs& k, int64_t gpu_bytes = kGpuBytes) {
+  const sim::RankMemory mem{gpu_bytes, int64_t{1} << 34, int64_t{1} << 36};
+  const traces::Plan p = sim::compile_offload_plan(w, 1, mem, k).plan;
+  return traces::plan_from_json(traces::plan_to_json(p), "test-plan.json");
+}
+
+// Every chunk persistent, every activation kept: the reference the offloaded plans must match.
+inline traces::Plan resident_plan(const sim::Workload& w) {
+  sim::OffloadKnobs k;
+  k.n_persist = static_cast<int>(sim::layout_for(w, k).chunks.size());
+  k.n_buffer = 0;
+  return compile_plan(w, k);
+}
+
+// A random valid policy (seeded): chunk size, persistent/offloaded chunks, buffers, swap,
+// checkpoint, prefetch/reuse/overlap switches, CPU Adam flavour, ZeRO-Offload.
+inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    sim::OffloadKnobs k;
+    const int64_t mib = int64_t{1} << 20;
+    const int64_t sizes[] = {1 * mib, 2 * mib, 4 * mib};
+    k.chunk_bytes = sizes[pick(0, 2)];
+    k.per_block_chunks = pick(0, 5) == 0;
+    const int n_chunks = static_cast<int>(sim::layout_for(w, k).chunks.size());
+    k.n_persist = pick(0, n_chunks - 1);
+    k.n_buffer = pick(1, std::max(1, n_chunks - k.n_persist));
+    const int layers = static_cast<int>(w.model.layers);
+    k.n_swap = pick(0, layers);
+    k.n_checkpoint = pick(0, layers - k.n_swap);
+    k.swap_spacing = pick(1, 2);
+    k.prefetch = pick(0, 3) != 0;
+    k.buffer_reuse = pick(0, 3) != 0;
+    k.cpu_adam_overlap = pick(0, 3) != 0;
+    k.cpu_adam_impl = pick(0, 4) == 0 ? "torch" : "simd";
+    k.persistent_gpu_adam = pick(0, 4) != 0;
+    try {
+      compile_plan(w, k);
+      return k;
+    } catch (const Error&) {
+      // an invalid combination (e.g. too few buffers for a block): draw again
+    }
+  }
+  throw Error("no valid random policy found");
+}
+
+}  // namespace protwin::rt::testing
