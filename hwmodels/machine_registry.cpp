@@ -10,15 +10,14 @@ namespace protwin::hw {
 
 std::vector<std::string> machine_names() {
   std::vector<std::string> out;
-  for (size_t i = 0; i < detail::kEmbeddedMachineCount; ++i)
-    out.push_back(detail::kEmbeddedMachines[i].name);
+  for (const auto& f : detail::embedded_machines()) out.push_back(f.name);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 const char* embedded_machine_json(const std::string& name) {
-  for (size_t i = 0; i < detail::kEmbeddedMachineCount; ++i)
-    if (name == detail::kEmbeddedMachines[i].name) return detail::kEmbeddedMachines[i].json;
+  for (const auto& f : detail::embedded_machines())
+    if (name == f.name) return f.text;
   return nullptr;
 }
 

@@ -5,13 +5,14 @@
 #include <utility>
 
 #include "traces/error.h"
+#include "traces/embedded_files.h"
 #include "traces/file_io.h"
 
 namespace protwin::traces {
 
 namespace detail {
-// Generated at build time from traces/profiles/*.json (traces/profiles.cmake).
-const std::vector<std::pair<std::string, std::string>>& shipped_profile_texts();
+// Compiled in at build time from traces/profiles/*.json (traces/profiles.cmake).
+const std::vector<EmbeddedFile>& shipped_profile_files();
 }  // namespace detail
 
 namespace {
@@ -234,14 +235,14 @@ std::optional<double> OpProfile::lookup(const OpSignature& sig) const {
 
 std::vector<std::string> shipped_profile_names() {
   std::vector<std::string> names;
-  for (const auto& [name, text] : detail::shipped_profile_texts()) names.push_back(name);
+  for (const auto& f : detail::shipped_profile_files()) names.push_back(f.name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 OpProfile shipped_profile(const std::string& name) {
-  for (const auto& [n, text] : detail::shipped_profile_texts()) {
-    if (n == name) return OpProfile::parse(text, "traces/profiles/" + n + ".json");
+  for (const auto& f : detail::shipped_profile_files()) {
+    if (f.name == name) return OpProfile::parse(f.text, "traces/profiles/" + name + ".json");
   }
   std::string avail;
   for (const auto& n : shipped_profile_names()) avail += (avail.empty() ? "" : ", ") + n;

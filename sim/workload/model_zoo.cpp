@@ -19,11 +19,12 @@ const Zoo& zoo() {
   static const Zoo z = [] {
     Zoo out;
     for (const auto& f : embedded_model_files()) {
-      const std::string where = std::string("sim/workload/models/") + f.file;
+      const std::string file = std::string(f.name) + ".json";
+      const std::string where = "sim/workload/models/" + file;
       const auto doc = traces::JsonDocument::parse(f.text, where);
       ModelSpec m = model_from_json(doc.json(), where);
       // A zoo file is named after its model, so the listing and the files agree.
-      PROTWIN_ASSERT(m.name + ".json" == f.file, where, ": name \"", m.name, "\" does not match the file name");
+      PROTWIN_ASSERT(m.name + ".json" == file, where, ": name \"", m.name, "\" does not match the file name");
       m.source = "zoo";
       out.models.push_back(std::move(m));
     }
