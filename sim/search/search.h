@@ -29,7 +29,7 @@ struct SearchOptions {
   std::string dtype = "fp16";
   bool flash_attention = false;   // the papers' baselines ran eager attention
   int threads = 2;
-  int simulate_top = 6;           // candidates simulated per batch size (plus the Pareto front)
+  int simulate_top = 12;          // candidates simulated per batch size (plus the Pareto front)
   // Fixed knobs: a value >= 0 pins that knob (e.g. an ablation: n_persist = 0).
   int fix_n_persist = -1, fix_n_buffer = -1, fix_n_swap = -1, fix_n_checkpoint = -1;
   bool all_checkpoint = false;     // ablation: every layer CKPT
