@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+
 #include "tests/cli/run_protwin.h"
 #include "traces/report.h"
 
@@ -50,4 +52,53 @@ TEST_CASE("validate and simulate the example plan; the report file equals what -
   REQUIRE(summary["iteration_s"].get<double>() == Approx(report.iteration.seconds()));
   REQUIRE(report.ops.size() == summary["ops"].get<size_t>());
   std::remove(out.c_str());
+}
+
+TEST_CASE("search: JSON contract, and a model that fits nowhere exits 2 with what it would need") {
+  auto r = run_protwin("search --model gpt2-small --machine rtx3090-server --gpus 1 --batch 2 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"system", "model", "machine", "gpus", "batch", "knobs", "tokens_per_s", "iteration_s",
+                        "peak_gpu_bytes", "peak_pinned_bytes", "peak_pageable_bytes"})
+    REQUIRE(j.contains(k));
+  REQUIRE(j["batch"] == 2);
+  REQUIRE(j["tokens_per_s"].get<double>() == Approx(2 * 1024 / j["iteration_s"].get<double>()));
+  r = run_protwin("search --model gpt3-175b --machine rtx3090-server --gpus 1 --batch 1");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("does not fit on rtx3090-server with 1 GPU(s) under any protrain knob setting") != std::string::npos);
+  REQUIRE(r.err.find("of GPU memory (the GPU has") != std::string::npos);
+}
+
+TEST_CASE("bad knobs, batch and system exit 2 naming the knob or flag") {
+  const std::string knobs = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/knobs_" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream(knobs) << R"({"n_persist": 99})";
+  }
+  auto r = run_protwin("simulate --model gpt2-small --machine rtx3090-server --policy " + knobs);
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("knob n_persist=99: valid range is [0, ") != std::string::npos);
+  std::remove(knobs.c_str());
+  r = run_protwin("search --model gpt2-small --batch 0");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("--batch: expected a positive integer or 'auto', got '0'") != std::string::npos);
+  r = run_protwin("compare --model gpt2-small --gpus 9");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("--gpus: 9 GPUs requested but rtx3090-server has 4") != std::string::npos);
+  r = run_protwin("search --system megatron");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("--system: unknown system 'megatron'; known systems: protrain, deepspeed") != std::string::npos);
+}
+
+TEST_CASE("compare lists every system; capacity names the largest model per system") {
+  auto r = run_protwin("compare --model gpt2-1b --machine a100-server --gpus 2 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& s : j["systems"]) names.push_back(s["name"]);
+  REQUIRE(names == std::vector<std::string>{"protrain", "deepspeed", "zero-offload", "colossalai", "fsdp", "ddp"});
+  r = run_protwin("capacity --machine rtx3090-server --gpus 1 --systems protrain,ddp --json");
+  REQUIRE(r.code == 0);
+  const auto c = nlohmann::json::parse(r.out);
+  REQUIRE(c["systems"][0]["name"] == "protrain");
+  REQUIRE(c["systems"][0]["max_params"].get<int64_t>() > c["systems"][1]["max_params"].get<int64_t>());
 }
