@@ -273,9 +273,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     // Simulate the picks on o.threads threads. The analytic peak can be under the plan's
     // validated bound; when every pick is refused, go on down the analytic ranking, a round at a
     // time, so a model that fits is not reported as not fitting.
-    std::vector<bool> tried(feasible.size(), false);
-    size_t next_rank = pick.size() < feasible.size() ? std::min(pick.size(), static_cast<size_t>(o.simulate_top)) : feasible.size();
-    for (size_t i = 0; i < std::min(feasible.size(), static_cast<size_t>(o.simulate_top)); ++i) tried[i] = true;
+    size_t next_rank = std::min(feasible.size(), static_cast<size_t>(o.simulate_top));  // next by analytic time
     constexpr size_t kMaxRounds = 6;
     for (size_t round = 0; round < kMaxRounds && !pick.empty(); ++round) {
       std::atomic<size_t> next{0};
@@ -305,10 +303,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       if (any) break;
       pick.clear();
       for (; next_rank < feasible.size() && pick.size() < static_cast<size_t>(o.simulate_top); ++next_rank)
-        if (!tried[next_rank]) {
-          tried[next_rank] = true;
-          pick.push_back(feasible[next_rank]);
-        }
+        pick.push_back(feasible[next_rank]);
     }
   }
   if (o.progress) o.progress(step, static_cast<long>(batches.size()));
