@@ -26,6 +26,8 @@ int run_train(const std::vector<std::string>& args) {
       ("lr", po::value(&o.lr)->default_value(o.lr), "Adam learning rate")
       ("link-GBps", po::value(&o.link_gbps)->default_value(o.link_gbps),
        "throttle each host<->device copy direction to this rate (0: memcpy speed)")
+      ("device", po::value(&o.device)->default_value("auto"),
+       "auto (CUDA when this build and machine have it, else the emulated device), cuda, or emulated")
       ("compute-threads", po::value(&o.compute_threads)->default_value(0),
        "ATen threads of the emulated device (0: all cores, one fewer when the plan offloads)")
       ("output,o", po::value(&out_path), "write the measured Report of the last step here")
@@ -50,6 +52,7 @@ int run_train(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     print_json({{"plan", plan_path},
                 {"model", rp.plan.meta.value("model", "")},
+                {"device", r.device},
                 {"batch", rp.batch},
                 {"seq", rp.seq},
                 {"first_step", r.first_step},

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -37,7 +38,23 @@ struct StepResult {
   int64_t peak_host_bytes = 0;
 };
 
-class PlanReplayer : public OpRunner {
+// The device seam: what the training loop drives, whichever device replays the plan. The
+// emulated device is PlanReplayer below; the CUDA device is runtime/cuda/cuda_replayer.h (compiled
+// only with a CUDA LibTorch). runtime/cuda/device.h picks one (make_replayer).
+class Replayer {
+ public:
+  virtual ~Replayer() = default;
+  // One training iteration on a [B, T] batch (CPU int64 tensors): the whole plan once;
+  // `adam_step` is the 1-based optimizer step of this iteration.
+  virtual StepResult step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step) = 0;
+  // Model states as flat CPU fp32 tensors in param_specs order (ChunkStore's contract).
+  virtual at::Tensor export_flat(StateKind kind) const = 0;
+  virtual void import_flat(StateKind kind, const at::Tensor& flat) = 0;
+  virtual void load_params(const std::vector<at::Tensor>& params) = 0;
+  virtual const char* device_name() const = 0;  // "emulated" or "cuda"
+};
+
+class PlanReplayer : public OpRunner, public Replayer {
  public:
   // `rp` must outlive the replayer. Applies the thread split.
   PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options);
@@ -45,9 +62,11 @@ class PlanReplayer : public OpRunner {
   ChunkStore& chunks() { return chunks_; }
   const RuntimePlan& plan() const { return rp_; }
 
-  // One training iteration on a [B, T] batch: the whole plan once; `adam_step` is the 1-based
-  // optimizer step of this iteration.
-  StepResult step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step);
+  StepResult step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step) override;
+  at::Tensor export_flat(StateKind kind) const override { return chunks_.export_flat(kind); }
+  void import_flat(StateKind kind, const at::Tensor& flat) override { chunks_.import_flat(kind, flat); }
+  void load_params(const std::vector<at::Tensor>& params) override { chunks_.load_params(params); }
+  const char* device_name() const override { return "emulated"; }
 
   void run(const traces::Op& op) override;
 

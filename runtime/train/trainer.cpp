@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "runtime/cuda/device.h"
 #include "runtime/executor/plan_replayer.h"
 #include "runtime/train/checkpoint.h"
 #include "traces/error.h"
@@ -44,7 +45,7 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   ro.threads = ThreadSplit::choose(ThreadSplit::host_cores(), rp.offloads, o.compute_threads);
   ro.link_gbps = o.link_gbps;
   ro.adam.lr = o.lr;
-  PlanReplayer replayer(rp, ro);
+  const std::unique_ptr<Replayer> replayer = make_replayer(rp, ro, resolve_device(o.device));
 
   int64_t step = 0, pos = 0;
   if (resuming) {
@@ -52,9 +53,9 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
     int64_t expected = 0;
     for (const ParamSlot& s : rp.chunks.slots) expected += s.numel;
     PROTWIN_CHECK(n == expected, checkpoint_path(o.resume_dir), ": ", n, " parameters, the model has ", expected);
-    replayer.chunks().import_flat(StateKind::kParams, resume.params);
-    replayer.chunks().import_flat(StateKind::kExpAvg, resume.exp_avg);
-    replayer.chunks().import_flat(StateKind::kExpAvgSq, resume.exp_avg_sq);
+    replayer->import_flat(StateKind::kParams, resume.params);
+    replayer->import_flat(StateKind::kExpAvg, resume.exp_avg);
+    replayer->import_flat(StateKind::kExpAvgSq, resume.exp_avg_sq);
     step = resume.step;
     pos = resume.data_position;
     PROTWIN_CHECK(pos >= 0 && pos < data.size(), checkpoint_path(o.resume_dir), ": data position ", pos,
@@ -62,7 +63,7 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   } else {
     std::vector<at::Tensor> params = allocate_params(rp.model, at::TensorOptions().dtype(at::kFloat));
     init_params(rp.model, params, o.seed);
-    replayer.chunks().load_params(params);
+    replayer->load_params(params);
     pos = data.start_position(o.seed);
   }
 
@@ -72,9 +73,9 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
     ck.data_position = pos;
     ck.seed = o.seed;
     ck.model_spec = spec;
-    ck.params = replayer.chunks().export_flat(StateKind::kParams);
-    ck.exp_avg = replayer.chunks().export_flat(StateKind::kExpAvg);
-    ck.exp_avg_sq = replayer.chunks().export_flat(StateKind::kExpAvgSq);
+    ck.params = replayer->export_flat(StateKind::kParams);
+    ck.exp_avg = replayer->export_flat(StateKind::kExpAvg);
+    ck.exp_avg_sq = replayer->export_flat(StateKind::kExpAvgSq);
     write_checkpoint(o.checkpoint_dir, ck);
   };
 
@@ -84,11 +85,12 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   r.plan_device_high_water = rp.gpu_high_water();
   r.device_capacity = rp.gpu_capacity();
   r.compute_threads = ro.threads.compute;
+  r.device = replayer->device_name();
   while (step < o.steps) {
     at::Tensor tokens, targets;
     data.batch(pos, rp.batch, tokens, targets);
     const auto t0 = std::chrono::steady_clock::now();
-    StepResult s = replayer.step(tokens, targets, step + 1);
+    StepResult s = replayer->step(tokens, targets, step + 1);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++step;
     pos = data.next_position(pos, rp.batch);

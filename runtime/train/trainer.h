@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string checkpoint_dir;    // "" = no checkpoints
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only after the last step
   std::string resume_dir;        // "" = start from step 0
+  std::string device = "auto";   // "auto" | "cuda" | "emulated" (runtime/cuda/device.h)
 };
 
 struct TrainResult {
@@ -38,6 +39,7 @@ struct TrainResult {
   int64_t plan_device_high_water = 0;
   int64_t device_capacity = 0;
   int compute_threads = 0;
+  std::string device;            // the device that replayed the plan
   traces::Report last_report;    // measured report of the last step
 };
 
