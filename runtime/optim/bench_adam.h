@@ -19,6 +19,10 @@ struct AdamBenchResult {
   double speedup = 0;            // protwin_params_per_s / torch_params_per_s
   int64_t bytes_per_param = 28;  // what the protwin kernel reads (p, g, m, v) and writes (p, m, v)
   double dram_GBps = 0;          // bytes_per_param * params / protwin_seconds (1 GB = 1e9 B)
+  // This machine's memory bandwidth on the same threads and buffers: a STREAM-like in-place
+  // update a = 0.5 a + x (12 bytes per element, the access pattern of Adam's updates).
+  double machine_dram_GBps = 0;
+  double fraction_of_dram = 0;  // dram_GBps / machine_dram_GBps
 };
 
 // Times one Adam step (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01) of each optimizer,
