@@ -127,9 +127,14 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
 
 double HardwareCostModel::kernel_seconds(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
-  // A profile entry is keyed by the forward signature; only GEMMs have the same key both ways.
-  if (profile_ && (!backward || sig.kind == "gemm")) {
-    if (auto t = profile_(sig)) return *t;
+  // Profiles key a kernel by its forward signature; a non-GEMM kernel's backward is a different
+  // kernel, recorded as "<kind>_backward" (GEMM backward calls are GEMMs of their own shapes).
+  if (profile_) {
+    if (!backward || sig.kind == "gemm") {
+      if (auto t = profile_(sig)) return *t;
+    } else if (auto t = profile_(traces::OpSignature{sig.kind + "_backward", sig.shape, sig.dtype})) {
+      return *t;
+    }
   }
   if (sig.kind == "gemm") {
     if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);

@@ -14,7 +14,7 @@ using namespace protwin::traces;
 
 TEST_CASE("the shipped profiles are embedded and named by file stem", "[shipped]") {
   CHECK(shipped_profile_names() ==
-        std::vector<std::string>{"a100-sxm4-80gb", "a100-sxm4-80gb_kineto", "rtx3090"});
+        std::vector<std::string>{"a100-sxm4-80gb", "a100-sxm4-80gb_kineto", "host-emulated", "rtx3090"});
   CHECK(shipped_profile("rtx3090").device() == "NVIDIA GeForce RTX 3090");
   CHECK(shipped_profile("a100-sxm4-80gb").device() == "NVIDIA A100-SXM4-80GB");
   CHECK(shipped_profile("a100-sxm4-80gb_kineto").device() == "NVIDIA A100-SXM4-80GB");
@@ -23,7 +23,7 @@ TEST_CASE("the shipped profiles are embedded and named by file stem", "[shipped]
     FAIL("expected an error");
   } catch (const protwin::Error& e) {
     CHECK(std::string(e.what()) == "profile \"h100\": no such shipped profile (available: a100-sxm4-80gb, "
-                                   "a100-sxm4-80gb_kineto, rtx3090)");
+                                   "a100-sxm4-80gb_kineto, host-emulated, rtx3090)");
   }
 }
 

@@ -1,0 +1,531 @@
+// protwin calibrate: close the loop (issue 7). Chooses diverse plans for a small model under a
+// device-memory cap that forces offloading, simulates each with the profiled machine (+ op
+// profile), runs each on the runtime (`protwin-rt train` as a child process), and compares
+// iteration time, per-stream busy time and memory peaks. --fit corrects the profile's efficiency
+// factors (one scale per stream) from half of the cases and reports the held-out half separately.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "cli/calibration.h"
+#include "cli/options.h"
+#include "cli/policy_options.h"
+#include "cli/runtime_process.h"
+#include "cli/subcommand.h"
+#include "sim/engine/plan_simulator.h"
+#include "sim/policy/systems.h"
+#include "sim/search/search.h"
+#include "sim/workload/model_spec.h"
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/op_profile.h"
+#include "traces/report.h"
+
+namespace protwin::cli {
+namespace {
+
+const char* const kStreams[] = {"compute", "h2d", "d2h", "cpu_optim"};
+const char* const kPools[] = {"gpu", "pinned", "pageable"};
+
+struct CaseResult {
+  CalibrationCase c;
+  std::string dir;
+  double predicted_s = 0, measured_s = 0;
+  std::vector<double> measured_steps;                        // every step of every round
+  std::vector<double> round_s;                               // median of steps 2..N per round
+  std::string measured_report;
+  std::map<std::string, double> pred_busy, meas_busy;        // seconds per stream
+  std::map<std::string, int64_t> pred_peak, meas_peak;       // bytes per pool
+  std::string error;                                         // runtime failure, if any
+  double fitted_predicted_s = 0;
+  std::map<std::string, double> fitted_busy;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double rel(double p, double m) { return m > 0 ? (p - m) / m : 0; }
+
+// The machine with every compute, copy and optimizer rate divided by its stream's scale
+// (scale = measured / predicted busy time).
+hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& s) {
+  nlohmann::json j = base.json;
+  const double c = s.at("compute");
+  for (auto& [dtype, d] : j["gpu"]["compute"].items()) {
+    (void)dtype;
+    d["peak_tflops"] = d["peak_tflops"].get<double>() / c;
+    d["sustained_tflops"] = d["sustained_tflops"].get<double>() / c;
+    if (d.contains("gemm_curve"))
+      for (auto& y : d["gemm_curve"]["tflops"]) y = y.get<double>() / c;
+  }
+  auto& hbm = j["gpu"]["hbm"];
+  hbm["peak_GBps"] = hbm["peak_GBps"].get<double>() / c;
+  hbm["achievable_GBps"] = hbm["achievable_GBps"].get<double>() / c;
+  for (auto& y : hbm["curve"]["GBps"]) y = y.get<double>() / c;
+  j["gpu"]["launch_floor_us"] = j["gpu"]["launch_floor_us"].get<double>() * c;
+  for (const char* dir : {"h2d", "d2h"}) {
+    auto& d = j["host_link"][dir];
+    d["pinned_GBps"] = d["pinned_GBps"].get<double>() / s.at(dir);
+    d["pageable_GBps"] = d["pageable_GBps"].get<double>() / s.at(dir);
+  }
+  auto& a = j["cpu_adam"];
+  a["per_core_params_per_s"] = a["per_core_params_per_s"].get<double>() / s.at("cpu_optim");
+  // host DRAM only serves CPU Adam in the cost model; dram_efficiency must stay a fraction.
+  for (const char* k : {"dram_GBps", "dram_peak_GBps"}) j["host"][k] = j["host"][k].get<double>() / s.at("cpu_optim");
+  a["fixed_overhead_us"] = a["fixed_overhead_us"].get<double>() * s.at("cpu_optim");
+  return hw::machine_from_json(j, base.source + " (fitted)");
+}
+
+struct Simulated {
+  double iteration_s = 0;
+  std::map<std::string, double> busy;
+  std::map<std::string, int64_t> peak;
+  traces::Report report;
+  sim::CompiledPlan plan;
+};
+
+Simulated simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k) {
+  Simulated s;
+  const sim::Candidate c = sim::evaluate(w, cost, 1, k, &s.plan, &s.report);
+  PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
+  s.iteration_s = s.report.iteration.seconds();
+  for (const char* st : kStreams)
+    if (const auto* r = s.report.stream(st)) s.busy[st] = r->busy.seconds();
+  for (const char* p : kPools)
+    if (const auto* r = s.report.pool(p)) s.peak[p] = r->peak.n;
+  return s;
+}
+
+struct Metrics {
+  size_t n = 0;
+  double mape = 0, max_error = 0, spearman = 0, peak_mape = 0, host_peak_mape = 0, best_gap = 0;
+  bool best_is_best = false;
+  nlohmann::json to_json() const {
+    return {{"cases", n},
+            {"iteration_time_mape", mape},
+            {"iteration_time_max_error", max_error},
+            {"spearman", spearman},
+            {"peak_memory_mape", peak_mape},
+            {"peak_host_memory_mape", host_peak_mape},
+            {"best_predicted_is_best_measured", best_is_best},
+            {"best_predicted_measured_gap", best_gap}};
+  }
+};
+
+Metrics metrics_of(const std::vector<const CaseResult*>& cs, bool fitted) {
+  Metrics m;
+  std::vector<double> p, q, pp, qp, ph, qh;
+  auto host = [](const std::map<std::string, int64_t>& m) {
+    double s = 0;
+    for (const char* pool : {"pinned", "pageable"}) s += m.count(pool) ? static_cast<double>(m.at(pool)) : 0;
+    return s;
+  };
+  for (const auto* c : cs) {
+    ph.push_back(host(c->pred_peak));
+    qh.push_back(host(c->meas_peak));
+    p.push_back(fitted ? c->fitted_predicted_s : c->predicted_s);
+    q.push_back(c->measured_s);
+    pp.push_back(static_cast<double>(c->pred_peak.count("gpu") ? c->pred_peak.at("gpu") : 0));
+    qp.push_back(static_cast<double>(c->meas_peak.count("gpu") ? c->meas_peak.at("gpu") : 0));
+  }
+  m.n = p.size();
+  if (p.empty()) return m;
+  m.mape = mape(p, q);
+  m.max_error = max_relative_error(p, q);
+  m.spearman = spearman(p, q);
+  m.peak_mape = mape(pp, qp);
+  if (std::all_of(qh.begin(), qh.end(), [](double x) { return x > 0; })) m.host_peak_mape = mape(ph, qh);
+  const size_t bp = static_cast<size_t>(std::min_element(p.begin(), p.end()) - p.begin());
+  const size_t bm = static_cast<size_t>(std::min_element(q.begin(), q.end()) - q.begin());
+  m.best_is_best = bp == bm;
+  m.best_gap = q[bp] / q[bm] - 1;
+  return m;
+}
+
+// "compute +12.3%, pool gpu -4.0%": the streams and pools off by more than `tol`, worst first
+// (a stream only when its error is also over 2 % of the measured iteration).
+std::string diagnosis(const CaseResult& c, double tol) {
+  std::vector<std::pair<double, std::string>> off;
+  char buf[96];
+  for (const auto& [st, m] : c.meas_busy) {
+    const double p = c.pred_busy.count(st) ? c.pred_busy.at(st) : 0;
+    if (std::abs(p - m) < 0.02 * c.measured_s) continue;  // too small to matter for the iteration
+    const double e = m > 0 ? rel(p, m) : 1;
+    if (std::abs(e) > tol) {
+      std::snprintf(buf, sizeof buf, "%s %+.0f%%", st.c_str(), 100 * e);
+      off.push_back({std::abs(e), buf});
+    }
+  }
+  for (const auto& [pool, m] : c.meas_peak) {
+    const double p = static_cast<double>(c.pred_peak.count(pool) ? c.pred_peak.at(pool) : 0);
+    if (m <= 0) continue;
+    const double e = rel(p, static_cast<double>(m));
+    if (std::abs(e) > tol) {
+      std::snprintf(buf, sizeof buf, "pool %s %+.0f%%", pool.c_str(), 100 * e);
+      off.push_back({std::abs(e), buf});
+    }
+  }
+  std::sort(off.begin(), off.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string s;
+  for (const auto& o : off) s += (s.empty() ? "" : ", ") + o.second;
+  return s.empty() ? "-" : s;
+}
+
+// plots/calibration.py in the working folder or above the executable (build/<dir>/cli/protwin).
+std::string find_plot_script() {
+  const std::string rel_path = "plots/calibration.py";
+  if (::access(rel_path.c_str(), R_OK) == 0) return rel_path;
+  std::string dir = runtime_binary_path();
+  for (int up = 0; up < 5 && !dir.empty(); ++up) {
+    dir = dir.substr(0, dir.rfind('/'));
+    if (::access((dir + "/" + rel_path).c_str(), R_OK) == 0) return dir + "/" + rel_path;
+  }
+  return "";
+}
+
+void make_dir(const std::string& d) {
+  if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) PROTWIN_CHECK(false, "-o: cannot create folder ", d);
+}
+
+int run_calibrate(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
+  int cases = 12, steps = 4, threads = 2, rounds = 3;
+  int64_t batch = 4, seq = 0;
+  double link = 0.25, device_mb = 0;
+  std::string plot_script;
+  desc.add_options()
+      ("model", po::value(&model_name)->default_value(model_name), "zoo name, spec file or inline spec (gpt2 or llama family)")
+      ("cases", po::value(&cases)->default_value(cases), "number of plans to compare")
+      ("batch", po::value(&batch)->default_value(batch), "micro-batch")
+      ("seq", po::value(&seq)->default_value(0), "sequence length (0: the model's default)")
+      ("steps", po::value(&steps)->default_value(steps), "runtime steps per plan and round (the first is warm-up)")
+      ("rounds", po::value(&rounds)->default_value(rounds),
+       "runs of every plan, interleaved; the measurement is the round with the lowest median step")
+      ("link-GBps", po::value(&link)->default_value(link), "copy-worker throttle of the runtime (and the model's link rate)")
+      ("device-memory-MB", po::value(&device_mb)->default_value(0),
+       "emulated device capacity (0: 60% of the all-resident plan's peak, so every plan offloads)")
+      ("machine", po::value(&machine_name)->default_value(machine_name), "the profiled machine (name or file)")
+      ("profile", po::value(&profile_name)->default_value(profile_name),
+       "op profile: shipped name, file, or 'none' (curves only)")
+      ("reprofile", "run `protwin profile` on the selected plans' kernels first and use its machine + profile")
+      ("fit", "fit one scale per stream on half of the cases; report the held-out half")
+      ("threads", po::value(&threads)->default_value(threads), "threads for the search")
+      ("output,o", po::value(&out_dir)->default_value(out_dir), "folder for plans, reports, calibration.json and the plot")
+      ("plot", po::value(&plot_script), "plot script (default: plots/calibration.py when found)")
+      ("no-plot", "do not draw the plot")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse_options("protwin calibrate [--model gpt2-tiny] [--cases 12] [--link-GBps X] [--device-memory-MB M] "
+                     "[--fit] [--json]", desc, args, vm))
+    return 0;
+  PROTWIN_CHECK(cases >= 2, "--cases: expected at least 2, got ", cases);
+  PROTWIN_CHECK(steps >= 2, "--steps: expected at least 2 (the first is warm-up), got ", steps);
+  PROTWIN_CHECK(rounds >= 1, "--rounds: expected at least 1, got ", rounds);
+  PROTWIN_CHECK(link > 0, "--link-GBps: expected a number > 0, got ", link);
+  PROTWIN_CHECK(device_mb >= 0, "--device-memory-MB: expected a number >= 0, got ", device_mb);
+  PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
+  const std::string rt = runtime_binary_path();
+  PROTWIN_CHECK(!rt.empty(), "calibrate needs the LibTorch runtime (protwin-rt next to protwin), which was not built");
+  const bool json_out = vm.count("json") > 0;
+  const auto t_start = std::chrono::steady_clock::now();
+  make_dir(out_dir);
+  auto say = [&](const std::string& s) { if (!json_out) std::cerr << s << "\n"; };
+
+  // Model, workload (fp32, eager attention: what the runtime runs).
+  sim::WorkloadOptions wo;
+  wo.batch = batch;
+  wo.seq = seq;
+  wo.dtype = "fp32";
+  wo.flash_attention = false;
+  const sim::Workload w = sim::build_workload(sim::resolve_model(model_name), wo);
+
+  // Profile and machine.
+  std::optional<traces::OpProfile> profile;
+  auto load_profile = [&](const std::string& p) {
+    if (p == "none") return;
+    const bool file = p.find('/') != std::string::npos || (p.size() > 5 && p.substr(p.size() - 5) == ".json");
+    profile = file ? traces::OpProfile::load(p) : traces::shipped_profile(p);
+  };
+  load_profile(profile_name);
+  hw::Machine machine = hw::load_machine(machine_name);
+
+  // The capacity: the all-resident (DDP) plan's peak decides the default.
+  auto with_capacity = [&](hw::Machine m, int64_t bytes) {
+    nlohmann::json j = m.json;
+    j["gpu"]["memory_bytes"] = bytes;
+    j["gpu"]["usable_memory_bytes"] = bytes;
+    return hw::machine_from_json(j, m.source);
+  };
+  // The profiled link rate vs the one asked for: copy rates scale with the throttle.
+  auto with_link = [&](hw::Machine m) {
+    double profiled = 0;
+    if (profile && profile->provenance().contains("link_GBps")) profiled = profile->provenance()["link_GBps"].get<double>();
+    if (profiled <= 0 || std::abs(profiled - link) < 1e-9) return m;
+    nlohmann::json j = m.json;
+    for (const char* d : {"h2d", "d2h"})
+      for (const char* k : {"pinned_GBps", "pageable_GBps"})
+        j["host_link"][d][k] = j["host_link"][d][k].get<double>() * link / profiled;
+    j["host_link"]["peak_GBps"] = j["host_link"]["peak_GBps"].get<double>() * link / profiled;
+    return hw::machine_from_json(j, m.source);
+  };
+  auto make_cost = [&](const hw::Machine& m, const traces::OpProfile* prof, double compute_scale = 1) {
+    hw::ProfileLookup lookup;
+    if (prof)
+      lookup = [prof, compute_scale](const traces::OpSignature& s) -> std::optional<double> {
+        if (auto t = prof->lookup(s)) return *t * compute_scale;
+        return std::nullopt;
+      };
+    return std::make_unique<hw::HardwareCostModel>(m, lookup);
+  };
+  int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
+  if (capacity == 0) {
+    const auto cost = make_cost(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
+    sim::OffloadKnobs ddp = sim::base_knobs("ddp");
+    const sim::Candidate c = sim::evaluate(w, *cost, 1, ddp);
+    PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
+    capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
+  }
+  machine = with_link(with_capacity(machine, capacity));
+  auto cost = make_cost(machine, profile ? &*profile : nullptr);
+
+  // 1. Cases.
+  say("selecting plans (" + w.model.name + ", batch " + std::to_string(batch) + ", device " +
+      std::to_string(capacity / (1024 * 1024)) + " MiB)...");
+  CaseSelection sel = select_cases(w, *cost, cases, threads);
+  PROTWIN_CHECK(sel.cases.size() >= 2, "calibrate: only ", sel.cases.size(), " plan(s) fit under --device-memory-MB ",
+                capacity / (1024.0 * 1024), "; hint: raise it");
+  std::vector<CaseResult> results;
+  for (size_t i = 0; i < sel.cases.size(); ++i) {
+    CaseResult r;
+    r.c = sel.cases[i];
+    char d[32];
+    std::snprintf(d, sizeof d, "/case-%02zu", i);
+    r.dir = out_dir + d;
+    make_dir(r.dir);
+    const Simulated s = simulate_case(w, *cost, r.c.knobs);
+    traces::write_plan(s.plan.plan, r.dir + "/plan.json");
+    results.push_back(std::move(r));
+  }
+
+  // 2. Optional re-profile on exactly these plans' kernels.
+  if (vm.count("reprofile")) {
+    say("profiling the plans' kernels...");
+    std::vector<std::string> a = {"profile", "--only-plans", "-o", out_dir + "/machine.json", "--profile-out",
+                                  out_dir + "/profile.json", "--link-GBps", std::to_string(link), "--json"};
+    for (const auto& r : results) a.insert(a.end(), {"--plan", r.dir + "/plan.json"});
+    const ProcessResult p = run_process(rt, a, out_dir + "/runtime.log");
+    PROTWIN_CHECK(p.exit_code == 0, "calibrate: protwin-rt profile failed (exit ", p.exit_code, "); see ", out_dir,
+                  "/runtime.log");
+    profile = traces::OpProfile::load(out_dir + "/profile.json");
+    machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine.json"), capacity));
+    cost = make_cost(machine, &*profile);
+  }
+
+  // 3. Simulate each case, then run them all `rounds` times, interleaved: the machine may be shared,
+  // and a burst of load from other processes then hits one round of a case, not all of them.
+  for (auto& r : results) {
+    const Simulated s = simulate_case(w, *cost, r.c.knobs);
+    r.predicted_s = s.iteration_s;
+    r.pred_busy = s.busy;
+    r.pred_peak = s.peak;
+    traces::write_report(s.report, r.dir + "/simulated.json");
+  }
+  Progress bar("calibrating", static_cast<long>(results.size()) * rounds);
+  for (int round = 0; round < rounds; ++round) {
+    // Odd rounds run the cases backwards, so a slow drift of the load does not favour early cases.
+    for (size_t n = 0; n < results.size(); ++n) {
+      auto& r = results[round % 2 == 0 ? n : results.size() - 1 - n];
+      const std::string measured = r.dir + "/measured-r" + std::to_string(round) + ".json";
+      const ProcessResult p =
+          run_process(rt, {"train", "--plan", r.dir + "/plan.json", "--steps", std::to_string(steps), "--link-GBps",
+                           std::to_string(link), "-o", measured, "--json"},
+                      r.dir + "/runtime.log");
+      bar.tick();
+      if (p.exit_code != 0) {
+        r.error = "protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + r.dir + "/runtime.log)";
+        continue;
+      }
+      const nlohmann::json j = nlohmann::json::parse(p.out);
+      const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();
+      const double t = median(std::vector<double>(it.begin() + 1, it.end()));
+      r.round_s.push_back(t);
+      r.measured_steps.insert(r.measured_steps.end(), it.begin(), it.end());
+      if (r.measured_s > 0 && t >= r.measured_s) continue;
+      // The quietest round is the measurement.
+      r.measured_s = t;
+      r.measured_report = measured;
+      const traces::Report m = traces::read_report(measured);
+      r.meas_busy.clear();
+      for (const char* st : kStreams)
+        if (const auto* x = m.stream(st)) r.meas_busy[st] = x->busy.seconds();
+      for (const char* pl : kPools)
+        if (const auto* x = m.pool(pl)) r.meas_peak[pl] = x->peak.n;
+      r.meas_peak["gpu"] = j.at("peak_device_bytes").get<int64_t>();
+    }
+  }
+  bar.done();
+  for (auto& r : results)
+    if (!r.error.empty() && r.measured_s > 0) r.error.clear();  // a failed round is not fatal
+
+  std::vector<const CaseResult*> ok;
+  for (const auto& r : results)
+    if (r.error.empty()) ok.push_back(&r);
+  PROTWIN_CHECK(ok.size() >= 2, "calibrate: fewer than 2 plans ran on the runtime; see ", out_dir, "/case-*/runtime.log");
+  const Metrics all = metrics_of(ok, false);
+
+  // 4. --fit: per-stream scales from the even cases, evaluated on the odd ones.
+  nlohmann::json fit_json;
+  if (vm.count("fit")) {
+    std::vector<const CaseResult*> train, test;
+    for (size_t i = 0; i < ok.size(); ++i) (i % 2 == 0 ? train : test).push_back(ok[i]);
+    std::map<std::string, double> scale;
+    for (const char* st : kStreams) {
+      double p = 0, q = 0;
+      for (const auto* c : train) {
+        p += c->pred_busy.count(st) ? c->pred_busy.at(st) : 0;
+        q += c->meas_busy.count(st) ? c->meas_busy.at(st) : 0;
+      }
+      scale[st] = p > 1e-6 && q > 1e-6 ? q / p : 1.0;
+    }
+    const hw::Machine fm = scaled_machine(machine, scale);
+    const auto fcost = make_cost(fm, profile ? &*profile : nullptr, scale["compute"]);
+    for (auto& r : results) {
+      if (!r.error.empty()) continue;
+      const Simulated s = simulate_case(w, *fcost, r.c.knobs);
+      r.fitted_predicted_s = s.iteration_s;
+      r.fitted_busy = s.busy;
+    }
+    fit_json = {{"scales", scale},
+                {"train_cases", train.size()},
+                {"held_out_cases", test.size()},
+                {"train", metrics_of(train, true).to_json()},
+                {"held_out", metrics_of(test, true).to_json()},
+                {"held_out_before_fit", metrics_of(test, false).to_json()}};
+    traces::write_file_atomic(out_dir + "/machine-fitted.json", fm.json.dump(2) + "\n");
+  }
+
+  // 5. JSON, plot, table.
+  nlohmann::json jc = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json c = {{"plan", r.dir + "/plan.json"},
+                        {"label", r.c.label},
+                        {"system", r.c.system},
+                        {"knobs", r.c.knobs.to_json()},
+                        {"simulated_report", r.dir + "/simulated.json"},
+                        {"measured_report", r.measured_report},
+                        {"predicted_s", r.predicted_s},
+                        {"predicted_busy_s", r.pred_busy},
+                        {"predicted_peak_bytes", r.pred_peak},
+                        {"predicted_peak_device_bytes", r.pred_peak.count("gpu") ? r.pred_peak.at("gpu") : 0}};
+    if (!r.error.empty()) {
+      c["error"] = r.error;
+    } else {
+      c.update({{"measured_s", r.measured_s},
+                {"measured_steps_s", r.measured_steps},
+                {"measured_rounds_s", r.round_s},
+                {"measured_busy_s", r.meas_busy},
+                {"measured_peak_bytes", r.meas_peak},
+                {"measured_peak_device_bytes", r.meas_peak.at("gpu")},
+                {"iteration_error", rel(r.predicted_s, r.measured_s)},
+                {"off", diagnosis(r, 0.10)}});
+      if (!fit_json.is_null()) c["fitted_predicted_s"] = r.fitted_predicted_s;
+    }
+    jc.push_back(c);
+  }
+  nlohmann::json skipped = sel.skipped;
+  nlohmann::json out = all.to_json();
+  out.update({{"model", w.model.name},
+              {"batch", batch},
+              {"seq", w.options.seq},
+              {"link_GBps", link},
+              {"device_capacity_bytes", capacity},
+              {"machine", machine.source},
+              {"profile", profile ? (vm.count("reprofile") ? out_dir + "/profile.json" : profile_name) : "none"},
+              {"steps", steps},
+              {"rounds", rounds},
+              {"cases", jc},
+              {"skipped", skipped},
+              {"timeline_case", 0},
+              {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}});
+  if (!fit_json.is_null()) out["fit"] = fit_json;
+  const std::string json_path = out_dir + "/calibration.json";
+  traces::write_file_atomic(json_path, out.dump(2) + "\n");
+
+  if (!vm.count("no-plot")) {
+    std::string script = plot_script;
+    if (script.empty())
+      script = find_plot_script();
+    if (!script.empty()) {
+      const ProcessResult p = run_process("/usr/bin/python3", {script, json_path, "-o", out_dir + "/calibration.png"},
+                                          out_dir + "/plot.log");
+      if (p.exit_code != 0) say("plot failed (see " + out_dir + "/plot.log)");
+      else out["plot"] = out_dir + "/calibration.png";
+    }
+  }
+
+  if (json_out) {
+    print_json(out);
+    return 0;
+  }
+  std::printf("%s, batch %lld x seq %lld, device %.1f MiB, link %g GB/s; measured: %d round(s) of %d steps per plan, "
+              "the lowest round's median of steps 2..%d\n",
+              w.model.name.c_str(), static_cast<long long>(batch), static_cast<long long>(w.options.seq),
+              static_cast<double>(capacity) / (1024 * 1024), link, rounds, steps, steps);
+  std::printf("\n%-3s %-34s %9s %9s %7s %10s %10s %6s  %s\n", "#", "plan", "pred (s)", "meas (s)", "err",
+              "pred GPU", "meas GPU", "err", "off by > 10%");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (!r.error.empty()) {
+      std::printf("%-3zu %-34s %9.3f %9s  %s\n", i, r.c.label.c_str(), r.predicted_s, "-", r.error.c_str());
+      continue;
+    }
+    const double pg = static_cast<double>(r.pred_peak.count("gpu") ? r.pred_peak.at("gpu") : 0);
+    const double mg = static_cast<double>(r.meas_peak.at("gpu"));
+    std::printf("%-3zu %-34s %9.3f %9.3f %+6.1f%% %10s %10s %+5.1f%%  %s\n", i, r.c.label.substr(0, 34).c_str(),
+                r.predicted_s, r.measured_s, 100 * rel(r.predicted_s, r.measured_s),
+                human_bytes(static_cast<int64_t>(pg)).c_str(), human_bytes(static_cast<int64_t>(mg)).c_str(),
+                100 * rel(pg, mg), diagnosis(r, 0.10).c_str());
+  }
+  auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
+  std::printf("\niteration time  MAPE %.1f%% (target <= 5%%: %s), max error %.1f%% (<= 10%%: %s)\n", 100 * all.mape,
+              verdict(all.mape <= 0.05), 100 * all.max_error, verdict(all.max_error <= 0.10));
+  std::printf("ranking         Spearman %.3f (>= 0.9: %s); best predicted %s best measured, %.1f%% slower than it (<= 5%%: %s)\n",
+              all.spearman, verdict(all.spearman >= 0.9), all.best_is_best ? "is the" : "is not the",
+              100 * all.best_gap, verdict(all.best_gap <= 0.05));
+  std::printf("peak device     MAPE %.1f%% (<= 3%%: %s); peak host (pinned + pageable) MAPE %.1f%%\n",
+              100 * all.peak_mape, verdict(all.peak_mape <= 0.03), 100 * all.host_peak_mape);
+  if (!fit_json.is_null()) {
+    const auto& h = fit_json["held_out"];
+    const auto& hb = fit_json["held_out_before_fit"];
+    std::printf("fit (even cases): scales compute %.3f h2d %.3f d2h %.3f cpu_optim %.3f\n",
+                fit_json["scales"]["compute"].get<double>(), fit_json["scales"]["h2d"].get<double>(),
+                fit_json["scales"]["d2h"].get<double>(), fit_json["scales"]["cpu_optim"].get<double>());
+    std::printf("held-out (odd cases, %zu): MAPE %.1f%% -> %.1f%%, max error %.1f%% -> %.1f%%, Spearman %.3f -> %.3f\n",
+                fit_json["held_out_cases"].get<size_t>(), 100 * hb["iteration_time_mape"].get<double>(),
+                100 * h["iteration_time_mape"].get<double>(), 100 * hb["iteration_time_max_error"].get<double>(),
+                100 * h["iteration_time_max_error"].get<double>(), hb["spearman"].get<double>(), h["spearman"].get<double>());
+  }
+  for (const auto& s : sel.skipped) std::printf("skipped: %s\n", s.c_str());
+  std::printf("results: %s%s\n", json_path.c_str(), out.contains("plot") ? ("  plot: " + out["plot"].get<std::string>()).c_str() : "");
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("calibrate", "simulate and run diverse offloading plans on the runtime; compare the twin with reality",
+                   protwin::cli::run_calibrate)

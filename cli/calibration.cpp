@@ -1,0 +1,142 @@
+#include "cli/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "sim/policy/offload_compiler.h"
+#include "sim/policy/systems.h"
+#include "sim/search/search.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+
+namespace {
+void check_pair(const std::vector<double>& p, const std::vector<double>& m) {
+  PROTWIN_ASSERT(!p.empty() && p.size() == m.size(), "calibration statistics need equal, non-empty vectors");
+  for (double x : m) PROTWIN_ASSERT(x > 0, "measured values must be > 0");
+}
+}  // namespace
+
+double mape(const std::vector<double>& p, const std::vector<double>& m) {
+  check_pair(p, m);
+  double s = 0;
+  for (size_t i = 0; i < p.size(); ++i) s += std::abs(p[i] - m[i]) / m[i];
+  return s / static_cast<double>(p.size());
+}
+
+double max_relative_error(const std::vector<double>& p, const std::vector<double>& m) {
+  check_pair(p, m);
+  double s = 0;
+  for (size_t i = 0; i < p.size(); ++i) s = std::max(s, std::abs(p[i] - m[i]) / m[i]);
+  return s;
+}
+
+std::vector<double> ranks(const std::vector<double>& x) {
+  std::vector<size_t> idx(x.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+  std::vector<double> r(x.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && x[idx[j + 1]] == x[idx[i]]) ++j;
+    const double mean_rank = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = mean_rank;
+    i = j + 1;
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  PROTWIN_ASSERT(!a.empty() && a.size() == b.size(), "spearman needs equal, non-empty vectors");
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size());
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n, mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  if (saa == 0 || sbb == 0) return 0;
+  return sab / std::sqrt(saa * sbb);
+}
+
+namespace {
+
+sim::OffloadKnobs with(sim::OffloadKnobs k, void (*edit)(sim::OffloadKnobs&)) {
+  edit(k);
+  return k;
+}
+
+}  // namespace
+
+CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& cost, int count, int threads) {
+  CaseSelection out;
+  std::vector<CalibrationCase> pool;
+  auto search = [&](const std::string& system) {
+    sim::SearchOptions o;
+    o.system = system;
+    o.gpus = 1;
+    o.batch = w.options.batch;
+    o.seq = w.options.seq;
+    o.dtype = w.options.dtype;
+    o.flash_attention = w.options.flash_attention;
+    o.threads = threads;
+    return sim::search_policy(w.model, cost, o);
+  };
+  const sim::SearchResult pt = search("protrain");
+  if (pt.found) {
+    pool.push_back({"search best", pt.best.knobs, "protrain"});
+    for (size_t i = 0; i < pt.pareto.size(); ++i)
+      pool.push_back({"pareto " + std::to_string(i + 1), pt.pareto[i].knobs, "protrain"});
+  } else {
+    out.skipped.push_back("search best: protrain found no plan that fits");
+  }
+  for (const char* sys : {"deepspeed", "zero-offload", "colossalai", "fsdp", "ddp"}) {
+    const sim::SearchResult r = search(sys);
+    if (r.found) pool.push_back({std::string(sys) + " best", r.best.knobs, sys});
+    else out.skipped.push_back(std::string(sys) + " best: does not fit");
+  }
+  // Hand-picked variations around ProTrain's pick (or its defaults): each moves one knob.
+  const sim::OffloadKnobs base = pt.found ? pt.best.knobs : sim::base_knobs("protrain");
+  const int layers = static_cast<int>(w.model.layers);
+  struct Hand { std::string label; sim::OffloadKnobs k; };
+  std::vector<Hand> hand = {
+      {"hand: n_persist=0 n_buffer=2", with(base, [](sim::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 2; })},
+      {"hand: n_persist=0 n_buffer=3", with(base, [](sim::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 3; })},
+      {"hand: all swap", base},
+      {"hand: all checkpoint", base},
+      {"hand: half swap half checkpoint", base},
+      {"hand: no prefetch", with(base, [](sim::OffloadKnobs& k) { k.prefetch = false; })},
+      {"hand: adam after backward", with(base, [](sim::OffloadKnobs& k) { k.cpu_adam_overlap = false; })},
+      {"hand: no buffer reuse", with(base, [](sim::OffloadKnobs& k) { k.buffer_reuse = false; })},
+      {"hand: torch cpu adam", with(base, [](sim::OffloadKnobs& k) { k.cpu_adam_impl = "torch"; })},
+      {"hand: per-block chunks", with(base, [](sim::OffloadKnobs& k) { k.per_block_chunks = true; k.chunk_bytes = 0; })},
+      {"hand: n_persist=1 n_buffer=2 ckpt 2", with(base, [](sim::OffloadKnobs& k) { k.n_persist = 1; k.n_buffer = 2; k.n_checkpoint = 2; k.n_swap = 0; })},
+  };
+  hand[2].k.n_swap = layers, hand[2].k.n_checkpoint = 0;
+  hand[3].k.n_swap = 0, hand[3].k.n_checkpoint = layers;
+  hand[4].k.n_swap = layers / 2, hand[4].k.n_checkpoint = layers - layers / 2;
+  for (auto& h : hand) pool.push_back({h.label, h.k, "protrain"});
+
+  std::vector<std::string> seen;
+  for (const auto& c : pool) {
+    if (static_cast<int>(out.cases.size()) >= count) break;
+    const std::string key = c.knobs.to_json().dump();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      out.skipped.push_back(c.label + ": same knobs as an earlier case");
+      continue;
+    }
+    const sim::Candidate e = sim::evaluate(w, cost, 1, c.knobs);
+    if (!e.simulated) {
+      out.skipped.push_back(c.label + ": " + e.failure.substr(0, e.failure.find('\n')));
+      continue;
+    }
+    seen.push_back(key);
+    out.cases.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace protwin::cli

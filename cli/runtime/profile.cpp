@@ -1,0 +1,105 @@
+// protwin profile: micro-benchmarks on the emulated device, written as a machine file and an op
+// profile (provenance measured) for the simulator's hardware cost model (DESIGN §5, issue 7).
+#include <cstdio>
+#include <iostream>
+
+#include "cli/options.h"
+#include "cli/subcommand.h"
+#include "runtime/profile/profiler.h"
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/plan.h"
+
+namespace protwin::cli {
+namespace {
+
+int run_profile(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  std::string machine_out = "hwmodels/machines/host-emulated.json", profile_out, name = "host-emulated";
+  std::vector<std::string> plans;
+  rt::ProfileOptions o;
+  desc.add_options()
+      ("output,o", po::value(&machine_out)->default_value(machine_out), "machine file to write (protwin.machine)")
+      ("profile-out", po::value(&profile_out),
+       "op profile to write (protwin.profile; default: traces/profiles/<name>.json next to the machine's repo, "
+       "or <output>.profile.json)")
+      ("name", po::value(&name)->default_value(name), "machine name written into the file")
+      ("plan", po::value(&plans)->composing(), "also time every kernel of this plan (repeatable)")
+      ("only-plans", "time only the plans' kernels, not the zoo's small models")
+      ("link-GBps", po::value(&o.link_gbps)->default_value(o.link_gbps),
+       "copy-worker throttle (as protwin train --link-GBps)")
+      ("compute-threads", po::value(&o.compute_threads)->default_value(0),
+       "ATen threads for the ops (0: the runtime's split for an offloading plan)")
+      ("min-seconds", po::value(&o.min_seconds)->default_value(o.min_seconds, "0.06"), "time per op (over all rounds)")
+      ("rounds", po::value(&o.rounds)->default_value(o.rounds), "passes over all ops (spreads load bursts of other processes)")
+      ("json", "print a JSON summary");
+  po::variables_map vm;
+  if (!parse_options("protwin profile [-o machine.json] [--profile-out profile.json] [--plan P ...] "
+                     "[--link-GBps X] [--json]", desc, args, vm))
+    return 0;
+  PROTWIN_CHECK(o.link_gbps >= 0, "--link-GBps: expected a number >= 0, got ", o.link_gbps);
+  PROTWIN_CHECK(o.min_seconds > 0, "--min-seconds: expected a number > 0, got ", o.min_seconds);
+  if (profile_out.empty()) {
+    const std::string suffix = "hwmodels/machines/" + name + ".json";
+    if (machine_out.size() >= suffix.size() && machine_out.compare(machine_out.size() - suffix.size(), suffix.size(), suffix) == 0)
+      profile_out = machine_out.substr(0, machine_out.size() - suffix.size()) + "traces/profiles/" + name + ".json";
+    else
+      profile_out = machine_out.substr(0, machine_out.rfind(".json")) + ".profile.json";
+  }
+  std::vector<traces::OpSignature> sigs;
+  if (!vm.count("only-plans"))
+    for (const auto& m : rt::default_profile_models()) rt::merge_signatures(sigs, rt::model_signatures(m));
+  for (const auto& p : plans) rt::merge_signatures(sigs, rt::plan_signatures(traces::read_plan(p)));
+  PROTWIN_CHECK(!sigs.empty(), "--only-plans: no --plan given, nothing to time");
+  rt::merge_signatures(sigs, rt::backward_signatures(sigs));
+  o.signatures = sigs;
+  PROTWIN_CHECK(o.rounds >= 1, "--rounds: expected at least 1, got ", o.rounds);
+  Progress bar("profile", o.rounds + 5);
+  o.progress = [&](long, long) { bar.tick(); };
+  const rt::ProfileResult r = rt::run_profile(o);
+  bar.done();
+  const nlohmann::json machine = rt::machine_json(r.host, name);
+  traces::write_file_atomic(machine_out, machine.dump(2) + "\n");
+  r.profile.save(profile_out);
+  const auto& h = r.host;
+  if (vm.count("json")) {
+    print_json({{"machine", machine_out},
+                {"profile", profile_out},
+                {"ops", r.profile.size()},
+                {"compute_threads", h.compute_threads},
+                {"sustained_tflops", machine["gpu"]["compute"]["fp32"]["sustained_tflops"]},
+                {"memory_GBps", machine["gpu"]["hbm"]["achievable_GBps"]},
+                {"dram_GBps", h.dram_GBps},
+                {"h2d_GBps", h.h2d_GBps},
+                {"d2h_GBps", h.d2h_GBps},
+                {"copy_latency_us", h.h2d_latency_us},
+                {"duplex_fraction", h.duplex_fraction},
+                {"cpu_adam_params_per_s_1_thread", h.adam_params_per_s_1t},
+                {"cpu_adam_params_per_s_all_cores", h.adam_params_per_s_all},
+                {"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
+                {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
+                {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
+                {"adam_slowdown_with_compute", h.adam_slowdown_with_compute}});
+    return 0;
+  }
+  std::printf("profiled %zu ops with %d compute thread(s) on %s\n", r.profile.size(), h.compute_threads, h.cpu.c_str());
+  std::printf("  GEMM fp32          %.1f GFLOPS sustained (largest GEMM)\n",
+              machine["gpu"]["compute"]["fp32"]["sustained_tflops"].get<double>() * 1e3);
+  std::printf("  memory-bound ops   %.2f GB/s (compute threads), DRAM %.2f GB/s (all cores)\n",
+              machine["gpu"]["hbm"]["achievable_GBps"].get<double>(), h.dram_GBps);
+  std::printf("  copies             h2d %.3f GB/s, d2h %.3f GB/s at --link-GBps %g; latency %.1f us; duplex %.2f\n",
+              h.h2d_GBps, h.d2h_GBps, o.link_gbps, h.h2d_latency_us, h.duplex_fraction);
+  std::printf("  CPU Adam           %.3g params/s (1 thread), %.3g params/s (%d cores)\n", h.adam_params_per_s_1t,
+              h.adam_params_per_s_all, h.cores);
+  std::printf("  contention         GEMM x%.2f beside copies, x%.2f beside CPU Adam; copy x%.2f, Adam x%.2f beside compute\n",
+              h.compute_slowdown_with_copies, h.compute_slowdown_with_adam, h.copy_slowdown_with_compute,
+              h.adam_slowdown_with_compute);
+  std::printf("machine: %s\nprofile: %s\n", machine_out.c_str(), profile_out.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("profile", "measure the emulated device's ops, copies and CPU Adam into a machine file and an op profile",
+                   protwin::cli::run_profile)

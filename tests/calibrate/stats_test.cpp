@@ -1,0 +1,35 @@
+// Oracles: closed forms of MAPE, max relative error and Spearman's rho (1 - 6 sum d^2 / (n(n^2-1))
+// without ties; mean ranks with ties).
+#include <catch2/catch.hpp>
+
+#include "cli/calibration.h"
+
+using namespace protwin::cli;
+
+TEST_CASE("MAPE and max error are the closed forms") {
+  CHECK(mape({110, 90}, {100, 100}) == Approx(0.10));
+  CHECK(mape({1.5, 2.0, 3.0}, {1.0, 2.0, 4.0}) == Approx((0.5 + 0.0 + 0.25) / 3));
+  CHECK(max_relative_error({105, 80}, {100, 100}) == Approx(0.20));
+  CHECK(mape({3, 4}, {3, 4}) == 0.0);
+}
+
+TEST_CASE("ranks give ties their mean rank") {
+  CHECK(ranks({10, 30, 20}) == std::vector<double>{1, 3, 2});
+  CHECK(ranks({1, 2, 2, 3}) == std::vector<double>{1, 2.5, 2.5, 4});
+  CHECK(ranks({5, 5, 5}) == std::vector<double>{2, 2, 2});
+}
+
+TEST_CASE("Spearman matches 1 - 6 sum d^2 / (n (n^2 - 1)) without ties") {
+  // d = {1, 1, 1, 1, 0}: 1 - 6*4 / (5*24) = 0.8
+  CHECK(spearman({1, 2, 3, 4, 5}, {2, 1, 4, 3, 5}) == Approx(0.8));
+  CHECK(spearman({1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}) == Approx(1.0));
+  CHECK(spearman({1, 2, 3, 4, 5}, {5, 4, 3, 2, 1}) == Approx(-1.0));
+  // Monotone but not linear: ranks only.
+  CHECK(spearman({0.1, 0.2, 0.3, 0.4}, {1, 10, 100, 1000}) == Approx(1.0));
+}
+
+TEST_CASE("Spearman with ties is the Pearson correlation of mean ranks") {
+  // ranks a = {1, 2.5, 2.5, 4}, b = {1, 2, 3, 4}: cov = 4.5 / 4... rho = 4.5 / sqrt(4.5 * 5)
+  CHECK(spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(4.5 / std::sqrt(4.5 * 5.0)));
+  CHECK(spearman({1, 1, 1}, {1, 2, 3}) == 0.0);  // a constant side has no rank order
+}
