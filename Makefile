@@ -40,7 +40,9 @@ test: build
 
 # The demo: ProTrain against the baselines for GPT-2 10B on ProTrain's 4 x RTX 3090 server (each
 # system searched at its best knobs and batch size), a Chrome trace of ProTrain's best plan, and the
-# example offload plan validated and simulated.
+# example offload plan validated and simulated; then this machine profiled and three plans of a
+# small model simulated and run for real on the runtime, predicted against measured (on a quiet
+# machine: the profile and the measurements are wall-clock).
 demo: build
 	@mkdir -p $(OUT)
 	$(PROTWIN) compare --model gpt2-10b --machine rtx3090-server --gpus 4 \
@@ -49,6 +51,10 @@ demo: build
 	$(PROTWIN) validate --plan examples/prefetch_pipeline.plan.json
 	$(PROTWIN) simulate --plan examples/prefetch_pipeline.plan.json --rates examples/rates.json \
 	  -o $(OUT)/report.json --chrome-trace $(OUT)/trace.json
+	@echo "== closing the loop: profile this machine, then simulate and really run plans of gpt2-tiny"
+	$(PROTWIN) profile -o $(OUT)/host-emulated.json --profile-out $(OUT)/host-emulated.profile.json
+	$(PROTWIN) calibrate --model gpt2-tiny --cases 3 --rounds 1 --machine $(OUT)/host-emulated.json \
+	  --profile $(OUT)/host-emulated.profile.json -o $(OUT)/calibration
 	@echo "demo outputs in $(OUT)/ (open the *.trace.json files in ui.perfetto.dev)"
 
 clean-build:
