@@ -5,7 +5,7 @@
 #include "traces/error.h"
 
 #ifdef PROTWIN_WITH_CUDA
-#include "runtime/cuda/cuda_replayer.h"
+#include "runtime/cuda/cuda_device_ops.h"
 #endif
 
 namespace protwin::rt {
@@ -41,7 +41,7 @@ const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::kCuda
 std::unique_ptr<Replayer> make_replayer(const RuntimePlan& rp, const ReplayOptions& options, DeviceKind kind) {
   if (kind == DeviceKind::kEmulated) return std::make_unique<PlanReplayer>(rp, options);
 #ifdef PROTWIN_WITH_CUDA
-  return std::make_unique<CudaReplayer>(rp, options);
+  return std::make_unique<PlanReplayer>(rp, options, std::make_unique<CudaDevice>(rp));
 #else
   (void)rp;
   (void)options;

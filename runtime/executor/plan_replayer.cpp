@@ -9,14 +9,17 @@
 namespace protwin::rt {
 
 PlanReplayer::PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options)
+    : PlanReplayer(rp, options, std::make_unique<EmulatedDevice>(options.link_gbps, options.threads.compute)) {
+  options_.threads.apply();
+}
+
+PlanReplayer::PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options, std::unique_ptr<DeviceOps> device)
     : rp_(rp),
       options_(options),
-      chunks_(rp.model, rp.chunks),
-      acts_(rp.model.layers),
-      h2d_(options.link_gbps),
-      d2h_(options.link_gbps),
+      device_(std::move(device)),
+      chunks_(rp.model, rp.chunks, *device_),
+      acts_(rp.model.layers, *device_),
       executor_(rp.plan) {
-  options_.threads.apply();
   for (const traces::TensorSpec& t : rp.plan.tensors) {
     if (t.kind != traces::TensorKind::kBuffer) continue;
     int c = -1;
@@ -33,6 +36,10 @@ void PlanReplayer::bind(int64_t block, bool with_grads, ModelWeights& w, ModelWe
 }
 
 void PlanReplayer::run(const traces::Op& op) {
+  device_->run_op(op, [&] { run_semantics(op); });
+}
+
+void PlanReplayer::run_semantics(const traces::Op& op) {
   const ModelConfig& cfg = rp_.model;
   const std::string& k = op.kind;
   const int64_t blk = op.block;
@@ -79,14 +86,14 @@ void PlanReplayer::run(const traces::Op& op) {
   } else if (k == "h2d" || k == "d2h") {
     const std::string what = op.attrs["what"].get<std::string>();
     if (what == "activation") {
-      if (k == "h2d") acts_.swap_in(blk - 1, h2d_);
-      else acts_.swap_out(blk - 1, d2h_);
+      if (k == "h2d") acts_.swap_in(blk - 1);
+      else acts_.swap_out(blk - 1);
     } else if (what == "param_chunk") {
-      chunks_.upload(op.chunk, h2d_);
+      chunks_.upload(op.chunk);
     } else if (what == "updated_params") {
-      chunks_.upload_updated(op.chunk, h2d_);
+      chunks_.upload_updated(op.chunk);
     } else {  // grad_chunk, partial_grad_chunk
-      chunks_.offload_grad(op.chunk, d2h_);
+      chunks_.offload_grad(op.chunk);
     }
   } else if (k == "adam_cpu") {
     const bool simd = !(op.attrs.is_object() && op.attrs.value("impl", std::string("simd")) == "torch");
@@ -101,24 +108,25 @@ void PlanReplayer::run(const traces::Op& op) {
 StepResult PlanReplayer::step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step) {
   PROTWIN_CHECK(tokens.dim() == 2 && tokens.size(0) == rp_.batch && tokens.size(1) == rp_.seq,
                 "runtime step: tokens must be [", rp_.batch, ", ", rp_.seq, "] (the plan's batch and seq)");
-  tokens_ = tokens;
-  targets_ = targets;
+  device_->begin_iteration();  // every stream idle: last iteration's work is done
+  tokens_ = device_->to_compute(tokens);
+  targets_ = device_->to_compute(targets);
   adam_step_ = adam_step;
   chunks_.begin_iteration();
   acts_.clear();
   PoolLedger ledger(rp_.plan.pools);
   StepResult r;
   r.report = executor_.run(*this, ledger);
+  device_->finish_iteration(r.report);
   PROTWIN_ASSERT(loss_.defined(), "the plan ran no head forward");
   r.loss = loss_.item<double>();
-  loss_ = x_ = dx_ = at::Tensor();
+  loss_ = x_ = dx_ = tokens_ = targets_ = at::Tensor();
   r.peak_device_bytes = ledger.peak("gpu");
   r.peak_host_bytes = ledger.host_peak();
   nlohmann::json meta = rp_.plan.meta;
   meta["source"] = "runtime";
   meta["plan"] = rp_.source;
-  meta["compute_threads"] = options_.threads.compute;
-  meta["link_GBps"] = options_.link_gbps;
+  device_->describe(meta);
   meta["adam_step"] = adam_step;
   r.report.meta = meta;
   return r;

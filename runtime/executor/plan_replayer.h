@@ -1,15 +1,19 @@
-// PlanReplayer: what each plan op does on the emulated device (the OpRunner of PlanExecutor).
+// PlanReplayer: what each plan op does (the OpRunner of PlanExecutor), on every device.
 //   forward/backward/recompute  the block's explicit forward/backward (runtime/model), weights and
 //                               gradients bound as views into the chunks currently on the device
-//   h2d param_chunk / d2h grad  chunk store upload / gradient offload (throttled memcpy)
+//   h2d param_chunk / d2h grad  chunk store upload / gradient offload
 //   h2d/d2h activation          activation store swap in / out
 //   adam_cpu / adam_device      chunk store optimizer steps
 // Buffers the plan releases at the end of a forward run (a mem effect freeing "chunk<c>.buffer")
-// are dropped then. Runtime header: includes ATen.
+// are dropped then. What differs per device (allocation, copies, streams and events, device
+// Adam) is a DeviceOps (runtime/memory/copy_engine.h): EmulatedDevice there (throttled memcpy,
+// ops synchronous on their worker), CudaDevice in runtime/cuda/cuda_device_ops.h.
+// Runtime header: includes ATen.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -38,9 +42,9 @@ struct StepResult {
   int64_t peak_host_bytes = 0;
 };
 
-// The device seam: what the training loop drives, whichever device replays the plan. The
-// emulated device is PlanReplayer below; the CUDA device is runtime/cuda/cuda_replayer.h (compiled
-// only with a CUDA LibTorch). runtime/cuda/device.h picks one (make_replayer).
+// The device seam: what the training loop drives, whichever device replays the plan. Both
+// devices are PlanReplayer below, with their DeviceOps; runtime/cuda/device.h picks one
+// (make_replayer).
 class Replayer {
  public:
   virtual ~Replayer() = default;
@@ -56,8 +60,10 @@ class Replayer {
 
 class PlanReplayer : public OpRunner, public Replayer {
  public:
-  // `rp` must outlive the replayer. Applies the thread split.
+  // The emulated device. `rp` must outlive the replayer. Applies the thread split.
   PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options);
+  // Another device (runtime/cuda). The thread split is not applied (compute is the device's).
+  PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options, std::unique_ptr<DeviceOps> device);
 
   ChunkStore& chunks() { return chunks_; }
   const RuntimePlan& plan() const { return rp_; }
@@ -66,18 +72,19 @@ class PlanReplayer : public OpRunner, public Replayer {
   at::Tensor export_flat(StateKind kind) const override { return chunks_.export_flat(kind); }
   void import_flat(StateKind kind, const at::Tensor& flat) override { chunks_.import_flat(kind, flat); }
   void load_params(const std::vector<at::Tensor>& params) override { chunks_.load_params(params); }
-  const char* device_name() const override { return "emulated"; }
+  const char* device_name() const override { return device_->name(); }
 
   void run(const traces::Op& op) override;
 
  private:
+  void run_semantics(const traces::Op& op);
   void bind(int64_t block, bool with_grads, ModelWeights& w, ModelWeights& g);
 
   const RuntimePlan& rp_;
   ReplayOptions options_;
+  std::unique_ptr<DeviceOps> device_;  // outlives the stores
   ChunkStore chunks_;
   ActivationStore acts_;
-  CopyEngine h2d_, d2h_;
   PlanExecutor executor_;
   std::map<int, int> buffer_chunk_;  // plan tensor id of "chunk<c>.buffer" -> c
 

@@ -6,18 +6,8 @@
 
 namespace protwin::rt {
 
-namespace {
-// A contiguous copy of `t` made over `link` (a strided view is packed first, by the same worker).
-at::Tensor copy_over(const at::Tensor& t, CopyEngine& link) {
-  at::Tensor src = t.is_contiguous() ? t : t.contiguous();
-  at::Tensor dst = at::empty(src.sizes(), src.options());
-  link.copy(dst.data_ptr(), src.data_ptr(), src.nbytes());
-  return dst;
-}
-}  // namespace
-
-ActivationStore::ActivationStore(int64_t layers)
-    : device_(static_cast<size_t>(layers)), host_(static_cast<size_t>(layers)) {}
+ActivationStore::ActivationStore(int64_t layers, DeviceOps& device)
+    : dev_(device), device_(static_cast<size_t>(layers)), host_(static_cast<size_t>(layers)) {}
 
 void ActivationStore::keep_input_only(int64_t layer) {
   LayerActs& a = device(layer);
@@ -26,22 +16,34 @@ void ActivationStore::keep_input_only(int64_t layer) {
   a.input = input;
 }
 
-void ActivationStore::swap_out(int64_t layer, CopyEngine& link) {
+void ActivationStore::swap_out(int64_t layer) {
   LayerActs& d = device(layer);
   PROTWIN_ASSERT(d.act.defined(), "swap-out of layer ", layer, " before its forward");
   LayerActs h = d;  // same defined fields; each replaced by a host copy below
-  for (at::Tensor* t : h.tensors()) *t = copy_over(*t, link);
+  for (at::Tensor* t : h.tensors()) {
+    const at::Tensor src = t->is_contiguous() ? *t : t->contiguous();  // packed by this op
+    dev_.used_here(src);
+    at::Tensor dst = dev_.host_empty(src.sizes(), src.scalar_type());
+    dev_.copy(dst, src, Link::kD2H);
+    *t = dst;
+  }
+  for (at::Tensor* t : d.tensors()) dev_.used_here(*t);  // freed only after the copies
   host_[static_cast<size_t>(layer)] = std::move(h);
   d = LayerActs{};
 }
 
-void ActivationStore::swap_in(int64_t layer, CopyEngine& link) {
+void ActivationStore::swap_in(int64_t layer) {
   LayerActs& h = host_.at(static_cast<size_t>(layer));
   PROTWIN_ASSERT(h.act.defined(), "swap-in of layer ", layer, " that was not swapped out");
   LayerActs d = h;
-  for (at::Tensor* t : d.tensors()) *t = copy_over(*t, link);
+  for (at::Tensor* t : d.tensors()) {
+    at::Tensor dst = dev_.device_empty(t->sizes(), t->scalar_type());
+    dev_.copy(dst, *t, Link::kH2D);
+    dev_.used_by_compute(dst);  // read by backward
+    *t = dst;
+  }
   device(layer) = std::move(d);
-  h = LayerActs{};
+  h = LayerActs{};  // pinned blocks are reused only after the copies (CUDA's host allocator)
 }
 
 void ActivationStore::drop(int64_t layer) { device(layer) = LayerActs{}; }

@@ -7,14 +7,8 @@
 
 namespace protwin::rt {
 
-namespace {
-at::Tensor zeros(int64_t n) { return at::zeros({n}, at::TensorOptions().dtype(at::kFloat)); }
-at::Tensor empty(int64_t n) { return at::empty({n}, at::TensorOptions().dtype(at::kFloat)); }
-size_t nbytes(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); }
-}  // namespace
-
-ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout)
-    : cfg_(cfg), specs_(param_specs(cfg)), layout_(std::move(layout)) {
+ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device)
+    : cfg_(cfg), specs_(param_specs(cfg)), layout_(std::move(layout)), device_(device) {
   PROTWIN_ASSERT(layout_.slots.size() == specs_.size(), "chunk layout has ", layout_.slots.size(),
                  " slots for ", specs_.size(), " parameters");
   const size_t n = layout_.chunk_numel.size();
@@ -25,19 +19,20 @@ ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout)
     Chunk& ch = chunks_[c];
     const int64_t e = layout_.chunk_numel[c];
     if (layout_.device_resident[c]) {
-      ch.dev_params = zeros(e);
-      ch.dev_grad = zeros(e);
+      ch.dev_params = device_.device_zeros(e);
+      ch.dev_grad = device_.device_zeros(e);
     }
     if (layout_.device_optimizer[c]) {
-      ch.dev_m = zeros(e);
-      ch.dev_v = zeros(e);
+      ch.dev_m = device_.device_zeros(e);
+      ch.dev_v = device_.device_zeros(e);
     } else {
-      ch.host_params = zeros(e);
-      ch.host_grad = zeros(e);
-      ch.host_m = zeros(e);
-      ch.host_v = zeros(e);
+      ch.host_params = device_.host_zeros(e);
+      ch.host_grad = device_.host_zeros(e);
+      ch.host_m = device_.host_zeros(e);
+      ch.host_v = device_.host_zeros(e);
     }
   }
+  device_.synchronize();
 }
 
 bool ChunkStore::host_owned(int c) const { return !layout_.device_optimizer[static_cast<size_t>(c)]; }
@@ -59,8 +54,9 @@ const at::Tensor& ChunkStore::state(int c, StateKind kind) const {
 }
 
 at::Tensor ChunkStore::export_flat(StateKind kind) const {
+  device_.synchronize();  // host-side reads see every queued copy and kernel
   std::vector<at::Tensor> parts;
-  for (const ParamSlot& s : layout_.slots) parts.push_back(state(s.chunk, kind).narrow(0, s.offset, s.numel));
+  for (const ParamSlot& s : layout_.slots) parts.push_back(state(s.chunk, kind).narrow(0, s.offset, s.numel).cpu());
   return at::cat(parts);
 }
 
@@ -69,6 +65,7 @@ void ChunkStore::import_flat(StateKind kind, const at::Tensor& flat) {
   for (const ParamSlot& s : layout_.slots) total += s.numel;
   PROTWIN_CHECK(flat.dim() == 1 && flat.numel() == total && flat.scalar_type() == at::kFloat,
                 "runtime chunk store: expected ", total, " fp32 values, got ", flat.numel());
+  device_.synchronize();
   int64_t off = 0;
   for (const ParamSlot& s : layout_.slots) {
     at::Tensor dst = state(s.chunk, kind);  // handle to the chunk's storage
@@ -81,17 +78,19 @@ void ChunkStore::import_flat(StateKind kind, const at::Tensor& flat) {
       if (layout_.device_resident[c] && host_owned(static_cast<int>(c)))
         chunks_[c].dev_params.copy_(chunks_[c].host_params);
   }
+  device_.synchronize();
 }
 
 void ChunkStore::load_params(const std::vector<at::Tensor>& params) {
   PROTWIN_CHECK(params.size() == specs_.size(), "runtime chunk store: got ", params.size(),
                 " parameters, the model has ", specs_.size());
   std::vector<at::Tensor> flat;
-  for (const at::Tensor& p : params) flat.push_back(p.reshape({-1}).to(at::kFloat));
+  for (const at::Tensor& p : params) flat.push_back(p.reshape({-1}).to(at::kFloat).cpu());
   import_flat(StateKind::kParams, at::cat(flat));
   for (Chunk& ch : chunks_)
     for (at::Tensor* t : {&ch.host_m, &ch.host_v, &ch.dev_m, &ch.dev_v})
       if (t->defined()) t->zero_();
+  device_.synchronize();
 }
 
 at::Tensor ChunkStore::device_params_locked(int c) const {
@@ -100,23 +99,24 @@ at::Tensor ChunkStore::device_params_locked(int c) const {
   return ch.buffers.empty() ? at::Tensor() : ch.buffers.back();
 }
 
-void ChunkStore::upload(int c, CopyEngine& link) {
+void ChunkStore::upload(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(!layout_.device_resident[static_cast<size_t>(c)], "upload of persistent chunk ", c);
-  at::Tensor buf = empty(layout_.chunk_numel[static_cast<size_t>(c)]);
-  link.copy(buf.data_ptr(), ch.host_params.data_ptr(), nbytes(buf));
+  at::Tensor buf = device_.device_empty({layout_.chunk_numel[static_cast<size_t>(c)]}, at::kFloat);
+  device_.copy(buf, ch.host_params, Link::kH2D);
+  device_.used_by_compute(buf);  // read by forward/backward
   std::lock_guard<std::mutex> lock(mu_);
   ch.buffers.push_back(buf);
 }
 
-void ChunkStore::upload_updated(int c, CopyEngine& link) {
+void ChunkStore::upload_updated(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(ch.dev_params.defined() && ch.host_params.defined(), "updated_params of chunk ", c,
                  " without a device and a host copy");
-  link.copy(ch.dev_params.data_ptr(), ch.host_params.data_ptr(), nbytes(ch.dev_params));
+  device_.copy(ch.dev_params, ch.host_params, Link::kH2D);
 }
 
-void ChunkStore::offload_grad(int c, CopyEngine& link) {
+void ChunkStore::offload_grad(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(host_owned(c), "gradient offload of chunk ", c, " whose optimizer is on the device");
   at::Tensor grad;
@@ -125,19 +125,23 @@ void ChunkStore::offload_grad(int c, CopyEngine& link) {
     grad = ch.dev_grad;
   }
   PROTWIN_ASSERT(grad.defined(), "gradient offload of chunk ", c, " that has no gradient");
+  device_.used_here(grad);  // allocated for compute, read by this copy
   if (!ch.host_grad_valid) {
-    link.copy(ch.host_grad.data_ptr(), grad.data_ptr(), nbytes(ch.host_grad));
+    device_.copy(ch.host_grad, grad, Link::kD2H);
     ch.host_grad_valid = true;
   } else {
-    at::Tensor staging = empty(ch.host_grad.numel());
-    link.copy(staging.data_ptr(), grad.data_ptr(), nbytes(staging));
+    // A tied gradient arriving in pieces: summed on the host once its bytes are there.
+    at::Tensor staging = device_.host_empty({ch.host_grad.numel()}, at::kFloat);
+    device_.copy(staging, grad, Link::kD2H);
+    device_.wait_copies();
     ch.host_grad.add_(staging);
   }
   if (layout_.device_resident[static_cast<size_t>(c)]) {
-    grad.zero_();
+    grad.zero_();  // after the copy (same stream)
   } else {
     std::lock_guard<std::mutex> lock(mu_);
     PROTWIN_ASSERT(!ch.buffers.empty(), "gradient offload of chunk ", c, " that is in no buffer");
+    device_.used_here(ch.buffers.front());
     ch.buffers.pop_front();
     ch.dev_grad = at::Tensor();
   }
@@ -148,7 +152,7 @@ void ChunkStore::release_buffer(int c) {
   PROTWIN_ASSERT(!layout_.device_resident[static_cast<size_t>(c)], "release of persistent chunk ", c);
   std::lock_guard<std::mutex> lock(mu_);
   PROTWIN_ASSERT(!ch.buffers.empty(), "release of chunk ", c, " that is in no buffer");
-  ch.buffers.pop_front();
+  ch.buffers.pop_front();  // freed after the compute stream's queued work (used_by_compute at upload)
 }
 
 bool ChunkStore::on_device(int c) const {
@@ -169,7 +173,7 @@ void ChunkStore::block_views(int64_t block, std::vector<at::Tensor>& params,
                    ") is not on the device");
     params[i] = dev.narrow(0, s.offset, s.numel).view(specs_[i].shape);
     if (with_grads) {
-      if (!ch.dev_grad.defined()) ch.dev_grad = zeros(dev.numel());
+      if (!ch.dev_grad.defined()) ch.dev_grad = device_.device_zeros(dev.numel());
       grads[i] = ch.dev_grad.narrow(0, s.offset, s.numel).view(specs_[i].shape);
     }
   };
@@ -182,6 +186,7 @@ void ChunkStore::adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(host_owned(c) && ch.host_grad_valid, "CPU Adam on chunk ", c,
                  " before its gradient was offloaded");
+  // The host gradient is complete: the op's deps include the offload's end.
   if (simd) {
     adam_step_cpu(cfg, step,
                   AdamBuffers{ch.host_params.data_ptr<float>(), ch.host_grad.data_ptr<float>(),
@@ -197,12 +202,7 @@ void ChunkStore::adam_device(int c, const AdamConfig& cfg, int64_t step, int thr
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(layout_.device_optimizer[static_cast<size_t>(c)], "device Adam on chunk ", c,
                  " whose optimizer state is on the host");
-  // The emulated device is the CPU: its fused Adam kernel is the SIMD one (CUDA would use
-  // adam_step_device). Same kernel as CPU Adam, so offloading does not change the arithmetic.
-  adam_step_cpu(cfg, step,
-                AdamBuffers{ch.dev_params.data_ptr<float>(), ch.dev_grad.data_ptr<float>(),
-                            ch.dev_m.data_ptr<float>(), ch.dev_v.data_ptr<float>(), ch.dev_params.numel()},
-                threads);
+  device_.adam(cfg, step, ch.dev_params, ch.dev_grad, ch.dev_m, ch.dev_v, threads);
   ch.dev_grad.zero_();
 }
 

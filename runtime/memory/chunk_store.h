@@ -8,6 +8,8 @@
 //   (ZeRO-Offload)                  (updated_params h2d brings the master back up)
 //   non-persistent                  host: master params (pinned shard), grad (pinned), m, v
 //                                   device: a buffer (+ its gradient) between fetch and release
+// One store for every device: allocation, copies and stream bookkeeping go through DeviceOps
+// (copy_engine.h), so the emulated device and CUDA share these semantics.
 // Runtime header: includes ATen.
 #pragma once
 
@@ -42,26 +44,29 @@ enum class StateKind { kParams, kExpAvg, kExpAvgSq };
 
 class ChunkStore {
  public:
-  ChunkStore(const ModelConfig& cfg, ChunkLayout layout);
+  // `device` must outlive the store.
+  ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device);
 
   const ChunkLayout& layout() const { return layout_; }
   int chunks() const { return static_cast<int>(layout_.chunk_numel.size()); }
 
-  // States as one flat fp32 tensor in param_specs order (a copy; for checkpoints and tests).
+  // States as one flat CPU fp32 tensor in param_specs order (a copy; for checkpoints and tests).
+  // These synchronize the device.
   at::Tensor export_flat(StateKind kind) const;
   void import_flat(StateKind kind, const at::Tensor& flat);
   // Convenience: weights given per parameter (param_specs order); Adam states zeroed.
   void load_params(const std::vector<at::Tensor>& params);
 
   // ---- device side (called by the replayer's stream workers; the plan's deps order them) ----
+  // Each issues its copies and kernels as the calling op (on its stream, for CUDA).
   // h2d param_chunk: a fresh device buffer filled from the host master.
-  void upload(int c, CopyEngine& link);
+  void upload(int c);
   // h2d updated_params (ZeRO-Offload): the persistent device copy refreshed from the host master.
-  void upload_updated(int c, CopyEngine& link);
+  void upload_updated(int c);
   // d2h grad_chunk / partial_grad_chunk: host grad = device grad (first offload of the iteration)
   // or += (a tied parameter's gradient arriving in pieces). A buffer is freed; a persistent
   // chunk's device grad is zeroed for the next iteration.
-  void offload_grad(int c, CopyEngine& link);
+  void offload_grad(int c);
   // A buffer dropped without offloading (end of a forward run): the oldest one of the chunk.
   // A plan may fetch a chunk again before the previous buffer of it is released (both hold the
   // same values: the master changes only after the chunk's gradient is offloaded).
@@ -77,14 +82,14 @@ class ChunkStore {
   // ---- optimizer ----
   // adam_cpu: the host shard; impl "simd" (cpu_adam.h) or "torch" (ATen ops, device_adam.h).
   void adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd, int threads);
-  // adam_device: a persistent chunk on the device; then its gradient is zeroed.
+  // adam_device: a persistent chunk on the device (DeviceOps::adam); then its gradient is zeroed.
   void adam_device(int c, const AdamConfig& cfg, int64_t step, int threads);
 
   void begin_iteration();
 
  private:
   struct Chunk {
-    at::Tensor host_params, host_grad, host_m, host_v;
+    at::Tensor host_params, host_grad, host_m, host_v;  // pinned on CUDA
     at::Tensor dev_params, dev_grad, dev_m, dev_v;  // dev_params: persistent chunks only
     std::deque<at::Tensor> buffers;                 // non-persistent: live device buffers, oldest first
     bool host_grad_valid = false;  // host_grad holds this iteration's (partial) gradient
@@ -97,6 +102,7 @@ class ChunkStore {
   ModelConfig cfg_;
   std::vector<ParamSpec> specs_;
   ChunkLayout layout_;
+  DeviceOps& device_;
   std::vector<Chunk> chunks_;
   mutable std::mutex mu_;  // device-side handles (buffers, gradients) change on several streams
 };

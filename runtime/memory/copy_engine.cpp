@@ -5,6 +5,10 @@
 #include <cstring>
 #include <thread>
 
+#include <ATen/ATen.h>
+
+#include "traces/error.h"
+
 namespace protwin::rt {
 
 namespace {
@@ -30,6 +34,44 @@ void CopyEngine::copy(void* dst, const void* src, size_t bytes) {
     }
   }
   bytes_copied_ += static_cast<int64_t>(bytes);
+}
+
+EmulatedDevice::EmulatedDevice(double gbps, int compute_threads)
+    : h2d_(gbps), d2h_(gbps), compute_threads_(compute_threads) {}
+
+at::Tensor EmulatedDevice::device_zeros(int64_t n) {
+  return at::zeros({n}, at::TensorOptions().dtype(at::kFloat));
+}
+
+at::Tensor EmulatedDevice::device_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype));
+}
+
+at::Tensor EmulatedDevice::host_zeros(int64_t n) { return device_zeros(n); }
+
+at::Tensor EmulatedDevice::host_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
+  return device_empty(sizes, dtype);
+}
+
+void EmulatedDevice::copy(const at::Tensor& dst, const at::Tensor& src, Link link) {
+  PROTWIN_ASSERT(dst.nbytes() == src.nbytes() && dst.is_contiguous() && src.is_contiguous(),
+                 "device copy of ", src.nbytes(), " bytes into ", dst.nbytes());
+  (link == Link::kH2D ? h2d_ : d2h_).copy(dst.data_ptr(), src.data_ptr(), src.nbytes());
+}
+
+void EmulatedDevice::adam(const AdamConfig& cfg, int64_t step, at::Tensor& param, at::Tensor& grad,
+                          at::Tensor& exp_avg, at::Tensor& exp_avg_sq, int threads) {
+  // The emulated device is the CPU: its fused Adam kernel is the SIMD one (CUDA uses
+  // adam_step_device). Same kernel as CPU Adam, so offloading does not change the arithmetic.
+  adam_step_cpu(cfg, step,
+                AdamBuffers{param.data_ptr<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(),
+                            exp_avg_sq.data_ptr<float>(), param.numel()},
+                threads);
+}
+
+void EmulatedDevice::describe(nlohmann::json& meta) const {
+  meta["compute_threads"] = compute_threads_;
+  meta["link_GBps"] = h2d_.gbps();
 }
 
 }  // namespace protwin::rt
