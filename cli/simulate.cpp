@@ -62,28 +62,29 @@ int run_simulate(const std::vector<std::string>& args) {
   traces::Plan plan;
   if (vm.count("model")) {
     PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
-    auto hwc = std::make_unique<hw::HardwareCostModel>(hw::load_machine(machine, set));
-    const sim::ModelSpec spec = sim::resolve_model(model);
+    PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
+    PolicyArgs pa;
+    pa.model = model;
+    pa.machine = machine;
+    pa.gpus = gpus;
+    pa.batch = std::to_string(batch);
+    pa.seq = seq;
+    pa.set = set;
+    pa.flash = flash;
+    pa.dtype = dtype;
+    PolicyInputs in = resolve_policy_inputs(pa);
     sim::OffloadKnobs knobs;
     if (vm.count("policy")) {
       const auto doc = traces::JsonDocument::load(policy_path);
       knobs = sim::knobs_from_json(doc.json(), policy_path);
     }
-    PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
-    const int count = hwc->machine().gpu.count;
-    PROTWIN_CHECK(gpus >= 0 && gpus <= count, "--gpus: expected 0..", count, ", got ", gpus);
-    sim::WorkloadOptions wo;
-    wo.batch = batch;
-    wo.seq = seq;
-    wo.dtype = dtype;
-    wo.flash_attention = flash;
-    const sim::Workload w = sim::build_workload(spec, wo);
-    const int g = gpus == 0 ? count : gpus;
-    plan = sim::compile_offload_plan(w, g, sim::rank_memory(hwc->machine(), g), knobs,
-                                     {{"machine", hwc->machine().name}, {"dtype", dtype}})
+    const sim::Workload w = sim::options_workload(in.model, in.search, batch);
+    const int g = in.search.gpus;
+    plan = sim::compile_offload_plan(w, g, sim::rank_memory(in.cost->machine(), g), knobs,
+                                     {{"machine", in.cost->machine().name}, {"dtype", dtype}})
                .plan;
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);
-    cost = std::move(hwc);
+    cost = std::move(in.cost);
   } else {
     plan = traces::read_plan(plan_path);
     if (vm.count("machine"))

@@ -53,6 +53,15 @@ int swap_spacing_for(const WorkloadTimes& t) {
 
 }  // namespace
 
+Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_t batch) {
+  WorkloadOptions wo;
+  wo.batch = batch;
+  wo.seq = o.seq;
+  wo.dtype = o.dtype;
+  wo.flash_attention = o.flash_attention;
+  return build_workload(model, wo);
+}
+
 RankMemory rank_memory(const hw::Machine& m, int gpus) {
   RankMemory r;
   r.gpu_bytes = m.gpu.usable_memory_bytes > 0 ? m.gpu.usable_memory_bytes : m.gpu.memory_bytes;
@@ -149,12 +158,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
   long step = 0;
   for (int64_t batch : batches) {
     if (o.progress) o.progress(step++, static_cast<long>(batches.size()));
-    WorkloadOptions wo;
-    wo.batch = batch;
-    wo.seq = o.seq;
-    wo.dtype = o.dtype;
-    wo.flash_attention = o.flash_attention;
-    const Workload w = build_workload(model, wo);
+    const Workload w = options_workload(model, o, batch);
     OffloadKnobs base = base_knobs(o.system);
     if (o.force_overlap >= 0) base.cpu_adam_overlap = o.force_overlap != 0;
     if (o.force_buffer_reuse >= 0) base.buffer_reuse = o.force_buffer_reuse != 0;
@@ -325,12 +329,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       res.pareto.push_back(c);
     }
   if (res.found) {
-    WorkloadOptions wo;
-    wo.batch = res.best.batch;
-    wo.seq = o.seq;
-    wo.dtype = o.dtype;
-    wo.flash_attention = o.flash_attention;
-    const Workload w = build_workload(model, wo);
+    const Workload w = options_workload(model, o, res.best.batch);
     Candidate again = evaluate(w, cost, o.gpus, res.best.knobs, &res.best_plan, &res.best_report);
     PROTWIN_ASSERT(again.simulated, "best plan failed on re-evaluation: ", again.failure);
     res.best_plan.plan.meta["system"] = o.system;

@@ -76,6 +76,9 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
 Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
                    CompiledPlan* plan_out = nullptr, traces::Report* report_out = nullptr);
 
+// The workload the options describe at one batch size (sequence, dtype, attention).
+Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_t batch);
+
 // Memory limits of one rank on a machine.
 RankMemory rank_memory(const hw::Machine& m, int gpus);
 
