@@ -57,5 +57,9 @@ demo: build
 	  --profile $(OUT)/host-emulated.profile.json -o $(OUT)/calibration
 	@echo "demo outputs in $(OUT)/ (open the *.trace.json files in ui.perfetto.dev)"
 
+# Every experiment's results and figures (experiments/*/run.sh, in order), from the release build.
+figures: build
+	PROTWIN=$(PROTWIN) bash experiments/run_all.sh
+
 clean-build:
 	rm -rf build

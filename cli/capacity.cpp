@@ -64,6 +64,20 @@ int run_capacity(const std::vector<std::string>& args) {
     auto fits = [&](int64_t hidden, int64_t layers) {
       return sim::search_policy(gpt2_family(hidden, layers), *in.cost, o).found;
     };
+    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), o.gpus);
+    // What stops the next size: GPU memory, host memory (each alone would not suffice for any
+    // setting), or the two together.
+    auto limited_by = [&](int64_t hidden, int64_t layers) {
+      const sim::SearchResult r = sim::search_policy(gpt2_family(hidden, layers), *in.cost, o);
+      const bool gpu = r.least_gpu_bytes > cap.gpu_bytes, host = r.least_host_bytes > cap.host_bytes;
+      return nlohmann::json{{"layers", layers},
+                            {"least_gpu_bytes", r.least_gpu_bytes},
+                            {"least_host_bytes", r.least_host_bytes},
+                            {"limited_by", gpu && host ? "gpu and host memory"
+                                           : gpu       ? "gpu memory"
+                                           : host      ? "host memory"
+                                                       : "gpu and host memory together"}};
+    };
     int64_t best_params = 0, best_hidden = 0, best_layers = 0;
     for (int64_t h : hiddens) {
       bar.tick();
@@ -83,7 +97,8 @@ int run_capacity(const std::vector<std::string>& args) {
       }
     }
     nlohmann::json j = {{"name", name}, {"max_params", best_params}};
-    if (best_params > 0) j.update({{"hidden", best_hidden}, {"layers", best_layers}});
+    if (best_params > 0)
+      j.update({{"hidden", best_hidden}, {"layers", best_layers}, {"next_size", limited_by(best_hidden, best_layers + 1)}});
     out.push_back(j);
   }
   bar.done();
@@ -93,15 +108,16 @@ int run_capacity(const std::vector<std::string>& args) {
   }
   std::printf("largest GPT-2-family model per system on %s, %d GPU(s), batch 1 (simulated plans that fit GPU and host memory)\n\n",
               in.cost->machine().name.c_str(), in.search.gpus);
-  std::printf("%-13s %14s %8s %7s\n", "system", "parameters", "hidden", "layers");
+  std::printf("%-13s %14s %8s %7s  %s\n", "system", "parameters", "hidden", "layers", "one layer more is stopped by");
   for (const auto& j : out) {
     if (j["max_params"].get<int64_t>() == 0) {
       std::printf("%-13s %14s\n", j["name"].get<std::string>().c_str(), "none fits");
       continue;
     }
-    std::printf("%-13s %12.2f B %8lld %7lld\n", j["name"].get<std::string>().c_str(),
+    std::printf("%-13s %12.2f B %8lld %7lld  %s\n", j["name"].get<std::string>().c_str(),
                 static_cast<double>(j["max_params"].get<int64_t>()) / 1e9,
-                static_cast<long long>(j["hidden"].get<int64_t>()), static_cast<long long>(j["layers"].get<int64_t>()));
+                static_cast<long long>(j["hidden"].get<int64_t>()), static_cast<long long>(j["layers"].get<int64_t>()),
+                j["next_size"]["limited_by"].get<std::string>().c_str());
   }
   return 0;
 }

@@ -54,13 +54,14 @@ int run_compare(const std::vector<std::string>& args) {
       j.update({{"tokens_per_s", nullptr}, {"batch", nullptr}, {"knobs", nullptr}, {"iteration_s", nullptr},
                 {"forward_s", nullptr}, {"backward_s", nullptr}, {"exposed_optimizer_s", nullptr},
                 {"peak_gpu_bytes", nullptr}, {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
-                {"smallest_host_bytes", r.smallest_host_bytes}});
+                {"smallest_host_bytes", r.smallest_host_bytes}, {"least_gpu_bytes", r.least_gpu_bytes},
+                {"least_host_bytes", r.least_host_bytes}});
     }
     systems.push_back(j);
   }
   if (vm.count("json")) {
     print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"seq", pt.found ? pt.best_plan.plan.meta.value("seq", 0) : 0}, {"systems", systems}});
+                {"seq", in.search.seq > 0 ? in.search.seq : in.model.default_seq}, {"systems", systems}});
     return 0;
   }
   std::printf("%s on %s, %d GPU(s): every system at its best knobs and batch size (simulated)\n\n",

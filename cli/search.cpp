@@ -44,6 +44,23 @@ int run_search(const std::vector<std::string>& args) {
   in.search.progress = [&](long done, long) { if (done > 0) bar.tick(); };
   const sim::SearchResult r = sim::search_policy(in.model, *in.cost, in.search);
   bar.done();
+  if (!r.found && vm.count("json")) {
+    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus);
+    print_json({{"system", system},
+                {"model", in.model.name},
+                {"machine", in.cost->machine().name},
+                {"gpus", in.search.gpus},
+                {"fits", false},
+                {"tokens_per_s", nullptr},
+                {"closest_needs", {{"gpu_bytes", r.smallest_peak_gpu_bytes}, {"host_bytes", r.smallest_host_bytes}}},
+                {"least_gpu_bytes", r.least_gpu_bytes},
+                {"least_host_bytes", r.least_host_bytes},
+                {"capacity", {{"gpu_bytes", cap.gpu_bytes}, {"host_bytes", cap.host_bytes}}},
+                {"configurations", r.configurations},
+                {"first_failure", r.first_failure},
+                {"search_s", r.seconds}});
+    return 0;
+  }
   if (!r.found) {
     const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus);
     PROTWIN_CHECK(false, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
@@ -64,6 +81,7 @@ int run_search(const std::vector<std::string>& args) {
                         {"model", in.model.name},
                         {"machine", in.cost->machine().name},
                         {"gpus", in.search.gpus},
+                        {"fits", true},
                         {"batch", b.batch},
                         {"seq", r.best_plan.plan.meta.value("seq", 0)},
                         {"knobs", b.knobs.to_json()},

@@ -148,6 +148,8 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     const int64_t host = e.peak_pinned_bytes + e.peak_pageable_bytes;
     const double ratio = std::max(static_cast<double>(e.peak_gpu_bytes) / static_cast<double>(cap.gpu_bytes),
                                   static_cast<double>(host) / static_cast<double>(std::max<int64_t>(1, cap.host_bytes)));
+    if (res.least_gpu_bytes == 0 || e.peak_gpu_bytes < res.least_gpu_bytes) res.least_gpu_bytes = e.peak_gpu_bytes;
+    if (res.least_host_bytes == 0 || host < res.least_host_bytes) res.least_host_bytes = host;
     if (ratio < closest) {
       closest = ratio;
       res.smallest_peak_gpu_bytes = e.peak_gpu_bytes;
@@ -273,6 +275,32 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
         const size_t idx = front.size() <= keep ? i : i * (front.size() - 1) / (keep - 1);
         pick.push_back(front[idx]);
       }
+    }
+    // The analytic model does not charge swap-outs for sharing the host link with prefetches, so
+    // it can rank a swap-heavy setting above a better one with fewer swaps: also simulate the
+    // analytically best setting for each of up to 8 swap counts (always including 0).
+    {
+      std::vector<int> swaps;
+      for (const auto& c : feasible) swaps.push_back(c.knobs.n_swap);
+      std::sort(swaps.begin(), swaps.end());
+      swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
+      const size_t keep = 8;
+      for (size_t i = 0; i < swaps.size() && i < keep; ++i) {
+        const int ns = swaps[swaps.size() <= keep ? i : i * (swaps.size() - 1) / (keep - 1)];
+        // `feasible` is sorted by analytic time: the first with this swap count is its best.
+        const auto it = std::find_if(feasible.begin(), feasible.end(),
+                                     [ns](const Candidate& c) { return c.knobs.n_swap == ns; });
+        pick.push_back(*it);
+      }
+    }
+    // Drop repeated picks (the top, the front and the per-swap bests overlap).
+    {
+      std::vector<Candidate> unique;
+      for (const auto& c : pick)
+        if (std::none_of(unique.begin(), unique.end(),
+                         [&c](const Candidate& u) { return u.knobs.to_json() == c.knobs.to_json(); }))
+          unique.push_back(c);
+      pick = std::move(unique);
     }
     // Simulate the picks on o.threads threads. The analytic peak can be under the plan's
     // validated bound; when every pick is refused, go on down the analytic ranking, a round at a

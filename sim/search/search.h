@@ -65,6 +65,10 @@ struct SearchResult {
   // The needs of the setting closest to fitting (GPU bytes, host pinned + pageable bytes).
   int64_t smallest_peak_gpu_bytes = 0;
   int64_t smallest_host_bytes = 0;
+  // The least GPU and the least host memory any setting needs, each on its own (so a user sees
+  // whether GPU memory alone, or host memory alone, would ever suffice).
+  int64_t least_gpu_bytes = 0;
+  int64_t least_host_bytes = 0;
   double seconds = 0;                // wall time of the search
   std::string first_failure;         // why the simulator refused a setting the analytic model let through
 };

@@ -67,6 +67,20 @@ TEST_CASE("search: JSON contract, and a model that fits nowhere exits 2 with wha
   REQUIRE(r.code == 2);
   REQUIRE(r.err.find("does not fit on rtx3090-server with 1 GPU(s) under any protrain knob setting") != std::string::npos);
   REQUIRE(r.err.find("of GPU memory (the GPU has") != std::string::npos);
+  // With --json a model that does not fit is a result, not an error: fits false, what it needs.
+  r = run_protwin("search --model gpt3-175b --machine rtx3090-server --gpus 1 --batch 1 --json");
+  REQUIRE(r.code == 0);
+  const auto n = nlohmann::json::parse(r.out);
+  REQUIRE(n["fits"] == false);
+  REQUIRE(n["tokens_per_s"].is_null());
+  // The closest setting needs more than the GPU or the host has; each pool's least need (over
+  // all settings) is at most the closest setting's. Here neither pool alone rules the model out
+  // (all-persistent settings need little host memory, all-offloaded ones little GPU memory).
+  REQUIRE((n["closest_needs"]["gpu_bytes"].get<int64_t>() > n["capacity"]["gpu_bytes"].get<int64_t>() ||
+           n["closest_needs"]["host_bytes"].get<int64_t>() > n["capacity"]["host_bytes"].get<int64_t>()));
+  REQUIRE(n["least_gpu_bytes"].get<int64_t>() <= n["closest_needs"]["gpu_bytes"].get<int64_t>());
+  REQUIRE(n["least_host_bytes"].get<int64_t>() <= n["closest_needs"]["host_bytes"].get<int64_t>());
+  REQUIRE(n["least_gpu_bytes"].get<int64_t>() < n["capacity"]["gpu_bytes"].get<int64_t>());
 }
 
 TEST_CASE("bad knobs, batch and system exit 2 naming the knob or flag") {
@@ -101,4 +115,9 @@ TEST_CASE("compare lists every system; capacity names the largest model per syst
   const auto c = nlohmann::json::parse(r.out);
   REQUIRE(c["systems"][0]["name"] == "protrain");
   REQUIRE(c["systems"][0]["max_params"].get<int64_t>() > c["systems"][1]["max_params"].get<int64_t>());
+  // One layer more does not fit, and the pool that stops it is named: DDP keeps everything on the
+  // GPU, so GPU memory alone stops it.
+  const auto& next = c["systems"][1]["next_size"];
+  REQUIRE(next["layers"] == c["systems"][1]["layers"].get<int64_t>() + 1);
+  REQUIRE(next["limited_by"] == "gpu memory");
 }
