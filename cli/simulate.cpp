@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -28,7 +29,7 @@ int run_simulate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string plan_path, rates_path, out_path, trace_path, policy_path, plan_out, dtype = "fp16";
   std::string model, machine;
-  std::vector<std::string> set;
+  std::vector<std::string> set, knob_args;
   int gpus = 0;
   int64_t batch = 1, seq = 0;
   bool flash = false;
@@ -39,6 +40,8 @@ int run_simulate(const std::vector<std::string>& args) {
       ("model", po::value(&model), "compile a plan for this model (zoo name, spec file or inline spec)")
       ("machine", po::value(&machine), "cost ops with this machine's hardware model (with --model, or with --plan)")
       ("policy", po::value(&policy_path), "knobs JSON for --model, e.g. {\"system\": \"protrain\", \"n_persist\": 2}")
+      ("knob", po::value(&knob_args)->composing(),
+       "set one knob for --model, over --policy (repeatable): --knob n_persist=2 --knob system=deepspeed")
       ("gpus", po::value(&gpus)->default_value(0), "data-parallel GPUs for --model (0: all of the machine)")
       ("batch", po::value(&batch)->default_value(1), "micro-batch per GPU for --model")
       ("seq", po::value(&seq)->default_value(0), "sequence length for --model (0: the model's default)")
@@ -60,6 +63,7 @@ int run_simulate(const std::vector<std::string>& args) {
 
   std::unique_ptr<hw::CostModel> cost;
   traces::Plan plan;
+  std::optional<sim::Candidate> candidate;  // with --model: throughput and the time split
   if (vm.count("model")) {
     PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
     PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
@@ -73,18 +77,31 @@ int run_simulate(const std::vector<std::string>& args) {
     pa.flash = flash;
     pa.dtype = dtype;
     PolicyInputs in = resolve_policy_inputs(pa);
-    sim::OffloadKnobs knobs;
+    nlohmann::json policy = nlohmann::json::object();
+    std::string source = "--knob";
     if (vm.count("policy")) {
-      const auto doc = traces::JsonDocument::load(policy_path);
-      knobs = sim::knobs_from_json(doc.json(), policy_path);
+      policy = traces::JsonDocument::load(policy_path).json();
+      source = policy_path;
     }
+    for (const auto& kv : knob_args) {
+      const size_t eq = kv.find('=');
+      PROTWIN_CHECK(eq != std::string::npos && eq > 0, "--knob '", kv, "': expected name=value");
+      const std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
+      // Numbers and true/false as JSON, anything else (system, cpu_adam_impl) as a string.
+      nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
+      policy[name] = v.is_discarded() || v.is_structured() || v.is_null() ? nlohmann::json(value) : v;
+      source += (source.empty() ? "" : " ") + kv;
+    }
+    const sim::OffloadKnobs knobs = sim::knobs_from_json(policy, source);
     const sim::Workload w = sim::options_workload(in.model, in.search, batch);
-    const int g = in.search.gpus;
-    plan = sim::compile_offload_plan(w, g, sim::rank_memory(in.cost->machine(), g), knobs,
-                                     {{"machine", in.cost->machine().name}, {"dtype", dtype}})
-               .plan;
+    sim::CompiledPlan compiled;
+    traces::Report simulated;
+    const sim::Candidate c = sim::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &simulated);
+    if (!c.simulated) throw Error(c.failure);
+    plan = std::move(compiled.plan);
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);
     cost = std::move(in.cost);
+    candidate = c;
   } else {
     plan = traces::read_plan(plan_path);
     if (vm.count("machine"))
@@ -103,9 +120,14 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!out_path.empty()) traces::write_report(report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(report, trace_path);
   if (vm.count("json")) {
-    print_json(report_summary_json(report));
+    nlohmann::json j = report_summary_json(report);
+    if (candidate) j.update(sim::candidate_to_json(*candidate));
+    print_json(j);
   } else {
     print_report_summary(std::cout, report);
+    if (candidate)
+      std::printf("throughput:   %.1f tokens/s (forward %.3f s, backward %.3f s, exposed optimizer %.3f s)\n",
+                  candidate->tokens_per_s, candidate->forward_s, candidate->backward_s, candidate->exposed_optimizer_s);
     if (!plan_out.empty()) std::cout << "plan:         " << plan_out << "\n";
     if (!out_path.empty()) std::cout << "report:       " << out_path << "\n";
     if (!trace_path.empty()) std::cout << "chrome trace: " << trace_path << "  (open in ui.perfetto.dev)\n";

@@ -121,3 +121,26 @@ TEST_CASE("compare lists every system; capacity names the largest model per syst
   REQUIRE(next["layers"] == c["systems"][1]["layers"].get<int64_t>() + 1);
   REQUIRE(next["limited_by"] == "gpu memory");
 }
+
+TEST_CASE("simulate --model --knob: the same plan as search's best, with throughput and time split") {
+  const auto s = nlohmann::json::parse(
+      run_protwin("search --model gpt2-1b --machine rtx3090-server --gpus 2 --batch 4 --json").out);
+  const auto& k = s["knobs"];
+  std::string knobs;
+  for (const char* name : {"n_persist", "n_buffer", "n_swap", "n_checkpoint", "chunk_bytes", "swap_spacing"})
+    knobs += std::string(" --knob ") + name + "=" + std::to_string(k[name].get<int64_t>());
+  const auto r = run_protwin("simulate --model gpt2-1b --machine rtx3090-server --gpus 2 --batch 4 --json" + knobs);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["iteration_s"].get<double>() == Approx(s["iteration_s"].get<double>()).epsilon(1e-12));
+  CHECK(j["tokens_per_s"].get<double>() == Approx(4 * 1024 * 2 / j["iteration_s"].get<double>()));
+  CHECK(j["forward_s"].get<double>() + j["backward_s"].get<double>() + j["exposed_optimizer_s"].get<double>() ==
+        Approx(j["iteration_s"].get<double>()));
+  CHECK(s["chunks"].get<int64_t>() > 0);
+  auto bad = run_protwin("simulate --model gpt2-1b --machine rtx3090-server --knob n_persist");
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "protwin simulate: error: --knob 'n_persist': expected name=value\n");
+  bad = run_protwin("simulate --model gpt2-1b --machine rtx3090-server --knob n_persist=999");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("knob n_persist=999: valid range is [0, ") != std::string::npos);
+}
