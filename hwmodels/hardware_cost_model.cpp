@@ -34,17 +34,12 @@ int meta_int(const nlohmann::json& j, const char* key, int fallback) {
 
 }  // namespace
 
-bool collective_from_string(const std::string& name, CollectiveKind* kind) {
-  if (name == "all_reduce") *kind = CollectiveKind::kAllReduce;
-  else if (name == "reduce_scatter") *kind = CollectiveKind::kReduceScatter;
-  else if (name == "all_gather") *kind = CollectiveKind::kAllGather;
-  else if (name == "broadcast") *kind = CollectiveKind::kBroadcast;
-  else return false;
-  return true;
+int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
+  return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
 HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
-    : machine_(std::move(machine)), profile_(std::move(profile)) {}
+    : machine_(std::move(machine)), profile_(std::move(profile)), collectives_(machine_) {}
 
 std::vector<LinkSpec> HardwareCostModel::links() const {
   const HostLinkSpec& l = machine_.host_link;
@@ -211,21 +206,22 @@ const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, Co
   PROTWIN_ASSERT(false, "unknown collective kind");
 }
 
-// Bytes each rank moves per direction, in busbw terms (NCCL-tests).
-static double collective_bus_bytes(CollectiveKind kind, double bytes, int ranks) {
-  const double n = ranks;
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return 2 * (n - 1) / n * bytes;
-    case CollectiveKind::kBroadcast: return bytes;
-    default: return (n - 1) / n * bytes;
-  }
-}
-
 double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks,
                                              CollectiveScope scope) const {
   if (ranks <= 1 || bytes <= 0) return 0;
+  if (scope == CollectiveScope::kInterNode && !machine_.inter_node && machine_.network)
+    return collectives_.seconds(kind, bytes, ranks, inter_node_ranks_per_node(ranks, machine_.gpu.count));
   const CollectiveSpec& c = collective_spec(kind, scope);
   return c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
+}
+
+double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks,
+                                             int ranks_per_node) const {
+  return collectives_.seconds(kind, bytes, ranks, ranks_per_node);
+}
+
+double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const {
+  return collectives_.send_recv_seconds(bytes, inter_node);
 }
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
@@ -265,6 +261,18 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
                           : meta_int(plan.meta, "gpus", 1);
     if (ranks <= 1 || bytes <= 0) return c;
     const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
+    const int per_node = meta_int(op.attrs, "ranks_per_node", 0);
+    if (op.attrs.is_object() && op.attrs.contains("ranks_per_node") &&
+        !(per_node == ranks && machine_.intra_node.host_staged)) {
+      // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
+      // host-staged group inside one node keeps the PCIe-link path below.
+      try {
+        c.fixed = from_seconds(collectives_.seconds(kind, bytes, ranks, per_node));
+      } catch (const Error& e) {
+        throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
+      }
+      return c;
+    }
     const CollectiveScope scope = inter ? CollectiveScope::kInterNode : CollectiveScope::kIntraNode;
     const bool staged = inter ? machine_.inter_node && machine_.inter_node->host_staged
                               : machine_.intra_node.host_staged;
@@ -278,6 +286,11 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     c.links = {kLinkH2D, kLinkD2H, kLinkDuplex};
     c.link_bytes = collective_bus_bytes(kind, bytes, ranks);
     c.max_GBps = spec.busbw_GBps;
+    return c;
+  }
+  if (op.kind == "send_recv") {
+    const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
+    c.fixed = from_seconds(send_recv_seconds(bytes, inter));
     return c;
   }
   if (op.kind == "adam_cpu") {

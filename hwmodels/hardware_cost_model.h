@@ -14,7 +14,8 @@
 //   ranks on one host share its cores and DRAM. Device Adam: memory-bound over bytes per param.
 // - Collectives (NCCL-tests busbw): all-gather / reduce-scatter a + (n-1)/n S / busbw,
 //   all-reduce a + 2(n-1)/n S / busbw (broadcast: busbw = algbw, a + S / busbw). Host-staged
-//   domains (no P2P) also load the PCIe links.
+//   domains (no P2P) also load the PCIe links. Groups placed on a cluster (attrs.ranks_per_node)
+//   and point-to-point send_recv use the per-level model of hwmodels/collective_model.h.
 // A measured op profile wins over the curves for any kernel it has (ProfileLookup).
 #pragma once
 
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "hwmodels/collective_model.h"
 #include "hwmodels/cost_model.h"
 #include "hwmodels/machine.h"
 #include "traces/op_signature.h"
@@ -40,7 +42,6 @@ ProfileLookup profile_lookup(const Profile& profile) {
 }
 
 enum class CopyDirection { kH2D, kD2H };
-enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
 enum class CollectiveScope { kIntraNode, kInterNode };
 
 class HardwareCostModel : public CostModel {
@@ -55,7 +56,9 @@ class HardwareCostModel : public CostModel {
   // CostModel. Ops: forward/backward/recompute (and any op with attrs.kernels) sum their kernels;
   // h2d/d2h copy work.bytes (pageable when attrs.pinned is false or a read tensor lives in the
   // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over attrs.ranks or
-  // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain); adam_cpu/adam_device
+  // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain; with
+  // attrs.ranks_per_node the group is placed on nodes, see collective_model.h); send_recv copies
+  // work.bytes between two GPUs (attrs.scope "inter_node" across nodes); adam_cpu/adam_device
   // update work.params; alloc/free cost nothing (steady-state caching allocator); other ops with
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
   std::vector<LinkSpec> links() const override;
@@ -76,8 +79,15 @@ class HardwareCostModel : public CostModel {
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
   double device_adam_seconds(double params) const;
+  // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
+  // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,
                             CollectiveScope scope = CollectiveScope::kIntraNode) const;
+  // A group of `ranks` ranks with `ranks_per_node` on each node (collective_model.h).
+  double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
+  // One point-to-point message between two GPUs, inside a node or across nodes.
+  double send_recv_seconds(double bytes, bool inter_node) const;
+  const CollectiveModel& collectives() const { return collectives_; }
 
  private:
   const DtypeCompute& compute_for(const std::string& dtype) const;
@@ -86,9 +96,12 @@ class HardwareCostModel : public CostModel {
 
   Machine machine_;
   ProfileLookup profile_;
+  CollectiveModel collectives_;
 };
 
-// "all_gather" -> kAllGather, ...; false if the name is not a collective.
-bool collective_from_string(const std::string& name, CollectiveKind* kind);
+// Ranks per node of a legacy inter-node group (attrs.scope "inter_node" without
+// attrs.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the
+// group is a multiple of G larger than one node, else one rank per node.
+int inter_node_ranks_per_node(int ranks, int gpus_per_node);
 
 }  // namespace protwin::hw

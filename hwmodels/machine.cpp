@@ -194,7 +194,24 @@ CollectiveDomainSpec read_domain(const JsonNode& n) {
   d.reduce_scatter = read_collective(n.at("reduce_scatter"));
   d.all_gather = read_collective(n.at("all_gather"));
   d.broadcast = read_collective(n.at("broadcast"));
+  const std::string fabric = n.get_string("fabric", "switch");
+  if (fabric == "mesh") d.fabric = IntraFabric::kMesh;
+  else if (fabric != "switch")
+    n.at("fabric").fail("expected \"switch\" or \"mesh\", got \"" + fabric + "\"");
+  if (auto sr = n.find("send_recv"))
+    d.send_recv = SendRecvSpec{sr->get_nonneg_number("alpha_us"), sr->get_positive_number("GBps")};
   return d;
+}
+
+NetworkSpec read_network(const JsonNode& n) {
+  NetworkSpec s;
+  s.nics_per_node = static_cast<int>(n.get_nonneg_int("nics_per_node"));
+  if (s.nics_per_node < 1) n.at("nics_per_node").fail("expected an integer >= 1");
+  s.nic_Gbps = n.get_positive_number("nic_Gbps");
+  s.efficiency = fraction(n, "efficiency");
+  s.hop_latency_us = n.get_nonneg_number("hop_latency_us");
+  s.send_recv_alpha_us = n.get_nonneg_number("send_recv_alpha_us");
+  return s;
 }
 
 bool looks_like_path(const std::string& s) {
@@ -235,6 +252,7 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode coll = root.at("collectives");
   m.intra_node = read_domain(coll.at("intra_node"));
   if (auto inter = coll.find("inter_node")) m.inter_node = read_domain(*inter);
+  if (auto net = root.find("network")) m.network = read_network(*net);
   check_provenance(root, source);
   m.json = j;
   return m;

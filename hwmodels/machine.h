@@ -97,11 +97,41 @@ struct CollectiveSpec {
   double busbw_GBps = 0;
 };
 
+// How a node's GPUs are wired. kSwitch (NVSwitch, a PCIe switch): any subgroup keeps the full
+// per-GPU busbw. kMesh (direct NVLink between every pair, e.g. HGX H100 4-GPU): a group of r of
+// the node's G GPUs can only use the links to its r-1 peers, (r-1)/(G-1) of the bandwidth.
+enum class IntraFabric { kSwitch, kMesh };
+
+// A point-to-point copy between two GPUs (pipeline activations): alpha + bytes / GBps, GBps for
+// one GPU pair in one direction.
+struct SendRecvSpec {
+  double alpha_us = 0;
+  double GBps = 0;
+};
+
 // NCCL-tests definitions: busbw of all-reduce is 2(n-1)/n S / t, of all-gather and
 // reduce-scatter (n-1)/n S / t (S the full buffer).
 struct CollectiveDomainSpec {
   bool host_staged = false;                     // no P2P: traffic goes GPU -> host -> GPU over PCIe
   CollectiveSpec all_reduce, reduce_scatter, all_gather, broadcast;
+  IntraFabric fabric = IntraFabric::kSwitch;    // "fabric": "switch" (default) | "mesh"
+  std::optional<SendRecvSpec> send_recv;        // absent: a send is a 2-rank broadcast
+};
+
+// The network between nodes of a cluster (hwmodels/collective_model.h uses it): every node has
+// nics_per_node NICs of nic_Gbps line rate; NCCL reaches `efficiency` of the line rate. Latency
+// follows NCCL's own tuning model: hop_latency_us per inter-node step of a ring or tree.
+struct NetworkSpec {
+  int nics_per_node = 0;
+  double nic_Gbps = 0;                          // one NIC, one direction, Gbit/s
+  double efficiency = 0;                        // achieved busbw / aggregate line rate
+  double hop_latency_us = 0;                    // per inter-node step
+  double send_recv_alpha_us = 0;                // one point-to-point message across nodes
+
+  // GB/s one node moves to the network at the achieved rate (all NICs).
+  double node_GBps() const { return nics_per_node * nic_Gbps / 8.0 * efficiency; }
+  // GB/s of one NIC at the achieved rate.
+  double nic_GBps() const { return nic_Gbps / 8.0 * efficiency; }
 };
 
 struct Machine {
@@ -114,6 +144,7 @@ struct Machine {
   GpuAdamSpec gpu_adam;
   CollectiveDomainSpec intra_node;
   std::optional<CollectiveDomainSpec> inter_node;
+  std::optional<NetworkSpec> network;           // "network": clusters of nodes (optional)
   nlohmann::json json;                          // the full document, overrides applied
 
   // The provenance entry covering a JSON pointer (longest matching prefix); null if none.

@@ -16,9 +16,10 @@ nlohmann::json embedded(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("the six machines are embedded and validate", "[hwmodels]") {
-  const std::vector<std::string> expected = {"a100-40g-pcie-server", "a100-server", "h100-server",
-                                             "h200-server", "host-emulated", "rtx3090-server"};
+TEST_CASE("the ten machines are embedded and validate", "[hwmodels]") {
+  const std::vector<std::string> expected = {"a100-40g-pcie-server", "a100-server", "abci-a100",
+                                             "dgx-a100", "h100-server", "h200-server", "hgx-h100",
+                                             "host-emulated", "rtx3090-server", "tsubame-h100"};
   CHECK(machine_names() == expected);
   for (const auto& name : expected) {
     INFO(name);
@@ -49,7 +50,8 @@ TEST_CASE("machine facts match the ProTrain testbeds (hardware.md §1)", "[hwmod
 TEST_CASE("an unknown machine lists the known ones", "[hwmodels][errors]") {
   CHECK_THROWS_WITH(load_machine("dgx-9000"),
                     "unknown machine 'dgx-9000'; known machines: a100-40g-pcie-server, a100-server, "
-                    "h100-server, h200-server, host-emulated, rtx3090-server\n"
+                    "abci-a100, dgx-a100, h100-server, h200-server, hgx-h100, host-emulated, "
+                    "rtx3090-server, tsubame-h100\n"
                     "hint: pass a path to a machine file (with '/' or ending in .json) to load one "
                     "from disk");
 }
@@ -108,4 +110,68 @@ TEST_CASE("curves must increase in x and have one y per x", "[hwmodels][errors]"
   j["gpu"]["hbm"]["curve"]["GBps"].erase(0);
   CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
                     "bad.json:/gpu/hbm/curve/GBps: expected 5 values (one per bytes point), got 4");
+}
+
+TEST_CASE("cluster node facts match issue #9 and hardware.md", "[hwmodels]") {
+  // Oracle: issue #9's node list; A100DS / TSUBAME 4.0 specs for memory and HBM.
+  struct Node {
+    const char* name;
+    int gpus;
+    int64_t memory_bytes;
+    double hbm_peak_GBps;
+    int nics;
+    double nic_Gbps;
+    IntraFabric fabric;
+  };
+  const Node nodes[] = {
+      {"abci-a100", 8, 40LL << 30, 1555, 4, 200, IntraFabric::kSwitch},
+      {"dgx-a100", 8, 80LL << 30, 2039, 8, 200, IntraFabric::kSwitch},
+      {"tsubame-h100", 4, 95830LL << 20, 2396, 4, 200, IntraFabric::kMesh},
+      {"hgx-h100", 8, 80LL << 30, 3350, 8, 400, IntraFabric::kSwitch},
+  };
+  for (const Node& n : nodes) {
+    INFO(n.name);
+    const Machine m = load_machine(n.name);
+    CHECK(m.gpu.count == n.gpus);
+    CHECK(m.gpu.memory_bytes == n.memory_bytes);
+    CHECK(m.gpu.hbm_peak_GBps == n.hbm_peak_GBps);
+    REQUIRE(m.network.has_value());
+    CHECK(m.network->nics_per_node == n.nics);
+    CHECK(m.network->nic_Gbps == n.nic_Gbps);
+    CHECK(m.intra_node.fabric == n.fabric);
+    CHECK(m.intra_node.send_recv.has_value());
+    CHECK_FALSE(m.inter_node.has_value());
+    // Every new number has a provenance entry of its own section.
+    for (const char* p : {"/network/nics_per_node", "/network/nic_Gbps", "/network/efficiency",
+                          "/network/hop_latency_us", "/network/send_recv_alpha_us",
+                          "/collectives/intra_node/send_recv/GBps",
+                          "/collectives/intra_node/send_recv/alpha_us"})
+      CHECK(m.provenance_of(p).value("source", "") != "");
+  }
+  // NVIDIA/nccl-tests#119 (hardware.md §2.2): 4 x HDR nodes reach 84.8 of 100 GB/s busbw.
+  CHECK(load_machine("abci-a100").network->node_GBps() == Approx(85.0));
+  CHECK(load_machine("abci-a100").provenance_of("/network/efficiency")["kind"] == "measured");
+}
+
+TEST_CASE("network and fabric fields are validated with file and pointer", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("abci-a100");
+  j["network"]["efficiency"] = 1.5;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/network/efficiency: expected a fraction in (0, 1]");
+  j = embedded("abci-a100");
+  j["network"]["nics_per_node"] = 0;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/network/nics_per_node: expected an integer >= 1");
+  j = embedded("abci-a100");
+  j["network"].erase("nic_Gbps");
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/network: missing required field \"nic_Gbps\"");
+  j = embedded("tsubame-h100");
+  j["collectives"]["intra_node"]["fabric"] = "torus";
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/collectives/intra_node/fabric: expected \"switch\" or \"mesh\", got \"torus\"");
+  j = embedded("hgx-h100");
+  j["collectives"]["intra_node"]["send_recv"]["GBps"] = 0;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/collectives/intra_node/send_recv/GBps: expected a number > 0, got integer 0");
 }
