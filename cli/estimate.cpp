@@ -15,6 +15,7 @@
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/memory_estimate.h"
 #include "sim/estimate/parallel_search.h"
+#include "sim/parallel/estimate_model.h"
 #include "sim/workload/model_spec.h"
 #include "traces/error.h"
 
@@ -96,22 +97,6 @@ sim::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& v
   return o;
 }
 
-sim::EstimateModel to_estimate_model(const sim::ModelSpec& s) {
-  sim::EstimateModel m;
-  m.name = s.name;
-  m.hidden = s.hidden;
-  m.ffn_hidden = s.ffn_hidden;
-  m.layers = s.layers;
-  m.heads = s.heads;
-  m.kv_heads = s.kv_heads;
-  m.vocab = s.vocab;
-  m.kv_channels = s.heads > 0 ? s.head_dim() : 0;
-  m.untied_embeddings = !s.tied_embeddings;
-  m.swiglu = s.activation == "swiglu";
-  m.rmsnorm = s.norm == "rmsnorm";
-  return m;
-}
-
 std::string fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
@@ -176,7 +161,7 @@ int run_estimate(const std::vector<std::string>& args) {
     PROTWIN_CHECK(gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
     memory = gpu_mem;
   }
-  const sim::MemoryEstimate e = sim::estimate_memory(to_estimate_model(spec), cfg, opt);
+  const sim::MemoryEstimate e = sim::estimate_memory(sim::to_estimate_model(spec), cfg, opt);
 
   if (vm.count("json")) {
     json j = sim::estimate_to_json(e, memory);
@@ -263,7 +248,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
   const sim::EstimateOptions opt = to_options(sw, vm);
   const sim::ModelSpec spec = sim::resolve_model(model_name);
   if (!vm.count("seq")) space.seq = spec.default_seq;
-  const sim::SearchResult r = sim::search_parallel_configs(to_estimate_model(spec), space, opt);
+  const sim::SearchResult r = sim::search_parallel_configs(sim::to_estimate_model(spec), space, opt);
 
   const bool all = vm.count("all") > 0, explain = vm.count("explain") > 0;
   std::vector<const sim::SearchCandidate*> listed;

@@ -2,6 +2,9 @@
 //
 // Notation: b batch, s seq, t = b*s tokens, h hidden, a heads, k kv heads, d = h/a head dim,
 // kv = k*d, f ffn hidden, V vocab, e bytes per element of the compute dtype.
+// With TP/CP (see workload.h) s is this rank's s/cp, t = b*s/cp, and the `_l` sizes are the
+// rank's share: hq = h/tp, kv_l = kv/tp, f_l = f/tp, V_l = ceil(V/tp); `ts` = t/tp tokens of the
+// sequence-parallel shard, n_s = ts*h. At tp = cp = 1 all of them equal the unsharded sizes.
 #include "sim/workload/workload.h"
 
 #include <algorithm>
@@ -45,13 +48,18 @@ struct Op {
   std::vector<Kernel> bwd;
   int64_t fwd_live = 0;
   int64_t bwd_live = 0;
+  Section section = Section::kShard;
+  bool linear = false;  // bwd = {dX, dW}
 };
 
 class BlockBuilder {
  public:
   BlockBuilder(const ModelSpec& m, const WorkloadOptions& o)
       : m_(m), o_(o), dt_(o.dtype), e_(traces::dtype_bytes(o.dtype)),
-        t_(o.batch * o.seq), h_(m.hidden) {}
+        t_(o.batch * (o.seq / o.cp)), ts_(t_ / o.tp), h_(m.hidden) {}
+
+  // Ops added from now on belong to section `s`.
+  void section(Section s) { section_ = s; }
 
   // Y[m,n] = X[m,k] W[k,n] (+ bias, fused: addmm). Backward: dX[m,k] = dY W^T -> gemm {m,k,n},
   // dW[k,n] = X^T dY -> gemm {k,n,m}; each 2mnk flops. (The bias gradient, a row sum of dY, is
@@ -62,7 +70,8 @@ class BlockBuilder {
     op.bwd = {gemm_kernel(m, k, n), gemm_kernel(k, n, m)};
     op.fwd_live = fwd_live;
     op.bwd_live = bwd_live;
-    ops_.push_back(std::move(op));
+    op.linear = true;
+    push(std::move(op));
   }
 
   // An elementwise-like kernel over `n` elements: reads `reads` and writes `writes` tensors of n
@@ -78,10 +87,13 @@ class BlockBuilder {
                        (bwd_reads + bwd_writes) * e_ * n + extra_bwd_bytes)};
     op.fwd_live = fwd_live;
     op.bwd_live = bwd_live;
-    ops_.push_back(std::move(op));
+    push(std::move(op));
   }
 
-  void push(Op op) { ops_.push_back(std::move(op)); }
+  void push(Op op) {
+    op.section = section_;
+    ops_.push_back(std::move(op));
+  }
 
   void save(const std::string& name, int64_t bytes, bool stats = false) {
     saved_.push_back({name, bytes, stats});
@@ -96,10 +108,14 @@ class BlockBuilder {
   void finish(Block& b) {
     for (const auto& op : ops_) {
       b.forward.push_back(op.fwd);
+      b.forward_tags.push_back({op.section, false});
       b.forward_transient_bytes = std::max(b.forward_transient_bytes, op.fwd_live);
     }
     for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
-      for (const auto& k : it->bwd) b.backward.push_back(k);
+      for (size_t i = 0; i < it->bwd.size(); ++i) {
+        b.backward.push_back(it->bwd[i]);
+        b.backward_tags.push_back({it->section, it->linear && i == 1});
+      }
       b.backward_transient_bytes = std::max(b.backward_transient_bytes, it->bwd_live);
     }
     b.recompute = b.forward;
@@ -113,7 +129,8 @@ class BlockBuilder {
   const ModelSpec& m_;
   const WorkloadOptions& o_;
   std::string dt_;
-  int64_t e_, t_, h_;
+  int64_t e_, t_, ts_, h_;
+  Section section_ = Section::kShard;
   std::vector<Op> ops_;
   std::vector<SavedTensor> saved_;
 };
@@ -122,8 +139,8 @@ class BlockBuilder {
 // RMSNorm rstd). Forward reads x and writes y; backward reads x and dy, writes dx.
 void norm(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
   const bool ln = bb.m_.norm == "layernorm";
-  const int64_t n = bb.t_ * bb.h_;
-  const int64_t stats = (ln ? 2 : 1) * 4 * bb.t_;
+  const int64_t n = bb.ts_ * bb.h_;
+  const int64_t stats = (ln ? 2 : 1) * 4 * bb.ts_;
   bb.pointwise(bb.m_.norm, n, ln ? kLayerNormFlops : kRmsNormFlops, 1, 1, 2, 1, fwd_live, bwd_live,
                static_cast<double>(stats), static_cast<double>(stats));
   bb.save(name + ".input", bb.e_ * n);
@@ -141,15 +158,18 @@ void dropout(BlockBuilder& bb, const std::string& name, int64_t n, int64_t fwd_l
 // Residual add x + branch: saves nothing. Backward: the skip gradient is accumulated into the
 // branch's input gradient (one add: read 2, write 1).
 void residual_add(BlockBuilder& bb, int64_t fwd_live, int64_t bwd_live) {
-  const int64_t n = bb.t_ * bb.h_;
+  const int64_t n = bb.ts_ * bb.h_;
   bb.pointwise("elementwise", n, kAddFlops, 2, 1, 2, 1, fwd_live, bwd_live);
 }
 
 Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
   BlockBuilder bb(m, o);
-  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, s = o.seq, n = t * h;
+  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, s = o.seq / o.cp, n = t * h, n_s = bb.ts_ * h;
   // Token lookup: read t rows of the table, write t x h; backward scatter-adds dy into the
-  // table's gradient rows (read dy, read + write the rows; one add per element).
+  // table's gradient rows (read dy, read + write the rows; one add per element). With TP the
+  // table is split by vocabulary rows: each rank writes its rows' part of all t tokens, and the
+  // partial sums are reduce-scattered onto the sequence-parallel shard.
+  bb.section(Section::kEmbedding);
   bb.push({kernel("embedding", {n}, bb.dt_, 0, 2.0 * e * n + 8.0 * t),
            {kernel("embedding", {n}, bb.dt_, static_cast<double>(n), 3.0 * e * n + 8.0 * t)}, e * n, e * n});
   bb.save("input_ids", 8 * t);  // int64 token ids, needed by the lookup's backward
@@ -160,75 +180,84 @@ Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
              e * s * h, e * n});
     bb.pointwise("elementwise", n, kAddFlops, 2, 1, 0, 0, e * (n + s * h), 0);
   }
-  if (o.dropout) dropout(bb, "embed.dropout", n, 2 * e * n, 2 * e * n);
+  bb.section(Section::kShard);
+  if (o.dropout) dropout(bb, "embed.dropout", n_s, 2 * e * n_s, 2 * e * n_s);
   Block b;
   b.name = "embedding";
   b.kind = BlockKind::kEmbedding;
   bb.finish(b);
   b.input_bytes = 8 * t;
-  b.output_bytes = e * n;
+  b.output_bytes = e * n_s;
   b.checkpoint_bytes = 8 * t;
   return b;
 }
 
 Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer) {
   BlockBuilder bb(m, o);
-  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, b = o.batch, s = o.seq;
-  const int64_t a = m.heads, d = m.head_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
-  const int64_t n = t * h, ba = b * a, scores = ba * s * s;  // scores: b*a*s*s elements
+  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, b = o.batch, s = o.seq / o.cp;
+  const int64_t d = m.head_dim(), hq = h / o.tp, kv = m.kv_dim() / o.tp, f = m.ffn_hidden / o.tp;
+  const int64_t n = t * h, n_s = bb.ts_ * h, nq = t * hq;
+  const int64_t ba = b * (m.heads / o.tp), scores = ba * s * s;  // scores: b*a*s*s elements
   const bool flash = o.flash_attention, drop = o.dropout;
   const std::string p = "layer." + std::to_string(layer);
 
   // --- attention ---
-  norm(bb, "norm_1", 0, 2 * e * n);
+  norm(bb, "norm_1", 0, 2 * e * n_s);
   // The norm's output feeds the Q/K/V projections (one tensor, saved once).
-  bb.save("attn.qkv.input", e * n);
+  bb.save("attn.qkv.input", e * n_s);
   const bool rope = m.max_positions == 0;  // LLaMA family: rotary embeddings on q and k
+  bb.section(Section::kColumn);
   if (m.family == "gpt2") {
     // HF GPT-2 c_attn: one fused projection to [q|k|v].
-    bb.gemm(t, h + 2 * kv, h, 0, e * (n + t * (h + 2 * kv)));
+    bb.gemm(t, hq + 2 * kv, h, 0, e * (n + t * (hq + 2 * kv)));
   } else {
-    bb.gemm(t, h, h, rope ? e * n : 0, 2 * e * n);
-    bb.gemm(t, kv, h, rope ? e * (n + t * kv) : 0, e * (n + t * kv));
+    bb.gemm(t, hq, h, rope ? e * nq : 0, e * (n + nq));
+    bb.gemm(t, kv, h, rope ? e * (nq + t * kv) : 0, e * (n + t * kv));
     bb.gemm(t, kv, h, 0, e * (n + t * kv));
   }
   if (rope) {
     // q and k rotated out of place; the rotated ones are saved, the projections' outputs freed.
-    bb.pointwise("elementwise", n, kRopeFlops, 1, 1, 1, 1, e * n, 2 * e * n);
+    bb.pointwise("elementwise", nq, kRopeFlops, 1, 1, 1, 1, e * nq, 2 * e * nq);
     bb.pointwise("elementwise", t * kv, kRopeFlops, 1, 1, 1, 1, e * t * kv, 2 * e * t * kv);
   }
+  bb.section(Section::kAttention);
   if (flash) {
     // FlashAttention (Dao 2022/2023) {b*a, s, s, d}: QK^T and PV, 2*s*s*d flops each per head.
     // Reads q, k, v, writes o and the fp32 logsumexp; backward reads q, k, v, o, do, lse and
     // writes dq, dk, dv. With dropout only the RNG state is kept (the mask is regenerated).
+    // Context parallelism: cp ring steps, each this rank's s/cp queries against one s/cp block
+    // of keys and values (causal masking is not discounted, as everywhere here).
     const double fl = 4.0 * ba * s * s * d;
     const double lse = 4.0 * ba * s;
-    bb.push({kernel("flash_attention", {ba, s, s, d}, bb.dt_, fl, e * (2.0 * n + 2.0 * t * kv) + lse),
-             {kernel("flash_attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
-                     e * (6.0 * n + 4.0 * t * kv) + lse)},
-             0, e * (2 * n + 2 * t * kv)});
-    bb.save("attn.q", e * n);
+    Op op{kernel("flash_attention", {ba, s, s, d}, bb.dt_, fl, e * (2.0 * nq + 2.0 * t * kv) + lse),
+          {kernel("flash_attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
+                  e * (6.0 * nq + 4.0 * t * kv) + lse)},
+          0, e * (2 * nq + 2 * t * kv)};
+    op.fwd.count = o.cp;
+    op.bwd[0].count = o.cp;
+    bb.push(std::move(op));
+    bb.save("attn.q", e * nq);
     bb.save("attn.k", e * t * kv);
     bb.save("attn.v", e * t * kv);
-    bb.save("attn.out", e * n);  // flash's output = the output projection's input (one tensor)
+    bb.save("attn.out", e * nq);  // flash's output = the output projection's input (one tensor)
     bb.save("attn.logsumexp", 4 * ba * s, true);
   } else {
-    if (kv < h) {
+    if (kv < hq) {
       // Eager GQA (HF repeat_kv): k and v expanded to a heads (copies); the copies are saved.
-      bb.pointwise("elementwise", n, 0, 0, 1, 1, 0, 0, e * (n + t * kv), e * t * kv, e * t * kv);
-      bb.pointwise("elementwise", n, 0, 0, 1, 1, 0, 0, e * (n + t * kv), e * t * kv, e * t * kv);
+      bb.pointwise("elementwise", nq, 0, 0, 1, 1, 0, 0, e * (nq + t * kv), e * t * kv, e * t * kv);
+      bb.pointwise("elementwise", nq, 0, 0, 1, 1, 0, 0, e * (nq + t * kv), e * t * kv, e * t * kv);
     }
     // Unfused attention {b*a, s, s, d}: the two batched matmuls S = QK^T and O = PV, 2*s*s*d
     // flops each per head. Forward reads q, k (v), writes S, reads P, writes O; backward
     // (dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q) is twice the flops.
     const double fl = 4.0 * ba * s * s * d;
-    bb.push({kernel("attention", {ba, s, s, d}, bb.dt_, fl, e * (4.0 * n + 2.0 * scores)),
+    bb.push({kernel("attention", {ba, s, s, d}, bb.dt_, fl, e * (4.0 * nq + 2.0 * scores)),
              {kernel("attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
-                     e * (8.0 * n + 4.0 * scores))},
-             e * scores, e * (n + scores)});
-    bb.save("attn.q", e * n);
-    bb.save("attn.k", e * n);
-    bb.save("attn.v", e * n);
+                     e * (8.0 * nq + 4.0 * scores))},
+             e * scores, e * (nq + scores)});
+    bb.save("attn.q", e * nq);
+    bb.save("attn.k", e * nq);
+    bb.save("attn.v", e * nq);
     // Scaled, masked softmax (fused as in Megatron): S is freed, P is saved.
     bb.pointwise("softmax", scores, kSoftmaxFlops, 1, 1, 2, 1, e * scores, 2 * e * scores);
     bb.save("attn.softmax_out", e * scores);
@@ -236,15 +265,18 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
       dropout(bb, "attn.prob_dropout", scores, e * scores, 2 * e * scores);
       bb.save("attn.prob_dropout.out", e * scores);  // PV's input
     }
-    bb.save("attn.out", e * n);  // PV's output = the output projection's input
+    bb.save("attn.out", e * nq);  // PV's output = the output projection's input
   }
-  bb.gemm(t, h, h, e * n, e * 2 * n);  // output projection
-  if (drop) dropout(bb, "attn.resid_dropout", n, 2 * e * n, 2 * e * n);
-  residual_add(bb, e * n, 2 * e * n);
+  bb.section(Section::kRow);
+  bb.gemm(t, h, hq, e * n, e * (n + nq));  // output projection
+  bb.section(Section::kShard);
+  if (drop) dropout(bb, "attn.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
+  residual_add(bb, e * n_s, 2 * e * n_s);
 
   // --- MLP ---
-  norm(bb, "norm_2", 0, 2 * e * n);
-  bb.save("mlp.input", e * n);  // the norm's output, input of the first projection(s)
+  norm(bb, "norm_2", 0, 2 * e * n_s);
+  bb.save("mlp.input", e * n_s);  // the norm's output, input of the first projection(s)
+  bb.section(Section::kColumn);
   if (m.activation == "swiglu") {
     // LLaMA MLP: down(silu(gate(x)) * up(x)). Saved as in unfused PyTorch (HF LLaMA) and in
     // Fujii et al.'s 8*s*b*h_ffn: gate, silu(gate), up, and the product (down's input).
@@ -267,31 +299,36 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     bb.pointwise("relu", t * f, kReluFlops, 1, 1, 2, 1, e * t * f, 2 * e * t * f);
     bb.save("mlp.act_out", e * t * f);
   }
+  bb.section(Section::kRow);
   bb.gemm(t, h, f, e * n, e * (n + t * f));  // down / fc2
-  if (drop) dropout(bb, "mlp.resid_dropout", n, 2 * e * n, 2 * e * n);
-  residual_add(bb, e * n, 2 * e * n);
+  bb.section(Section::kShard);
+  if (drop) dropout(bb, "mlp.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
+  residual_add(bb, e * n_s, 2 * e * n_s);
 
   Block blk;
   blk.name = p;
   blk.kind = BlockKind::kDecoder;
   blk.layer = layer;
   bb.finish(blk);
-  blk.input_bytes = e * n;
-  blk.output_bytes = e * n;
-  blk.checkpoint_bytes = e * n;  // the block input (the residual stream)
+  blk.input_bytes = e * n_s;
+  blk.output_bytes = e * n_s;
+  blk.checkpoint_bytes = e * n_s;  // the block input (the residual stream)
   return blk;
 }
 
 Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
   BlockBuilder bb(m, o);
-  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, V = m.vocab, n = t * h;
-  norm(bb, "final_norm", 0, 2 * e * n);
-  bb.save("lm_head.input", e * n);
+  const int64_t t = bb.t_, h = m.hidden, e = bb.e_, V = (m.vocab + o.tp - 1) / o.tp, n = t * h;
+  const int64_t n_s = bb.ts_ * h;
+  norm(bb, "final_norm", 0, 2 * e * n_s);
+  bb.save("lm_head.input", e * n_s);
   // LM head: logits = x W^T, {t, V, h}. Its output (e*t*V) is cast to fp32 for the loss.
+  bb.section(Section::kColumn);
   bb.gemm(t, V, h, e * t * V, e * (t * V + n));
   // Cross-entropy in fp32 (HF casts logits.float(); Megatron's loss is fp32): log_softmax saves
   // its fp32 output; the fp16 and fp32 logits are temporaries. Backward reads the log-probs and
   // writes fp32 dlogits, cast back to the compute dtype.
+  bb.section(Section::kLoss);
   const double ce = kCrossEntropyFlops * static_cast<double>(t) * V;
   bb.push({kernel("cross_entropy", {t, V}, "fp32", ce, (e + 4.0 + 4.0) * t * V + 4.0 * t),
            {kernel("cross_entropy", {t, V}, "fp32", kBackwardFactor * ce, (4.0 + 4.0 + e) * t * V)},
@@ -302,13 +339,24 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
   b.name = "head";
   b.kind = BlockKind::kHead;
   bb.finish(b);
-  b.input_bytes = e * n;
+  b.input_bytes = e * n_s;
   b.output_bytes = 4;  // the scalar loss
-  b.checkpoint_bytes = e * n;
+  b.checkpoint_bytes = e * n_s;
   return b;
 }
-
 }  // namespace
+
+const char* section_name(Section s) {
+  switch (s) {
+    case Section::kShard: return "shard";
+    case Section::kColumn: return "column";
+    case Section::kAttention: return "attention";
+    case Section::kRow: return "row";
+    case Section::kEmbedding: return "embedding";
+    case Section::kLoss: return "loss";
+  }
+  return "?";
+}
 
 const char* block_kind_name(BlockKind k) {
   switch (k) {
@@ -374,11 +422,22 @@ Workload build_workload(const ModelSpec& m, const WorkloadOptions& opt) {
                 "--dtype: expected one of fp16, bf16, fp32, got \"", o.dtype, "\"");
   PROTWIN_CHECK(m.max_positions == 0 || o.seq <= m.max_positions, "--seq: ", o.seq,
                 " exceeds the ", m.max_positions, " learned positions of model '", m.name, "'");
+  PROTWIN_CHECK(o.tp >= 1, "--tp: expected an integer > 0, got ", o.tp);
+  PROTWIN_CHECK(o.cp >= 1, "--cp: expected an integer > 0, got ", o.cp);
+  PROTWIN_CHECK(m.heads % o.tp == 0 && m.kv_heads % o.tp == 0 && m.ffn_hidden % o.tp == 0, "--tp ",
+                o.tp, ": heads ", m.heads, ", KV heads ", m.kv_heads, " and ffn_hidden ",
+                m.ffn_hidden, " of model '", m.name, "' must all be divisible by TP");
+  PROTWIN_CHECK(o.seq % o.cp == 0, "--cp ", o.cp, ": sequence ", o.seq, " is not divisible by CP");
+  PROTWIN_CHECK(o.cp == 1 || o.flash_attention, "--cp ", o.cp,
+                ": context parallelism needs FlashAttention (its ring runs flash blocks)");
+  PROTWIN_CHECK((o.batch * (o.seq / o.cp)) % o.tp == 0, "--tp ", o.tp, ": the ",
+                o.batch * (o.seq / o.cp), " tokens of a micro-batch on one CP rank are not divisible "
+                "by TP (sequence parallelism shards them)");
 
   Workload w;
   w.model = m;
   w.options = o;
-  w.tokens = o.batch * o.seq;
+  w.tokens = o.batch * (o.seq / o.cp);
   const auto layout = parameter_layout(m);
   PROTWIN_ASSERT(layout.size() == static_cast<size_t>(m.layers + 2), "unexpected block count");
 
@@ -435,7 +494,7 @@ nlohmann::json block_to_json(const Block& b, bool with_kernels) {
 nlohmann::json workload_to_json(const Workload& w, bool with_kernels) {
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& b : w.blocks) blocks.push_back(block_to_json(b, with_kernels));
-  return {{"name", w.model.name},
+  nlohmann::json j = {{"name", w.model.name},
           {"model", model_to_json(w.model)},
           {"params", w.parameter_count()},
           {"layers", w.model.layers},
@@ -451,6 +510,12 @@ nlohmann::json workload_to_json(const Workload& w, bool with_kernels) {
           {"activation_bytes_per_layer", w.activation_bytes_per_layer()},
           {"checkpoint_bytes_per_layer", w.layer(0).checkpoint_bytes},
           {"blocks", blocks}};
+  // Sharded workloads say so; the unsharded JSON stays as it always was.
+  if (w.options.tp != 1 || w.options.cp != 1) {
+    j["tp"] = w.options.tp;
+    j["cp"] = w.options.cp;
+  }
+  return j;
 }
 
 }  // namespace protwin::sim

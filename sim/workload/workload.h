@@ -9,6 +9,16 @@
 //   Causal masking is not discounted (Megatron/PaLM MFU accounting). FlashAttention's backward
 //   also recomputes QK^T (2.5x forward on the GPU); that recompute is left to the cost model's
 //   flash efficiency so fused and unfused attention report the same work.
+// - Tensor and context parallelism (tp, cp > 1; Megatron-LM with sequence parallelism): the
+//   kernels are ONE rank's shard. With c = cp, t = tp, the rank holds b*s/c tokens; column-parallel
+//   GEMMs (Q/K/V, gate/up/fc1, LM head) split N by t, row-parallel ones (attention output,
+//   down/fc2) split K by t, attention keeps a/t heads and runs as c ring steps {b*a/t, s/c, s/c, d}
+//   (one kernel with count c: FlashAttention only), norms, residual adds and dropout run on the
+//   sequence-parallel shard of b*s/(c*t) tokens, the vocabulary is split into ceil(V/t) rows
+//   (no padding). Saved and temporary bytes follow the same shapes (the 4D estimator in
+//   sim/estimate is the memory model for such layouts). The collectives between the pieces are
+//   not kernels: the 4D compiler (sim/parallel) adds them at the Section boundaries below.
+//   At tp = cp = 1 every kernel, byte and count is exactly the unsharded workload.
 // - bytes are bytes read + written by the kernel at the compute dtype (masks 1 byte, per-row
 //   statistics fp32).
 // - Saved activations follow PyTorch eager / HF semantics (what autograd keeps), which is what
@@ -33,6 +43,27 @@ struct WorkloadOptions {
   std::string dtype = "fp16";  // compute dtype: "fp16" | "bf16" | "fp32"
   bool flash_attention = true;
   bool dropout = false;        // attention-probability, residual and embedding dropout
+  int64_t tp = 1;              // tensor-parallel size (with sequence parallelism): this rank's shard
+  int64_t cp = 1;              // context-parallel size: this rank's s/cp tokens
+};
+
+// Where a kernel sits as Megatron's tensor parallelism cuts a block; the 4D compiler puts the
+// TP collectives at the boundaries: an all-gather of the sequence-parallel input before a
+// kColumn run, a reduce-scatter of the output after a kRow or kEmbedding run (and the reverse in
+// backward); attention is where the context-parallel ring runs.
+enum class Section : uint8_t {
+  kShard,      // sequence-parallel shard: norms, residual adds, dropout
+  kColumn,     // column-parallel GEMMs and the elementwise work on their outputs (RoPE, activation)
+  kAttention,  // the attention core (per head; the CP ring steps)
+  kRow,        // row-parallel GEMMs: attention output projection, down/fc2
+  kEmbedding,  // vocabulary-parallel lookup
+  kLoss,       // vocabulary-parallel cross-entropy
+};
+const char* section_name(Section s);
+
+struct KernelTag {
+  Section section = Section::kShard;
+  bool weight_grad = false;  // backward: the dW GEMM of a linear layer (dX GEMMs and others false)
 };
 
 enum class BlockKind { kEmbedding, kDecoder, kHead };
@@ -55,6 +86,8 @@ struct Block {
   std::vector<traces::Kernel> forward;
   std::vector<traces::Kernel> backward;   // in execution order (reverse of forward)
   std::vector<traces::Kernel> recompute;  // CKPT: the forward again, inside backward
+  std::vector<KernelTag> forward_tags;    // one per forward kernel (recompute has the same)
+  std::vector<KernelTag> backward_tags;   // one per backward kernel
   std::vector<SavedTensor> saved;     // kept for backward when the block is NONE
   int64_t saved_bytes = 0;            // sum of `saved`
   int64_t saved_tensor_bytes = 0;     // sum of `saved` without row statistics
@@ -74,7 +107,7 @@ struct Block {
 struct Workload {
   ModelSpec model;
   WorkloadOptions options;  // seq resolved
-  int64_t tokens = 0;       // batch * seq
+  int64_t tokens = 0;       // batch * seq / cp: the tokens one rank processes
   std::vector<Block> blocks;
 
   int64_t parameter_count() const;  // sum over blocks == model.parameter_count()

@@ -1,0 +1,40 @@
+// Flags shared by `protwin simulate-4d` and `protwin search-4d`: model, machine and overrides,
+// sequence, global batch, recompute, dtype, the Megatron switches and the GPU memory for the
+// 80 % rule.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/parallel/megatron_compiler.h"
+#include "sim/workload/model_spec.h"
+
+namespace protwin::cli {
+
+struct ParallelArgs {
+  std::string model, machine;
+  std::vector<std::string> set;
+  int64_t seq = 0, gbs = 0;
+  std::string recompute = "none", dtype = "bf16";
+  double gpu_memory_gb = 0;
+};
+
+void add_parallel_options(po::options_description& desc, ParallelArgs& a);
+
+struct ParallelInputs {
+  sim::ModelSpec model;
+  std::unique_ptr<hw::HardwareCostModel> cost;
+  sim::MegatronOptions options;  // sizes, mbs and vpp left for the caller
+  double gpu_memory_gb = 0;      // 0: from the machine
+};
+
+// Requires --model, --machine and --gbs.
+ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variables_map& vm);
+
+// printf into a std::string.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace protwin::cli

@@ -1,0 +1,129 @@
+// protwin simulate-4d: one training iteration of a Megatron-style 4D-parallel (DP/TP/PP/CP)
+// layout on a cluster of nodes, simulated (sim/parallel/simulate_4d.h has the definitions of
+// every number printed).
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "cli/options.h"
+#include "cli/parallel_options.h"
+#include "cli/subcommand.h"
+#include "sim/parallel/simulate_4d.h"
+#include "traces/chrome_trace.h"
+#include "traces/error.h"
+#include "traces/report.h"
+
+namespace protwin::cli {
+namespace {
+
+void print_result(std::ostream& os, const sim::Simulate4dResult& r) {
+  const auto& o = r.options;
+  const auto& pl = r.placement;
+  os << "protwin simulate-4d: " << r.model << " on " << r.machine << ", " << pl.nodes << " node(s) x "
+     << pl.gpus_per_node << " GPUs, " << r.world << " GPUs used\n"
+     << format("layout      TP %lld  CP %lld  PP %lld  DP %lld  VPP %d  MBS %lld  GBS %lld  seq %lld  "
+               "(%lld micro-batches, recompute %s, %s)\n",
+               static_cast<long long>(o.sizes.tp), static_cast<long long>(o.sizes.cp),
+               static_cast<long long>(o.sizes.pp), static_cast<long long>(o.sizes.dp), o.vpp,
+               static_cast<long long>(o.mbs), static_cast<long long>(o.gbs), static_cast<long long>(o.seq),
+               static_cast<long long>(r.microbatches), sim::recompute_name(o.recompute), o.dtype.c_str());
+  os << "groups     ";
+  for (const sim::GroupPlacement* g : {&pl.tp, &pl.cp, &pl.dp_cp, &pl.pp})
+    os << format(" %s %lld (%lld/node, %s)", g->name.c_str(), static_cast<long long>(g->size),
+                 static_cast<long long>(g->ranks_per_node), g->scope());
+  os << "\n\n"
+     << format("iteration       %10.4f s\n", r.iteration_s)
+     << format("tokens/s        %10.0f   (%.1f per GPU)\n", r.tokens_per_s, r.tokens_per_s / static_cast<double>(r.world))
+     << format("TFLOPS/GPU      %10.1f   model flops, MFU %.1f %% of %.0f peak; %.1f with recompute\n",
+               r.tflops_per_gpu, 100 * r.mfu, r.peak_tflops, r.hw_tflops_per_gpu)
+     << format("bubble          %10.1f %% of the pipeline window (mean over stages; stage 0: %.1f %%)\n",
+               100 * r.bubble_fraction, 100 * r.bubble_fraction_stage0)
+     << format("memory          %10.2f GiB per GPU (Fujii et al., first stage): %s 80 %% of %.0f GB (%.1f GiB)\n",
+               r.memory.total_gib(), r.fits_80pct ? "fits under" : "does NOT fit under", r.gpu_memory_gb,
+               r.memory_limit_gib)
+     << "\nbusy seconds per stage and stream (the simulated rank of each stage):\n";
+  // Streams are named stage<s>.<role>: one row per stage, one column per role.
+  const char* roles[] = {"compute", "tp_comm", "cp_comm", "dp_comm", "p2p"};
+  std::map<int, std::map<std::string, double>> busy;
+  std::set<std::string> present;
+  for (const auto& s : r.streams) {
+    const size_t dot = s.name.find('.');
+    if (s.name.rfind("stage", 0) != 0 || dot == std::string::npos) continue;
+    const std::string role = s.name.substr(dot + 1);
+    busy[std::stoi(s.name.substr(5, dot - 5))][role] = s.busy.seconds();
+    present.insert(role);
+  }
+  os << "stage";
+  for (const char* role : roles)
+    if (present.count(role)) os << format("%12s", role);
+  os << "      bubble\n";
+  for (const auto& [stage, per_role] : busy) {
+    os << format("%5d", stage);
+    for (const char* role : roles)
+      if (present.count(role)) os << format("%12.4f", per_role.count(role) ? per_role.at(role) : 0.0);
+    os << format("%10.1f %%\n", 100 * r.stage_bubble_fraction[static_cast<size_t>(stage)]);
+  }
+}
+
+int run_simulate_4d(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  ParallelArgs pa;
+  int64_t nodes = 0, tp = 1, pp = 1, cp = 1, dp = 1, mbs = 1;
+  int vpp = 1;
+  std::string trace_path, out_path, plan_out;
+  desc.add_options()
+      ("nodes", po::value(&nodes), "nodes (default: as many as TP*PP*CP*DP GPUs need)")
+      ("tp", po::value(&tp)->default_value(1), "tensor-parallel size (with sequence parallelism)")
+      ("pp", po::value(&pp)->default_value(1), "pipeline-parallel size (stages)")
+      ("cp", po::value(&cp)->default_value(1), "context-parallel size")
+      ("dp", po::value(&dp)->default_value(1), "data-parallel size")
+      ("mbs", po::value(&mbs)->default_value(1), "micro-batch size")
+      ("vpp", po::value(&vpp)->default_value(1), "model chunks per stage (interleaved 1F1B when > 1)");
+  add_parallel_options(desc, pa);
+  desc.add_options()
+      ("chrome-trace", po::value(&trace_path), "write a Chrome trace (one track per stream per stage)")
+      ("output,o", po::value(&out_path), "write the Report (protwin.report JSON)")
+      ("plan-out", po::value(&plan_out), "write the compiled plan, every op with its kernels")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse_options("protwin simulate-4d --model M --machine NODE [--nodes N] --tp T --pp P --cp C --dp D "
+                     "--mbs B --gbs G --seq S [--vpp V] [--recompute none|selective|full] "
+                     "[--chrome-trace t.json] [-o report.json] [--json]",
+                     desc, args, vm))
+    return 0;
+  ParallelInputs in = resolve_parallel_inputs(pa, vm);
+  sim::Simulate4dConfig cfg;
+  cfg.options = in.options;
+  cfg.options.sizes = {tp, cp, pp, dp};
+  cfg.options.mbs = mbs;
+  cfg.options.vpp = vpp;
+  cfg.options.expand_kernels = !plan_out.empty();
+  cfg.nodes = nodes;
+  PROTWIN_CHECK(!vm.count("nodes") || nodes >= 1, "--nodes ", nodes, ": must be at least 1");
+  cfg.gpu_memory_gb = in.gpu_memory_gb;
+  cfg.keep_report = !trace_path.empty() || !out_path.empty();
+  sim::ParallelPlan plan;
+  const sim::Simulate4dResult r = sim::simulate_4d(in.model, *in.cost, cfg, plan_out.empty() ? nullptr : &plan);
+
+  if (!plan_out.empty()) traces::write_plan(plan.plan, plan_out);
+  if (!out_path.empty()) traces::write_report(r.report, out_path);
+  if (!trace_path.empty()) traces::write_chrome_trace(r.report, trace_path);
+  if (vm.count("json")) {
+    print_json(sim::simulate_4d_to_json(r));
+    return 0;
+  }
+  print_result(std::cout, r);
+  const std::pair<const char*, const std::string*> written[] = {
+      {"plan", &plan_out}, {"report", &out_path}, {"chrome trace (open in ui.perfetto.dev)", &trace_path}};
+  for (const auto& [what, path] : written)
+    if (!path->empty()) std::cout << "wrote " << what << ": " << *path << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace protwin::cli
+
+PROTWIN_SUBCOMMAND("simulate-4d", "simulate one iteration of a Megatron-style 4D-parallel (DP/TP/PP/CP) layout",
+                   protwin::cli::run_simulate_4d)

@@ -1,0 +1,615 @@
+#include "sim/parallel/megatron_compiler.h"
+
+#include <algorithm>
+#include <map>
+
+#include "sim/parallel/pipeline_schedule.h"
+#include "sim/workload/workload.h"
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+namespace {
+
+using traces::Kernel;
+using traces::Op;
+
+// Streams of one stage, in this order; a template is priced on its role's name.
+enum Role { kCompute, kTpComm, kCpComm, kDpComm, kP2p, kRoles };
+constexpr const char* kRoleNames[kRoles] = {"compute", "tp_comm", "cp_comm", "dp_comm", "p2p"};
+
+bool is_matmul(const Kernel& k) {
+  return k.sig.kind == "gemm" || k.sig.kind == "attention" || k.sig.kind == "flash_attention";
+}
+
+double matmul_flops(const std::vector<Kernel>& ks) {
+  double s = 0;
+  for (const auto& k : ks)
+    if (is_matmul(k)) s += k.flops * static_cast<double>(k.count);
+  return s;
+}
+
+nlohmann::json kernels_json(const std::vector<Kernel>& ks) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& k : ks) a.push_back(traces::kernel_to_json(k));
+  return a;
+}
+
+// Templates: every distinct op once, with its matmul flops.
+class TemplateBank {
+ public:
+  int compute(const std::string& kind, const std::vector<Kernel>& ks, const std::string& block,
+              const std::string& part) {
+    Op op;
+    op.kind = kind;
+    op.stream = kRoleNames[kCompute];
+    op.work.flops = total_flops(ks);
+    op.work.bytes = static_cast<int64_t>(total_bytes(ks));
+    op.attrs = {{"kernels", kernels_json(ks)}, {"block", block}, {"part", part}};
+    return add(std::move(op), matmul_flops(ks));
+  }
+  int collective(const std::string& kind, Role role, int64_t bytes, const GroupPlacement& g,
+                 const std::string& what) {
+    Op op;
+    op.kind = kind;
+    op.stream = kRoleNames[role];
+    op.work.bytes = bytes;
+    op.attrs = {{"ranks", g.size}, {"ranks_per_node", g.ranks_per_node}, {"scope", g.scope()},
+                {"group", g.name}, {"what", what}};
+    return add(std::move(op), 0);
+  }
+  int send_recv(Role role, int64_t bytes, bool inter_node, const std::string& what) {
+    Op op;
+    op.kind = "send_recv";
+    op.stream = kRoleNames[role];
+    op.work.bytes = bytes;
+    op.attrs = {{"ranks", 2}, {"ranks_per_node", inter_node ? 1 : 2},
+                {"scope", inter_node ? "inter_node" : "intra_node"}, {"what", what}};
+    return add(std::move(op), 0);
+  }
+  int adam(int64_t params) {
+    Op op;
+    op.kind = "adam_device";
+    op.stream = kRoleNames[kCompute];
+    op.work.params = params;
+    op.attrs = {{"what", "optimizer step over this rank's shard"}};
+    return add(std::move(op), 0);
+  }
+
+  std::vector<Op> ops;
+  std::vector<double> matmul;
+
+ private:
+  int add(Op op, double mm) {
+    // Collective, send and Adam templates repeat with equal contents: share them.
+    const std::string key = op.kind + "|" + op.stream + "|" + std::to_string(op.work.bytes) + "|" +
+                            std::to_string(op.work.params) + "|" + op.attrs.dump();
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second;
+    op.id = static_cast<int>(ops.size());
+    ops.push_back(std::move(op));
+    matmul.push_back(mm);
+    index_.emplace(key, static_cast<int>(ops.size()) - 1);
+    return static_cast<int>(ops.size()) - 1;
+  }
+  std::map<std::string, int> index_;
+};
+
+// A program: the ops of one block's forward, backward or recompute, with the dependencies
+// inside it. Deps index earlier steps; kPrevCompute is the last op emitted on the stage's compute
+// stream before the step. An `exit` step (a reduce-scatter of dX, the returned dK/dV) is waited
+// for by the next op on the compute stream, wherever that op comes from.
+constexpr int kPrevCompute = -1;
+struct Step {
+  int tmpl = 0;
+  Role role = kCompute;
+  std::vector<int> deps;
+  bool exit = false;
+};
+using Program = std::vector<Step>;
+
+// Consecutive kernels of one section.
+struct Segment {
+  Section section;
+  std::vector<Kernel> kernels;
+  std::vector<bool> weight_grad;
+};
+
+std::vector<Segment> segments(const std::vector<Kernel>& ks, const std::vector<KernelTag>& tags) {
+  PROTWIN_ASSERT(ks.size() == tags.size(), "kernels and tags differ in length");
+  std::vector<Segment> out;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (out.empty() || out.back().section != tags[i].section) out.push_back({tags[i].section, {}, {}});
+    out.back().kernels.push_back(ks[i]);
+    out.back().weight_grad.push_back(tags[i].weight_grad);
+  }
+  return out;
+}
+
+// Builds the programs of one block from its kernels and section tags.
+class ProgramBuilder {
+ public:
+  // act_bytes: a gathered activation (tokens x h); kv_bytes: one rank's K and V block.
+  ProgramBuilder(TemplateBank& bank, const Placement& pl, int64_t act_bytes, int64_t kv_bytes,
+                 int64_t loss_stat_bytes)
+      : bank_(bank), pl_(pl), act_bytes_(act_bytes), kv_bytes_(kv_bytes), loss_bytes_(loss_stat_bytes) {}
+
+  // kind "forward" or "recompute".
+  Program forward(const Block& b, const std::string& kind) {
+    Program p;
+    const bool tp = pl_.sizes.tp > 1;
+    std::vector<Kernel> pending;
+    Section prev = Section::kShard;
+    for (const Segment& seg : segments(b.forward, b.forward_tags)) {
+      const Section sec = seg.section;
+      if (tp && sec == Section::kColumn && prev != Section::kColumn) {
+        flush(p, pending, kind, b, "before all-gather");
+        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input"), kCompute, {}, false});
+      }
+      if (sec == Section::kAttention && pl_.sizes.cp > 1) {
+        flush(p, pending, kind, b, "attention input");
+        ring(p, seg.kernels, kind, b, false);
+      } else {
+        pending.insert(pending.end(), seg.kernels.begin(), seg.kernels.end());
+      }
+      if (tp && (sec == Section::kRow || sec == Section::kEmbedding)) {
+        flush(p, pending, kind, b, section_name(sec));
+        p.push_back({tp_coll("reduce_scatter", kCompute, act_bytes_, "sequence-parallel output"), kCompute, {}, false});
+      }
+      if (tp && sec == Section::kLoss) {
+        flush(p, pending, kind, b, "loss");
+        p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics"),
+                     kCompute, {}, false});
+      }
+      prev = sec;
+    }
+    flush(p, pending, kind, b, "tail");
+    return p;
+  }
+
+  // The backward; with `selective`, the attention core's forward runs again just before its
+  // backward.
+  Program backward(const Block& b, bool selective) {
+    Program p;
+    const bool tp = pl_.sizes.tp > 1, cp = pl_.sizes.cp > 1;
+    std::vector<Kernel> pending;
+    Section prev = Section::kShard;
+    for (const Segment& seg : segments(b.backward, b.backward_tags)) {
+      const Section sec = seg.section;
+      if (tp && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
+        flush(p, pending, "backward", b, "before all-gather");
+        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient"), kCompute, {}, false});
+      }
+      prev = sec;
+      if (sec == Section::kAttention && selective) {
+        flush(p, pending, "backward", b, "before recompute");
+        std::vector<Kernel> fwd;
+        for (size_t i = 0; i < b.forward.size(); ++i)
+          if (b.forward_tags[i].section == Section::kAttention) fwd.push_back(b.forward[i]);
+        if (cp) ring(p, fwd, "recompute", b, false);
+        else p.push_back({bank_.compute("recompute", fwd, b.name, "attention"), kCompute, {}, false});
+      }
+      if (sec == Section::kAttention && cp) {
+        flush(p, pending, "backward", b, "attention output gradient");
+        ring(p, seg.kernels, "backward", b, true);
+        continue;
+      }
+      if (tp && sec == Section::kColumn) {
+        // Megatron's LinearWithGradAccumulationAndAsyncCommunication: all-gather the input
+        // (async) while dX runs, then reduce-scatter dX (async) while dW runs.
+        flush(p, pending, "backward", b, "before column");
+        std::vector<Kernel> dx, dw;
+        for (size_t i = 0; i < seg.kernels.size(); ++i) (seg.weight_grad[i] ? dw : dx).push_back(seg.kernels[i]);
+        const int ag = static_cast<int>(p.size());
+        p.push_back({tp_coll("all_gather", kTpComm, act_bytes_, "input for the weight gradient"), kTpComm,
+                     {kPrevCompute}, false});
+        const int x = static_cast<int>(p.size());
+        p.push_back({bank_.compute("backward", dx, b.name, "column dX"), kCompute, {}, false});
+        if (!dw.empty()) p.push_back({bank_.compute("backward", dw, b.name, "column dW"), kCompute, {ag}, false});
+        p.push_back({tp_coll("reduce_scatter", kTpComm, act_bytes_, "input gradient"), kTpComm, {x}, true});
+        continue;
+      }
+      pending.insert(pending.end(), seg.kernels.begin(), seg.kernels.end());
+    }
+    flush(p, pending, "backward", b, "tail");
+    return p;
+  }
+
+ private:
+  void flush(Program& p, std::vector<Kernel>& ks, const std::string& kind, const Block& b,
+             const std::string& part) {
+    if (ks.empty()) return;
+    p.push_back({bank_.compute(kind, ks, b.name, part), kCompute, {}, false});
+    ks.clear();
+  }
+
+  int tp_coll(const std::string& kind, Role role, int64_t bytes, const std::string& what) {
+    return bank_.collective(kind, role, bytes, pl_.tp, what);
+  }
+
+  // The CP ring over one attention segment: cp steps of its kernels (each run once of the
+  // segment's count cp) and cp-1 K/V exchanges, double buffered: exchange j (passing on the
+  // block received last, receiving the next) waits for exchange j-1 and for step j-1 to free the
+  // buffer; step j waits for exchange j-1. Backward also carries dK/dV along (2x bytes) and
+  // finally returns dK/dV to its owner.
+  void ring(Program& p, const std::vector<Kernel>& ks, const std::string& kind, const Block& b,
+            bool backward) {
+    const int64_t c = pl_.sizes.cp;
+    std::vector<Kernel> step = ks;
+    for (auto& k : step) {
+      PROTWIN_ASSERT(k.count == c, "attention kernel count ", k.count, " != CP ", c);
+      k.count = 1;
+    }
+    const bool inter = pl_.cp.inter_node();
+    const int64_t bytes = backward ? 2 * kv_bytes_ : kv_bytes_;
+    const int attn_tmpl = bank_.compute(kind, step, b.name, "attention ring step");
+    const int sr_tmpl = bank_.send_recv(kCpComm, bytes, inter, backward ? "cp ring K/V and dK/dV" : "cp ring K/V");
+    int prev_sr = -1, prev_attn = -1;
+    for (int64_t j = 0; j < c; ++j) {
+      int sr = -1;
+      if (j + 1 < c) {
+        sr = static_cast<int>(p.size());
+        p.push_back({sr_tmpl, kCpComm, j == 0 ? std::vector<int>{kPrevCompute} : std::vector<int>{prev_sr, prev_attn}, false});
+      }
+      prev_attn = static_cast<int>(p.size());
+      p.push_back({attn_tmpl, kCompute, prev_sr >= 0 ? std::vector<int>{prev_sr} : std::vector<int>{}, false});
+      prev_sr = sr;
+    }
+    if (backward)
+      p.push_back({bank_.send_recv(kCpComm, kv_bytes_, inter, "cp ring dK/dV home"), kCpComm, {prev_attn}, true});
+  }
+
+  TemplateBank& bank_;
+  const Placement& pl_;
+  int64_t act_bytes_, kv_bytes_, loss_bytes_;
+};
+
+// A unit of a virtual stage: the embedding, one decoder layer or the head.
+struct Unit {
+  BlockKind kind;
+  int block;         // 0 embedding, 1 + layer, L + 1 head
+  int64_t params;    // this rank's
+  int bucket = -1;   // gradient bucket (index into the chunk's buckets)
+  bool bucket_end = false;  // the bucket is complete after this unit's backward
+};
+
+struct Bucket {
+  int64_t params = 0;
+  int gather_op = -1;  // overlap_param_gather: the all-gather before its first forward
+};
+
+struct Chunk {
+  std::vector<Unit> units;      // forward order
+  std::vector<Bucket> buckets;  // backward order
+};
+
+struct StageState {
+  std::string streams[kRoles];
+  int last_compute = -1;
+  int last_dp = -1;
+  std::vector<int> pending;  // waited for by the next op on the compute stream
+  std::vector<Chunk> chunks;
+};
+
+class Emitter {
+ public:
+  Emitter(traces::Plan& plan, const TemplateBank& bank, bool expand) : plan_(plan), bank_(bank), expand_(expand) {}
+
+  int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
+    const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
+    Op op;
+    op.id = static_cast<int>(plan_.ops.size());
+    op.kind = t.kind;
+    op.stream = st.streams[role];
+    op.block = block;
+    if (role == kCompute) {
+      deps.insert(deps.end(), st.pending.begin(), st.pending.end());
+      st.pending.clear();
+    }
+    deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    op.deps = std::move(deps);
+    op.work = t.work;
+    // Compute ops carry their kernels only when expanded; collectives, sends and the optimizer
+    // always carry their (small) attrs: ranks, ranks_per_node, scope.
+    if (expand_) {
+      op.attrs = t.attrs;
+    } else {
+      op.attrs = nlohmann::json::object();
+      for (const char* key : {"ranks", "ranks_per_node", "scope"}) {
+        auto it = t.attrs.find(key);
+        if (it != t.attrs.end()) op.attrs[key] = *it;
+      }
+    }
+    op.attrs["tmpl"] = tmpl;
+    plan_.ops.push_back(std::move(op));
+    const int id = static_cast<int>(plan_.ops.size()) - 1;
+    if (role == kCompute) {
+      st.last_compute = id;
+      (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
+    }
+    if (role == kDpComm) st.last_dp = id;
+    return id;
+  }
+
+  void run(StageState& st, StageInfo& info, const Program& prog, int block) {
+    ids_.clear();
+    for (const Step& s : prog) {
+      std::vector<int> deps;
+      for (int d : s.deps) deps.push_back(d == kPrevCompute ? st.last_compute : ids_[static_cast<size_t>(d)]);
+      const int id = emit(st, info, s.tmpl, s.role, std::move(deps), block);
+      ids_.push_back(id);
+      if (s.exit) st.pending.push_back(id);
+    }
+  }
+
+ private:
+  traces::Plan& plan_;
+  const TemplateBank& bank_;
+  bool expand_;
+  std::vector<int> ids_;
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+double model_flops_per_token(const ModelSpec& model, int64_t seq, const std::string& dtype) {
+  WorkloadOptions o;
+  o.batch = 1;
+  o.seq = seq;
+  o.dtype = dtype;
+  const Workload w = build_workload(model, o);
+  double fwd = 0;
+  for (const auto& b : w.blocks) fwd += matmul_flops(b.forward);
+  return 3 * fwd / static_cast<double>(w.tokens);
+}
+
+ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options,
+                                   const Placement& pl, const nlohmann::json& meta) {
+  ParallelPlan out;
+  out.options = options;
+  MegatronOptions& o = out.options;
+  if (o.seq == 0) o.seq = model.default_seq;
+  const ParallelSizes& z = o.sizes;
+  PROTWIN_ASSERT(pl.sizes.tp == z.tp && pl.sizes.cp == z.cp && pl.sizes.pp == z.pp && pl.sizes.dp == z.dp,
+                 "placement of other sizes");
+  out.placement = pl;
+  const int p = static_cast<int>(z.pp), v = o.vpp;
+  PROTWIN_CHECK(o.mbs >= 1, "--mbs ", o.mbs, ": must be at least 1");
+  PROTWIN_CHECK(v >= 1, "--vpp ", v, ": must be at least 1");
+  PROTWIN_CHECK(v == 1 || p > 1, "--vpp ", v, ": the interleaved schedule needs --pp > 1");
+  PROTWIN_CHECK(o.gbs >= 1 && o.gbs % (o.mbs * z.dp) == 0, "--gbs ", o.gbs,
+                ": global batch is not a positive multiple of MBS*DP ", o.mbs * z.dp);
+  PROTWIN_CHECK(model.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ", model.layers,
+                " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
+  const int64_t m = o.gbs / (o.mbs * z.dp);
+  out.microbatches = m;
+  out.model_flops_per_token = model_flops_per_token(model, o.seq, o.dtype);
+  const int64_t per_vstage = model.layers / (static_cast<int64_t>(p) * v);
+  const int n_vstages = p * v;
+
+  WorkloadOptions wo;
+  wo.batch = o.mbs;
+  wo.seq = o.seq;
+  wo.dtype = o.dtype;
+  wo.flash_attention = o.flash_attention;
+  wo.tp = z.tp;
+  wo.cp = z.cp;
+  const Workload w = build_workload(model, wo);
+  const int e = traces::dtype_bytes(o.dtype);
+  const Block& emb = w.blocks.front();
+  const Block& layer = w.layer(0);
+  const Block& head = w.blocks.back();
+
+  traces::Plan& plan = out.plan;
+  plan.meta = meta.is_object() ? meta : nlohmann::json::object();
+  plan.meta["generator"] = "protwin megatron compiler";
+  plan.meta["model"] = model.name;
+  plan.meta["gpus"] = z.world();
+  plan.meta["dtype"] = o.dtype;
+  plan.meta["tp"] = z.tp;
+  plan.meta["cp"] = z.cp;
+  plan.meta["pp"] = z.pp;
+  plan.meta["dp"] = z.dp;
+  plan.meta["vpp"] = v;
+  plan.meta["mbs"] = o.mbs;
+  plan.meta["gbs"] = o.gbs;
+  plan.meta["seq"] = o.seq;
+  plan.meta["microbatches"] = m;
+  plan.meta["recompute"] = recompute_name(o.recompute);
+  plan.meta["rank_classes"] = "one rank per pipeline stage";
+
+  TemplateBank bank;
+  const int64_t act_bytes = static_cast<int64_t>(e) * w.tokens * model.hidden;
+  const int64_t kv_bytes = 2 * static_cast<int64_t>(e) * w.tokens * (model.kv_dim() / z.tp);
+  ProgramBuilder pb(bank, pl, act_bytes, kv_bytes, 3 * 4 * w.tokens);
+  const Program emb_fwd = pb.forward(emb, "forward"), emb_bwd = pb.backward(emb, false);
+  const Program head_fwd = pb.forward(head, "forward"), head_bwd = pb.backward(head, false);
+  const Program layer_fwd = pb.forward(layer, "forward");
+  const Program layer_re = o.recompute == Recompute::kFull ? pb.forward(layer, "recompute") : Program{};
+  const Program layer_bwd = pb.backward(layer, o.recompute == Recompute::kSelective);
+
+  // Streams and units.
+  const int64_t dpc = z.dp * z.cp;
+  const bool tied = model.tied_embeddings && p > 1;
+  const bool dp_ops = dpc > 1;
+  std::vector<StageState> st(static_cast<size_t>(p));
+  out.stages.assign(static_cast<size_t>(p), StageInfo{});
+  for (int s = 0; s < p; ++s) {
+    auto& S = st[static_cast<size_t>(s)];
+    const std::string pre = "stage" + std::to_string(s) + ".";
+    for (int r = 0; r < kRoles; ++r) S.streams[r] = pre + kRoleNames[r];
+    plan.streams.push_back({S.streams[kCompute], {}});
+    if (z.tp > 1) plan.streams.push_back({S.streams[kTpComm], {}});
+    if (z.cp > 1) plan.streams.push_back({S.streams[kCpComm], {}});
+    if (dp_ops || tied) plan.streams.push_back({S.streams[kDpComm], {}});
+    if (p > 1) plan.streams.push_back({S.streams[kP2p], {}});
+    out.stages[static_cast<size_t>(s)].compute_stream = S.streams[kCompute];
+  }
+  const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
+  const int64_t head_params =
+      ceil_div(head.param_count + (tied ? model.vocab * model.hidden : 0), z.tp);
+  for (int s = 0; s < p; ++s) {
+    auto& S = st[static_cast<size_t>(s)];
+    auto& info = out.stages[static_cast<size_t>(s)];
+    S.chunks.resize(static_cast<size_t>(v));
+    for (int k = 0; k < v; ++k) {
+      const int vs = k * p + s;
+      Chunk& c = S.chunks[static_cast<size_t>(k)];
+      if (vs == 0) c.units.push_back({BlockKind::kEmbedding, 0, ceil_div(emb.param_count, z.tp)});
+      for (int64_t i = vs * per_vstage; i < (vs + 1) * per_vstage; ++i)
+        c.units.push_back({BlockKind::kDecoder, static_cast<int>(i + 1), ceil_div(layer.param_count, z.tp)});
+      if (vs == n_vstages - 1)
+        c.units.push_back({BlockKind::kHead, static_cast<int>(model.layers + 1), head_params});
+      // Buckets in backward order, each at least bucket_min parameters (the last may be less).
+      for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
+        if (c.buckets.empty() || c.buckets.back().params >= bucket_min) c.buckets.push_back({});
+        c.buckets.back().params += it->params;
+        it->bucket = static_cast<int>(c.buckets.size()) - 1;
+        info.params += it->params;
+      }
+      for (auto& u : c.units) info.layers += u.kind == BlockKind::kDecoder ? 1 : 0;
+      for (size_t i = 0; i < c.units.size(); ++i)
+        c.units[i].bucket_end = i == 0 || c.units[i - 1].bucket != c.units[i].bucket;
+    }
+  }
+  // Gradient and parameter collectives of a bucket.
+  auto grad_tmpl = [&](int64_t params) {
+    return bank.collective(o.distributed_optimizer ? "reduce_scatter" : "all_reduce", kDpComm,
+                           params * o.grad_bytes, pl.dp_cp, "gradient bucket");
+  };
+  auto param_tmpl = [&](int64_t params) {
+    return bank.collective("all_gather", kDpComm, params * e, pl.dp_cp, "parameter bucket");
+  };
+  auto p2p_tmpl = [&](int link, bool forward) {
+    return bank.send_recv(kP2p, layer.input_bytes, pl.stage_link_inter_node[static_cast<size_t>(link)],
+                          forward ? "activation to the next stage" : "activation gradient to the previous stage");
+  };
+
+  // Reserve the ops: per chunk and micro-batch its units' programs and two sends, plus buckets.
+  size_t expected = 0;
+  for (const auto& S : st)
+    for (const auto& c : S.chunks) {
+      size_t per_mb = 2;
+      for (const auto& u : c.units)
+        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd.size() + emb_bwd.size()
+                  : u.kind == BlockKind::kHead    ? head_fwd.size() + head_bwd.size()
+                                                  : layer_fwd.size() + layer_re.size() + layer_bwd.size();
+      expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 2;
+    }
+  plan.ops.reserve(expected);
+
+  Emitter em(plan, bank, o.expand_kernels);
+  // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
+  // start, in forward order; a bucket's first forward waits for it.
+  if (dp_ops && o.distributed_optimizer && o.overlap_param_gather)
+    for (int s = 0; s < p; ++s) {
+      auto& S = st[static_cast<size_t>(s)];
+      for (auto& c : S.chunks)
+        for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
+          it->gather_op = em.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
+    }
+
+  std::vector<std::vector<int>> sent_fwd(static_cast<size_t>(n_vstages), std::vector<int>(static_cast<size_t>(m), -1));
+  std::vector<std::vector<int>> sent_bwd = sent_fwd;
+  auto emit_task = [&](int s, const PipeTask& t) {
+    auto& S = st[static_cast<size_t>(s)];
+    auto& info = out.stages[static_cast<size_t>(s)];
+    Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
+    const int vs = t.chunk * p + s;
+    const size_t mb = static_cast<size_t>(t.microbatch);
+    if (t.forward) {
+      if (vs > 0) S.pending.push_back(sent_fwd[static_cast<size_t>(vs - 1)][mb]);
+      for (const Unit& u : c.units) {
+        if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
+          S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
+        em.run(S, info, u.kind == BlockKind::kEmbedding ? emb_fwd : u.kind == BlockKind::kHead ? head_fwd : layer_fwd,
+               u.block);
+      }
+      if (vs + 1 < n_vstages) {
+        std::vector<int> deps = S.pending;
+        deps.push_back(S.last_compute);
+        sent_fwd[static_cast<size_t>(vs)][mb] = em.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1);
+      }
+      return;
+    }
+    if (vs + 1 < n_vstages) S.pending.push_back(sent_bwd[static_cast<size_t>(vs + 1)][mb]);
+    const bool last_mb = t.microbatch == m - 1;
+    for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
+      if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re, it->block);
+      em.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd : it->kind == BlockKind::kHead ? head_bwd : layer_bwd,
+             it->block);
+      if (dp_ops && o.overlap_grad_reduce && last_mb && it->bucket_end)
+        em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
+    }
+    if (vs > 0) {
+      std::vector<int> deps = S.pending;
+      deps.push_back(S.last_compute);
+      sent_bwd[static_cast<size_t>(vs)][mb] = em.emit(S, info, p2p_tmpl((s + p - 1) % p, false), kP2p, deps, -1);
+    }
+  };
+
+  // Emit the stages' tasks in an order where every op's dependencies come first (ids are
+  // topological): a stage goes on while the sends it waits for exist.
+  std::vector<std::vector<PipeTask>> order(static_cast<size_t>(p));
+  for (int s = 0; s < p; ++s) order[static_cast<size_t>(s)] = pipeline_order(s, p, v, m);
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      auto& ord = order[static_cast<size_t>(s)];
+      for (size_t& i = next[static_cast<size_t>(s)]; i < ord.size(); ++i) {
+        const PipeTask& t = ord[i];
+        const int vs = t.chunk * p + s;
+        const size_t mb = static_cast<size_t>(t.microbatch);
+        if (t.forward && vs > 0 && sent_fwd[static_cast<size_t>(vs - 1)][mb] < 0) break;
+        if (!t.forward && vs + 1 < n_vstages && sent_bwd[static_cast<size_t>(vs + 1)][mb] < 0) break;
+        emit_task(s, t);
+        progress = true;
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s)
+    PROTWIN_ASSERT(next[static_cast<size_t>(s)] == order[static_cast<size_t>(s)].size(), "pipeline schedule of stage ",
+                   s, " deadlocks");
+
+  // Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
+  for (int s = 0; s < p; ++s) {
+    auto& S = st[static_cast<size_t>(s)];
+    if (!dp_ops || o.overlap_grad_reduce) continue;
+    for (auto& c : S.chunks)
+      for (auto& b : c.buckets)
+        em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
+  }
+  int tied_op = -1;
+  if (tied) {
+    // Megatron all-reduces the word-embedding gradient between the first and the last stage.
+    auto& S0 = st.front();
+    GroupPlacement g;
+    g.name = "embedding";
+    g.size = 2;
+    g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
+    g.ranks_per_node = g.nodes == 2 ? 1 : 2;
+    const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model.vocab, z.tp) * model.hidden * o.grad_bytes,
+                                     g, "tied embedding gradient");
+    tied_op = em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
+  }
+  for (int s = 0; s < p; ++s) {
+    auto& S = st[static_cast<size_t>(s)];
+    auto& info = out.stages[static_cast<size_t>(s)];
+    std::vector<int> deps = {S.last_dp};
+    if (tied && (s == 0 || s == p - 1)) deps.push_back(tied_op);
+    const int64_t shard = o.distributed_optimizer ? ceil_div(info.params, dpc) : info.params;
+    const int adam = em.emit(S, info, bank.adam(shard), kCompute, deps, -1);
+    if (dp_ops && o.distributed_optimizer && !o.overlap_param_gather)
+      for (auto& c : S.chunks)
+        for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
+          em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
+  }
+  out.templates = std::move(bank.ops);
+  return out;
+}
+
+}  // namespace protwin::sim

@@ -1,0 +1,103 @@
+// The Megatron-LM-style plan compiler: one training iteration of 4D-parallel (DP, TP with
+// sequence parallelism, PP, CP) training as a traces::Plan (DESIGN §3), run by the same
+// PlanSimulator, Report and Chrome trace as the offload plans.
+//
+// Rank classes. Ranks of one TP, CP or DP group do the same work at the same time, so ONE rank
+// per pipeline stage is simulated (the p stages differ: the first holds the embedding, the last
+// the LM head and loss, and they are shifted in time by the schedule). A collective is one op of
+// that rank whose cost is the whole collective's time over its group (attrs ranks,
+// ranks_per_node, scope from the placement; work.bytes = the full buffer S, NCCL-tests
+// convention). Per stage s the streams are
+//   stage<s>.compute  forward / backward / recompute ops, the TP collectives on the critical path
+//                     (sequence-parallel all-gather before column-parallel GEMMs, reduce-scatter
+//                     after row-parallel ones, the all-gather of the output gradient before a
+//                     row-parallel backward) and the optimizer step (adam_device);
+//   stage<s>.tp_comm  the TP collectives Megatron overlaps in backward: the all-gather of a
+//                     column-parallel layer's input for its weight gradient (during dX) and the
+//                     reduce-scatter of dX (during dW);
+//   stage<s>.cp_comm  the context-parallel ring: CP-1 send_recv steps of a K/V block, each
+//                     overlapped with one attention step (double buffered); backward sends K/V and
+//                     dK/dV (2x) and finally returns dK/dV to its owner;
+//   stage<s>.dp_comm  gradient buckets (reduce-scatter with the distributed optimizer, else
+//                     all-reduce, over DP x CP) as the last micro-batch's backward completes them
+//                     (overlap_grad_reduce), the parameter all-gather of the distributed optimizer
+//                     (overlap_param_gather: before each bucket's first forward; else after the
+//                     step), and the tied-embedding all-reduce between first and last stage;
+//   stage<s>.p2p      send_recv of activations (forward) and their gradients (backward) to the
+//                     next / previous stage; the receiving stage's pass depends on it.
+// Schedule: pipeline_schedule.h (1F1B, or interleaved with vpp > 1); micro-batches
+// m = GBS / (MBS * DP). Recompute: none; selective (the attention core's forward runs again just
+// before its backward, CP ring included); full (each layer's whole forward, with its TP
+// collectives and CP ring, runs again before its backward).
+//
+// Granularity: per (micro-batch, layer, phase) one compute op per piece between two
+// collectives (one op per layer without TP and CP), its kernels (sim/workload, sharded by tp and
+// cp) in attrs.kernels. Identical ops share a template (attrs.tmpl) and TemplateCostModel prices
+// each template once. With expand_kernels false a compute op carries only attrs.tmpl, not its
+// kernels (what the search uses; collectives and sends always carry attrs ranks,
+// ranks_per_node and scope); with expand_kernels every op carries its template's attrs, a
+// self-contained Plan that HardwareCostModel prices identically. The plan has no memory pools: the memory of a 4D layout
+// comes from the estimator (sim/estimate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/estimate/memory_estimate.h"
+#include "sim/parallel/placement.h"
+#include "sim/workload/model_spec.h"
+#include "traces/plan.h"
+
+namespace protwin::sim {
+
+struct MegatronOptions {
+  ParallelSizes sizes;
+  int64_t mbs = 1;
+  int64_t gbs = 0;
+  int64_t seq = 0;                   // 0: the model's default_seq
+  int vpp = 1;                       // model chunks per stage (interleaved 1F1B when > 1)
+  Recompute recompute = Recompute::kNone;
+  std::string dtype = "bf16";
+  bool flash_attention = true;
+  bool distributed_optimizer = true; // reduce-scatter grads, shard Adam over DP x CP, gather params
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  int64_t bucket_params = 0;         // gradient bucket size; 0: Megatron's max(40M, 1M * DP*CP)
+  int grad_bytes = 4;                // main gradients reduced in fp32 (Megatron with bf16)
+  bool expand_kernels = false;
+};
+
+// What the simulated rank of one stage does.
+struct StageInfo {
+  std::string compute_stream;
+  int64_t layers = 0;                // decoder layers on this stage (all chunks)
+  int64_t params = 0;                // this rank's parameters (TP-sharded)
+  double matmul_flops = 0;           // GEMM + attention flops of forward and backward ops
+  double recompute_matmul_flops = 0; // the same of recompute ops
+};
+
+struct ParallelPlan {
+  traces::Plan plan;
+  std::vector<traces::Op> templates;  // plan ops' attrs.tmpl index these
+  Placement placement;
+  MegatronOptions options;            // seq resolved
+  int64_t microbatches = 0;
+  double model_flops_per_token = 0;   // model_flops_per_token() of the model at this seq
+  std::vector<StageInfo> stages;
+};
+
+// Layers, heads and sizes must already satisfy the layout's constraints (the CLI checks them
+// with the estimator's messages); the compiler re-checks what it relies on.
+ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options,
+                                   const Placement& placement, const nlohmann::json& meta = {});
+
+// Model flops of one token: 3x the forward GEMM and attention flops of the unsharded workload
+// (backward = 2x forward; elementwise work, recompute and causal masking not counted). For GPT
+// this is Narayanan et al.'s 72 h^2 L (1 + s/6h + V/12Lh) per token, i.e. their
+// 96 B s L h^2 (1 + s/6h + V/16Lh) without the recomputed forward.
+double model_flops_per_token(const ModelSpec& model, int64_t seq, const std::string& dtype);
+
+}  // namespace protwin::sim

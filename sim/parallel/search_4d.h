@@ -1,0 +1,55 @@
+// search-4d: which 4D-parallel layout trains a model fastest on N nodes. Fujii et al.'s
+// enumeration and 80 % memory rule (sim/estimate/parallel_search.h) prune the layouts; every one
+// that fits is compiled and simulated (simulate_4d.h) on a pool of threads; the survivors are
+// ranked by simulated tokens/s.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/estimate/parallel_search.h"
+#include "sim/parallel/simulate_4d.h"
+
+namespace protwin::sim {
+
+struct Search4dOptions {
+  int64_t nodes = 0;
+  int64_t mbs_max = 0;         // 0: every power of two with MBS*DP <= GBS, as Fujii et al.
+  MegatronOptions base;        // gbs, seq, recompute, dtype, switches (sizes and mbs are searched)
+  double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
+  int threads = 2;
+  std::function<void(long done, long total)> progress;  // called from the calling thread
+};
+
+struct Search4dRow {
+  SearchCandidate candidate;   // the layout and its enumeration-time estimate
+  bool simulated = false;
+  std::string failure;         // why the compiler or simulator refused it
+  Simulate4dResult result;
+};
+
+struct Search4dResult {
+  std::string model, machine;
+  int64_t nodes = 0, gpus_per_node = 0, world = 0;
+  double gpu_memory_gb = 0;
+  MegatronOptions options;     // the searched settings (seq resolved)
+  SearchResult enumeration;
+  int64_t over_mbs_max = 0;    // fitting layouts left out by mbs_max
+  std::vector<Search4dRow> ranked;  // simulated, fastest first; then the refused ones
+  int64_t simulated = 0, failed = 0;
+  double seconds = 0;          // wall time of the simulations
+};
+
+Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& cost, const Search4dOptions& o);
+
+// {"model", "machine", "nodes", "gpus_per_node", "world", "seq", "gbs", "recompute",
+//  "gpu_memory_GB", "threshold_GiB", "seconds", "counts": {...}, "configurations": [top rows],
+//  "failures": [...]}; top 0 lists every simulated row.
+nlohmann::json search_4d_to_json(const Search4dResult& r, size_t top);
+
+}  // namespace protwin::sim

@@ -1,0 +1,184 @@
+#include "sim/parallel/simulate_4d.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "sim/engine/plan_simulator.h"
+#include "sim/estimate/estimate_json.h"
+#include "sim/estimate/parallel_constraints.h"
+#include "sim/parallel/estimate_model.h"
+#include "sim/parallel/template_cost_model.h"
+#include "traces/error.h"
+
+namespace protwin::sim {
+
+int64_t nodes_for_layout(const ParallelSizes& z, int64_t g, int64_t nodes, const std::string& machine) {
+  for (const auto& [flag, v] : {std::pair<const char*, int64_t>{"--tp", z.tp}, {"--cp", z.cp},
+                                {"--pp", z.pp}, {"--dp", z.dp}})
+    PROTWIN_CHECK(v >= 1, flag, " ", v, ": must be at least 1");
+  const int64_t world = z.world();
+  const std::string layout = protwin::detail::concat("TP*CP*PP*DP = ", z.tp, "*", z.cp, "*", z.pp, "*",
+                                                     z.dp, " = ", world, " GPUs");
+  if (nodes == 0) {
+    PROTWIN_CHECK(world <= g || world % g == 0, "--tp/--cp/--pp/--dp: ", layout,
+                  " do not fill whole nodes of ", g, " GPUs (machine ", machine, ")");
+    return world <= g ? 1 : world / g;
+  }
+  PROTWIN_CHECK(nodes >= 1, "--nodes ", nodes, ": must be at least 1");
+  PROTWIN_CHECK(nodes * g >= world, "--nodes ", nodes, ": too few: ", nodes, " node(s) of ", g,
+                " GPUs (machine ", machine, ") hold ", nodes * g, " GPUs, but ", layout);
+  PROTWIN_CHECK(nodes * g == world || (nodes == 1 && world <= g), "--nodes ", nodes, ": ", nodes,
+                " node(s) of ", g, " GPUs (machine ", machine, ") hold ", nodes * g, " GPUs, but ",
+                layout, "\nhint: the layout must use every GPU; raise --dp or lower --nodes");
+  return nodes;
+}
+
+Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel& cost,
+                             const Simulate4dConfig& cfg, ParallelPlan* plan_out) {
+  const hw::Machine& machine = cost.machine();
+  MegatronOptions o = cfg.options;
+  if (o.seq == 0) o.seq = model.default_seq;
+  const ParallelSizes& z = o.sizes;
+  const int64_t g = machine.gpu.count;
+  const int64_t nodes = nodes_for_layout(z, g, cfg.nodes, machine.name);
+  PROTWIN_CHECK(nodes == 1 || cost.collectives().has_network(), "--nodes ", nodes, ": machine ",
+                machine.name, " has no network between nodes (/network or /collectives/inter_node)");
+  PROTWIN_CHECK(o.mbs >= 1, "--mbs ", o.mbs, ": must be at least 1");
+  PROTWIN_CHECK(o.gbs >= 1, "--gbs ", o.gbs, ": must be at least 1");
+  PROTWIN_CHECK(o.vpp >= 1, "--vpp ", o.vpp, ": must be at least 1");
+  PROTWIN_CHECK(o.vpp == 1 || z.pp > 1, "--vpp ", o.vpp, ": the interleaved schedule needs --pp > 1");
+  PROTWIN_CHECK(model.layers % (z.pp * o.vpp) == 0, "--vpp ", o.vpp, ": layers ", model.layers,
+                " are not divisible by PP*VPP = ", z.pp, "*", o.vpp, " = ", z.pp * o.vpp);
+  PROTWIN_CHECK(machine.gpu.compute.count(o.dtype), "--dtype ", o.dtype, ": machine ", machine.name,
+                " has no /gpu/compute entry for it");
+
+  // The estimator's constraints and memory (its messages name the flags).
+  const EstimateModel em = to_estimate_model(model);
+  ParallelConfig pc;
+  pc.seq = o.seq, pc.mbs = o.mbs, pc.tp = z.tp, pc.cp = z.cp, pc.pp = z.pp, pc.dp = z.dp;
+  pc.gbs = o.gbs, pc.gpus = z.world();
+  EstimateOptions eo;
+  eo.recompute = o.recompute;
+  eo.distributed_optimizer = o.distributed_optimizer;
+  eo.flash_attention = o.flash_attention;
+  eo.virtual_stages = o.vpp > 1 ? o.vpp : 0;
+  eo.num_microbatches = o.gbs / (o.mbs * z.dp);
+  check_constraints(em, pc, eo);
+
+  Simulate4dResult r;
+  r.model = model.name;
+  r.machine = machine.name;
+  r.memory = estimate_memory(em, pc, eo);
+  r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
+                                          : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
+  r.memory_limit_gib = 0.8 * r.gpu_memory_gb;
+  r.fits_80pct = r.memory.total_gib() <= r.memory_limit_gib;
+
+  const Placement pl = place_groups(z, g, nodes);
+  ParallelPlan plan = compile_megatron_plan(model, o, pl, {{"machine", machine.name}, {"nodes", nodes}});
+  const TemplateCostModel priced(cost, plan.templates, plan.plan);
+  traces::Report report = PlanSimulator(priced).run(plan.plan);
+  r.options = plan.options;
+  r.placement = pl;
+  measure_4d(plan, report, r);
+  r.peak_tflops = machine.gpu.compute.at(o.dtype).peak_tflops;
+  r.mfu = r.peak_tflops > 0 ? r.tflops_per_gpu / r.peak_tflops : 0;
+  if (cfg.keep_report) r.report = std::move(report);
+  if (plan_out) *plan_out = std::move(plan);
+  return r;
+}
+
+void measure_4d(const ParallelPlan& plan, const traces::Report& report, Simulate4dResult& r) {
+  const MegatronOptions& o = plan.options;
+  const ParallelSizes& z = o.sizes;
+  r.world = z.world();
+  r.microbatches = plan.microbatches;
+  r.ops = static_cast<int64_t>(report.ops.size());
+  r.iteration_s = report.iteration.seconds();
+  r.streams = report.streams;
+  const double tokens = static_cast<double>(o.gbs) * static_cast<double>(o.seq);
+  r.tokens_per_s = r.iteration_s > 0 ? tokens / r.iteration_s : 0;
+  // Model flops from the unsharded workload; hardware flops from what the stages' ops ran.
+  r.model_flops_per_token = plan.model_flops_per_token;
+  const double world_s = static_cast<double>(r.world) * r.iteration_s;
+  r.tflops_per_gpu = world_s > 0 ? r.model_flops_per_token * tokens / world_s / 1e12 : 0;
+  double executed = 0;
+  for (const auto& s : plan.stages) executed += s.matmul_flops + s.recompute_matmul_flops;
+  r.hw_tflops_per_gpu = r.iteration_s > 0 ? executed / static_cast<double>(z.pp) / r.iteration_s / 1e12 : 0;
+
+  // Bubble: idle time of each stage's compute stream inside the pipeline window.
+  std::unordered_map<std::string, size_t> stage_of;
+  for (size_t s = 0; s < plan.stages.size(); ++s) stage_of[plan.stages[s].compute_stream] = s;
+  const size_t p = plan.stages.size();
+  std::vector<int64_t> busy(p, 0);
+  int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+  for (const auto& op : report.ops) {
+    if (op.kind == "adam_device") continue;
+    auto it = stage_of.find(op.stream);
+    if (it == stage_of.end()) continue;
+    busy[it->second] += op.end.ns - op.start.ns;
+    first = std::min(first, op.start.ns);
+    last = std::max(last, op.end.ns);
+  }
+  const double window = last > first ? static_cast<double>(last - first) : 0;
+  r.stage_bubble_fraction.assign(p, 0);
+  double sum = 0;
+  for (size_t s = 0; s < p; ++s) {
+    r.stage_bubble_fraction[s] = window > 0 ? 1.0 - static_cast<double>(busy[s]) / window : 0;
+    sum += r.stage_bubble_fraction[s];
+  }
+  r.bubble_fraction = p ? sum / static_cast<double>(p) : 0;
+  r.bubble_fraction_stage0 = p ? r.stage_bubble_fraction[0] : 0;
+}
+
+nlohmann::json placement_to_json(const Placement& p) {
+  nlohmann::json j = {{"nodes", p.nodes}, {"gpus_per_node", p.gpus_per_node}};
+  for (const GroupPlacement* g : {&p.tp, &p.cp, &p.dp, &p.dp_cp, &p.pp})
+    j[g->name] = {{"size", g->size}, {"ranks_per_node", g->ranks_per_node}, {"nodes", g->nodes},
+                  {"scope", g->scope()}};
+  j["stage_link_inter_node"] = p.stage_link_inter_node;
+  return j;
+}
+
+nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
+  const MegatronOptions& o = r.options;
+  nlohmann::json streams = nlohmann::json::array();
+  for (const auto& s : r.streams)
+    streams.push_back({{"name", s.name},
+                       {"busy_s", s.busy.seconds()},
+                       {"utilization", r.iteration_s > 0 ? s.busy.seconds() / r.iteration_s : 0.0},
+                       {"ops", s.ops}});
+  return {{"model", r.model},
+          {"machine", r.machine},
+          {"config",
+           {{"tp", o.sizes.tp}, {"cp", o.sizes.cp}, {"pp", o.sizes.pp}, {"dp", o.sizes.dp},
+            {"vpp", o.vpp}, {"mbs", o.mbs}, {"gbs", o.gbs}, {"seq", o.seq}, {"dtype", o.dtype},
+            {"recompute", recompute_name(o.recompute)}, {"microbatches", r.microbatches},
+            {"world", r.world}, {"nodes", r.placement.nodes},
+            {"gpus_per_node", r.placement.gpus_per_node},
+            {"distributed_optimizer", o.distributed_optimizer},
+            {"overlap_grad_reduce", o.overlap_grad_reduce},
+            {"overlap_param_gather", o.overlap_param_gather}}},
+          {"placement", placement_to_json(r.placement)},
+          {"iteration_s", r.iteration_s},
+          {"tokens_per_s", r.tokens_per_s},
+          {"model_flops_per_token", r.model_flops_per_token},
+          {"tflops_per_gpu", r.tflops_per_gpu},
+          {"hw_tflops_per_gpu", r.hw_tflops_per_gpu},
+          {"peak_tflops", r.peak_tflops},
+          {"mfu", r.mfu},
+          {"bubble_fraction", r.bubble_fraction},
+          {"bubble_fraction_stage0", r.bubble_fraction_stage0},
+          {"stage_bubble_fraction", r.stage_bubble_fraction},
+          {"memory_GiB", r.memory.total_gib()},
+          {"memory_limit_GiB", r.memory_limit_gib},
+          {"gpu_memory_GB", r.gpu_memory_gb},
+          {"fits_80pct", r.fits_80pct},
+          {"memory", estimate_to_json(r.memory, r.gpu_memory_gb)},
+          {"ops", r.ops},
+          {"streams", streams}};
+}
+
+}  // namespace protwin::sim
