@@ -39,7 +39,7 @@ TEST_CASE("simulate without --plan, and with a missing file, exit 2 naming the f
   REQUIRE(r.err.find("/nonexistent.json: cannot open for reading") != std::string::npos);
 }
 
-TEST_CASE("validate and simulate the example plan; the report file equals what --json summarises") {
+TEST_CASE("validate and simulate the example plan, the report file equals what --json summarises") {
   auto v = run_protwin("validate --plan " + kPlan);
   REQUIRE(v.code == 0);
   REQUIRE(v.out.find("valid plan") != std::string::npos);
@@ -103,7 +103,7 @@ TEST_CASE("bad knobs, batch and system exit 2 naming the knob or flag") {
   REQUIRE(r.err.find("--system: unknown system 'megatron'; known systems: protrain, deepspeed") != std::string::npos);
 }
 
-TEST_CASE("compare lists every system; capacity names the largest model per system") {
+TEST_CASE("compare lists every system, capacity names the largest model per system") {
   auto r = run_protwin("compare --model gpt2-1b --machine a100-server --gpus 2 --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);

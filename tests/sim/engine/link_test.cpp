@@ -57,7 +57,7 @@ TEST_CASE("two concurrent transfers on one link each get half", "[engine][link]"
   CHECK(d.done == std::vector<int64_t>{200, 200});  // 2 * bytes / bw
 }
 
-TEST_CASE("a transfer joining later slows the first; stale completions are ignored",
+TEST_CASE("a transfer joining later slows the first, stale completions are ignored",
           "[engine][link]") {
   // A alone at 10 B/ns for 50 ns (500 B left), then both at 5: A ends at 150; B has 500 B left
   // and finishes alone at 10: 200 = (1000 + 1000) / 10.

@@ -127,7 +127,7 @@ TEST_CASE("activation switches change exactly their own terms") {
   }
 }
 
-TEST_CASE("JSON carries the documented keys; fits_80pct is null without GPU memory") {
+TEST_CASE("JSON carries the documented keys, fits_80pct is null without GPU memory") {
   const MemoryEstimate e = case1({});
   const auto j = estimate_to_json(e);
   for (const char* key : {"params_per_gpu", "bytes_per_param", "weights_grads_optimizer_GiB",

@@ -80,7 +80,7 @@ TEST_CASE("korthikanti Table 2 per layer plus §4.3 embedding dropout and output
   }
 }
 
-TEST_CASE("zero (paper): 4Ψ + 12Ψ/N_d, 2Ψ + 14Ψ/N_d, 16Ψ/N_d; activations not included") {
+TEST_CASE("zero (paper): 4Ψ + 12Ψ/N_d, 2Ψ + 14Ψ/N_d, 16Ψ/N_d, activations not included") {
   const auto c = layout(8192, 1, 1, 1, 1, 8);
   EstimateOptions o = with(EstimateMethod::kZero);
   const double nd = 8;

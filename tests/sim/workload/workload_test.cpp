@@ -161,7 +161,7 @@ TEST_CASE("Llama-3.1-8B layer activations equal Fujii's 41 sbh", "[workload][act
   }
 }
 
-TEST_CASE("flash attention removes the s^2 terms; checkpointing keeps only the input", "[workload][activations]") {
+TEST_CASE("flash attention removes the s^2 terms, checkpointing keeps only the input", "[workload][activations]") {
   const ModelSpec m = find_model("gpt2-small");
   const int64_t s = 1024, b = 2, h = m.hidden, t = s * b;
   const Workload w = build_workload(m, opts(b, s, "fp16", true, true));
