@@ -1,10 +1,10 @@
 #!/bin/sh
 # Regenerates results/*.json and memory_heatmap.{png,svg} from config.json.
-# usage: experiments/memory-4d/run.sh /path/to/protwin
+# usage: experiments/memory-4d/run.sh [/path/to/protwin]   (default: $PROTWIN, else the Release build)
 set -eu
-protwin=${1:?usage: run.sh /path/to/protwin}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+protwin=${1:-${PROTWIN:-$repo/build/release/cli/protwin}}
 mkdir -p "$here/results"
 # One line per (model, device), in config order:
 # model device memory_GB gpus_per_node gpus seq gbs method

@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Driver of the twin-accuracy experiment. With RERUN=1 it first runs the calibration as documented
+(`protwin calibrate --model M --fit -o experiments/twin-accuracy/results/M`, its printed table kept in
+results/M/calibrate-output.txt); by default it uses the committed results, because measuring needs
+the real runtime (protwin-rt) and a quiet machine. Then it tabulates every case of every model into
+results/twin_accuracy.csv and the metrics into results/twin_accuracy.json, then draws the figure
+(plots/twin_accuracy.py)."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import _protwin  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIELDS = ["model", "case", "label", "system", "held_out", "measured_s", "predicted_s", "error",
+          "fitted_predicted_s", "fitted_error", "measured_peak_device_bytes", "predicted_peak_device_bytes"]
+METRICS = ["iteration_time_mape", "iteration_time_max_error", "spearman", "best_predicted_is_best_measured",
+           "best_predicted_measured_gap", "peak_memory_mape", "peak_host_memory_mape"]
+
+
+def calibrate(model, out):
+    """Runs the documented calibration; its output goes to the terminal and to calibrate-output.txt."""
+    args = ["calibrate", "--model", model, "--fit", "-o", os.path.relpath(out, _protwin.REPO)]
+    print("  protwin " + " ".join(args), flush=True)
+    with open(os.path.join(out, "calibrate-output.txt"), "w") as log:
+        p = subprocess.Popen([_protwin.binary()] + args, cwd=_protwin.REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        for line in p.stdout:  # minutes of work: show it as it comes
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            log.write(line)
+        if p.wait() != 0:
+            sys.exit(f"protwin calibrate --model {model}: exit code {p.returncode}")
+
+
+def main():
+    cfg = _protwin.load_config(HERE)
+    res = os.path.join(HERE, "results")
+    rows, summary = [], {}
+    for model in cfg["models"]:
+        out = os.path.join(res, model)
+        if os.environ.get("RERUN") == "1":
+            os.makedirs(out, exist_ok=True)
+            calibrate(model, out)
+        path = os.path.join(out, "calibration.json")
+        if not os.path.exists(path):
+            sys.exit(f"{os.path.relpath(path, _protwin.REPO)} missing: run RERUN=1 {os.path.relpath(HERE, _protwin.REPO)}/run.sh")
+        with open(path) as f:
+            cal = json.load(f)
+        summary[model] = {k: cal.get(k) for k in METRICS}
+        summary[model]["cases"] = len(cal["cases"])
+        summary[model]["fit"] = cal.get("fit")
+        for i, c in enumerate(cal["cases"]):
+            r = {"model": model, "case": i, "label": c["label"], "system": c["system"], "held_out": i % 2 == 1,
+                 "measured_s": c.get("measured_s"), "predicted_s": c["predicted_s"],
+                 "fitted_predicted_s": c.get("fitted_predicted_s"),
+                 "measured_peak_device_bytes": c.get("measured_peak_device_bytes"),
+                 "predicted_peak_device_bytes": c.get("predicted_peak_device_bytes")}
+            if r["measured_s"]:
+                r["error"] = r["predicted_s"] / r["measured_s"] - 1
+                if r["fitted_predicted_s"]:
+                    r["fitted_error"] = r["fitted_predicted_s"] / r["measured_s"] - 1
+            rows.append(r)
+    _protwin.write_json(os.path.join(res, "twin_accuracy.json"),
+                        {"experiment": "twin-accuracy", "targets": cfg["targets"], "published": cfg["published"],
+                         "models": summary})
+    _protwin.write_csv(os.path.join(res, "twin_accuracy.csv"), rows, FIELDS)
+    for model, s in summary.items():
+        print("%s: MAPE %.1f %%, max %.1f %%, Spearman %.2f (%d cases)" % (
+            model, 100 * s["iteration_time_mape"], 100 * s["iteration_time_max_error"], s["spearman"], s["cases"]))
+    _protwin.plot("twin_accuracy.py", *[os.path.join(res, m, "calibration.json") for m in cfg["models"]],
+                  "--out", os.path.join(HERE, "twin_accuracy"))
+
+
+if __name__ == "__main__":
+    main()
