@@ -11,6 +11,9 @@
 
 #include "cli/subcommand.h"
 #include "traces/error.h"
+#ifdef PROTWIN_RUNTIME_BINARY
+#include "runtime/memory/host_allocator.h"
+#endif
 
 namespace protwin::cli {
 
@@ -93,6 +96,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string name = argv[1];
+#ifdef PROTWIN_RUNTIME_BINARY
+  // Training and the profile that predicts it run with the emulated device's allocator
+  // (host_allocator.h); `bench adam` keeps glibc's defaults, as a PyTorch user's optimizer sees them.
+  if (name == "train" || name == "profile") protwin::runtime::keep_freed_host_memory(argv);
+#endif
   const auto subs = subcommands();
   auto it = std::find_if(subs.begin(), subs.end(), [&](const Subcommand& s) { return s.name == name; });
 #ifndef PROTWIN_RUNTIME_BINARY
