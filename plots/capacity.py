@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _results import load_table  # noqa: E402
 from _style import MACHINE_LABEL, SYSTEM_COLOUR, SYSTEM_LABEL, figure_args, plt, save  # noqa: E402
 
-SHORT = {"host memory": "host", "GPU memory": "GPU"}
+SHORT = {"host memory": "host", "GPU memory": "GPU", "gpu memory": "GPU", "gpu and host memory": "GPU and host",
+         "gpu and host memory together": "GPU+host"}
 
 
 def main():
@@ -62,8 +63,9 @@ def main():
     ax.legend(loc="upper left", fontsize=8, ncol=2)
     ax.set_title("Largest GPT-2-family model (hidden 4096/8192, batch 1, seq 1024) each system can train "
                  "(protwin, simulated)", fontsize=10)
-    fig.text(0.01, 0.01, "'limit: host' / 'limit: GPU': the memory pool that one more layer would overflow "
-             "(protwin compare --batch 1 at layers + 1)", fontsize=7.5, color="#444444")
+    fig.text(0.01, 0.01, "limit: what stops one more layer (protwin capacity's next_size.limited_by): host, GPU, "
+             "or 'GPU+host' (each pool alone would suffice for some setting, none fits both)",
+             fontsize=7.5, color="#444444")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     save(fig, out)
 

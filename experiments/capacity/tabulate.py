@@ -31,11 +31,16 @@ def main():
             row = {"machine": m, "gpus": g, "system": s["name"], "max_params_B": s["max_params"] / 1e9,
                    "hidden": s.get("hidden"), "layers": s.get("layers"), "next_layer_stopped_by": "",
                    "published_B": published.get((m, g, s["name"])), "within_tolerance": ""}
-            nxt = os.path.join(res, f"{m}_{g}gpu_{s['name']}_next.json")
-            if s["max_params"] and os.path.exists(nxt):
-                e = systems_by_name(load_compare(nxt))[s["name"]]
-                row["next_layer_stopped_by"] = misfit_reason(e, machine, g) or \
-                    "fits in compare (inconsistent with capacity)"
+            # `protwin capacity` names what stops one layer more (GPU memory, host memory, or only
+            # the two together: some setting fits each pool alone, none fits both).
+            if s["max_params"] and "next_size" in s:
+                row["next_layer_stopped_by"] = s["next_size"]["limited_by"]
+            else:
+                nxt = os.path.join(res, f"{m}_{g}gpu_{s['name']}_next.json")
+                if s["max_params"] and os.path.exists(nxt):
+                    e = systems_by_name(load_compare(nxt))[s["name"]]
+                    row["next_layer_stopped_by"] = misfit_reason(e, machine, g) or \
+                        "fits in compare (inconsistent with capacity)"
             if row["published_B"]:
                 row["within_tolerance"] = abs(row["max_params_B"] / row["published_B"] - 1) <= tol
                 summary["published"].append({k: row[k] for k in ("machine", "gpus", "system", "max_params_B",
