@@ -127,6 +127,11 @@ void print_machine(const hw::Machine& m) {
   if (m.inter_node)
     add("inter-node all-reduce busbw",
         fmt("%.0f GB/s", m.inter_node->all_reduce.busbw_GBps), "/collectives/inter_node/all_reduce/busbw_GBps");
+  if (m.network)
+    add("network (per node)",
+        fmt("%.0f NICs", m.network->nics_per_node) + fmt(" x %.0f Gb/s", m.network->nic_Gbps) +
+            fmt(" = %.0f GB/s achieved", m.network->node_GBps()),
+        "/network/nic_Gbps");
   add("fragmentation fraction", fmt("%.2f", m.gpu.allocator.fragmentation_fraction),
       "/gpu/allocator/fragmentation_fraction");
 
