@@ -22,6 +22,7 @@
 #include "cli/policy_options.h"
 #include "cli/runtime_process.h"
 #include "cli/subcommand.h"
+#include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -97,10 +98,14 @@ struct Simulated {
   sim::CompiledPlan plan;
 };
 
-Simulated simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k) {
+// The plan of knobs `k`, simulated; with contention rules (the emulated device's measured
+// slowdowns of ops sharing its cores), re-simulated until the overlaps settle (sim/engine/contention.h).
+Simulated simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k,
+                        const std::vector<sim::ContentionRule>& contention) {
   Simulated s;
   const sim::Candidate c = sim::evaluate(w, cost, 1, k, &s.plan, &s.report);
   PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
+  if (!contention.empty()) s.report = sim::simulate_with_contention(s.plan.plan, cost, contention);
   s.iteration_s = s.report.iteration.seconds();
   for (const char* st : kStreams)
     if (const auto* r = s.report.stream(st)) s.busy[st] = r->busy.seconds();
@@ -222,6 +227,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("profile", po::value(&profile_name)->default_value(profile_name),
        "op profile: shipped name, file, or 'none' (curves only)")
       ("reprofile", "run `protwin profile` on the selected plans' kernels first and use its machine + profile")
+      ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir), "folder for plans, reports, calibration.json and the plot")
@@ -291,6 +297,11 @@ int run_calibrate(const std::vector<std::string>& args) {
       };
     return std::make_unique<hw::HardwareCostModel>(m, lookup);
   };
+  // The profile's measured slowdowns of ops that share the emulated device's cores.
+  auto contention = [&]() {
+    return profile && !vm.count("no-contention") ? sim::contention_rules_from_profile(profile->provenance())
+                                                 : std::vector<sim::ContentionRule>{};
+  };
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
     const auto cost = make_cost(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
@@ -316,7 +327,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::snprintf(d, sizeof d, "/case-%02zu", i);
     r.dir = out_dir + d;
     make_dir(r.dir);
-    const Simulated s = simulate_case(w, *cost, r.c.knobs);
+    const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
     traces::write_plan(s.plan.plan, r.dir + "/plan.json");
     results.push_back(std::move(r));
   }
@@ -338,7 +349,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   // 3. Simulate each case, then run them all `rounds` times, interleaved: the machine may be shared,
   // and a burst of load from other processes then hits one round of a case, not all of them.
   for (auto& r : results) {
-    const Simulated s = simulate_case(w, *cost, r.c.knobs);
+    const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
     r.predicted_s = s.iteration_s;
     r.pred_busy = s.busy;
     r.pred_peak = s.peak;
@@ -405,7 +416,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     const auto fcost = make_cost(fm, profile ? &*profile : nullptr, scale["compute"]);
     for (auto& r : results) {
       if (!r.error.empty()) continue;
-      const Simulated s = simulate_case(w, *fcost, r.c.knobs);
+      const Simulated s = simulate_case(w, *fcost, r.c.knobs, contention());
       r.fitted_predicted_s = s.iteration_s;
       r.fitted_busy = s.busy;
     }

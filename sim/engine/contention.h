@@ -1,0 +1,40 @@
+// Contention between streams that share hardware the simulator does not model as a link.
+//
+// On the emulated device, "GPU" compute, the copy workers and CPU Adam all run on the same host
+// cores and memory: `protwin profile` measures how much slower a GEMM runs beside the copy workers
+// or beside CPU Adam, and CPU Adam beside compute (recorded in the op profile's provenance,
+// "contention"). A GPU has none of that (DMA engines copy, the CPU updates), so GPU machines carry
+// no rules. Which ops overlap depends on the schedule, which depends on their durations: the
+// simulation is repeated, each pass stretching every op by its slowdown over the share of its time
+// that overlapped the other streams in the pass before, until it settles (a few passes).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/cost_model.h"
+#include "traces/plan.h"
+#include "traces/report.h"
+
+namespace protwin::sim {
+
+// An op on `stream` runs `slowdown` times slower while any op of `beside` runs.
+struct ContentionRule {
+  std::string stream;
+  std::vector<std::string> beside;
+  double slowdown = 1;
+};
+
+// The rules of an op profile's provenance "contention" block: compute beside the copy streams
+// ("compute_slowdown_with_copies") and beside CPU Adam ("compute_slowdown_with_adam"), CPU Adam
+// beside compute ("adam_slowdown_with_compute"); empty when it has none.
+std::vector<ContentionRule> contention_rules_from_profile(const nlohmann::json& provenance);
+
+// Simulates `plan`; with rules, re-simulates `passes` more times with each op's fixed time scaled
+// by 1 + sum over rules of (slowdown - 1) x (share of the op's time beside those streams).
+traces::Report simulate_with_contention(const traces::Plan& plan, const hw::CostModel& cost,
+                                        const std::vector<ContentionRule>& rules, int passes = 8);
+
+}  // namespace protwin::sim
