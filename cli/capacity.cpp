@@ -73,6 +73,8 @@ int run_capacity(const std::vector<std::string>& args) {
       return nlohmann::json{{"layers", layers},
                             {"least_gpu_bytes", r.least_gpu_bytes},
                             {"least_host_bytes", r.least_host_bytes},
+                            {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
+                            {"smallest_host_bytes", r.smallest_host_bytes},
                             {"limited_by", gpu && host ? "gpu and host memory"
                                            : gpu       ? "gpu memory"
                                            : host      ? "host memory"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tabulates the capacity experiment: reads config.json and results/ (`protwin capacity --json` per
-server and GPU count, `protwin compare --batch 1 --json` one layer past each system's limit, and
-`protwin machine --json`) and writes
+server and GPU count, with `next_size` one layer past each system's limit, and `protwin machine
+--json`) and writes
   results/capacity.csv   one row per (server, GPUs, system): largest model, its shape, the memory
                          that stops the next layer, the published number where there is one;
   results/summary.json   the verdict on each criterion of the README;
@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "plots"))
 from _results import (  # noqa: E402
-    experiment, load_compare, load_machine, misfit_reason, systems_by_name, write_summary, write_table)
+    experiment, load_machine, misfit_reason, write_summary, write_table)
 from _style import load_json  # noqa: E402
 
 
@@ -30,17 +30,15 @@ def main():
         for s in cap["systems"]:
             row = {"machine": m, "gpus": g, "system": s["name"], "max_params_B": s["max_params"] / 1e9,
                    "hidden": s.get("hidden"), "layers": s.get("layers"), "next_layer_stopped_by": "",
+                   "closest_setting_overflows": "",
                    "published_B": published.get((m, g, s["name"])), "within_tolerance": ""}
             # `protwin capacity` names what stops one layer more (GPU memory, host memory, or only
-            # the two together: some setting fits each pool alone, none fits both).
-            if s["max_params"] and "next_size" in s:
-                row["next_layer_stopped_by"] = s["next_size"]["limited_by"]
-            else:
-                nxt = os.path.join(res, f"{m}_{g}gpu_{s['name']}_next.json")
-                if s["max_params"] and os.path.exists(nxt):
-                    e = systems_by_name(load_compare(nxt))[s["name"]]
-                    row["next_layer_stopped_by"] = misfit_reason(e, machine, g) or \
-                        "fits in compare (inconsistent with capacity)"
+            # the two together: some setting fits each pool alone, none fits both), and the needs of
+            # the setting closest to fitting, whose larger overflow misfit_reason names.
+            if s["max_params"]:
+                nxt = dict(s["next_size"], tokens_per_s=None)
+                row["next_layer_stopped_by"] = nxt["limited_by"]
+                row["closest_setting_overflows"] = misfit_reason(nxt, machine, g)
             if row["published_B"]:
                 row["within_tolerance"] = abs(row["max_params_B"] / row["published_B"] - 1) <= tol
                 summary["published"].append({k: row[k] for k in ("machine", "gpus", "system", "max_params_B",
@@ -55,13 +53,14 @@ def main():
         all(p["within_tolerance"] for p in summary["published"])
     write_summary(os.path.join(res, "summary.json"), summary)
 
-    print("| server | GPUs | system | largest model | hidden × layers | next layer stopped by | paper |")
-    print("|---|---|---|---|---|---|---|")
+    print("| server | GPUs | system | largest model | hidden × layers | next layer stopped by "
+          "| closest setting overflows | paper |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         pub = f"{r['published_B']:g}B" if r["published_B"] else "—"
         shape = f"{r['hidden']} × {r['layers']}" if r["hidden"] else "—"
         print(f"| {r['machine']} | {r['gpus']} | {r['system']} | {r['max_params_B']:.1f}B | {shape} | "
-              f"{r['next_layer_stopped_by']} | {pub} |")
+              f"{r['next_layer_stopped_by']} | {r['closest_setting_overflows']} | {pub} |")
     print(f"\nreproduced: {summary['reproduced']}")
 
 

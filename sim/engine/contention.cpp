@@ -79,8 +79,8 @@ traces::Report simulate_with_contention(const traces::Plan& plan, const hw::Cost
     for (const auto& rule : rules)
       if (!unions.count(rule.beside)) unions[rule.beside] = busy_union(r, rule.beside);
     for (const auto& op : r.ops) {
-      // An op's own duration this pass, divided by its current scale, is its unstretched time;
-      // the overlap share is measured on this pass's schedule.
+      // The scale applies to the base cost model's (unstretched) time; the share of the op that
+      // other streams covered is read off this pass's schedule.
       const int64_t len = op.end.ns - op.start.ns;
       double s = 1;
       for (const auto& rule : rules)
