@@ -41,8 +41,13 @@ void print_usage(const char* argv0) {
                "usage: protwin <subcommand> [options]   (protwin <subcommand> --help for more)\n\n"
                "subcommands:\n";
   for (const auto& s : subcommands()) print_line(s.name, s.summary);
-  // The runtime's subcommands, listed by the runtime binary itself.
+  // The runtime's subcommands, listed by the runtime binary itself (protwin-rt has them already).
+#ifdef PROTWIN_RUNTIME_BINARY
+  const std::string rt;
+  (void)argv0;
+#else
   const std::string rt = runtime_binary(argv0);
+#endif
   if (!rt.empty()) {
     if (FILE* p = ::popen((rt + " --list-subcommands").c_str(), "r")) {
       char line[512];

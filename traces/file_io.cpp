@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "traces/error.h"
@@ -45,6 +46,15 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     ::unlink(tmp.c_str());
     PROTWIN_CHECK(false, path, ": cannot replace file (", std::strerror(err), ")");
   }
+}
+
+void require_writable(const std::string& path, const std::string& flag) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  struct stat st {};
+  PROTWIN_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), flag, " ", path, ": folder ", dir,
+                " does not exist");
+  PROTWIN_CHECK(::access(dir.c_str(), W_OK) == 0, flag, " ", path, ": folder ", dir, " is not writable");
 }
 
 }  // namespace protwin::traces

@@ -12,4 +12,8 @@ std::string read_file(const std::string& path);
 // Writes `content` to `path` atomically (temporary file + fsync + rename).
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// Checks, before long work, that `path` can be written later: its folder exists and is writable.
+// A user error naming `flag` and the folder otherwise.
+void require_writable(const std::string& path, const std::string& flag);
+
 }  // namespace protwin::traces

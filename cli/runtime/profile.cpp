@@ -46,6 +46,8 @@ int run_profile(const std::vector<std::string>& args) {
     else
       profile_out = machine_out.substr(0, machine_out.rfind(".json")) + ".profile.json";
   }
+  traces::require_writable(machine_out, "-o");
+  traces::require_writable(profile_out, "--profile-out");
   std::vector<traces::OpSignature> sigs;
   if (!vm.count("only-plans"))
     for (const auto& m : rt::default_profile_models()) rt::merge_signatures(sigs, rt::model_signatures(m));

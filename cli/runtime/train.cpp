@@ -9,6 +9,7 @@
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
+#include "traces/file_io.h"
 #include "traces/report.h"
 
 namespace protwin::cli {
@@ -44,6 +45,8 @@ int run_train(const std::vector<std::string>& args) {
     return 0;
   require(vm, "plan");
   require(vm, "steps");
+  if (!out_path.empty()) traces::require_writable(out_path, "-o");
+  if (!trace_path.empty()) traces::require_writable(trace_path, "--chrome-trace");
   const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path);
   const rt::TrainResult r = rt::train(rp, o);
 

@@ -205,6 +205,8 @@ TEST_CASE("sweep: bad --set axes, too large a grid and bad systems exit 2 naming
           "allowed; sweep fewer values\n");
   REQUIRE(error_of(kBase + "--set host.cores=12 --system protrain,foo").find("unknown system 'foo'") !=
           std::string::npos);
+  REQUIRE(error_of(kBase + "--set host.cores=12 -o /nonexistent-protwin/s.json") ==
+          "protwin sweep: error: -o /nonexistent-protwin/s.json: folder /nonexistent-protwin does not exist\n");
 }
 
 TEST_CASE("sweep: --system all gives one point per system and grid value, a model that fits nowhere is null") {

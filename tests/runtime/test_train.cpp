@@ -195,6 +195,21 @@ TEST_CASE("protwin train: JSON result, measured report, and exit 2 on bad input"
   CHECK(other.err == "protwin train: error: " + dir +
                          "/opt.json:/meta/model_spec/family: the runtime implements gpt2 and llama, got \"opt\"\n");
   CHECK(slurp(dir + "/measured.json") == measured);
+  // Outputs into a folder that does not exist are refused before any work is done.
+  Cmd nodir = run_cli("train --plan " + dir + "/plan.json --steps 2 -o " + dir + "/no/measured.json", dir);
+  CHECK(nodir.exit_code == 2);
+  CHECK(nodir.err == "protwin train: error: -o " + dir + "/no/measured.json: folder " + dir + "/no does not exist\n");
+  Cmd noprof = run_cli("profile -o " + dir + "/no/m.json --profile-out " + dir + "/p.json", dir);
+  CHECK(noprof.exit_code == 2);
+  CHECK(noprof.err == "protwin profile: error: -o " + dir + "/no/m.json: folder " + dir + "/no does not exist\n");
+  // The runtime binary lists each of its subcommands once.
+  Cmd help = run_cli("--help", dir);
+  CHECK(help.exit_code == 0);
+  for (const char* sub : {"\n  train ", "\n  profile ", "\n  bench "}) {
+    const size_t first = help.out.find(sub);
+    CHECK(first != std::string::npos);
+    CHECK(help.out.find(sub, first + 1) == std::string::npos);
+  }
   Cmd adam = run_cli("bench adam --params 100000 --json", dir);
   REQUIRE(adam.exit_code == 0);
   const nlohmann::json a = nlohmann::json::parse(adam.out);
