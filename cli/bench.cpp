@@ -126,8 +126,8 @@ int bench_policy(const std::vector<std::string>& args) {
   return 0;
 }
 
-// bench adam: the CPU Adam benchmark lives in the LibTorch runtime binary.
-int bench_adam(const std::vector<std::string>& args) {
+// bench adam / stability: these benchmarks live in the LibTorch runtime binary.
+int bench_runtime(const std::vector<std::string>& args) {
   std::vector<std::string> rt = {"bench"};
   rt.insert(rt.end(), args.begin(), args.end());
   return run_runtime_binary(rt);
@@ -142,7 +142,8 @@ struct Bench {
 const Bench kBenches[] = {
     {"engine", "PlanSimulator::run on a synthetic plan (ops/s)", bench_engine},
     {"policy", "one simulated iteration of a searched plan, and the search (wall time)", bench_policy},
-    {"adam", "protwin's CPU Adam against torch::optim::Adam (LibTorch runtime)", bench_adam},
+    {"adam", "protwin's CPU Adam against torch::optim::Adam (LibTorch runtime)", bench_runtime},
+    {"stability", "how steady this machine's compute speed is: a fixed GEMM sampled (LibTorch runtime)", bench_runtime},
 };
 
 int run_bench(const std::vector<std::string>& args) {
@@ -164,5 +165,5 @@ int run_bench(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace protwin::cli
 
-PROTWIN_SUBCOMMAND("bench", "benchmarks of protwin itself (engine, policy, adam)",
+PROTWIN_SUBCOMMAND("bench", "benchmarks of protwin itself (engine, policy, adam) and of this machine (stability)",
                    protwin::cli::run_bench)

@@ -21,6 +21,7 @@
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/runtime_process.h"
+#include "cli/sample_stats.h"
 #include "cli/subcommand.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
@@ -355,7 +356,17 @@ int run_calibrate(const std::vector<std::string>& args) {
     r.pred_peak = s.peak;
     traces::write_report(s.report, r.dir + "/simulated.json");
   }
+  // The machine's own noise, sampled before the first round and after every round: a fixed GEMM's
+  // speed (protwin bench stability). Differences between plans smaller than its spread are noise.
+  std::vector<double> noise_samples;
+  auto sample_noise = [&] {
+    const ProcessResult p = run_process(rt, {"bench", "stability", "--seconds", "2", "--json"}, out_dir + "/noise.log");
+    if (p.exit_code != 0) return;
+    const nlohmann::json j = nlohmann::json::parse(p.out);  // kept alive: the loop walks into it
+    for (double g : j.at("samples_gflops")) noise_samples.push_back(g);
+  };
   Progress bar("calibrating", static_cast<long>(results.size()) * rounds);
+  sample_noise();
   for (int round = 0; round < rounds; ++round) {
     // Odd rounds run the cases backwards, so a slow drift of the load does not favour early cases.
     for (size_t n = 0; n < results.size(); ++n) {
@@ -387,8 +398,10 @@ int run_calibrate(const std::vector<std::string>& args) {
         if (const auto* x = m.pool(pl)) r.meas_peak[pl] = x->peak.n;
       r.meas_peak["gpu"] = j.at("peak_device_bytes").get<int64_t>();
     }
+    sample_noise();
   }
   bar.done();
+  const Spread noise = spread_of(noise_samples);
   for (auto& r : results)
     if (!r.error.empty() && r.measured_s > 0) r.error.clear();  // a failed round is not fatal
 
@@ -471,6 +484,7 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"cases", jc},
               {"skipped", skipped},
               {"timeline_case", 0},
+              {"machine_noise_gflops", noise.to_json()},
               {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}});
   if (!fit_json.is_null()) out["fit"] = fit_json;
   const std::string json_path = out_dir + "/calibration.json";
@@ -530,6 +544,11 @@ int run_calibrate(const std::vector<std::string>& args) {
                 100 * h["iteration_time_mape"].get<double>(), 100 * hb["iteration_time_max_error"].get<double>(),
                 100 * h["iteration_time_max_error"].get<double>(), hb["spearman"].get<double>(), h["spearman"].get<double>());
   }
+  if (noise.n > 0)
+    std::printf("machine noise   a fixed GEMM between rounds (%zu samples): median %.0f GFLOPS, 80 %% within a "
+                "%.0f %% band (p10 %.0f, p90 %.0f)%s\n",
+                noise.n, noise.median, 100 * noise.relative, noise.p10, noise.p90,
+                noise.relative > 0.10 ? "; noisier than the 5 % target resolves: rerun on a quieter machine" : "");
   for (const auto& s : sel.skipped) std::printf("skipped: %s\n", s.c_str());
   std::printf("results: %s%s\n", json_path.c_str(), out.contains("plot") ? ("  plot: " + out["plot"].get<std::string>()).c_str() : "");
   return 0;

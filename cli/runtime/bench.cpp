@@ -1,11 +1,13 @@
-// protwin bench adam (runtime binary): protwin's CPU Adam against torch::optim::Adam, side by side.
-// The simulator binary's `bench` hands "adam" over to this one.
+// protwin bench adam|stability (runtime binary): protwin's CPU Adam against torch::optim::Adam, side
+// by side; how steady this machine's compute speed is. The simulator binary's `bench` hands both over.
 #include <cstdio>
 #include <iostream>
 
 #include "cli/options.h"
+#include "cli/sample_stats.h"
 #include "cli/subcommand.h"
 #include "runtime/optim/bench_adam.h"
+#include "runtime/profile/stability_probe.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -58,18 +60,55 @@ int bench_adam(const std::vector<std::string>& args) {
   return 0;
 }
 
+int bench_stability(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  rt::StabilityOptions o;
+  desc.add_options()
+      ("what", po::value<std::string>(), "the benchmark (positional): stability")
+      ("seconds", po::value(&o.seconds)->default_value(o.seconds), "how long to sample")
+      ("interval", po::value(&o.interval_s)->default_value(o.interval_s, "0.2"), "seconds between samples")
+      ("threads", po::value(&o.threads)->default_value(o.threads), "ATen threads of the probe GEMMs")
+      ("json", "print JSON {samples_gflops, samples, min, p10, median, p90, max, p10_p90_relative}");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  if (!parse_options("protwin bench stability [--seconds S] [--interval I] [--threads T] [--json]", desc, args, vm,
+                     &pos))
+    return 0;
+  PROTWIN_CHECK(o.seconds > 0, "--seconds: expected a number > 0, got ", o.seconds);
+  PROTWIN_CHECK(o.interval_s >= 0, "--interval: expected a number >= 0, got ", o.interval_s);
+  PROTWIN_CHECK(o.threads >= 1, "--threads: expected at least 1, got ", o.threads);
+  const std::vector<double> g = rt::gemm_speed_samples(o);
+  const Spread s = spread_of(g);
+  if (vm.count("json")) {
+    nlohmann::json j = s.to_json();
+    j.update({{"samples_gflops", g}, {"threads", o.threads}, {"interval_s", o.interval_s},
+              {"probe", "20 x fp32 GEMM 256x256x256 per sample"}});
+    print_json(j);
+  } else {
+    std::printf("stability: %zu samples of 20 fp32 GEMMs 256^3 (%d thread(s)), every %.2f s for %.1f s\n", s.n,
+                o.threads, o.interval_s, o.seconds);
+    std::printf("  GFLOPS: min %.1f  p10 %.1f  median %.1f  p90 %.1f  max %.1f\n", s.min, s.p10, s.median, s.p90,
+                s.max);
+    std::printf("  80 %% of the samples lie within a band %.1f %% of the median wide\n", 100 * s.relative);
+  }
+  return 0;
+}
+
 int run_bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: protwin bench <what> [options]\n\nbenchmarks (runtime):\n"
-                 "  adam  protwin CPU Adam vs torch::optim::Adam (params/s, GB/s)\n";
-    if (args.empty()) throw Error("which benchmark? known: adam\nhint: protwin bench adam");
+                 "  adam       protwin CPU Adam vs torch::optim::Adam (params/s, GB/s)\n"
+                 "  stability  how steady this machine's compute speed is (a fixed GEMM, sampled)\n";
+    if (args.empty()) throw Error("which benchmark? known: adam, stability\nhint: protwin bench adam");
     return 0;
   }
   if (args[0] == "adam") return bench_adam(args);
-  throw Error("unknown benchmark \"" + args[0] + "\"; known (runtime): adam");
+  if (args[0] == "stability") return bench_stability(args);
+  throw Error("unknown benchmark \"" + args[0] + "\"; known (runtime): adam, stability");
 }
 
 }  // namespace
 }  // namespace protwin::cli
 
-PROTWIN_SUBCOMMAND("bench", "runtime benchmarks (bench adam: CPU Adam vs torch::optim::Adam)", protwin::cli::run_bench)
+PROTWIN_SUBCOMMAND("bench", "runtime benchmarks (adam: CPU Adam vs torch::optim::Adam; stability: compute speed noise)", protwin::cli::run_bench)

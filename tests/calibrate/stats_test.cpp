@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli/calibration.h"
+#include "cli/sample_stats.h"
 
 using namespace protwin::cli;
 
@@ -32,4 +33,21 @@ TEST_CASE("Spearman with ties is the Pearson correlation of mean ranks") {
   // ranks a = {1, 2.5, 2.5, 4}, b = {1, 2, 3, 4}: cov = 4.5 / 4... rho = 4.5 / sqrt(4.5 * 5)
   CHECK(spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(4.5 / std::sqrt(4.5 * 5.0)));
   CHECK(spearman({1, 1, 1}, {1, 2, 3}) == 0.0);  // a constant side has no rank order
+}
+
+TEST_CASE("quantiles interpolate linearly between order statistics (numpy's default)") {
+  // numpy.quantile([1, 2, 3, 4, 10], q): q=0.1 -> 1.4, 0.5 -> 3, 0.9 -> 7.6
+  const std::vector<double> x = {10, 3, 1, 4, 2};
+  CHECK(quantile(x, 0.1) == Approx(1.4));
+  CHECK(quantile(x, 0.5) == Approx(3.0));
+  CHECK(quantile(x, 0.9) == Approx(7.6));
+  CHECK(quantile(x, 0.0) == 1.0);
+  CHECK(quantile(x, 1.0) == 10.0);
+  const Spread s = spread_of(x);
+  CHECK(s.n == 5);
+  CHECK(s.min == 1.0);
+  CHECK(s.max == 10.0);
+  CHECK(s.relative == Approx((7.6 - 1.4) / 3.0));
+  CHECK(spread_of({}).n == 0);
+  CHECK(spread_of({7}).relative == 0.0);
 }

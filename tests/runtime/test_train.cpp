@@ -210,6 +210,15 @@ TEST_CASE("protwin train: JSON result, measured report, and exit 2 on bad input"
     CHECK(first != std::string::npos);
     CHECK(help.out.find(sub, first + 1) == std::string::npos);
   }
+  Cmd noise = run_cli("bench stability --seconds 0.5 --interval 0.1 --json", dir);
+  REQUIRE(noise.exit_code == 0);
+  const nlohmann::json n = nlohmann::json::parse(noise.out);
+  CHECK(n["samples"].get<size_t>() >= 2);
+  CHECK(n["samples_gflops"].size() == n["samples"].get<size_t>());
+  CHECK(n["min"].get<double>() > 0);
+  CHECK(n["p10"].get<double>() <= n["median"].get<double>());
+  CHECK(n["median"].get<double>() <= n["p90"].get<double>());
+  CHECK(run_cli("bench stability --seconds 0", dir).err == "protwin bench: error: --seconds: expected a number > 0, got 0\n");
   Cmd adam = run_cli("bench adam --params 100000 --json", dir);
   REQUIRE(adam.exit_code == 0);
   const nlohmann::json a = nlohmann::json::parse(adam.out);

@@ -1,0 +1,37 @@
+#include "cli/sample_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "traces/error.h"
+
+namespace protwin::cli {
+
+double quantile(std::vector<double> x, double q) {
+  PROTWIN_CHECK(!x.empty(), "quantile of no samples");
+  std::sort(x.begin(), x.end());
+  const double pos = q * static_cast<double>(x.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, x.size() - 1);
+  return x[lo] + (pos - static_cast<double>(lo)) * (x[hi] - x[lo]);
+}
+
+Spread spread_of(const std::vector<double>& x) {
+  Spread s;
+  s.n = x.size();
+  if (x.empty()) return s;
+  s.min = *std::min_element(x.begin(), x.end());
+  s.max = *std::max_element(x.begin(), x.end());
+  s.p10 = quantile(x, 0.10);
+  s.median = quantile(x, 0.50);
+  s.p90 = quantile(x, 0.90);
+  s.relative = s.median > 0 ? (s.p90 - s.p10) / s.median : 0;
+  return s;
+}
+
+nlohmann::json Spread::to_json() const {
+  return {{"samples", n}, {"min", min}, {"p10", p10}, {"median", median}, {"p90", p90}, {"max", max},
+          {"p10_p90_relative", relative}};
+}
+
+}  // namespace protwin::cli
