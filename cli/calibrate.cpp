@@ -1,7 +1,8 @@
 // protwin calibrate: close the loop (issue 7). Chooses diverse plans for a small model under a
-// device-memory cap that forces offloading, simulates each with the profiled machine (+ op
-// profile), runs each on the runtime (`protwin-rt train` as a child process), and compares
-// iteration time, per-stream busy time and memory peaks. --fit corrects the profile's efficiency
+// device-memory cap that forces offloading, runs each on the runtime (`protwin-rt train` as a
+// child process) in interleaved rounds with a profile of the plans' kernels before each round,
+// simulates each with the pooled profile, and compares iteration time, per-stream busy time and
+// memory peaks. --fit corrects the profile's efficiency
 // factors (one scale per stream) from half of the cases and reports the held-out half separately.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -224,10 +225,13 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("link-GBps", po::value(&link)->default_value(link), "copy-worker throttle of the runtime (and the model's link rate)")
       ("device-memory-MB", po::value(&device_mb)->default_value(0),
        "emulated device capacity (0: 60% of the all-resident plan's peak, so every plan offloads)")
-      ("machine", po::value(&machine_name)->default_value(machine_name), "the profiled machine (name or file)")
+      ("machine", po::value(&machine_name)->default_value(machine_name),
+       "the profiled machine (name or file): chooses the plans; predicts them with --no-reprofile")
       ("profile", po::value(&profile_name)->default_value(profile_name),
        "op profile: shipped name, file, or 'none' (curves only)")
-      ("reprofile", "run `protwin profile` on the selected plans' kernels first and use its machine + profile")
+      ("no-reprofile", "predict with --machine and --profile as given; by default the selected plans' kernels are "
+                       "profiled before every round (`protwin profile --only-plans`) and the rounds' timings pooled, "
+                       "so the profile and the runs see the same machine")
       ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
@@ -333,29 +337,34 @@ int run_calibrate(const std::vector<std::string>& args) {
     results.push_back(std::move(r));
   }
 
-  // 2. Optional re-profile on exactly these plans' kernels.
-  if (vm.count("reprofile")) {
-    say("profiling the plans' kernels...");
-    std::vector<std::string> a = {"profile", "--only-plans", "-o", out_dir + "/machine.json", "--profile-out",
-                                  out_dir + "/profile.json", "--link-GBps", std::to_string(link), "--json"};
+  // 2. Unless --no-reprofile, the plans' kernels are profiled before every round (interleaved with the
+  // runs, so a shared machine's drift reaches both sides alike) and the rounds' timings are pooled.
+  const bool reprofile = vm.count("no-reprofile") == 0;
+  std::vector<double> copies_slowdown, adam_slowdown, adam_beside_compute;
+  auto profile_round = [&](int round) {
+    const std::string tag = "-r" + std::to_string(round);
+    std::vector<std::string> a = {"profile", "--only-plans", "--rounds", "1", "-o", out_dir + "/machine" + tag + ".json",
+                                  "--profile-out", out_dir + "/profile" + tag + ".json", "--link-GBps",
+                                  std::to_string(link), "--json"};
     for (const auto& r : results) a.insert(a.end(), {"--plan", r.dir + "/plan.json"});
     const ProcessResult p = run_process(rt, a, out_dir + "/runtime.log");
     PROTWIN_CHECK(p.exit_code == 0, "calibrate: protwin-rt profile failed (exit ", p.exit_code, "); see ", out_dir,
                   "/runtime.log");
-    profile = traces::OpProfile::load(out_dir + "/profile.json");
-    machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine.json"), capacity));
-    cost = make_cost(machine, &*profile);
-  }
+    const traces::OpProfile got = traces::OpProfile::load(out_dir + "/profile" + tag + ".json");
+    const nlohmann::json& c = got.provenance().at("contention");
+    copies_slowdown.push_back(c.at("compute_slowdown_with_copies").get<double>());
+    adam_slowdown.push_back(c.at("compute_slowdown_with_adam").get<double>());
+    adam_beside_compute.push_back(c.at("adam_slowdown_with_compute").get<double>());
+    if (round == 0) {
+      profile = got;
+      machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine" + tag + ".json"), capacity));
+    } else {
+      profile->merge(got);
+    }
+  };
 
-  // 3. Simulate each case, then run them all `rounds` times, interleaved: the machine may be shared,
-  // and a burst of load from other processes then hits one round of a case, not all of them.
-  for (auto& r : results) {
-    const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
-    r.predicted_s = s.iteration_s;
-    r.pred_busy = s.busy;
-    r.pred_peak = s.peak;
-    traces::write_report(s.report, r.dir + "/simulated.json");
-  }
+  // 3. Run every case `rounds` times, interleaved: the machine may be shared, and a burst of load
+  // from other processes then hits one round of a case, not all of them.
   // The machine's own noise, sampled before the first round and after every round: a fixed GEMM's
   // speed (protwin bench stability). Differences between plans smaller than its spread are noise.
   std::vector<double> noise_samples;
@@ -368,6 +377,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   Progress bar("calibrating", static_cast<long>(results.size()) * rounds);
   sample_noise();
   for (int round = 0; round < rounds; ++round) {
+    if (reprofile) profile_round(round);
     // Odd rounds run the cases backwards, so a slow drift of the load does not favour early cases.
     for (size_t n = 0; n < results.size(); ++n) {
       auto& r = results[round % 2 == 0 ? n : results.size() - 1 - n];
@@ -402,6 +412,27 @@ int run_calibrate(const std::vector<std::string>& args) {
   }
   bar.done();
   const Spread noise = spread_of(noise_samples);
+  if (reprofile) {
+    // The rounds' contention factors, each the median over rounds; the pooled op timings.
+    nlohmann::json prov = profile->provenance();
+    prov["contention"]["compute_slowdown_with_copies"] = quantile(copies_slowdown, 0.5);
+    prov["contention"]["compute_slowdown_with_adam"] = quantile(adam_slowdown, 0.5);
+    prov["contention"]["adam_slowdown_with_compute"] = quantile(adam_beside_compute, 0.5);
+    prov["note"] = prov.value("note", "") + "; pooled over " + std::to_string(rounds) +
+                   " profiles interleaved with protwin calibrate's rounds (contention: medians)";
+    profile->set_provenance(prov);
+    profile->save(out_dir + "/profile.json");
+    cost = make_cost(machine, &*profile);
+  }
+
+  // 4. The predictions (from the profile alone; the measurements above do not enter).
+  for (auto& r : results) {
+    const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
+    r.predicted_s = s.iteration_s;
+    r.pred_busy = s.busy;
+    r.pred_peak = s.peak;
+    traces::write_report(s.report, r.dir + "/simulated.json");
+  }
   for (auto& r : results)
     if (!r.error.empty() && r.measured_s > 0) r.error.clear();  // a failed round is not fatal
 
@@ -411,7 +442,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(ok.size() >= 2, "calibrate: fewer than 2 plans ran on the runtime; see ", out_dir, "/case-*/runtime.log");
   const Metrics all = metrics_of(ok, false);
 
-  // 4. --fit: per-stream scales from the even cases, evaluated on the odd ones.
+  // 5. --fit: per-stream scales from the even cases, evaluated on the odd ones.
   nlohmann::json fit_json;
   if (vm.count("fit")) {
     std::vector<const CaseResult*> train, test;
@@ -442,7 +473,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     traces::write_file_atomic(out_dir + "/machine-fitted.json", fm.json.dump(2) + "\n");
   }
 
-  // 5. JSON, plot, table.
+  // 6. JSON, plot, table.
   nlohmann::json jc = nlohmann::json::array();
   for (const auto& r : results) {
     nlohmann::json c = {{"plan", r.dir + "/plan.json"},
@@ -478,7 +509,7 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"link_GBps", link},
               {"device_capacity_bytes", capacity},
               {"machine", machine.source},
-              {"profile", profile ? (vm.count("reprofile") ? out_dir + "/profile.json" : profile_name) : "none"},
+              {"profile", profile ? (reprofile ? out_dir + "/profile.json" : profile_name) : "none"},
               {"steps", steps},
               {"rounds", rounds},
               {"cases", jc},

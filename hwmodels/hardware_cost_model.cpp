@@ -23,7 +23,7 @@ int elem_bytes(const std::string& dtype) {
 bool is_memory_bound_kind(const std::string& kind) {
   static const char* const kKinds[] = {"layernorm", "rmsnorm",       "gelu",     "swiglu",
                                        "softmax",   "dropout",       "elementwise",
-                                       "cross_entropy", "embedding"};
+                                       "cross_entropy", "embedding", "rope"};
   return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
 }
 

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "runtime/model/rope.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -67,12 +68,7 @@ at::Tensor ln_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m
   return std::get<0>(r);
 }
 
-// ---- RoPE (rotate-half convention, as Hugging Face LLaMA): y = x cos + rotate_half(x) sin ----
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t h = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
-}
-
+// ---- RoPE tables (the rotation itself: runtime/model/rope.h) ----
 // cos, sin: [T, D] in the dtype of x.
 void rope_tables(const ModelConfig& cfg, int64_t t, const at::TensorOptions& opt, at::Tensor& cos,
                  at::Tensor& sin) {
@@ -84,15 +80,6 @@ void rope_tables(const ModelConfig& cfg, int64_t t, const at::TensorOptions& opt
   at::Tensor emb = at::cat({freqs, freqs}, -1);                 // [T, D]
   cos = emb.cos().to(opt);
   sin = emb.sin().to(opt);
-}
-
-at::Tensor rope_fwd(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  return x * cos + rotate_half(x) * sin;
-}
-
-// rotate_half is R(a, b) = (-b, a); its transpose is -R, so dx = dy cos - rotate_half(dy sin).
-at::Tensor rope_bwd(const at::Tensor& dy, const at::Tensor& cos, const at::Tensor& sin) {
-  return dy * cos - rotate_half(dy * sin);
 }
 
 // [B, KH, T, D] -> [B, NH, T, D]: query head h reads kv head h / (NH / KH).
@@ -316,8 +303,8 @@ at::Tensor layer_forward(const ModelConfig& cfg, const LayerWeights& w, const at
     a.norm1 = rms_fwd(x, w.attn_norm_w, cfg.norm_eps, &a.norm1_rstd);
     at::Tensor cos, sin;
     rope_tables(cfg, x.size(1), x.options(), cos, sin);          // [T, D]
-    a.q = rope_fwd(split_heads(linear_fwd(a.norm1, w.wq, {}), cfg.heads), cos, sin);
-    a.k = rope_fwd(split_heads(linear_fwd(a.norm1, w.wk, {}), cfg.kv_heads), cos, sin);
+    a.q = rope_forward(split_heads(linear_fwd(a.norm1, w.wq, {}), cfg.heads), cos, sin);
+    a.k = rope_forward(split_heads(linear_fwd(a.norm1, w.wk, {}), cfg.kv_heads), cos, sin);
     a.v = split_heads(linear_fwd(a.norm1, w.wv, {}), cfg.kv_heads);  // [B, KH, T, D]
     a.atty = merge_heads(attention_fwd(cfg, a.q, a.k, a.v, a.att));
     a.resid = x + linear_fwd(a.atty, w.wo, {});
@@ -364,8 +351,8 @@ at::Tensor layer_backward(const ModelConfig& cfg, const LayerWeights& w, const L
   attention_bwd(cfg, split_heads(datty, cfg.heads), a.q, a.k, a.v, a.att, dq, dk, dv);
   at::Tensor cos, sin;
   rope_tables(cfg, a.input.size(1), a.input.options(), cos, sin);
-  dq = merge_heads(rope_bwd(dq, cos, sin));  // [B, T, C]
-  dk = merge_heads(rope_bwd(dk, cos, sin));  // [B, T, KH*D]
+  dq = merge_heads(rope_backward(dq, cos, sin));  // [B, T, C]
+  dk = merge_heads(rope_backward(dk, cos, sin));  // [B, T, KH*D]
   dv = merge_heads(dv);
   at::Tensor dnorm1 = linear_bwd(a.norm1, w.wq, dq, g.wq, nullptr);
   dnorm1.add_(linear_bwd(a.norm1, w.wk, dk, g.wk, nullptr));

@@ -44,8 +44,8 @@ std::vector<traces::OpSignature> model_signatures(const ProfileModel& m) {
   } else {
     add_gemm(v, t, h, h);
     add_gemm(v, t, kv, h);
-    add(v, {"elementwise", {t * h}, "fp32"});
-    add(v, {"elementwise", {t * kv}, "fp32"});
+    add(v, {"rope", {ba, m.seq, d}, "fp32"});
+    add(v, {"rope", {m.batch * m.kv_heads, m.seq, d}, "fp32"});
   }
   add(v, {"attention", {ba, m.seq, m.seq, d}, "fp32"});
   add(v, {"softmax", {ba * m.seq * m.seq}, "fp32"});

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "runtime/memory/copy_engine.h"
 #include "runtime/memory/thread_split.h"
+#include "runtime/model/rope.h"
 #include "runtime/optim/bench_adam.h"
 #include "runtime/optim/cpu_adam.h"
 #include "traces/error.h"
@@ -80,6 +82,14 @@ traces::OpTimeStats time_signature(const traces::OpSignature& sig, const Profile
       sc.masked_fill_(future, -std::numeric_limits<double>::infinity());
       at::matmul(att, v);
     }, o);
+  }
+  if (k == "rope" || k == "rope_backward") {
+    need(3);  // {b*heads, s, d}: the runtime's rotate-half RoPE on the heads' strided view
+    const at::Tensor x = at::randn({s[1], s[0], s[2]}).transpose(0, 1);  // [b*heads, s, d], strided
+    const at::Tensor dy = at::randn({s[0], s[1], s[2]});                  // gradients come contiguous
+    const at::Tensor cos = at::randn({s[1], s[2]}), sin = at::randn({s[1], s[2]});
+    if (k == "rope") return time_runs([&] { rope_forward(x, cos, sin); }, o);
+    return time_runs([&] { rope_backward(dy, cos, sin); }, o);
   }
   if (k == "cross_entropy") {
     need(2);
@@ -257,6 +267,40 @@ struct AdamBuf {
   }
 };
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Beside {
+  double compute_slowdown = 1;  // ref's time beside the background work / alone
+  double background_run_s = 0;  // one run of the background work while ref ran beside it
+};
+
+// `ref` timed alone and beside `background` (run back to back on its own thread) in alternating
+// windows (alone, beside, alone, ...): a shared machine's speed drifts within seconds, and
+// alternation lets the drift reach both sides alike. The slowdown is the ratio of the windows'
+// medians.
+Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& background, const ProfileOptions& o,
+                   int windows = 6) {
+  ProfileOptions w = o;
+  w.min_seconds = 0.06;
+  std::vector<double> alone, beside;
+  double bg_wall = 0;
+  long bg_runs = 0;
+  for (int i = 0; i < windows; ++i) {
+    alone.push_back(time_signature(ref, w).mean);
+    const auto t0 = Clock::now();
+    Background bg(background);
+    beside.push_back(time_signature(ref, w).mean);
+    bg.stop();
+    bg_wall += seconds_since(t0);
+    bg_runs += bg.runs();
+  }
+  return {median_of(beside) / median_of(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs))};
+}
+
 }  // namespace
 
 ProfileResult run_profile(const ProfileOptions& opts) {
@@ -352,33 +396,21 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam.
   {
     const traces::OpSignature ref{"gemm", {512, 1024, 1024}, "fp32"};
-    ProfileOptions longer = o;
-    longer.min_seconds = 0.3;
-    const double alone = time_signature(ref, longer).mean;
     const double copy_alone = copy_seconds(o.link_gbps, big, 2);
     std::vector<char> s1(big, 1), d1(big), s2(big, 1), d2(big);
-    {
-      Background c1([&] { CopyEngine(o.link_gbps).copy(d1.data(), s1.data(), big); });
-      Background c2([&] { CopyEngine(o.link_gbps).copy(d2.data(), s2.data(), big); });
-      const auto t0 = Clock::now();
-      h.compute_slowdown_with_copies = time_signature(ref, longer).mean / alone;
-      const double wall = seconds_since(t0);
-      c1.stop();
-      c2.stop();
-      const double per_copy = wall / std::max(1.0, 0.5 * static_cast<double>(c1.runs() + c2.runs()));
-      h.copy_slowdown_with_compute = per_copy / copy_alone;
-    }
+    const Beside c = time_beside(ref, [&] {
+      std::thread second([&] { CopyEngine(o.link_gbps).copy(d2.data(), s2.data(), big); });
+      CopyEngine(o.link_gbps).copy(d1.data(), s1.data(), big);
+      second.join();
+    }, o);
+    h.compute_slowdown_with_copies = c.compute_slowdown;
+    h.copy_slowdown_with_compute = c.background_run_s / copy_alone;
     AdamBuf buf(int64_t{4} << 20);
     const double adam_alone = time_runs([&] { buf.step(1); }, o).mean * 1e-6;
-    {
-      AdamBuf bg(int64_t{4} << 20);
-      Background a([&] { bg.step(1); });
-      const auto t0 = Clock::now();
-      h.compute_slowdown_with_adam = time_signature(ref, longer).mean / alone;
-      const double wall = seconds_since(t0);
-      a.stop();
-      h.adam_slowdown_with_compute = wall / std::max(1L, a.runs()) / adam_alone;
-    }
+    AdamBuf bg(int64_t{4} << 20);
+    const Beside a = time_beside(ref, [&] { bg.step(1); }, o);
+    h.compute_slowdown_with_adam = a.compute_slowdown;
+    h.adam_slowdown_with_compute = a.background_run_s / adam_alone;
   }
   tick();
   nlohmann::json prov = {{"kind", "measured"},

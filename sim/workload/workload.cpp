@@ -44,7 +44,7 @@ Kernel kernel(const std::string& kind, std::vector<int64_t> shape, const std::st
 // One forward op of a block: its kernel, the kernels its backward runs, and the temporaries
 // (bytes not kept for backward) live while each runs.
 struct Op {
-  Kernel fwd;
+  Kernel fwd;               // kind "" for backward-only work
   std::vector<Kernel> bwd;
   int64_t fwd_live = 0;
   int64_t bwd_live = 0;
@@ -107,6 +107,7 @@ class BlockBuilder {
   // Moves everything built so far into `b`.
   void finish(Block& b) {
     for (const auto& op : ops_) {
+      if (op.fwd.sig.kind.empty()) continue;  // backward-only work
       b.forward.push_back(op.fwd);
       b.forward_tags.push_back({op.section, false});
       b.forward_transient_bytes = std::max(b.forward_transient_bytes, op.fwd_live);
@@ -211,14 +212,24 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     // HF GPT-2 c_attn: one fused projection to [q|k|v].
     bb.gemm(t, hq + 2 * kv, h, 0, e * (n + t * (hq + 2 * kv)));
   } else {
+    // Separate q, k, v projections: backward adds their three input gradients (two adds).
+    bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n),
+                        kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
     bb.gemm(t, hq, h, rope ? e * nq : 0, e * (n + nq));
     bb.gemm(t, kv, h, rope ? e * (nq + t * kv) : 0, e * (n + t * kv));
     bb.gemm(t, kv, h, 0, e * (n + t * kv));
   }
   if (rope) {
     // q and k rotated out of place; the rotated ones are saved, the projections' outputs freed.
-    bb.pointwise("elementwise", nq, kRopeFlops, 1, 1, 1, 1, e * nq, 2 * e * nq);
-    bb.pointwise("elementwise", t * kv, kRopeFlops, 1, 1, 1, 1, e * t * kv, 2 * e * t * kv);
+    // Kind "rope", shape {b * heads, s, d}: a profile times the rotate-half form on the heads'
+    // strided view as eager code runs it (5 kernels); the curves price the bytes of a fused kernel.
+    const int64_t kvh = m.kv_heads / o.tp;
+    for (const auto& [heads, n_elems] : {std::pair{ba, nq}, std::pair{b * kvh, t * kv}}) {
+      const double f = kRopeFlops * static_cast<double>(n_elems);
+      bb.push({kernel("rope", {heads, s, d}, bb.dt_, f, 2.0 * e * n_elems),
+               {kernel("rope", {heads, s, d}, bb.dt_, kBackwardFactor * f, 2.0 * e * n_elems)},
+               e * n_elems, 2 * e * n_elems});
+    }
   }
   bb.section(Section::kAttention);
   if (flash) {
@@ -266,6 +277,18 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
       bb.save("attn.prob_dropout.out", e * scores);  // PV's input
     }
     bb.save("attn.out", e * nq);  // PV's output = the output projection's input
+    // Eager head layout changes: forward merges the heads' output ([b,a,s,d] -> [b,s,h], a copy);
+    // backward merges dq, dk, dv for the projections (GPT-2 also concatenates them into d[qkv]),
+    // and GQA re-expands k, v (repeat_kv) and sums dk, dv over each group.
+    std::vector<Kernel> bwd = {kernel("elementwise", {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv))};
+    if (m.family == "gpt2") bwd.push_back(kernel("elementwise", {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv)));
+    if (kv < hq) {
+      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, 0, e * (nq + t * kv)));
+      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, 0, e * (nq + t * kv)));
+      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
+      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
+    }
+    bb.push({kernel("elementwise", {nq}, bb.dt_, 0, 2.0 * e * nq), std::move(bwd), 0, 0});
   }
   bb.section(Section::kRow);
   bb.gemm(t, h, hq, e * n, e * (n + nq));  // output projection
@@ -280,6 +303,8 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   if (m.activation == "swiglu") {
     // LLaMA MLP: down(silu(gate(x)) * up(x)). Saved as in unfused PyTorch (HF LLaMA) and in
     // Fujii et al.'s 8*s*b*h_ffn: gate, silu(gate), up, and the product (down's input).
+    // Backward adds the gate's and the up projection's input gradients.
+    bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
     bb.gemm(t, f, h, 0, e * (t * f + n));
     bb.gemm(t, f, h, e * t * f, e * (t * f + n));
     bb.pointwise("swiglu", t * f, kSwigluFlops, 2, 1, 3, 2, 0, 3 * e * t * f);
