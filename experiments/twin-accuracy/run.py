@@ -16,7 +16,7 @@ import _protwin  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ["model", "case", "label", "system", "held_out", "measured_s", "predicted_s", "error",
           "fitted_predicted_s", "fitted_error", "measured_peak_device_bytes", "predicted_peak_device_bytes"]
-METRICS = ["iteration_time_mape", "iteration_time_max_error", "spearman", "best_predicted_is_best_measured",
+METRICS = ["iteration_time_mape", "iteration_time_max_error", "iteration_time_mean_error", "spearman", "best_predicted_is_best_measured",
            "best_predicted_measured_gap", "peak_memory_mape", "peak_host_memory_mape"]
 
 
@@ -52,6 +52,7 @@ def main():
         summary[model] = {k: cal.get(k) for k in METRICS}
         summary[model]["cases"] = len(cal["cases"])
         summary[model]["fit"] = cal.get("fit")
+        summary[model]["machine_noise_gflops"] = cal.get("machine_noise_gflops")
         for i, c in enumerate(cal["cases"]):
             r = {"model": model, "case": i, "label": c["label"], "system": c["system"], "held_out": i % 2 == 1,
                  "measured_s": c.get("measured_s"), "predicted_s": c["predicted_s"],
