@@ -130,9 +130,9 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
     } else if (persistent(c)) {
       states += 2 * used;
       if (k.persistent_gpu_adam) states += optim;
-      else { pinned += shard; pageable += optim; }
+      else { pinned += host_grad_shard(k, t.chunk_elems[ci], shard, n); pageable += optim; }
     } else {
-      pinned += (k.grad_reuses_param_buffer ? 1 : 2) * shard;
+      pinned += shard + (k.grad_reuses_param_buffer ? 0 : host_grad_shard(k, t.chunk_elems[ci], shard, n));
       pageable += optim;
     }
   }

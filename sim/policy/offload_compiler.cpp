@@ -178,13 +178,14 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       if (k.persistent_gpu_adam) {
         gpu0 += optim;
       } else {
-        pinned0 += shard[ci];
+        pinned0 += host_grad_shard(k, ch.used_elems, shard[ci], N);
         pageable0 += optim;
       }
       gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".gpu", used[ci], traces::TensorKind::kParamChunk, "gpu");
       host_t[ci] = -1;
     } else {
-      pinned0 += (k.grad_reuses_param_buffer ? 1 : 2) * shard[ci];  // fp16 param shard (+ grad shard)
+      // fp16 param shard (+ grad shard)
+      pinned0 += shard[ci] + (k.grad_reuses_param_buffer ? 0 : host_grad_shard(k, ch.used_elems, shard[ci], N));
       pageable0 += optim;
       host_t[ci] = b.tensor("chunk" + std::to_string(c) + ".host", shard[ci], traces::TensorKind::kParamChunk, "pinned");
       gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".buffer", L.chunk_bytes, traces::TensorKind::kBuffer, "");

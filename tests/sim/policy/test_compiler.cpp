@@ -107,6 +107,27 @@ TEST_CASE("without offload (DDP, 1 GPU) the iteration is the sum of the compute 
   REQUIRE(PlanSimulator(cost).run(p.plan).iteration == expected);
 }
 
+TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 18 for DeepSpeed (its estimator's 18)") {
+  // fp16 params + fp32 master, m, v (12 B) on the host; the gradient reuses the fp16 chunk (ProTrain,
+  // Colossal-AI) or lands in a separate fp32 partition (DeepSpeed stage 3: +4 B/param, the 18 B of
+  // estimate_zero3_model_states_mem_needs). Pinned + pageable pools of 1 GPU, all chunks offloaded.
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  for (const auto& [system, per_param] : {std::pair{"protrain", 14}, {"colossalai", 14}, {"deepspeed", 18}}) {
+    OffloadKnobs k = base_knobs(system);
+    k.n_persist = 0;
+    const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
+    int64_t elems = 0;
+    for (const auto& c : p.chunks.chunks) elems += c.used_elems;
+    int64_t host = 0;
+    for (const auto& pool : p.plan.pools)
+      if (pool.name != "gpu") host += pool.initial.n;
+    INFO(system);
+    CHECK(elems == 124439808);  // gpt2-small, tied embeddings counted once
+    CHECK(host == int64_t{per_param} * elems);
+  }
+}
+
 TEST_CASE("bad knobs name the knob and its valid range") {
   const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
   const Workload w = workload("gpt2-small", 1);
