@@ -360,6 +360,7 @@ double model_flops_per_token(const ModelSpec& model, int64_t seq, const std::str
   o.batch = 1;
   o.seq = seq;
   o.dtype = dtype;
+  o.fused_projections = true;
   const Workload w = build_workload(model, o);
   double fwd = 0;
   for (const auto& b : w.blocks) fwd += matmul_flops(b.forward);
@@ -397,6 +398,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
   wo.flash_attention = o.flash_attention;
   wo.tp = z.tp;
   wo.cp = z.cp;
+  wo.fused_projections = true;
   const Workload w = build_workload(model, wo);
   const int e = traces::dtype_bytes(o.dtype);
   const Block& emb = w.blocks.front();

@@ -208,8 +208,8 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   bb.save("attn.qkv.input", e * n_s);
   const bool rope = m.max_positions == 0;  // LLaMA family: rotary embeddings on q and k
   bb.section(Section::kColumn);
-  if (m.family == "gpt2") {
-    // HF GPT-2 c_attn: one fused projection to [q|k|v].
+  if (m.family == "gpt2" || o.fused_projections) {
+    // HF GPT-2 c_attn, Megatron's linear_qkv: one fused projection to [q|k|v].
     bb.gemm(t, hq + 2 * kv, h, 0, e * (n + t * (hq + 2 * kv)));
   } else {
     // Separate q, k, v projections: backward adds their three input gradients (two adds).
@@ -303,10 +303,14 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   if (m.activation == "swiglu") {
     // LLaMA MLP: down(silu(gate(x)) * up(x)). Saved as in unfused PyTorch (HF LLaMA) and in
     // Fujii et al.'s 8*s*b*h_ffn: gate, silu(gate), up, and the product (down's input).
-    // Backward adds the gate's and the up projection's input gradients.
-    bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
-    bb.gemm(t, f, h, 0, e * (t * f + n));
-    bb.gemm(t, f, h, e * t * f, e * (t * f + n));
+    if (o.fused_projections) {
+      bb.gemm(t, 2 * f, h, 0, e * (2 * t * f + n));  // Megatron's linear_fc1 = [gate | up]
+    } else {
+      // Backward adds the gate's and the up projection's input gradients.
+      bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
+      bb.gemm(t, f, h, 0, e * (t * f + n));
+      bb.gemm(t, f, h, e * t * f, e * (t * f + n));
+    }
     bb.pointwise("swiglu", t * f, kSwigluFlops, 2, 1, 3, 2, 0, 3 * e * t * f);
     bb.save("mlp.gate_out", e * t * f);
     bb.save("mlp.silu_out", e * t * f);

@@ -45,6 +45,8 @@ struct WorkloadOptions {
   bool dropout = false;        // attention-probability, residual and embedding dropout
   int64_t tp = 1;              // tensor-parallel size (with sequence parallelism): this rank's shard
   int64_t cp = 1;              // context-parallel size: this rank's s/cp tokens
+  bool fused_projections = false;  // one QKV GEMM and one gate+up GEMM (Megatron); otherwise LLaMA's
+                                   // separate projections (HF) and the adds of their input gradients
 };
 
 // Where a kernel sits as Megatron's tensor parallelism cuts a block; the 4D compiler puts the

@@ -139,6 +139,7 @@ TEST_CASE("TP = PP = CP = 1 is the data-parallel plan: m (F + B) + reduce-scatte
   wo.batch = mbs;
   wo.seq = seq;
   wo.dtype = "bf16";
+  wo.fused_projections = true;  // as the Megatron compiler builds it
   const Workload w = build_workload(m, wo);
   int64_t fb = 0;
   for (const auto& b : w.blocks) fb += kernels_ns(cost, b.forward, false) + kernels_ns(cost, b.backward, true);
@@ -263,6 +264,7 @@ TEST_CASE("flops: model flops are 6P + 12Lhs per token for GPT, and the stages' 
   wo.dtype = "bf16";
   wo.tp = 2;
   wo.cp = 2;
+  wo.fused_projections = true;
   const Workload w = build_workload(m, wo);
   double layer_fwd = 0;
   for (const auto& k : w.layer(0).forward)
