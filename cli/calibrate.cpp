@@ -54,12 +54,6 @@ struct CaseResult {
   std::map<std::string, double> fitted_busy;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 double rel(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 
 // The machine with every compute, copy and optimizer rate divided by its stream's scale
@@ -395,7 +389,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       }
       const nlohmann::json j = nlohmann::json::parse(p.out);
       const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();
-      const double t = median(std::vector<double>(it.begin() + 1, it.end()));
+      const double t = quantile(std::vector<double>(it.begin() + 1, it.end()), 0.5);
       r.round_s.push_back(t);
       r.measured_steps.insert(r.measured_steps.end(), it.begin(), it.end());
       if (r.measured_s > 0 && t >= r.measured_s) continue;
