@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <limits>
@@ -31,13 +32,25 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Runs fn once to warm up, then until min_seconds have run (within the repeat bounds).
+// Evicts the last-level cache (as Nsight Compute's cache control does between kernel replays):
+// a training step's ops read inputs that other ops' traffic has pushed out of it.
+void flush_caches(int64_t bytes) {
+  static std::vector<char> buf;
+  if (bytes <= 0) return;
+  if (static_cast<int64_t>(buf.size()) < bytes) buf.resize(static_cast<size_t>(bytes));
+  static char value = 0;
+  std::memset(buf.data(), ++value, static_cast<size_t>(bytes));
+}
+
+// Runs fn once to warm up, then until min_seconds have run (within the repeat bounds); the cache
+// is flushed before every timed run.
 template <typename Fn>
 traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o) {
   fn();
   traces::OpTimeStats s;
   double total = 0;
   while (s.count < o.max_repeats && (s.count < o.min_repeats || total < o.min_seconds)) {
+    flush_caches(o.flush_bytes);
     const auto t0 = Clock::now();
     fn();
     const double dt = seconds_since(t0);

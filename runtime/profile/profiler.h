@@ -23,6 +23,9 @@ struct ProfileOptions {
   int min_repeats = 3, max_repeats = 30;  // ... within these bounds (after one warm-up run)
   int rounds = 3;               // passes over all ops, so a burst of load from other processes
                                 // spreads over all of them instead of hitting a few
+  int64_t flush_bytes = int64_t{48} << 20;  // written before every timed run, so an op meets its
+                                            // inputs in DRAM as in a training step, not in the
+                                            // cache its previous repeat warmed (0: hot caches)
   std::function<void(long done, long total)> progress;
 };
 
