@@ -32,16 +32,16 @@ struct OffloadKnobs {
   bool grad_reuses_param_buffer = true;  // the offloaded fp16 grad overwrites the chunk's pinned fp16
                                          // params (PatrickStar/Gemini/ProTrain chunks); false: a
                                          // separate pinned grad partition (DeepSpeed, FSDP)
-  bool host_grad_fp32 = false;  // that separate partition holds fp32 gradients (DeepSpeed's
-                                // fp32_partitioned_groups_flat[i].grad; its estimator's 18 B/param)
+  int host_grad_bytes = 0;  // bytes per parameter of that separate host gradient storage (0: the
+                            // parameters' dtype); DeepSpeed stage 3 keeps an fp16 and an fp32 one
 
   nlohmann::json to_json() const;
 };
 
 const char* act_mode_name(ActMode m);
 
-// Bytes per rank of a chunk's separate host gradient partition: fp32 with host_grad_fp32,
-// otherwise the parameters' own shard size (`shard`).
+// Bytes per rank of a chunk's separate host gradient storage: host_grad_bytes per parameter, or
+// (0) the parameters' own shard size (`shard`).
 int64_t host_grad_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks);
 
 // A policy file: {"system": "protrain", "n_persist": 2, ...}. Unset knobs keep the system's

@@ -41,13 +41,16 @@ OffloadKnobs base_knobs(const std::string& system) {
     k.cpu_adam_overlap = false;     // optimizer.step() after backward
     k.buffer_reuse = true;          // stage3_max_reuse_distance keeps the last layers' params
     k.grad_reuses_param_buffer = false;  // separate CPU gradient partition
-    k.host_grad_fp32 = true;  // stage3.py: fp16 grads copied into fp32_partitioned_groups_flat[i].grad
+    // stage3.py: the pinned fp16 grad_partitions_flat_buffer (2 B) and the fp32 gradient buffer of
+    // each sub-group (4 B); with the fp16 params, fp32 master and Adam m, v: 20 B/param on the host,
+    // as DeepSpeed issue #846 measured ("a 10B parameter will take about 200 GB of CPU memory").
+    k.host_grad_bytes = 6;
   } else if (system == "zero-offload") {
     k.per_block_chunks = true;      // gradient buckets per block
     k.cpu_adam_overlap = false;
     k.persistent_gpu_adam = false;  // fp16 params stay on the GPU, the optimizer on the CPU
     k.grad_reuses_param_buffer = false;
-    k.host_grad_fp32 = true;  // stage_1_and_2.py: single_partition_of_fp32_groups[i].grad on the CPU
+    k.host_grad_bytes = 4;  // stage_1_and_2.py: single_partition_of_fp32_groups[i].grad (fp32, CPU)
   } else if (system == "colossalai") {
     k.cpu_adam_overlap = false;     // HybridAdam in optimizer.step() after backward
     k.prefetch = false;             // static placement: chunks moved when the compute reaches them
