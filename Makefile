@@ -53,7 +53,7 @@ demo: build
 	  -o $(OUT)/report.json --chrome-trace $(OUT)/trace.json
 	@echo "== closing the loop: profile this machine, then simulate and really run plans of gpt2-tiny"
 	$(PROTWIN) profile -o $(OUT)/host-emulated.json --profile-out $(OUT)/host-emulated.profile.json
-	$(PROTWIN) calibrate --model gpt2-tiny --cases 3 --rounds 1 --machine $(OUT)/host-emulated.json \
+	$(PROTWIN) calibrate --model gpt2-tiny --cases 3 --rounds 3 --machine $(OUT)/host-emulated.json \
 	  --profile $(OUT)/host-emulated.profile.json -o $(OUT)/calibration
 	@echo "demo outputs in $(OUT)/ (open the *.trace.json files in ui.perfetto.dev)"
 
