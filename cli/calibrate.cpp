@@ -2,8 +2,8 @@
 // device-memory cap that forces offloading, runs each on the runtime (`protwin-rt train` as a
 // child process) in interleaved rounds with a profile of the plans' kernels before each round,
 // simulates each with the pooled profile, and compares iteration time, per-stream busy time and
-// memory peaks. --fit corrects the profile's efficiency
-// factors (one scale per stream) from half of the cases and reports the held-out half separately.
+// memory peaks. --fit corrects the profile's efficiency factors (one scale per stream) from half
+// of the cases and reports the held-out half separately.
 #include <sys/stat.h>
 #include <unistd.h>
 
