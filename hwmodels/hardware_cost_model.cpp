@@ -190,6 +190,11 @@ double HardwareCostModel::device_adam_seconds(double params) const {
   return memory_seconds(params * machine_.gpu_adam.bytes_per_param);
 }
 
+double HardwareCostModel::host_cast_seconds(double bytes, int ranks_sharing_host) const {
+  if (bytes <= 0) return 0;
+  return bytes / (machine_.host.dram_GBps * 1e9 / std::max(1, ranks_sharing_host));
+}
+
 const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, CollectiveScope scope) const {
   const CollectiveDomainSpec* d = &machine_.intra_node;
   if (scope == CollectiveScope::kInterNode) {
@@ -299,6 +304,11 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     // FSDP's torch.optim.Adam on CPU tensors is slower than the SIMD CPU Adam (hardware.md §3.5).
     if (op.attrs.is_object() && op.attrs.value("impl", std::string()) == "torch") t *= machine_.cpu_adam.torch_slowdown;
     c.fixed = from_seconds(t);
+    return c;
+  }
+  if (op.kind == "host_cast") {
+    const int ranks = std::min(std::max(1, meta_int(plan.meta, "gpus", 1)), machine_.gpu.count);
+    c.fixed = from_seconds(host_cast_seconds(bytes, ranks));
     return c;
   }
   if (op.kind == "adam_device") {

@@ -59,7 +59,7 @@ class HardwareCostModel : public CostModel {
   // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain; with
   // attrs.ranks_per_node the group is placed on nodes, see collective_model.h); send_recv copies
   // work.bytes between two GPUs (attrs.scope "inter_node" across nodes); adam_cpu/adam_device
-  // update work.params; alloc/free cost nothing (steady-state caching allocator); other ops with
+  // update work.params; host_cast moves work.bytes through host DRAM; alloc/free cost nothing (steady-state caching allocator); other ops with
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
   std::vector<LinkSpec> links() const override;
   OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
@@ -79,6 +79,8 @@ class HardwareCostModel : public CostModel {
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
   double device_adam_seconds(double params) const;
+  // A CPU pass over `bytes` of host memory (a dtype cast), at the rank's share of DRAM bandwidth.
+  double host_cast_seconds(double bytes, int ranks_sharing_host = 1) const;
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
   // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,

@@ -34,9 +34,17 @@ traces::Report PlanExecutor::run(OpRunner& runner, PoolLedger& ledger) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
   };
 
+  // An op's effects at one instant land together (summed per pool, in first-mention order): a
+  // release listed after an allocation must not show as a transient peak the plan never has.
   auto apply_mem = [&](const traces::Op& op, traces::MemAt at, int64_t t) {
-    for (const traces::MemEffect& m : op.mem)
-      if (m.at == at) ledger.apply(traces::describe_op(op), m.pool, m.delta_bytes, t);
+    std::vector<std::pair<std::string, int64_t>> net;
+    for (const traces::MemEffect& m : op.mem) {
+      if (m.at != at) continue;
+      auto it = std::find_if(net.begin(), net.end(), [&](const auto& p) { return p.first == m.pool; });
+      if (it == net.end()) net.emplace_back(m.pool, m.delta_bytes);
+      else it->second += m.delta_bytes;
+    }
+    for (const auto& [pool, delta] : net) ledger.apply(traces::describe_op(op), pool, delta, t);
   };
 
   auto worker = [&](const std::vector<int>& ids) {

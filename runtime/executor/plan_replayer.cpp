@@ -92,9 +92,15 @@ void PlanReplayer::run_semantics(const traces::Op& op) {
       chunks_.upload(op.chunk);
     } else if (what == "updated_params") {
       chunks_.upload_updated(op.chunk);
+    } else if (what == "grad_roundtrip") {
+      chunks_.grad_roundtrip(op.chunk);
+    } else if (what == "grad_fp32") {
+      chunks_.grad_to_pageable(op.chunk);
     } else {  // grad_chunk, partial_grad_chunk
       chunks_.offload_grad(op.chunk);
     }
+  } else if (k == "host_cast") {
+    chunks_.cast_grad(op.chunk);
   } else if (k == "adam_cpu") {
     const bool simd = !(op.attrs.is_object() && op.attrs.value("impl", std::string("simd")) == "torch");
     chunks_.adam_host(op.chunk, options_.adam, adam_step_, simd, options_.threads.optimizer);

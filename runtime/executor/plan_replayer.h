@@ -1,7 +1,9 @@
 // PlanReplayer: what each plan op does (the OpRunner of PlanExecutor), on every device.
 //   forward/backward/recompute  the block's explicit forward/backward (runtime/model), weights and
 //                               gradients bound as views into the chunks currently on the device
-//   h2d param_chunk / d2h grad  chunk store upload / gradient offload
+//   h2d param_chunk / d2h grad  chunk store upload / gradient offload (and DeepSpeed's
+//   grad_roundtrip, grad_fp32,  gradient path: back to the device, to pageable memory, cast)
+//   host_cast
 //   h2d/d2h activation          activation store swap in / out
 //   adam_cpu / adam_device      chunk store optimizer steps
 // Buffers the plan releases at the end of a forward run (a mem effect freeing "chunk<c>.buffer")

@@ -178,8 +178,10 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
     } else if (k == "h2d" || k == "d2h") {
       const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
                                    ? op.attrs["what"].get<std::string>() : "";
-      const bool ok = k == "h2d" ? (what == "param_chunk" || what == "activation" || what == "updated_params")
-                                 : (what == "activation" || what == "grad_chunk" || what == "partial_grad_chunk");
+      const bool ok = k == "h2d" ? (what == "param_chunk" || what == "activation" || what == "updated_params" ||
+                                    what == "grad_roundtrip")
+                                 : (what == "activation" || what == "grad_chunk" || what == "partial_grad_chunk" ||
+                                    what == "grad_fp32");
       PROTWIN_CHECK(ok, traces::describe_op(op), ": attrs.what \"", what, "\" is not a ", k, " the runtime replays");
       if (what == "activation")
         PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers &&
@@ -189,6 +191,10 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
         PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
                       ": chunk ", op.chunk, " does not exist");
       rp.offloads = true;
+    } else if (k == "host_cast") {
+      PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()) &&
+                        !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],
+                    traces::describe_op(op), ": chunk ", op.chunk, " has no host gradient to cast");
     } else if (k == "adam_cpu" || k == "adam_device") {
       PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
                     ": chunk ", op.chunk, " does not exist");

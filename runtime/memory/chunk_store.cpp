@@ -182,19 +182,53 @@ void ChunkStore::block_views(int64_t block, std::vector<at::Tensor>& params,
   if (cfg_.tied_embeddings() && block == head_block(cfg_)) bind(0);  // LM head = token embedding
 }
 
+void ChunkStore::grad_roundtrip(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(ch.host_grad_valid, "grad_roundtrip of chunk ", c, " before its gradient was offloaded");
+  at::Tensor scratch = device_.device_empty({ch.host_grad.numel()}, at::kFloat);
+  device_.copy(scratch, ch.host_grad, Link::kH2D);
+  std::lock_guard<std::mutex> lock(mu_);
+  ch.dev_grad_copy = scratch;
+}
+
+void ChunkStore::grad_to_pageable(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  at::Tensor scratch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    scratch = ch.dev_grad_copy;
+    ch.dev_grad_copy = at::Tensor();
+  }
+  PROTWIN_ASSERT(scratch.defined(), "grad_fp32 of chunk ", c, " without its grad_roundtrip");
+  device_.used_here(scratch);
+  ch.pageable_grad = at::empty({scratch.numel()}, at::kFloat);  // plain (pageable) host memory
+  device_.copy(ch.pageable_grad, scratch, Link::kD2H);
+  device_.wait_copies();  // ATen's copy_ into pageable memory returns when the bytes are there
+}
+
+void ChunkStore::cast_grad(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(ch.pageable_grad.defined(), "host_cast of chunk ", c, " without its grad_fp32 copy");
+  if (!ch.host_grad_fp32.defined()) ch.host_grad_fp32 = at::empty({ch.pageable_grad.numel()}, at::kFloat);
+  ch.host_grad_fp32.copy_(ch.pageable_grad);  // the runtime trains in fp32: the cast is a copy
+  ch.pageable_grad = at::Tensor();
+  ch.host_grad_fp32_valid = true;
+}
+
 void ChunkStore::adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd, int threads) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(host_owned(c) && ch.host_grad_valid, "CPU Adam on chunk ", c,
                  " before its gradient was offloaded");
-  // The host gradient is complete: the op's deps include the offload's end.
+  // The host gradient is complete: the op's deps include the offload's end (or the cast's).
+  at::Tensor& grad = ch.host_grad_fp32_valid ? ch.host_grad_fp32 : ch.host_grad;
   if (simd) {
     adam_step_cpu(cfg, step,
-                  AdamBuffers{ch.host_params.data_ptr<float>(), ch.host_grad.data_ptr<float>(),
+                  AdamBuffers{ch.host_params.data_ptr<float>(), grad.data_ptr<float>(),
                               ch.host_m.data_ptr<float>(), ch.host_v.data_ptr<float>(),
                               ch.host_params.numel()},
                   threads);
   } else {
-    adam_step_device(cfg, step, ch.host_params, ch.host_grad, ch.host_m, ch.host_v);
+    adam_step_device(cfg, step, ch.host_params, grad, ch.host_m, ch.host_v);
   }
 }
 
@@ -207,7 +241,7 @@ void ChunkStore::adam_device(int c, const AdamConfig& cfg, int64_t step, int thr
 }
 
 void ChunkStore::begin_iteration() {
-  for (Chunk& ch : chunks_) ch.host_grad_valid = false;
+  for (Chunk& ch : chunks_) ch.host_grad_valid = ch.host_grad_fp32_valid = false;
 }
 
 }  // namespace protwin::rt

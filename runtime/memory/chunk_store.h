@@ -67,6 +67,14 @@ class ChunkStore {
   // or += (a tied parameter's gradient arriving in pieces). A buffer is freed; a persistent
   // chunk's device grad is zeroed for the next iteration.
   void offload_grad(int c);
+  // DeepSpeed's gradient path (knob grad_roundtrip), after offload_grad:
+  //   h2d grad_roundtrip  the host gradient copied back to a device scratch (for its norm)
+  //   d2h grad_fp32       that scratch copied into a pageable host temporary
+  //   host_cast           the temporary cast into the chunk's separate host fp32 gradient, which
+  //                       this iteration's adam_host then reads
+  void grad_roundtrip(int c);
+  void grad_to_pageable(int c);
+  void cast_grad(int c);
   // A buffer dropped without offloading (end of a forward run): the oldest one of the chunk.
   // A plan may fetch a chunk again before the previous buffer of it is released (both hold the
   // same values: the master changes only after the chunk's gradient is offloaded).
@@ -93,6 +101,8 @@ class ChunkStore {
     at::Tensor dev_params, dev_grad, dev_m, dev_v;  // dev_params: persistent chunks only
     std::deque<at::Tensor> buffers;                 // non-persistent: live device buffers, oldest first
     bool host_grad_valid = false;  // host_grad holds this iteration's (partial) gradient
+    at::Tensor dev_grad_copy, pageable_grad, host_grad_fp32;  // grad_roundtrip's path
+    bool host_grad_fp32_valid = false;  // host_grad_fp32 holds this iteration's gradient
   };
   at::Tensor device_params_locked(int c) const;
   bool host_owned(int c) const;

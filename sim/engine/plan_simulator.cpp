@@ -160,17 +160,28 @@ void Run::compile() {
     times_[i] = OpTime{c.fixed.ns, c.link_bytes, c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1};
 
     mem_begin_[i] = static_cast<uint32_t>(mem_.size());
-    for (int pass = 0; pass < 2; ++pass) {  // start effects first, then end effects, each in order
+    // Start effects first, then end effects. The effects at one instant are summed per pool (in
+    // first-mention order): a release listed after an allocation is no transient peak.
+    for (int pass = 0; pass < 2; ++pass) {
       const traces::MemAt at = pass == 0 ? traces::MemAt::kStart : traces::MemAt::kEnd;
-      if (pass == 1) mem_split_[i] = static_cast<uint32_t>(mem_.size());
+      const size_t first = mem_.size();
+      if (pass == 1) mem_split_[i] = static_cast<uint32_t>(first);
       for (const auto& m : op.mem) {
         if (m.at != at) continue;
         const int p = find_name(pool_names, m.pool);
         PROTWIN_CHECK(p >= 0, traces::describe_op(op), ": memory effect on unknown pool \"", m.pool, "\"");
-        PROTWIN_CHECK(m.delta_bytes < kMaxDelta && m.delta_bytes > -kMaxDelta, traces::describe_op(op),
-                      ": memory effect of ", m.delta_bytes, " bytes is out of range");
-        mem_.push_back(m.delta_bytes * kMaxPools + p);
-        ++changes_per_pool[static_cast<size_t>(p)];
+        int64_t delta = m.delta_bytes;
+        size_t k = first;
+        while (k < mem_.size() && (mem_[k] & (kMaxPools - 1)) != p) ++k;
+        if (k < mem_.size()) delta += (mem_[k] - p) / kMaxPools;
+        PROTWIN_CHECK(delta < kMaxDelta && delta > -kMaxDelta, traces::describe_op(op),
+                      ": memory effect of ", delta, " bytes is out of range");
+        if (k < mem_.size()) {
+          mem_[k] = delta * kMaxPools + p;
+        } else {
+          mem_.push_back(delta * kMaxPools + p);
+          ++changes_per_pool[static_cast<size_t>(p)];
+        }
       }
     }
   }

@@ -48,6 +48,10 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     t.fetch_s.push_back(fetch);
     t.upload_s.push_back(fetch);
     t.grad_s.push_back(grad);
+    t.grad_roundtrip_s.push_back(cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false) +
+                                 cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kD2H, false, false) +
+                                 cost.host_cast_seconds(static_cast<double>(shard + shard * 4 / layout.bytes_per_elem),
+                                                          ranks_on_host));
     t.adam_cpu_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host));
     t.adam_torch_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host) * cost.machine().cpu_adam.torch_slowdown);
     t.adam_gpu_s.push_back(cost.device_adam_seconds(params));
@@ -79,7 +83,7 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
   const int kept = k.buffer_reuse ? std::min(k.n_buffer, n_nonpersistent) : 0;
 
   // Forward.
-  std::vector<double> fetch_at(nb, 0), comm_bwd(nb, 0);
+  std::vector<double> fetch_at(nb, 0), comm_bwd(nb, 0), blocking_bwd(nb, 0);
   int seen_nonpersistent = 0;
   for (int c = 0; c < n_chunks; ++c) {
     if (persistent(c)) continue;
@@ -90,6 +94,7 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
     ++seen_nonpersistent;
     if (refetch) comm_bwd[last] += t.fetch_s[static_cast<size_t>(c)];
     comm_bwd[first] += t.grad_s[static_cast<size_t>(c)];
+    if (k.grad_roundtrip) blocking_bwd[first] += t.grad_roundtrip_s[static_cast<size_t>(c)];
   }
   for (size_t b = 0; b < nb; ++b) {
     const double compute = t.fwd_s[b];
@@ -101,7 +106,7 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
     if (mode[b] == ActMode::kCheckpoint) compute += t.rec_s[b];
     double comm = comm_bwd[b];
     if (mode[b] == ActMode::kSwap) comm += t.swap_s[b];
-    e.backward_s += k.prefetch ? std::max(compute, comm) : compute + comm;
+    e.backward_s += (k.prefetch ? std::max(compute, comm) : compute + comm) + blocking_bwd[b];
   }
   // Optimizer.
   double upload = 0;

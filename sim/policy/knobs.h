@@ -34,6 +34,10 @@ struct OffloadKnobs {
                                          // separate pinned grad partition (DeepSpeed, FSDP)
   int host_grad_bytes = 0;  // bytes per parameter of that separate host gradient storage (0: the
                             // parameters' dtype); DeepSpeed stage 3 keeps an fp16 and an fp32 one
+  bool grad_roundtrip = false;  // DeepSpeed stage 3 partition_grads with offload_optimizer: the fp16
+                                // grad goes D2H into the pinned buffer, back H2D for its norm, then
+                                // D2H again, blocking, into a pageable temporary the CPU casts into
+                                // the fp32 gradient; backward waits for it
 
   nlohmann::json to_json() const;
 };

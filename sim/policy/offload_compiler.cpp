@@ -358,6 +358,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   for (int c = 0; c < n_chunks; ++c) on_gpu[static_cast<size_t>(c)] = resident[static_cast<size_t>(c)];
   int last_bwd = prev_compute;
   std::vector<int> adam_cpu_ops;
+  std::vector<int> blocking_host_work;  // grad_roundtrip casts the next backward waits for
   auto emit_adam_cpu = [&](int c, int after) {
     const size_t ci = static_cast<size_t>(c);
     const int a = b.add("adam_cpu", "cpu_optim", {after}, -1, c);
@@ -421,6 +422,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       b.mem(rc, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
       b.mem(rc, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[bi]);
     }
+    deps.insert(deps.end(), blocking_host_work.begin(), blocking_host_work.end());
+    blocking_host_work.clear();
     const int g = b.add("backward", "compute", deps, blk, -1);
     bwd_op[bi] = g;
     last_bwd = g;
@@ -465,10 +468,30 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
         bwd_release.push_back(off);
         on_gpu[ci] = false;
       }
+      int grad_on_host = off;
+      if (k.grad_roundtrip && complete) {
+        // DeepSpeed's grad_buffer.to(device): the pinned copy comes back up for the norm ...
+        const int back = b.add("h2d", "h2d", {off}, -1, c);
+        b.op(back).work.bytes = shard[ci];
+        b.op(back).attrs = {{"pinned", true}, {"what", "grad_roundtrip"}};
+        b.mem(back, "gpu", shard[ci], MemAt::kStart);
+        // ... then fp32_grad.copy_(grad_buffer): D2H into a pageable fp16 temporary, blocking ...
+        const int pg = b.add("d2h", "d2h", {back}, -1, c);
+        b.op(pg).work.bytes = shard[ci];
+        b.op(pg).attrs = {{"pinned", false}, {"what", "grad_fp32"}};
+        b.mem(pg, "gpu", -shard[ci], MemAt::kEnd);
+        b.mem(pg, "pageable", shard[ci], MemAt::kStart);
+        // ... cast into the fp32 gradient on the CPU (fp16: read 2 B, write 4 B per parameter).
+        grad_on_host = b.add("host_cast", "cpu_optim", {pg}, -1, c);
+        b.op(grad_on_host).work.params = ceil_div(L.chunks[ci].used_elems, N);
+        b.op(grad_on_host).work.bytes = shard[ci] + shard[ci] * 4 / L.bytes_per_elem;
+        b.mem(grad_on_host, "pageable", -shard[ci], MemAt::kEnd);
+        blocking_host_work.push_back(grad_on_host);  // the hook's thread launches the next backward
+      }
       if (complete) {
-        grad_offloaded.push_back(off);
+        grad_offloaded.push_back(grad_on_host);
         offloaded_chunk.push_back(c);
-        if (k.cpu_adam_overlap) emit_adam_cpu(c, off);
+        if (k.cpu_adam_overlap) emit_adam_cpu(c, grad_on_host);
       }
     }
   }

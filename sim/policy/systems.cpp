@@ -45,6 +45,10 @@ OffloadKnobs base_knobs(const std::string& system) {
     // each sub-group (4 B); with the fp16 params, fp32 master and Adam m, v: 20 B/param on the host,
     // as DeepSpeed issue #846 measured ("a 10B parameter will take about 200 GB of CPU memory").
     k.host_grad_bytes = 6;
+    // stage3.py partition_grads: grad_buffer.copy_(grad, non_blocking) into that pinned buffer,
+    // grad_buffer.to(device) for the norm, then fp32_grad.copy_(grad_buffer): a blocking D2H into
+    // a pageable fp16 temporary (ATen's copy_ across devices and dtypes) cast on the CPU.
+    k.grad_roundtrip = true;
   } else if (system == "zero-offload") {
     k.per_block_chunks = true;      // gradient buckets per block
     k.cpu_adam_overlap = false;

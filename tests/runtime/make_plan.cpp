@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "sim/policy/knobs.h"
 #include "tests/runtime/plan_fixtures.h"
 
 int main(int argc, char** argv) {
@@ -19,12 +20,7 @@ int main(int argc, char** argv) {
     traces::Plan plan;
     if (argc > 5) {
       const nlohmann::json j = nlohmann::json::parse(argv[5]);
-      sim::OffloadKnobs k;
-      k.chunk_bytes = j.value("chunk_bytes", k.chunk_bytes);
-      k.n_persist = j.value("n_persist", k.n_persist);
-      k.n_buffer = j.value("n_buffer", k.n_buffer);
-      k.n_swap = j.value("n_swap", k.n_swap);
-      k.n_checkpoint = j.value("n_checkpoint", k.n_checkpoint);
+      const sim::OffloadKnobs k = sim::knobs_from_json(j, "KNOBS_JSON");
       plan = rt::testing::compile_plan(w, k, int64_t{64} << 30);
     } else {
       plan = rt::testing::resident_plan(w);

@@ -42,7 +42,8 @@ inline traces::Plan resident_plan(const sim::Workload& w) {
 }
 
 // A random valid policy (seeded): chunk size, persistent/offloaded chunks, buffers, swap,
-// checkpoint, prefetch/reuse/overlap switches, CPU Adam flavour, ZeRO-Offload.
+// checkpoint, prefetch/reuse/overlap switches, CPU Adam flavour, ZeRO-Offload, DeepSpeed's
+// gradient round trip.
 inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int attempt = 0; attempt < 1000; ++attempt) {
@@ -63,6 +64,7 @@ inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng)
     k.cpu_adam_overlap = pick(0, 3) != 0;
     k.cpu_adam_impl = pick(0, 4) == 0 ? "torch" : "simd";
     k.persistent_gpu_adam = pick(0, 4) != 0;
+    k.grad_roundtrip = pick(0, 2) == 0;
     try {
       compile_plan(w, k);
       return k;

@@ -3,6 +3,8 @@
 // refused with the knob and its range.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/offload_compiler.h"
@@ -126,6 +128,60 @@ TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 20 f
     CHECK(elems == 124439808);  // gpt2-small, tied embeddings counted once
     CHECK(host == int64_t{per_param} * elems);
   }
+}
+
+TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks the next backward") {
+  // stage3.py partition_grads: D2H into the pinned fp16 buffer, H2D back for the norm, a blocking
+  // D2H into a pageable fp16 temporary, a CPU cast into the fp32 gradient (read 2 B, write 4 B).
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 2);
+  OffloadKnobs k = base_knobs("deepspeed");
+  REQUIRE(k.grad_roundtrip);
+  const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
+  int64_t used = 0;
+  for (const auto& c : p.chunks.chunks) used += c.used_elems * 2;
+  int64_t pinned_d2h = 0, pageable_d2h = 0, back = 0, cast = 0;
+  std::vector<int> casts;
+  for (const auto& op : p.plan.ops) {
+    const std::string what = op.attrs.is_object() ? op.attrs.value("what", std::string()) : "";
+    if (op.kind == "d2h" && what == "grad_chunk") pinned_d2h += op.work.bytes;
+    if (op.kind == "d2h" && what == "grad_fp32") {
+      pageable_d2h += op.work.bytes;
+      CHECK_FALSE(op.attrs["pinned"].get<bool>());
+    }
+    if (op.kind == "h2d" && what == "grad_roundtrip") back += op.work.bytes;
+    if (op.kind == "host_cast") {
+      cast += op.work.bytes;
+      casts.push_back(op.id);
+    }
+  }
+  CHECK(pinned_d2h == used);
+  CHECK(back == used);
+  CHECK(pageable_d2h == used);
+  CHECK(cast == 3 * used);
+  // Every cast but the last block's is waited for by a backward op.
+  int waited = 0;
+  for (int id : casts)
+    for (const auto& op : p.plan.ops)
+      if (op.kind == "backward" && std::find(op.deps.begin(), op.deps.end(), id) != op.deps.end()) ++waited;
+  CHECK(waited == static_cast<int>(casts.size()) - 1);
+  // It costs time, and no more than every extra copy and cast run one after another.
+  OffloadKnobs direct = k;
+  direct.grad_roundtrip = false;
+  const CompiledPlan q = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), direct);
+  const SimTime with = PlanSimulator(cost).run(p.plan).iteration;
+  const SimTime without = PlanSimulator(cost).run(q.plan).iteration;
+  double extra_s = 0;  // the copies at their slower, both-directions rate
+  for (const auto& op : p.plan.ops) {
+    const std::string what = op.attrs.is_object() ? op.attrs.value("what", std::string()) : "";
+    const double bytes = static_cast<double>(op.work.bytes);
+    if (op.kind == "host_cast") extra_s += cost.host_cast_seconds(bytes);
+    if (what == "grad_roundtrip") extra_s += cost.copy_seconds(bytes, hw::CopyDirection::kH2D, true, true);
+    if (what == "grad_fp32") extra_s += cost.copy_seconds(bytes, hw::CopyDirection::kD2H, false, true);
+  }
+  INFO("with " << with.seconds() << " s, without " << without.seconds() << " s, extra work " << extra_s << " s");
+  CHECK(with > without);
+  CHECK(with.seconds() <= without.seconds() + extra_s);
 }
 
 TEST_CASE("bad knobs name the knob and its valid range") {
