@@ -55,12 +55,11 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     t.adam_cpu_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host));
     t.adam_torch_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host) * cost.machine().cpu_adam.torch_slowdown);
     t.adam_gpu_s.push_back(cost.device_adam_seconds(params));
-    t.chunk_used_bytes.push_back(used);
-    t.chunk_elems.push_back(c.used_elems);
     t.chunk_first_block.push_back(c.first_block);
     t.chunk_last_block.push_back(c.last_block);
   }
   t.chunk_bytes = layout.chunk_bytes;
+  t.state_sizes = chunk_state_sizes(layout, n);
   t.optim_bytes_per_param = optimizer_bytes_per_param(w.options.dtype);
   t.fragmentation = cost.machine().gpu.allocator.fragmentation_fraction;
   return t;
@@ -124,23 +123,9 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
                       : e.forward_s + e.backward_s + e.gpu_optim_s + e.cpu_optim_s + upload;
 
   // Peak GPU memory.
-  int64_t states = 0, pinned = 0, pageable = 0;
-  for (int c = 0; c < n_chunks; ++c) {
-    const size_t ci = static_cast<size_t>(c);
-    const int64_t used = t.chunk_used_bytes[ci];
-    const int64_t shard = ceil_div(used, n);
-    const int64_t optim = ceil_div(t.chunk_elems[ci] * t.optim_bytes_per_param, n);
-    if (!k.offload) {
-      states += 2 * used + t.chunk_elems[ci] * t.optim_bytes_per_param;
-    } else if (persistent(c)) {
-      states += 2 * used;
-      if (k.persistent_gpu_adam) states += optim;
-      else { pinned += host_grad_shard(k, t.chunk_elems[ci], shard, n); pageable += optim; }
-    } else {
-      pinned += shard + (k.grad_reuses_param_buffer ? 0 : host_grad_shard(k, t.chunk_elems[ci], shard, n));
-      pageable += optim;
-    }
-  }
+  const ModelStateBytes ms = model_state_bytes(t.state_sizes, k, t.optim_bytes_per_param);
+  int64_t states = ms.gpu;
+  const int64_t pinned = ms.pinned, pageable = ms.pageable;
   if (k.offload && n_nonpersistent > 0) states += static_cast<int64_t>(std::min(k.n_buffer, n_nonpersistent)) * t.chunk_bytes;
   int64_t kept_act = 0, swapped = 0, bump = 0;
   for (size_t b = 0; b < nb; ++b) {

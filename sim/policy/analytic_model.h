@@ -18,6 +18,7 @@
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/policy/chunking.h"
 #include "sim/policy/knobs.h"
+#include "sim/policy/model_state_bytes.h"
 #include "sim/workload/workload.h"
 
 namespace protwin::sim {
@@ -31,9 +32,9 @@ struct WorkloadTimes {
   std::vector<int> layer_block;                      // decoder layer -> block index
   std::vector<double> fetch_s, grad_s, adam_cpu_s, adam_torch_s, adam_gpu_s, upload_s;  // per chunk
   std::vector<double> grad_roundtrip_s;  // per chunk: the blocking copies and cast of grad_roundtrip
-  std::vector<int64_t> chunk_used_bytes, chunk_elems;  // per chunk
   std::vector<int> chunk_first_block, chunk_last_block;
   int64_t chunk_bytes = 0;
+  ChunkStateSizes state_sizes;  // what model_state_bytes needs of the layout
   int64_t optim_bytes_per_param = 12;
   double fragmentation = 0.1;
 };

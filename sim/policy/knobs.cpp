@@ -22,7 +22,8 @@ nlohmann::json OffloadKnobs::to_json() const {
           {"offload", offload},
           {"grad_reuses_param_buffer", grad_reuses_param_buffer},
           {"host_grad_bytes", host_grad_bytes},
-          {"grad_roundtrip", grad_roundtrip}};
+          {"grad_roundtrip", grad_roundtrip},
+          {"pinned_alloc", pinned_alloc}};
 }
 
 int64_t host_grad_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks) {
@@ -37,14 +38,15 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   static const char* kKnown[] = {"system", "chunk_bytes", "n_persist", "n_buffer", "n_swap", "n_checkpoint",
                                  "swap_spacing", "per_block_chunks", "prefetch", "buffer_reuse",
                                  "cpu_adam_overlap", "cpu_adam_impl", "persistent_gpu_adam", "offload",
-                                 "grad_reuses_param_buffer", "host_grad_bytes", "grad_roundtrip"};
+                                 "grad_reuses_param_buffer", "host_grad_bytes", "grad_roundtrip",
+                                 "pinned_alloc"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* name : kKnown) known = known || it.key() == name;
     if (!known) root.at(it.key()).fail("unknown knob; known knobs: chunk_bytes, n_persist, n_buffer, n_swap, "
                                        "n_checkpoint, swap_spacing, per_block_chunks, prefetch, buffer_reuse, "
                                        "cpu_adam_overlap, cpu_adam_impl, persistent_gpu_adam, offload, grad_reuses_param_buffer, "
-                                       "host_grad_bytes, grad_roundtrip");
+                                       "host_grad_bytes, grad_roundtrip, pinned_alloc");
   }
   k.chunk_bytes = root.get_nonneg_int("chunk_bytes", k.chunk_bytes);
   k.n_persist = static_cast<int>(root.get_nonneg_int("n_persist", k.n_persist));
@@ -62,6 +64,7 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   k.grad_reuses_param_buffer = root.get_bool("grad_reuses_param_buffer", k.grad_reuses_param_buffer);
   k.host_grad_bytes = static_cast<int>(root.get_nonneg_int("host_grad_bytes", k.host_grad_bytes));
   k.grad_roundtrip = root.get_bool("grad_roundtrip", k.grad_roundtrip);
+  k.pinned_alloc = root.get_string("pinned_alloc", k.pinned_alloc);
   return k;
 }
 

@@ -38,6 +38,9 @@ struct OffloadKnobs {
                                 // grad goes D2H into the pinned buffer, back H2D for its norm, then
                                 // D2H again, blocking, into a pageable temporary the CPU casts into
                                 // the fp32 gradient; backward waits for it
+  std::string pinned_alloc = "exact";  // how pinned host memory is allocated: "exact" (ProTrain),
+                                       // "torch_per_chunk" (FSDP), "torch_flat" (DeepSpeed stage 3);
+                                       // see model_state_bytes.h
 
   nlohmann::json to_json() const;
 };

@@ -1,5 +1,7 @@
 #include "sim/policy/offload_compiler.h"
 
+#include "sim/policy/model_state_bytes.h"
+
 #include <algorithm>
 
 #include "sim/policy/block_layout.h"
@@ -110,6 +112,8 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
                 ": n_swap + n_checkpoint must be in [0, ", layers, "] (the number of layers)");
   PROTWIN_CHECK(k.cpu_adam_impl == "simd" || k.cpu_adam_impl == "torch", "knob cpu_adam_impl=\"",
                 k.cpu_adam_impl, "\": expected \"simd\" or \"torch\"");
+  PROTWIN_CHECK(k.pinned_alloc == "exact" || k.pinned_alloc == "torch_per_chunk" || k.pinned_alloc == "torch_flat",
+                "knob pinned_alloc=\"", k.pinned_alloc, "\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\"");
 }
 
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem,
@@ -157,36 +161,20 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<bool> persistent(static_cast<size_t>(n_chunks));
   std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks));
   std::vector<int> host_t(static_cast<size_t>(n_chunks)), gpu_t(static_cast<size_t>(n_chunks));
-  int64_t gpu0 = 0, pinned0 = 0, pageable0 = 0;
-  const int64_t optim_per_param = optimizer_bytes_per_param(w.options.dtype);
+  const ModelStateBytes states =
+      model_state_bytes(chunk_state_sizes(L, N), k, optimizer_bytes_per_param(w.options.dtype));
+  const int64_t gpu0 = states.gpu, pinned0 = states.pinned, pageable0 = states.pageable;
+  plan.meta["pinned_slack_bytes"] = states.pinned_slack;
   for (int c = 0; c < n_chunks; ++c) {
     const auto& ch = L.chunks[static_cast<size_t>(c)];
     const size_t ci = static_cast<size_t>(c);
     persistent[ci] = !k.offload || c < k.n_persist;
     used[ci] = ch.used_elems * L.bytes_per_elem;
     shard[ci] = ceil_div(used[ci], N);
-    const int64_t optim = ceil_div(ch.used_elems * optim_per_param, N);
-    if (!k.offload) {
-      // DDP: fp16 params and grads plus the full fp32 optimizer state, replicated on every GPU.
-      gpu0 += 2 * used[ci] + ch.used_elems * optim_per_param;
-      gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".gpu", used[ci], traces::TensorKind::kParamChunk, "gpu");
-      host_t[ci] = -1;
-    } else if (persistent[ci]) {
-      // Persistent: full fp16 params and grads on the GPU; the fp32 state sharded on the GPU
-      // (GPU Adam) or on the host (ZeRO-Offload's CPU Adam, with a pinned grad shard).
-      gpu0 += 2 * used[ci];
-      if (k.persistent_gpu_adam) {
-        gpu0 += optim;
-      } else {
-        pinned0 += host_grad_shard(k, ch.used_elems, shard[ci], N);
-        pageable0 += optim;
-      }
+    if (persistent[ci]) {
       gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".gpu", used[ci], traces::TensorKind::kParamChunk, "gpu");
       host_t[ci] = -1;
     } else {
-      // fp16 param shard (+ grad shard)
-      pinned0 += shard[ci] + (k.grad_reuses_param_buffer ? 0 : host_grad_shard(k, ch.used_elems, shard[ci], N));
-      pageable0 += optim;
       host_t[ci] = b.tensor("chunk" + std::to_string(c) + ".host", shard[ci], traces::TensorKind::kParamChunk, "pinned");
       gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".buffer", L.chunk_bytes, traces::TensorKind::kBuffer, "");
     }

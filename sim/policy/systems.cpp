@@ -49,6 +49,9 @@ OffloadKnobs base_knobs(const std::string& system) {
     // grad_buffer.to(device) for the norm, then fp32_grad.copy_(grad_buffer): a blocking D2H into
     // a pageable fp16 temporary (ATen's copy_ across devices and dtypes) cast on the CPU.
     k.grad_roundtrip = true;
+    // Its pinned buffers through tensor.pin_memory() (model_state_bytes.h), with pin_memory set for
+    // offload_param and offload_optimizer as REFERENCE §2 and HF's ZeRO-3 offload example do.
+    k.pinned_alloc = "torch_flat";
   } else if (system == "zero-offload") {
     k.per_block_chunks = true;      // gradient buckets per block
     k.cpu_adam_overlap = false;
@@ -65,6 +68,7 @@ OffloadKnobs base_knobs(const std::string& system) {
     k.buffer_reuse = false;         // FULL_SHARD reshards after forward
     k.n_buffer = 2;                 // the current unit plus one prefetched (BACKWARD_PRE)
     k.grad_reuses_param_buffer = false;  // CPU params and CPU grads are separate tensors
+    k.pinned_alloc = "torch_per_chunk";  // flat_param.py: _local_shard and _cpu_grad .pin_memory()
   } else if (system == "ddp") {
     k.offload = false;
   }

@@ -7,6 +7,7 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
+#include "sim/policy/model_state_bytes.h"
 #include "sim/policy/offload_compiler.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -109,7 +110,24 @@ TEST_CASE("without offload (DDP, 1 GPU) the iteration is the sum of the compute 
   REQUIRE(PlanSimulator(cost).run(p.plan).iteration == expected);
 }
 
-TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 20 for DeepSpeed stage 3") {
+namespace {
+// The next power of two >= x (PyTorch's CachingHostAllocator: c10::llvm::PowerOf2Ceil).
+int64_t pow2_ceil(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+// One rank's host bytes (pinned + pageable pools) of a system's plan with every chunk offloaded.
+int64_t host_bytes(const CompiledPlan& p) {
+  int64_t host = 0;
+  for (const auto& pool : p.plan.pools)
+    if (pool.name != "gpu") host += pool.initial.n;
+  return host;
+}
+}  // namespace
+
+TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 20 for DeepSpeed stage 3 before its pinned allocator") {
   // fp16 params + fp32 master, m, v (12 B) on the host; the gradient reuses the fp16 chunk (ProTrain,
   // Colossal-AI) or lands in DeepSpeed's pinned fp16 flat buffer and fp32 sub-group buffer (+6 B;
   // 20 B/param, DeepSpeed issue #846's "10B ... about 200 GB"). Pinned + pageable, 1 GPU, all offloaded.
@@ -118,16 +136,68 @@ TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 20 f
   for (const auto& [system, per_param] : {std::pair{"protrain", 14}, {"colossalai", 14}, {"deepspeed", 20}}) {
     OffloadKnobs k = base_knobs(system);
     k.n_persist = 0;
+    k.pinned_alloc = "exact";
     const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
     int64_t elems = 0;
     for (const auto& c : p.chunks.chunks) elems += c.used_elems;
-    int64_t host = 0;
-    for (const auto& pool : p.plan.pools)
-      if (pool.name != "gpu") host += pool.initial.n;
     INFO(system);
     CHECK(elems == 124439808);  // gpt2-small, tied embeddings counted once
-    CHECK(host == int64_t{per_param} * elems);
+    CHECK(host_bytes(p) == int64_t{per_param} * elems);
+    CHECK(p.plan.meta["pinned_slack_bytes"] == 0);
   }
+}
+
+TEST_CASE("pinned memory through PyTorch's caching host allocator: every block rounded up to a power of two") {
+  // CachingHostAllocator.cpp: roundSize = PowerOf2Ceil(size). A 20.4 GiB request pins 32 GiB (as
+  // reported in sglang PR #36562); exact powers stay as they are.
+  CHECK(torch_pinned_reserve(0) == 0);
+  CHECK(torch_pinned_reserve(1) == 1);
+  CHECK(torch_pinned_reserve(int64_t{1} << 30) == int64_t{1} << 30);
+  CHECK(torch_pinned_reserve((int64_t{1} << 30) + 1) == int64_t{1} << 31);
+  CHECK(torch_pinned_reserve(static_cast<int64_t>(20.4 * (int64_t{1} << 30))) == int64_t{32} << 30);
+
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  for (int gpus : {1, 4}) {
+    INFO(gpus << " GPU(s)");
+    const RankMemory mem = rank_memory(cost.machine(), gpus);
+    SECTION("DeepSpeed stage 3: per-parameter partitions, two flat fp16 buffers, fp32 sub-group grads") {
+      const CompiledPlan p = compile_offload_plan(w, gpus, mem, base_knobs("deepspeed"));
+      int64_t parts = 0, per_param_blocks = 0, chunk_host = 0;
+      for (const auto& c : p.chunks.chunks) {
+        chunk_host += ((c.used_elems * 2 + gpus - 1) / gpus) + (c.used_elems * 6 + gpus - 1) / gpus +
+                      (c.used_elems * 12 + gpus - 1) / gpus;
+        for (const auto& t : c.tensors) {
+          const int64_t part = (t.numel + gpus - 1) / gpus;
+          parts += part;
+          per_param_blocks += pow2_ceil(2 * part);
+        }
+      }
+      REQUIRE(parts < kDeepSpeedSubGroupElems);  // one sub-group
+      const int64_t slack = per_param_blocks + 2 * (pow2_ceil(2 * parts) - 2 * parts) + (pow2_ceil(4 * parts) - 4 * parts);
+      CHECK(p.plan.meta["pinned_slack_bytes"] == slack);
+      CHECK(host_bytes(p) == chunk_host + slack);
+    }
+    SECTION("FSDP: each unit's fp32 flat parameter and fp32 CPU gradient pinned on their own") {
+      const CompiledPlan p = compile_offload_plan(w, gpus, mem, base_knobs("fsdp"));
+      int64_t slack = 0, chunk_host = 0;
+      for (const auto& c : p.chunks.chunks) {
+        const int64_t fp32 = 4 * ((c.used_elems + gpus - 1) / gpus);
+        slack += 2 * (pow2_ceil(fp32) - fp32);
+        chunk_host += 2 * ((c.used_elems * 2 + gpus - 1) / gpus) + (c.used_elems * 12 + gpus - 1) / gpus;
+      }
+      CHECK(p.plan.meta["pinned_slack_bytes"] == slack);
+      CHECK(host_bytes(p) == chunk_host + slack);
+    }
+  }
+}
+
+TEST_CASE("an unknown pinned_alloc is refused with the valid values") {
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  OffloadKnobs k = base_knobs("protrain");
+  k.pinned_alloc = "pow2";
+  REQUIRE_THROWS_WITH(compile_offload_plan(workload("gpt2-small", 1), 1, rank_memory(cost.machine(), 1), k),
+                      Catch::Contains("knob pinned_alloc=\"pow2\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\""));
 }
 
 TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks the next backward") {
