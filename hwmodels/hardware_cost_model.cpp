@@ -306,7 +306,7 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     c.fixed = from_seconds(t);
     return c;
   }
-  if (op.kind == "host_cast") {
+  if (op.kind == "host_cast" || op.kind == "host_pass") {  // memory-bound CPU passes
     const int ranks = std::min(std::max(1, meta_int(plan.meta, "gpus", 1)), machine_.gpu.count);
     c.fixed = from_seconds(host_cast_seconds(bytes, ranks));
     return c;

@@ -23,7 +23,7 @@ namespace protwin::rt {
 
 class CudaStreams {
  public:
-  // `plan` must outlive this. A stream is a host stream when any of its ops is adam_cpu or host_cast.
+  // `plan` must outlive this. A stream is a host stream when any of its ops is adam_cpu, host_cast or host_pass.
   explicit CudaStreams(const traces::Plan& plan);
 
   // The CUDA stream of plan stream `name`-of-op; empty for a host stream.

@@ -101,6 +101,11 @@ void PlanReplayer::run_semantics(const traces::Op& op) {
     }
   } else if (k == "host_cast") {
     chunks_.cast_grad(op.chunk);
+  } else if (k == "host_pass") {
+    const std::string what = op.attrs.value("what", std::string());
+    if (what == "overflow_scan") chunks_.overflow_scan();
+    else if (what == "unscale") chunks_.unscale_grad(op.chunk);
+    else chunks_.copy_to_half(op.chunk);
   } else if (k == "adam_cpu") {
     const bool simd = !(op.attrs.is_object() && op.attrs.value("impl", std::string("simd")) == "torch");
     chunks_.adam_host(op.chunk, options_.adam, adam_step_, simd, options_.threads.optimizer);

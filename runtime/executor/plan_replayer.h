@@ -4,6 +4,7 @@
 //   h2d param_chunk / d2h grad  chunk store upload / gradient offload (and DeepSpeed's
 //   grad_roundtrip, grad_fp32,  gradient path: back to the device, to pageable memory, cast)
 //   host_cast
+//   host_pass                   DeepSpeed's CPU passes around Adam: overflow scan, unscale, fp16 copy
 //   h2d/d2h activation          activation store swap in / out
 //   adam_cpu / adam_device      chunk store optimizer steps
 // Buffers the plan releases at the end of a forward run (a mem effect freeing "chunk<c>.buffer")

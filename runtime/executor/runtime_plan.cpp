@@ -195,6 +195,15 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
       PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()) &&
                         !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],
                     traces::describe_op(op), ": chunk ", op.chunk, " has no host gradient to cast");
+    } else if (k == "host_pass") {
+      const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
+                                   ? op.attrs["what"].get<std::string>() : "";
+      PROTWIN_CHECK(what == "overflow_scan" || what == "unscale" || what == "fp16_copy", traces::describe_op(op),
+                    ": attrs.what \"", what, "\" is not a host_pass the runtime replays");
+      if (what != "overflow_scan")
+        PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()) &&
+                          !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],
+                      traces::describe_op(op), ": chunk ", op.chunk, " has no host optimizer state");
     } else if (k == "adam_cpu" || k == "adam_device") {
       PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
                     ": chunk ", op.chunk, " does not exist");

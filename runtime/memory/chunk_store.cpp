@@ -215,12 +215,35 @@ void ChunkStore::cast_grad(int c) {
   ch.host_grad_fp32_valid = true;
 }
 
+void ChunkStore::overflow_scan() {
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    Chunk& ch = chunks_[c];
+    if (!host_owned(static_cast<int>(c)) || !ch.host_grad_valid) continue;
+    const at::Tensor& g = adam_grad(ch);
+    PROTWIN_CHECK(!at::isinf(g).any().item<bool>() && !at::isnan(g).any().item<bool>(), "chunk ", c,
+                  ": non-finite gradient (the runtime has no loss scaler to skip the step)");
+  }
+}
+
+void ChunkStore::unscale_grad(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  PROTWIN_ASSERT(host_owned(c) && ch.host_grad_valid, "unscale of chunk ", c, " before its gradient was offloaded");
+  adam_grad(ch).mul_(1.0);  // 1 / loss scale
+}
+
+void ChunkStore::copy_to_half(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  const at::Tensor& m = master(c);
+  if (!ch.host_half.defined()) ch.host_half = at::empty({m.numel()}, m.options().dtype(at::kHalf));
+  ch.host_half.copy_(m.reshape({-1}));
+}
+
 void ChunkStore::adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd, int threads) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(host_owned(c) && ch.host_grad_valid, "CPU Adam on chunk ", c,
                  " before its gradient was offloaded");
   // The host gradient is complete: the op's deps include the offload's end (or the cast's).
-  at::Tensor& grad = ch.host_grad_fp32_valid ? ch.host_grad_fp32 : ch.host_grad;
+  at::Tensor& grad = adam_grad(ch);
   if (simd) {
     adam_step_cpu(cfg, step,
                   AdamBuffers{ch.host_params.data_ptr<float>(), grad.data_ptr<float>(),

@@ -75,6 +75,17 @@ class ChunkStore {
   void grad_roundtrip(int c);
   void grad_to_pageable(int c);
   void cast_grad(int c);
+  // DeepSpeed's CPU passes around CPU Adam (knob step_host_passes), on the host gradients Adam
+  // reads and the masters it writes:
+  //   host_pass overflow_scan  isinf/isnan over every host gradient of the iteration; a non-finite
+  //                            value is an error (the runtime trains fp32 with no loss scaler, so
+  //                            there is no step to skip as DeepSpeed would)
+  //   host_pass unscale        the gradient times 1/loss scale (1 here: no loss scaling)
+  //   host_pass fp16_copy      the updated master copied into a half-precision mirror, DeepSpeed's
+  //                            fp16 partition (the runtime computes in fp32 and never reads it)
+  void overflow_scan();
+  void unscale_grad(int c);
+  void copy_to_half(int c);
   // A buffer dropped without offloading (end of a forward run): the oldest one of the chunk.
   // A plan may fetch a chunk again before the previous buffer of it is released (both hold the
   // same values: the master changes only after the chunk's gradient is offloaded).
@@ -103,7 +114,9 @@ class ChunkStore {
     bool host_grad_valid = false;  // host_grad holds this iteration's (partial) gradient
     at::Tensor dev_grad_copy, pageable_grad, host_grad_fp32;  // grad_roundtrip's path
     bool host_grad_fp32_valid = false;  // host_grad_fp32 holds this iteration's gradient
+    at::Tensor host_half;               // fp16_copy's mirror of the master
   };
+  at::Tensor& adam_grad(Chunk& ch) { return ch.host_grad_fp32_valid ? ch.host_grad_fp32 : ch.host_grad; }
   at::Tensor device_params_locked(int c) const;
   bool host_owned(int c) const;
   at::Tensor& master(int c);

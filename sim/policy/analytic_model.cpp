@@ -55,6 +55,8 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     t.adam_cpu_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host));
     t.adam_torch_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host) * cost.machine().cpu_adam.torch_slowdown);
     t.adam_gpu_s.push_back(cost.device_adam_seconds(params));
+    t.step_pass_s.push_back(cost.host_cast_seconds(params * static_cast<double>(kStepScanBytesPerParam + kStepUnscaleBytesPerParam + kStepCopyBytesPerParam),
+                                                   ranks_on_host));
     t.chunk_first_block.push_back(c.first_block);
     t.chunk_last_block.push_back(c.last_block);
   }
@@ -115,6 +117,7 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
       e.gpu_optim_s += k.offload ? t.adam_gpu_s[ci] : t.adam_gpu_s[ci] * static_cast<double>(n);
     } else {
       e.cpu_optim_s += k.cpu_adam_impl == "torch" ? t.adam_torch_s[ci] : t.adam_cpu_s[ci];
+      if (k.step_host_passes && !k.cpu_adam_overlap) e.cpu_optim_s += t.step_pass_s[ci];
       if (persistent(c)) upload += t.upload_s[ci];
     }
   }

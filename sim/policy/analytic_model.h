@@ -31,6 +31,7 @@ struct WorkloadTimes {
   std::vector<int64_t> saved, ckpt, fwd_transient, bwd_transient;  // per block, bytes
   std::vector<int> layer_block;                      // decoder layer -> block index
   std::vector<double> fetch_s, grad_s, adam_cpu_s, adam_torch_s, adam_gpu_s, upload_s;  // per chunk
+  std::vector<double> step_pass_s;       // per chunk: DeepSpeed's CPU passes around Adam (step_host_passes)
   std::vector<double> grad_roundtrip_s;  // per chunk: the blocking copies and cast of grad_roundtrip
   std::vector<int> chunk_first_block, chunk_last_block;
   int64_t chunk_bytes = 0;

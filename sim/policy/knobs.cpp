@@ -23,6 +23,7 @@ nlohmann::json OffloadKnobs::to_json() const {
           {"grad_reuses_param_buffer", grad_reuses_param_buffer},
           {"host_grad_bytes", host_grad_bytes},
           {"grad_roundtrip", grad_roundtrip},
+          {"step_host_passes", step_host_passes},
           {"pinned_alloc", pinned_alloc}};
 }
 
@@ -39,14 +40,14 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
                                  "swap_spacing", "per_block_chunks", "prefetch", "buffer_reuse",
                                  "cpu_adam_overlap", "cpu_adam_impl", "persistent_gpu_adam", "offload",
                                  "grad_reuses_param_buffer", "host_grad_bytes", "grad_roundtrip",
-                                 "pinned_alloc"};
+                                 "step_host_passes", "pinned_alloc"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* name : kKnown) known = known || it.key() == name;
     if (!known) root.at(it.key()).fail("unknown knob; known knobs: chunk_bytes, n_persist, n_buffer, n_swap, "
                                        "n_checkpoint, swap_spacing, per_block_chunks, prefetch, buffer_reuse, "
                                        "cpu_adam_overlap, cpu_adam_impl, persistent_gpu_adam, offload, grad_reuses_param_buffer, "
-                                       "host_grad_bytes, grad_roundtrip, pinned_alloc");
+                                       "host_grad_bytes, grad_roundtrip, step_host_passes, pinned_alloc");
   }
   k.chunk_bytes = root.get_nonneg_int("chunk_bytes", k.chunk_bytes);
   k.n_persist = static_cast<int>(root.get_nonneg_int("n_persist", k.n_persist));
@@ -64,6 +65,7 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   k.grad_reuses_param_buffer = root.get_bool("grad_reuses_param_buffer", k.grad_reuses_param_buffer);
   k.host_grad_bytes = static_cast<int>(root.get_nonneg_int("host_grad_bytes", k.host_grad_bytes));
   k.grad_roundtrip = root.get_bool("grad_roundtrip", k.grad_roundtrip);
+  k.step_host_passes = root.get_bool("step_host_passes", k.step_host_passes);
   k.pinned_alloc = root.get_string("pinned_alloc", k.pinned_alloc);
   return k;
 }

@@ -484,12 +484,39 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     }
   }
   // Optimizer after backward where the system does it that way (DeepSpeed, Gemini, FSDP).
-  if (!k.cpu_adam_overlap)
-    for (size_t i = 0; i < grad_offloaded.size(); ++i) {
-      const int a = emit_adam_cpu(offloaded_chunk[i], grad_offloaded[i]);
-      b.op(a).deps.push_back(last_bwd);
-      std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
+  if (!k.cpu_adam_overlap) {
+    int after_grads = last_bwd;
+    if (k.step_host_passes) {
+      // DeepSpeed's overflow check reads every host fp16 grad twice (isinf, isnan) with their
+      // 1-byte masks before any sub-group is updated.
+      std::vector<int> deps = grad_offloaded;
+      deps.push_back(last_bwd);
+      std::sort(deps.begin(), deps.end());
+      after_grads = b.add("host_pass", "cpu_optim", deps, -1, -1);
+      for (int c : offloaded_chunk)
+        b.op(after_grads).work.bytes += kStepScanBytesPerParam * ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      b.op(after_grads).attrs = {{"what", "overflow_scan"}};
     }
+    for (size_t i = 0; i < grad_offloaded.size(); ++i) {
+      const int c = offloaded_chunk[i];
+      const int64_t params = ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      int grad_ready = grad_offloaded[i];
+      if (k.step_host_passes) {  // the sub-group's fp32 gradient unscaled before its Adam
+        grad_ready = b.add("host_pass", "cpu_optim", {std::min(grad_ready, after_grads), std::max(grad_ready, after_grads)}, -1, c);
+        b.op(grad_ready).work.bytes = kStepUnscaleBytesPerParam * params;
+        b.op(grad_ready).attrs = {{"what", "unscale"}};
+      }
+      const int a = emit_adam_cpu(c, grad_ready);
+      if (!k.step_host_passes) b.op(a).deps.push_back(last_bwd);
+      std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
+      b.op(a).deps.erase(std::unique(b.op(a).deps.begin(), b.op(a).deps.end()), b.op(a).deps.end());
+      if (k.step_host_passes) {  // ... and its fp16 parameters copied from the updated master
+        const int copy = b.add("host_pass", "cpu_optim", {a}, -1, c);
+        b.op(copy).work.bytes = kStepCopyBytesPerParam * params;
+        b.op(copy).attrs = {{"what", "fp16_copy"}};
+      }
+    }
+  }
   // Persistent chunks on the GPU: device Adam after backward, on the compute stream.
   for (const auto& [after, c] : persistent_grad_ready) {
     const size_t ci = static_cast<size_t>(c);

@@ -45,6 +45,14 @@ struct CompiledPlan {
   std::vector<ActMode> layer_modes;  // per decoder layer
 };
 
+// DeepSpeed's CPU passes around CPU Adam (knob step_host_passes, ops of kind host_pass), bytes
+// moved per parameter: the overflow scan (isinf and isnan over the fp16 grad: 2 B read, a 1 B mask
+// written and read, twice); per sub-group, the unscale before Adam (fp32 grad read and written)
+// and the fp16 copy of the updated master after it (4 B read, 2 B written).
+constexpr int64_t kStepScanBytesPerParam = 8;
+constexpr int64_t kStepUnscaleBytesPerParam = 8;
+constexpr int64_t kStepCopyBytesPerParam = 6;
+
 // Bytes of optimizer state per parameter: Adam m and v (fp32), plus an fp32 master copy when the
 // compute dtype is fp16/bf16.
 int64_t optimizer_bytes_per_param(const std::string& dtype);

@@ -52,6 +52,10 @@ OffloadKnobs base_knobs(const std::string& system) {
     // Its pinned buffers through tensor.pin_memory() (model_state_bytes.h), with pin_memory set for
     // offload_param and offload_optimizer as REFERENCE §2 and HF's ZeRO-3 offload example do.
     k.pinned_alloc = "torch_flat";
+    // stage3.py step(): has_overflow over grad_partitions_flat_buffer, unscale_and_clip_grads
+    // (fp32 grad mul_, even at scale 1) and _reassign_or_swap_out_partitioned_parameters
+    // (fp16 copy_ of the fp32 master): DeepSpeedCPUAdam is called without fp16_param_groups.
+    k.step_host_passes = true;
   } else if (system == "zero-offload") {
     k.per_block_chunks = true;      // gradient buckets per block
     k.cpu_adam_overlap = false;

@@ -87,7 +87,7 @@ TEST_CASE("offloading changes nothing: random policies train like the all-reside
   check_policies("llama-tiny", 23, 12);
 }
 
-TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) trains like the resident plan",
+TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) and its step passes train like the resident plan",
           "[runtime][replay]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
   const TrainResult ref = train_plan(make_runtime_plan(resident_plan(w), "resident.json"), kSteps);
@@ -98,6 +98,7 @@ TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) trains 
   REQUIRE(has_op(rp.plan, "h2d", "grad_roundtrip"));
   REQUIRE(has_op(rp.plan, "d2h", "grad_fp32"));
   REQUIRE(has_op(rp.plan, "host_cast", ""));
+  for (const char* what : {"overflow_scan", "unscale", "fp16_copy"}) REQUIRE(has_op(rp.plan, "host_pass", what));
   const TrainResult r = train_plan(rp, kSteps);
   REQUIRE(r.losses.size() == ref.losses.size());
   // Same arithmetic, except that the tied embedding's gradient is summed on the host in pieces.

@@ -192,6 +192,50 @@ TEST_CASE("pinned memory through PyTorch's caching host allocator: every block r
   }
 }
 
+TEST_CASE("DeepSpeed's step passes: an overflow scan, then per sub-group unscale, Adam, fp16 copy, all on the critical path") {
+  // stage3.py step(): has_overflow reads the fp16 grads (8 B/param with the isinf/isnan masks),
+  // unscale_and_clip_grads multiplies each fp32 grad (8 B), the fp16 partition is copied from the
+  // updated fp32 master (6 B). They run after backward on the CPU optimizer's stream, so the
+  // iteration grows by exactly their summed cost.
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 2);
+  for (int gpus : {1, 4}) {
+    INFO(gpus << " GPU(s)");
+    OffloadKnobs k = base_knobs("deepspeed");
+    REQUIRE(k.step_host_passes);
+    const CompiledPlan p = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), k);
+    int64_t params = 0;
+    for (const auto& c : p.chunks.chunks) params += (c.used_elems + gpus - 1) / gpus;
+    int64_t scan = 0, unscale = 0, copy = 0;
+    SimTime passes;
+    for (const auto& op : p.plan.ops) {
+      if (op.kind != "host_pass") continue;
+      const std::string what = op.attrs["what"];
+      (what == "overflow_scan" ? scan : what == "unscale" ? unscale : copy) += op.work.bytes;
+      passes += cost.cost(op, p.plan).fixed;
+      if (what == "unscale") {  // the Adam of the same chunk waits for it, the copy follows it
+        const auto adam = std::find_if(p.plan.ops.begin(), p.plan.ops.end(), [&](const traces::Op& a) {
+          return a.kind == "adam_cpu" && a.chunk == op.chunk;
+        });
+        REQUIRE(adam != p.plan.ops.end());
+        CHECK(std::find(adam->deps.begin(), adam->deps.end(), op.id) != adam->deps.end());
+      }
+      if (what == "fp16_copy") {
+        const traces::Op& adam = p.plan.ops[static_cast<size_t>(op.deps.at(0))];
+        CHECK(adam.kind == "adam_cpu");
+        CHECK(adam.chunk == op.chunk);
+      }
+    }
+    CHECK(scan == 8 * params);
+    CHECK(unscale == 8 * params);
+    CHECK(copy == 6 * params);
+    OffloadKnobs none = k;
+    none.step_host_passes = false;
+    const CompiledPlan q = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), none);
+    CHECK(PlanSimulator(cost).run(p.plan).iteration - PlanSimulator(cost).run(q.plan).iteration == passes);
+  }
+}
+
 TEST_CASE("an unknown pinned_alloc is refused with the valid values") {
   const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
   OffloadKnobs k = base_knobs("protrain");
