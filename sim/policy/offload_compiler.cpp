@@ -105,7 +105,7 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
                 layout.chunk_bytes, " bytes)");
   PROTWIN_CHECK(k.n_buffer >= 1 || k.n_persist == n_chunks || !k.offload, "knob n_buffer=", k.n_buffer,
                 ": valid range is [1, ", std::max(1, n_chunks - k.n_persist), "]");
-  PROTWIN_CHECK(k.n_buffer <= std::max(1, n_chunks - k.n_persist), "knob n_buffer=", k.n_buffer,
+  PROTWIN_CHECK(!k.offload || k.n_buffer <= std::max(1, n_chunks - k.n_persist), "knob n_buffer=", k.n_buffer,
                 ": valid range is [1, ", std::max(1, n_chunks - k.n_persist), "] (non-persistent chunks)");
   PROTWIN_CHECK(k.n_swap >= 0 && k.n_checkpoint >= 0 && k.n_swap + k.n_checkpoint <= layers,
                 "knobs n_swap=", k.n_swap, ", n_checkpoint=", k.n_checkpoint,

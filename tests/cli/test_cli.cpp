@@ -101,6 +101,20 @@ TEST_CASE("bad knobs, batch and system exit 2 naming the knob or flag") {
   r = run_protwin("search --system megatron");
   REQUIRE(r.code == 2);
   REQUIRE(r.err.find("--system: unknown system 'megatron'; known systems: protrain, deepspeed") != std::string::npos);
+  r = run_protwin("simulate --model gpt2-small --machine rtx3090-server --gpus 1 --knob pinned_alloc=pow2");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("knob pinned_alloc=\"pow2\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\"") !=
+          std::string::npos);
+}
+
+TEST_CASE("without offload (DDP) the buffer count does not apply, whatever the model's chunk count") {
+  // A one-layer model packs into one chunk; DDP keeps it resident, so n_buffer's range of the
+  // offloading systems must not refuse it.
+  const auto r = run_protwin("simulate --model gpt:hidden=256,layers=1,heads=4,vocab=64 --machine rtx3090-server "
+                             "--gpus 1 --knob system=ddp --json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.out)["iteration_s"].get<double>() > 0);
 }
 
 TEST_CASE("compare lists every system, capacity names the largest model per system") {
