@@ -1,10 +1,9 @@
 #include "sim/policy/offload_compiler.h"
 
-#include "sim/policy/model_state_bytes.h"
-
 #include <algorithm>
 
 #include "sim/policy/block_layout.h"
+#include "sim/policy/model_state_bytes.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -502,14 +501,13 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       const int64_t params = ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
       int grad_ready = grad_offloaded[i];
       if (k.step_host_passes) {  // the sub-group's fp32 gradient unscaled before its Adam
-        grad_ready = b.add("host_pass", "cpu_optim", {std::min(grad_ready, after_grads), std::max(grad_ready, after_grads)}, -1, c);
+        grad_ready = b.add("host_pass", "cpu_optim", {after_grads}, -1, c);  // the scan waited for the grad
         b.op(grad_ready).work.bytes = kStepUnscaleBytesPerParam * params;
         b.op(grad_ready).attrs = {{"what", "unscale"}};
       }
       const int a = emit_adam_cpu(c, grad_ready);
       if (!k.step_host_passes) b.op(a).deps.push_back(last_bwd);
       std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
-      b.op(a).deps.erase(std::unique(b.op(a).deps.begin(), b.op(a).deps.end()), b.op(a).deps.end());
       if (k.step_host_passes) {  // ... and its fp16 parameters copied from the updated master
         const int copy = b.add("host_pass", "cpu_optim", {a}, -1, c);
         b.op(copy).work.bytes = kStepCopyBytesPerParam * params;
