@@ -38,8 +38,14 @@ def main():
             v = float(r["max_params_B"])
             top = max(top, v)
             ax.bar(xi, v, width, color=SYSTEM_COLOUR[s], label=SYSTEM_LABEL[s] if xi == xs[0] else None)
-            ax.text(xi, v - 0.8, f"{v:.1f}", ha="center", va="top", fontsize=7.5, color="white",
-                    fontweight="bold")
+            # Inside the bar's top, or above it where a published diamond sits just under the top.
+            pub = [p["max_params_B"] for p in cfg["published"]
+                   if (p["machine"], p["gpus"], p["system"]) == (m, g, s)]
+            if any(v - 4.0 < b < v for b in pub):
+                ax.text(xi, v + 0.6, f"{v:.1f}", ha="center", va="bottom", fontsize=7.5, fontweight="bold")
+            else:
+                ax.text(xi, v - 0.8, f"{v:.1f}", ha="center", va="top", fontsize=7.5, color="white",
+                        fontweight="bold")
             why = SHORT.get(r["next_layer_stopped_by"], r["next_layer_stopped_by"])
             if why:
                 ax.text(xi, 1.0, f"limit: {why}", rotation=90, ha="center", va="bottom", fontsize=7,
