@@ -195,6 +195,16 @@ double HardwareCostModel::host_cast_seconds(double bytes, int ranks_sharing_host
   return bytes / (machine_.host.dram_GBps * 1e9 / std::max(1, ranks_sharing_host));
 }
 
+double HardwareCostModel::host_pass_seconds(const std::string& what, double bytes, double elems,
+                                            int ranks_sharing_host) const {
+  const HostPassSpec& hp = machine_.host_passes;
+  const double ns = what == "overflow_scan" ? hp.overflow_scan_ns_per_elem
+                    : what == "unscale"     ? hp.unscale_ns_per_elem
+                    : what == "fp16_copy"   ? hp.fp16_copy_ns_per_elem
+                                            : 0.0;
+  return std::max(host_cast_seconds(bytes, ranks_sharing_host), elems * ns * 1e-9 * std::max(1, ranks_sharing_host));
+}
+
 const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, CollectiveScope scope) const {
   const CollectiveDomainSpec* d = &machine_.intra_node;
   if (scope == CollectiveScope::kInterNode) {
@@ -306,9 +316,12 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     c.fixed = from_seconds(t);
     return c;
   }
-  if (op.kind == "host_cast" || op.kind == "host_pass") {  // memory-bound CPU passes
+  if (op.kind == "host_cast" || op.kind == "host_pass") {  // CPU passes over host memory
     const int ranks = std::min(std::max(1, meta_int(plan.meta, "gpus", 1)), machine_.gpu.count);
-    c.fixed = from_seconds(host_cast_seconds(bytes, ranks));
+    c.fixed = from_seconds(op.kind == "host_cast"
+                               ? host_cast_seconds(bytes, ranks)
+                               : host_pass_seconds(op.attrs.is_object() ? op.attrs.value("what", std::string()) : "",
+                                                   bytes, static_cast<double>(op.work.params), ranks));
     return c;
   }
   if (op.kind == "adam_device") {

@@ -81,6 +81,10 @@ class HardwareCostModel : public CostModel {
   double device_adam_seconds(double params) const;
   // A CPU pass over `bytes` of host memory (a dtype cast), at the rank's share of DRAM bandwidth.
   double host_cast_seconds(double bytes, int ranks_sharing_host = 1) const;
+  // One host_pass op (what: overflow_scan | unscale | fp16_copy) over `elems` fp32 elements moving
+  // `bytes`: the slower of the DRAM-bandwidth bound and the measured per-element cost
+  // (machine host_passes), each rank with its share of the host.
+  double host_pass_seconds(const std::string& what, double bytes, double elems, int ranks_sharing_host = 1) const;
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
   // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,

@@ -248,6 +248,11 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   m.cpu_adam.bytes_per_param = ca.get_positive_number("bytes_per_param");
   m.cpu_adam.fixed_overhead_us = ca.get_nonneg_number("fixed_overhead_us");
   m.cpu_adam.torch_slowdown = ca.has("torch_slowdown") ? ca.get_positive_number("torch_slowdown") : 1.0;
+  if (auto hp = root.find("host_passes")) {
+    m.host_passes.overflow_scan_ns_per_elem = hp->get_nonneg_number("overflow_scan_ns_per_elem");
+    m.host_passes.unscale_ns_per_elem = hp->get_nonneg_number("unscale_ns_per_elem");
+    m.host_passes.fp16_copy_ns_per_elem = hp->get_nonneg_number("fp16_copy_ns_per_elem");
+  }
   m.gpu_adam.bytes_per_param = root.at("gpu_adam").get_positive_number("bytes_per_param");
   const JsonNode coll = root.at("collectives");
   m.intra_node = read_domain(coll.at("intra_node"));

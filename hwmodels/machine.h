@@ -88,6 +88,15 @@ struct CpuAdamSpec {
   double torch_slowdown = 1;                    // torch.optim.Adam on CPU is this much slower
 };
 
+// The optimizer's CPU passes beside CPU Adam (DeepSpeed's overflow scan, unscale and fp16 copy;
+// plan ops host_pass), measured as the runtime runs them: nanoseconds per fp32 element with the
+// whole host. 0 (the section absent): no measurement, the DRAM-bandwidth bound alone prices them.
+struct HostPassSpec {
+  double overflow_scan_ns_per_elem = 0;
+  double unscale_ns_per_elem = 0;
+  double fp16_copy_ns_per_elem = 0;
+};
+
 struct GpuAdamSpec {
   double bytes_per_param = 0;
 };
@@ -141,6 +150,7 @@ struct Machine {
   HostSpec host;
   HostLinkSpec host_link;
   CpuAdamSpec cpu_adam;
+  HostPassSpec host_passes;
   GpuAdamSpec gpu_adam;
   CollectiveDomainSpec intra_node;
   std::optional<CollectiveDomainSpec> inter_node;

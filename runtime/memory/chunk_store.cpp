@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "runtime/optim/device_adam.h"
+#include "runtime/optim/host_passes.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -219,8 +220,7 @@ void ChunkStore::overflow_scan() {
   for (size_t c = 0; c < chunks_.size(); ++c) {
     Chunk& ch = chunks_[c];
     if (!host_owned(static_cast<int>(c)) || !ch.host_grad_valid) continue;
-    const at::Tensor& g = adam_grad(ch);
-    PROTWIN_CHECK(!at::isinf(g).any().item<bool>() && !at::isnan(g).any().item<bool>(), "chunk ", c,
+    PROTWIN_CHECK(!has_non_finite(adam_grad(ch)), "chunk ", c,
                   ": non-finite gradient (the runtime has no loss scaler to skip the step)");
   }
 }
@@ -228,14 +228,14 @@ void ChunkStore::overflow_scan() {
 void ChunkStore::unscale_grad(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(host_owned(c) && ch.host_grad_valid, "unscale of chunk ", c, " before its gradient was offloaded");
-  adam_grad(ch).mul_(1.0);  // 1 / loss scale
+  unscale(adam_grad(ch), 1.0);  // 1 / loss scale
 }
 
 void ChunkStore::copy_to_half(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   const at::Tensor& m = master(c);
   if (!ch.host_half.defined()) ch.host_half = at::empty({m.numel()}, m.options().dtype(at::kHalf));
-  ch.host_half.copy_(m.reshape({-1}));
+  rt::copy_to_half(ch.host_half, m);
 }
 
 void ChunkStore::adam_host(int c, const AdamConfig& cfg, int64_t step, bool simd, int threads) {

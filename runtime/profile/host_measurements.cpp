@@ -132,6 +132,10 @@ nlohmann::json machine_json(const HostMeasurements& m, const std::string& name) 
           {"all_gather", {{"alpha_us", 10.0}, {"busbw_GBps", 4.0}}},
           {"broadcast", {{"alpha_us", 10.0}, {"busbw_GBps", 4.0}}}}}}},
   };
+  if (m.overflow_scan_ns_per_elem > 0 && m.unscale_ns_per_elem > 0 && m.fp16_copy_ns_per_elem > 0)
+    j["host_passes"] = {{"overflow_scan_ns_per_elem", m.overflow_scan_ns_per_elem},
+                        {"unscale_ns_per_elem", m.unscale_ns_per_elem},
+                        {"fp16_copy_ns_per_elem", m.fp16_copy_ns_per_elem}};
   char slow[256];
   std::snprintf(slow, sizeof slow,
                 "measured contention (not in the cost model): a GEMM runs %.2fx slower beside both copy workers, "
@@ -164,6 +168,10 @@ nlohmann::json machine_json(const HostMeasurements& m, const std::string& name) 
                          "32 B/param as the GPU machines")},
       {"/collectives", prov("assumed", assumed, "the runtime refuses plans with more than one rank")},
   };
+  if (j.contains("host_passes"))
+    j["provenance"]["/host_passes"] = prov("measured", src, "runtime/optim/host_passes.h over 4M fp32 elements, " +
+                                                                std::to_string(m.compute_threads) +
+                                                                " compute thread(s), caches flushed");
   return j;
 }
 

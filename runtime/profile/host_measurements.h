@@ -34,6 +34,9 @@ struct HostMeasurements {
   double adam_params_per_s_1t = 0;      // CPU Adam, one thread (the runtime's optimizer worker)
   double adam_params_per_s_all = 0;     // CPU Adam, all cores
   double adam_fixed_us = 0;             // CPU Adam on a tiny buffer
+  // DeepSpeed's step passes (runtime/optim/host_passes.h) at the compute split, ns per fp32 element
+  // (0: not measured, the section is left out).
+  double overflow_scan_ns_per_elem = 0, unscale_ns_per_elem = 0, fp16_copy_ns_per_elem = 0;
   double adam_torch_slowdown = 0;       // torch::optim::Adam time / adam_step_cpu time, 1 thread
                                         // (0: not measured; the derived 5.8 is written)
   // Slowdown of a compute kernel when the copy workers / CPU Adam run beside it (>= 1 in theory).

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "runtime/model/rope.h"
 #include "runtime/optim/bench_adam.h"
 #include "runtime/optim/cpu_adam.h"
+#include "runtime/optim/host_passes.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -403,6 +405,18 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     h.adam_torch_slowdown = bench_adam(int64_t{4} << 20, 1, 2).speedup;
     AdamBuf tiny(1024);
     h.adam_fixed_us = time_runs([&] { tiny.step(1); }, o).mean;
+  }
+  // DeepSpeed's step passes, as the chunk store runs them on the optimizer's worker (whose ATen
+  // ops use the compute split's intra-op threads).
+  {
+    const int64_t n = int64_t{4} << 20;
+    at::Tensor g = at::randn({n}), master = at::randn({n}), half = at::empty({n}, at::kHalf);
+    bool sink = false;
+    auto ns_per_elem = [&](const std::function<void()>& f) { return time_runs(f, o).mean * 1e3 / static_cast<double>(n); };
+    h.overflow_scan_ns_per_elem = ns_per_elem([&] { sink = sink || has_non_finite(g); });
+    h.unscale_ns_per_elem = ns_per_elem([&] { unscale(g, 1.0); });
+    h.fp16_copy_ns_per_elem = ns_per_elem([&] { copy_to_half(half, master); });
+    PROTWIN_ASSERT(!sink, "profile: non-finite values in a randn tensor");
   }
   tick();
 

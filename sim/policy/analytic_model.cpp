@@ -55,8 +55,10 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     t.adam_cpu_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host));
     t.adam_torch_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host) * cost.machine().cpu_adam.torch_slowdown);
     t.adam_gpu_s.push_back(cost.device_adam_seconds(params));
-    t.step_pass_s.push_back(cost.host_cast_seconds(params * static_cast<double>(kStepScanBytesPerParam + kStepUnscaleBytesPerParam + kStepCopyBytesPerParam),
-                                                   ranks_on_host));
+    t.step_pass_s.push_back(
+        cost.host_pass_seconds("overflow_scan", params * static_cast<double>(kStepScanBytesPerParam), params, ranks_on_host) +
+        cost.host_pass_seconds("unscale", params * static_cast<double>(kStepUnscaleBytesPerParam), params, ranks_on_host) +
+        cost.host_pass_seconds("fp16_copy", params * static_cast<double>(kStepCopyBytesPerParam), params, ranks_on_host));
     t.chunk_first_block.push_back(c.first_block);
     t.chunk_last_block.push_back(c.last_block);
   }

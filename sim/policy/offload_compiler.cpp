@@ -492,8 +492,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       deps.push_back(last_bwd);
       std::sort(deps.begin(), deps.end());
       after_grads = b.add("host_pass", "cpu_optim", deps, -1, -1);
-      for (int c : offloaded_chunk)
-        b.op(after_grads).work.bytes += kStepScanBytesPerParam * ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      for (int c : offloaded_chunk) b.op(after_grads).work.params += ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      b.op(after_grads).work.bytes = kStepScanBytesPerParam * b.op(after_grads).work.params;
       b.op(after_grads).attrs = {{"what", "overflow_scan"}};
     }
     for (size_t i = 0; i < grad_offloaded.size(); ++i) {
@@ -502,6 +502,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       int grad_ready = grad_offloaded[i];
       if (k.step_host_passes) {  // the sub-group's fp32 gradient unscaled before its Adam
         grad_ready = b.add("host_pass", "cpu_optim", {after_grads}, -1, c);  // the scan waited for the grad
+        b.op(grad_ready).work.params = params;
         b.op(grad_ready).work.bytes = kStepUnscaleBytesPerParam * params;
         b.op(grad_ready).attrs = {{"what", "unscale"}};
       }
@@ -510,6 +511,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
       if (k.step_host_passes) {  // ... and its fp16 parameters copied from the updated master
         const int copy = b.add("host_pass", "cpu_optim", {a}, -1, c);
+        b.op(copy).work.params = params;
         b.op(copy).work.bytes = kStepCopyBytesPerParam * params;
         b.op(copy).attrs = {{"what", "fp16_copy"}};
       }

@@ -76,6 +76,20 @@ TEST_CASE("the profiler's machine document loads as a machine with measured prov
   CHECK(m.provenance_of("/gpu/allocator").value("kind", "") == "assumed");
 }
 
+TEST_CASE("the profiler's machine document carries the measured host passes, and none when unmeasured") {
+  rt::HostMeasurements m = sample();
+  CHECK_FALSE(rt::machine_json(m).contains("host_passes"));
+  CHECK(hw::machine_from_json(rt::machine_json(m), "profiled.json").host_passes.overflow_scan_ns_per_elem == 0);
+  m.overflow_scan_ns_per_elem = 1.8;
+  m.unscale_ns_per_elem = 0.09;
+  m.fp16_copy_ns_per_elem = 0.2;
+  const hw::Machine mm = hw::machine_from_json(rt::machine_json(m), "profiled.json");
+  CHECK(mm.host_passes.overflow_scan_ns_per_elem == 1.8);
+  CHECK(mm.host_passes.unscale_ns_per_elem == 0.09);
+  CHECK(mm.host_passes.fp16_copy_ns_per_elem == 0.2);
+  CHECK(mm.provenance_of("/host_passes").value("kind", "") == "measured");
+}
+
 TEST_CASE("the checked-in host-emulated machine loads") {
   const hw::Machine m = hw::load_machine("host-emulated");
   CHECK(m.gpu.compute.count("fp32") == 1);

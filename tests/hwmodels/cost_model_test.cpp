@@ -1,7 +1,9 @@
 // HardwareCostModel against measurements (hardware.md) and closed forms.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "traces/plan.h"
@@ -67,6 +69,36 @@ TEST_CASE("CPU Adam is min(cores x per-core rate, efficiency x DRAM / bytes per 
   CHECK(b.cpu_adam_params_per_s(4) == Approx(0.25 * 372e9 / 28 / 4));
   CHECK(a.cpu_adam_seconds(1e9) == Approx(1000e-6 + 1e9 / 1.2e9));
   CHECK(a.cpu_adam_seconds(0) == 0);
+}
+
+TEST_CASE("a host pass costs the slower of the DRAM bound and its measured per-element cost", "[hwmodels]") {
+  // rtx3090-server has no host_passes measurement: the DRAM bound alone (150 GB/s shared by ranks).
+  const HardwareCostModel a(load_machine("rtx3090-server"));
+  CHECK(a.host_pass_seconds("overflow_scan", 8e9, 1e9) == Approx(8e9 / 150e9));
+  CHECK(a.host_pass_seconds("unscale", 8e9, 1e9, 4) == Approx(8e9 / (150e9 / 4)));
+  // host-emulated measured them: ns per element with the whole host, each rank with its share.
+  const Machine m = load_machine("host-emulated");
+  REQUIRE(m.host_passes.overflow_scan_ns_per_elem > 0);
+  const HardwareCostModel b(m);
+  const double elems = 1e8, dram = m.host.dram_GBps * 1e9;
+  for (const auto& [what, ns, bytes] : {std::tuple{"overflow_scan", m.host_passes.overflow_scan_ns_per_elem, 8.0},
+                                        {"unscale", m.host_passes.unscale_ns_per_elem, 8.0},
+                                        {"fp16_copy", m.host_passes.fp16_copy_ns_per_elem, 6.0}}) {
+    INFO(what);
+    CHECK(b.host_pass_seconds(what, bytes * elems, elems) == Approx(std::max(bytes * elems / dram, elems * ns * 1e-9)));
+    CHECK(b.host_pass_seconds(what, bytes * elems, elems, 2) ==
+          Approx(std::max(bytes * elems / (dram / 2), 2 * elems * ns * 1e-9)));
+  }
+  // The plan op reads what/params/bytes.
+  traces::Plan plan;
+  plan.meta = {{"gpus", 1}};
+  traces::Op op;
+  op.kind = "host_pass";
+  op.stream = "cpu_optim";
+  op.work.params = 1000000;
+  op.work.bytes = 8000000;
+  op.attrs = {{"what", "overflow_scan"}};
+  CHECK(b.cost(op, plan).fixed == from_seconds(b.host_pass_seconds("overflow_scan", 8e6, 1e6)));
 }
 
 TEST_CASE("device Adam and memory-bound kernels use the HBM curve with a launch floor", "[hwmodels]") {

@@ -72,6 +72,10 @@ TEST_CASE("a negative value names the file and JSON pointer", "[hwmodels][errors
   j["gpu"]["allocator"]["cuda_free_us"] = -1;
   CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
                     "bad.json:/gpu/allocator/cuda_free_us: expected a number >= 0, got integer -1");
+  j = embedded("host-emulated");
+  j["host_passes"]["overflow_scan_ns_per_elem"] = -0.5;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/host_passes/overflow_scan_ns_per_elem: expected a number >= 0, got number -0.5");
 }
 
 TEST_CASE("a machine file on disk is read and errors name its path", "[hwmodels][errors]") {
