@@ -43,7 +43,7 @@ inline traces::Plan resident_plan(const sim::Workload& w) {
 
 // A random valid policy (seeded): chunk size, persistent/offloaded chunks, buffers, swap,
 // checkpoint, prefetch/reuse/overlap switches, CPU Adam flavour, ZeRO-Offload, DeepSpeed's
-// gradient round trip.
+// gradient round trip and step passes, the pinned allocator.
 inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int attempt = 0; attempt < 1000; ++attempt) {
@@ -65,6 +65,9 @@ inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng)
     k.cpu_adam_impl = pick(0, 4) == 0 ? "torch" : "simd";
     k.persistent_gpu_adam = pick(0, 4) != 0;
     k.grad_roundtrip = pick(0, 2) == 0;
+    k.step_host_passes = pick(0, 2) == 0;  // takes effect with the optimizer after backward
+    const char* allocs[] = {"exact", "torch_per_chunk", "torch_flat"};
+    k.pinned_alloc = allocs[pick(0, 2)];
     try {
       compile_plan(w, k);
       return k;
