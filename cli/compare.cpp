@@ -66,8 +66,8 @@ int run_compare(const std::vector<std::string>& args) {
   }
   std::printf("%s on %s, %d GPU(s): every system at its best knobs and batch size (simulated)\n\n",
               in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus);
-  std::printf("%-13s %11s %6s %10s %9s %9s %9s %11s  %s\n", "system", "tokens/s", "batch", "iter (s)", "fwd (s)",
-              "bwd (s)", "optim (s)", "peak GPU", "ProTrain speed-up");
+  std::printf("%-13s %11s %6s %10s %9s %9s %9s %11s %11s  %s\n", "system", "tokens/s", "batch", "iter (s)", "fwd (s)",
+              "bwd (s)", "optim (s)", "peak GPU", "host/rank", "ProTrain speed-up");
   for (const auto& r : results) {
     if (!r.found) {
       std::printf("%-13s %11s   (does not fit: needs at least %s per GPU and %s of host memory per rank)\n",
@@ -78,9 +78,10 @@ int run_compare(const std::vector<std::string>& args) {
     const auto& b = r.best;
     char speedup[32] = "";
     if (pt.found && r.system != "protrain") std::snprintf(speedup, sizeof speedup, "%.2fx", pt.best.tokens_per_s / b.tokens_per_s);
-    std::printf("%-13s %11.1f %6lld %10.3f %9.3f %9.3f %9.3f %11s  %s\n", r.system.c_str(), b.tokens_per_s,
+    std::printf("%-13s %11.1f %6lld %10.3f %9.3f %9.3f %9.3f %11s %11s  %s\n", r.system.c_str(), b.tokens_per_s,
                 static_cast<long long>(b.batch), b.iteration_s, b.forward_s, b.backward_s, b.exposed_optimizer_s,
-                human_bytes(b.peak_gpu_bytes).c_str(), speedup);
+                human_bytes(b.peak_gpu_bytes).c_str(), human_bytes(b.peak_pinned_bytes + b.peak_pageable_bytes).c_str(),
+                speedup);
   }
   if (!trace_out.empty() && pt.found) std::printf("\nchrome trace of ProTrain's best plan: %s\n", trace_out.c_str());
   return 0;

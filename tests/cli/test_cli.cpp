@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "tests/cli/run_protwin.h"
@@ -124,6 +125,16 @@ TEST_CASE("compare lists every system, capacity names the largest model per syst
   std::vector<std::string> names;
   for (const auto& s : j["systems"]) names.push_back(s["name"]);
   REQUIRE(names == std::vector<std::string>{"protrain", "deepspeed", "zero-offload", "colossalai", "fsdp", "ddp"});
+  // The table's host/rank column is the JSON's pinned + pageable peak, in GiB.
+  const auto& ds = j["systems"][1];
+  char host[64];
+  std::snprintf(host, sizeof host, "%.2f GiB",
+                static_cast<double>(ds["peak_pinned_bytes"].get<int64_t>() + ds["peak_pageable_bytes"].get<int64_t>()) /
+                    (1024.0 * 1024 * 1024));
+  r = run_protwin("compare --model gpt2-1b --machine a100-server --gpus 2");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("host/rank") != std::string::npos);
+  CHECK(r.out.find(host) != std::string::npos);
   r = run_protwin("capacity --machine rtx3090-server --gpus 1 --systems protrain,ddp --json");
   REQUIRE(r.code == 0);
   const auto c = nlohmann::json::parse(r.out);
