@@ -41,7 +41,8 @@ struct OffloadKnobs {
   bool step_host_passes = false;  // DeepSpeed stage 3 step(): an overflow scan of the host fp16
                                   // grads (isinf/isnan .any(), ~8 B/param), then per sub-group the
                                   // unscale mul_ of the fp32 grad (8 B) and, after Adam, the fp32 to
-                                  // fp16 parameter copy (6 B): memory-bound CPU passes
+                                  // fp16 parameter copy (6 B): CPU passes (ops host_pass) priced at
+                                  // the DRAM bound or the machine's measured host_passes
   std::string pinned_alloc = "exact";  // how pinned host memory is allocated: "exact" (ProTrain),
                                        // "torch_per_chunk" (FSDP), "torch_flat" (DeepSpeed stage 3);
                                        // see model_state_bytes.h
