@@ -16,6 +16,9 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
       ("set", po::value(&a.set)->composing(), "override a machine field, e.g. host_link.h2d.pinned_GBps=32 (repeatable)")
       ("dtype", po::value(&a.dtype)->default_value(a.dtype), "compute dtype: fp16, bf16, or fp32 (plans for the runtime)")
       ("flash", po::bool_switch(&a.flash), "use FlashAttention (default: eager attention, as the papers' systems)")
+      ("hf-eager", po::bool_switch(&a.hf_eager),
+       "GPT-2 family: HuggingFace GPT2Block's eager kernels (gelu_new unfused, separate attention scale and mask) "
+       "and its default dropout 0.1, as the papers' systems ran it (default: fused kernels, no dropout)")
       ("threads", po::value(&a.threads)->default_value(2), "threads simulating candidates");
 }
 
@@ -44,6 +47,7 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   PROTWIN_CHECK(a.threads >= 1, "--threads: expected at least 1, got ", a.threads);
   in.search.seq = a.seq;
   in.search.flash_attention = a.flash;
+  in.search.hf_eager = a.hf_eager;
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected fp16, bf16 or fp32, got '",
                 a.dtype, "'");
   in.search.dtype = a.dtype;

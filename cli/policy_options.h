@@ -21,6 +21,7 @@ struct PolicyArgs {
   int64_t seq = 0;
   std::vector<std::string> set;  // machine overrides "path=value"
   bool flash = false;
+  bool hf_eager = false;
   std::string dtype = "fp16";
   int threads = 2;
 };

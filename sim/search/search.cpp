@@ -59,6 +59,8 @@ Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_
   wo.seq = o.seq;
   wo.dtype = o.dtype;
   wo.flash_attention = o.flash_attention;
+  wo.hf_eager = o.hf_eager;
+  wo.dropout = o.hf_eager;  // GPT2Config's attn_pdrop, resid_pdrop and embd_pdrop are 0.1
   return build_workload(model, wo);
 }
 

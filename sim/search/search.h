@@ -28,6 +28,8 @@ struct SearchOptions {
   int64_t seq = 0;                // 0: the model's default
   std::string dtype = "fp16";
   bool flash_attention = false;   // the papers' baselines ran eager attention
+  bool hf_eager = false;          // HF GPT2Block's eager kernels, with its default dropout 0.1
+                                  // (WorkloadOptions::hf_eager; GPT-2 family only)
   int threads = 2;
   int simulate_top = 12;          // candidates simulated per batch size (plus the Pareto front)
   // Fixed knobs: a value >= 0 pins that knob (e.g. an ablation: n_persist = 0).

@@ -269,6 +269,12 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     bb.save("attn.q", e * nq);
     bb.save("attn.k", e * nq);
     bb.save("attn.v", e * nq);
+    if (o.hf_eager) {
+      // HF GPT2Attention._attn: S / sqrt(d) and torch.where(causal_mask, S, min) are passes of
+      // their own (each reads and writes S; backward: one pass over dS each).
+      bb.pointwise("elementwise", scores, 1, 1, 1, 1, 1, e * scores, 2 * e * scores);
+      bb.pointwise("elementwise", scores, 1, 1, 1, 1, 1, e * scores, 2 * e * scores);
+    }
     // Scaled, masked softmax (fused as in Megatron): S is freed, P is saved.
     bb.pointwise("softmax", scores, kSoftmaxFlops, 1, 1, 2, 1, e * scores, 2 * e * scores);
     bb.save("attn.softmax_out", e * scores);
@@ -316,6 +322,25 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     bb.save("mlp.silu_out", e * t * f);
     bb.save("mlp.up_out", e * t * f);
     bb.save("mlp.act_out", e * t * f);
+  } else if (m.activation == "gelu" && o.hf_eager) {
+    // HF gelu_new, 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), as eager PyTorch runs
+    // it over t*f elements: pow, scalar mul, add, scalar mul, tanh, scalar add, 0.5*x, mul (passes
+    // of f elements read + written). Autograd keeps x (pow), tanh's output, 0.5*x and 1+tanh (the
+    // last mul's operands). Backward, in reverse: the mul (2 kernels), 1+tanh, tanh, the two
+    // scalar muls, pow (3 kernels), and the sum of x's three gradients (2 adds).
+    bb.gemm(t, f, h, 0, e * (t * f + n));
+    const int64_t tf = t * f;
+    const double fwd_passes[] = {2, 2, 3, 2, 2, 2, 2, 3};
+    for (double passes : fwd_passes) bb.pointwise("elementwise", tf, 1, passes - 1, 1, 0, 0, 0, 0);
+    std::vector<Kernel> bwd;
+    for (double passes : {3, 3, 2, 3, 2, 2, 2, 2, 3, 3, 3})
+      bwd.push_back(kernel("elementwise", {tf}, bb.dt_, kBackwardFactor * tf, passes * e * tf));
+    bb.push({Kernel{}, std::move(bwd), 0, 3 * e * tf});
+    bb.save("mlp.fc1_out", e * tf);
+    bb.save("mlp.gelu.tanh_out", e * tf);
+    bb.save("mlp.gelu.half_x", e * tf);
+    bb.save("mlp.gelu.one_plus_tanh", e * tf);
+    bb.save("mlp.act_out", e * tf);
   } else if (m.activation == "gelu") {
     // GPT-2: fc2(gelu(fc1(x))); gelu saves its input, fc2 saves gelu's output.
     bb.gemm(t, f, h, 0, e * (t * f + n));
@@ -457,6 +482,8 @@ Workload build_workload(const ModelSpec& m, const WorkloadOptions& opt) {
                 o.tp, ": heads ", m.heads, ", KV heads ", m.kv_heads, " and ffn_hidden ",
                 m.ffn_hidden, " of model '", m.name, "' must all be divisible by TP");
   PROTWIN_CHECK(o.seq % o.cp == 0, "--cp ", o.cp, ": sequence ", o.seq, " is not divisible by CP");
+  PROTWIN_CHECK(!o.hf_eager || m.family == "gpt2", "--hf-eager: HuggingFace's eager kernels are modelled for the "
+                "GPT-2 family only; model '", m.name, "' is family ", m.family);
   PROTWIN_CHECK(o.cp == 1 || o.flash_attention, "--cp ", o.cp,
                 ": context parallelism needs FlashAttention (its ring runs flash blocks)");
   PROTWIN_CHECK((o.batch * (o.seq / o.cp)) % o.tp == 0, "--tp ", o.tp, ": the ",
@@ -532,6 +559,7 @@ nlohmann::json workload_to_json(const Workload& w, bool with_kernels) {
           {"dtype", w.options.dtype},
           {"flash_attention", w.options.flash_attention},
           {"dropout", w.options.dropout},
+          {"hf_eager", w.options.hf_eager},
           {"tokens", w.tokens},
           {"flops_per_token", w.flops_per_token()},
           {"forward_flops", w.forward_flops()},

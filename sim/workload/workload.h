@@ -47,6 +47,9 @@ struct WorkloadOptions {
   int64_t cp = 1;              // context-parallel size: this rank's s/cp tokens
   bool fused_projections = false;  // one QKV GEMM and one gate+up GEMM (Megatron); otherwise LLaMA's
                                    // separate projections (HF) and the adds of their input gradients
+  bool hf_eager = false;  // GPT-2 family only: HuggingFace GPT2Block's eager kernels (gelu_new as its
+                          // 8 elementwise ops and what autograd keeps of them; the attention scale
+                          // and causal-mask where as passes of their own before the softmax)
 };
 
 // Where a kernel sits as Megatron's tensor parallelism cuts a block; the 4D compiler puts the

@@ -102,6 +102,9 @@ TEST_CASE("bad knobs, batch and system exit 2 naming the knob or flag") {
   r = run_protwin("search --system megatron");
   REQUIRE(r.code == 2);
   REQUIRE(r.err.find("--system: unknown system 'megatron'; known systems: protrain, deepspeed") != std::string::npos);
+  r = run_protwin("search --model llama-13b --hf-eager");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("--hf-eager: HuggingFace's eager kernels are modelled for the GPT-2 family only") != std::string::npos);
   r = run_protwin("simulate --model gpt2-small --machine rtx3090-server --gpus 1 --knob pinned_alloc=pow2");
   REQUIRE(r.code == 2);
   REQUIRE(r.err.find("knob pinned_alloc=\"pow2\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\"") !=

@@ -174,6 +174,42 @@ TEST_CASE("flash attention removes the s^2 terms, checkpointing keeps only the i
   CHECK(u.layer(0).saved_tensor_bytes == 34 * s * b * h - 2 * t * h + 2 * m.heads * s * s * b);
 }
 
+TEST_CASE("HF eager GPT-2: gelu_new's 8 kernels and what autograd keeps of them, the attention scale and mask passes",
+          "[workload][activations]") {
+  // Against the fused block of the same options: gelu_new is 8 forward kernels instead of 1 and
+  // keeps tanh's output, 0.5*x and 1+tanh besides its input (3 more tensors of s*b*4h); the scale
+  // and the causal-mask where are 2 more passes over the b*a*s*s scores, forward and backward.
+  // Flops of the matmuls are unchanged.
+  const ModelSpec m = find_model("gpt2-small");
+  const int64_t b = 2, s = 1024, h = m.hidden, a = m.heads;
+  WorkloadOptions o = opts(b, s, "fp16", false, true);
+  const Workload fused = build_workload(m, o);
+  o.hf_eager = true;
+  const Workload eager = build_workload(m, o);
+  const Block& f = fused.layer(0);
+  const Block& e = eager.layer(0);
+  CHECK(e.saved_tensor_bytes == f.saved_tensor_bytes + 3 * 2 * s * b * 4 * h);
+  CHECK(e.saved_tensor_bytes == 58 * s * b * h + 5 * a * s * s * b);  // Korthikanti's 34 + 24
+  CHECK(e.forward.size() == f.forward.size() + 7 + 2);
+  CHECK(e.backward.size() == f.backward.size() + 10 + 2);
+  CHECK(matmul_flops(e.forward) == matmul_flops(f.forward));
+  CHECK(matmul_flops(e.backward) == matmul_flops(f.backward));
+  double eager_bytes = 0, fused_bytes = 0;
+  for (const auto& k : e.forward) eager_bytes += k.bytes;
+  for (const auto& k : f.forward) fused_bytes += k.bytes;
+  // gelu_new: 18 passes over s*b*4h fp16 values against the fused kernel's 2; scale and where: 2
+  // passes each over the scores.
+  CHECK(eager_bytes - fused_bytes == Approx(2.0 * (18 - 2) * s * b * 4 * h + 2.0 * 2 * 2 * b * a * s * s));
+}
+
+TEST_CASE("HF eager kernels are refused for a family they are not modelled for", "[workload][errors]") {
+  WorkloadOptions o = opts(1, 1024, "fp16", false, false);
+  o.hf_eager = true;
+  CHECK_THROWS_WITH(build_workload(find_model("llama-13b"), o),
+                    "--hf-eager: HuggingFace's eager kernels are modelled for the GPT-2 family only; model "
+                    "'llama-13b' is family llama");
+}
+
 TEST_CASE("bad workload options name the flag", "[workload][errors]") {
   const ModelSpec m = find_model("gpt2-small");
   auto err = [&](const WorkloadOptions& o) {
