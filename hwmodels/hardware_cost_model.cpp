@@ -198,10 +198,11 @@ double HardwareCostModel::host_cast_seconds(double bytes, int ranks_sharing_host
 double HardwareCostModel::host_pass_seconds(const std::string& what, double bytes, double elems,
                                             int ranks_sharing_host) const {
   const HostPassSpec& hp = machine_.host_passes;
+  PROTWIN_CHECK(what == "overflow_scan" || what == "unscale" || what == "fp16_copy", "host_pass: attrs.what \"", what,
+                "\": expected overflow_scan, unscale or fp16_copy");
   const double ns = what == "overflow_scan" ? hp.overflow_scan_ns_per_elem
                     : what == "unscale"     ? hp.unscale_ns_per_elem
-                    : what == "fp16_copy"   ? hp.fp16_copy_ns_per_elem
-                                            : 0.0;
+                                            : hp.fp16_copy_ns_per_elem;
   return std::max(host_cast_seconds(bytes, ranks_sharing_host), elems * ns * 1e-9 * std::max(1, ranks_sharing_host));
 }
 

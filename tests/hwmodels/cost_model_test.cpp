@@ -99,6 +99,8 @@ TEST_CASE("a host pass costs the slower of the DRAM bound and its measured per-e
   op.work.bytes = 8000000;
   op.attrs = {{"what", "overflow_scan"}};
   CHECK(b.cost(op, plan).fixed == from_seconds(b.host_pass_seconds("overflow_scan", 8e6, 1e6)));
+  op.attrs = {{"what", "zero_grad"}};
+  CHECK_THROWS_WITH(b.cost(op, plan), "host_pass: attrs.what \"zero_grad\": expected overflow_scan, unscale or fp16_copy");
 }
 
 TEST_CASE("device Adam and memory-bound kernels use the HBM curve with a launch floor", "[hwmodels]") {
