@@ -62,4 +62,7 @@ inline constexpr int64_t kKiB = 1024;
 inline constexpr int64_t kMiB = 1024 * kKiB;
 inline constexpr int64_t kGiB = 1024 * kMiB;
 
+// a / b rounded up, for positive b (a chunk's shard per rank, a tensor's part per TP rank).
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 }  // namespace protwin

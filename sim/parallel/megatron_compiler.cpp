@@ -6,6 +6,7 @@
 #include "sim/parallel/pipeline_schedule.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
+#include "traces/units.h"
 
 namespace protwin::sim {
 
@@ -350,8 +351,6 @@ class Emitter {
   bool expand_;
   std::vector<int> ids_;
 };
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

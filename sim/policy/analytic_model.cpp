@@ -1,8 +1,11 @@
 #include "sim/policy/analytic_model.h"
 
-#include "sim/policy/offload_compiler.h"
-
 #include <algorithm>
+#include <functional>
+
+#include "sim/policy/block_layout.h"
+#include "sim/policy/offload_compiler.h"
+#include "traces/units.h"
 
 namespace protwin::sim {
 
@@ -12,21 +15,22 @@ double kernels_s(const std::vector<traces::Kernel>& ks, const hw::HardwareCostMo
   for (const auto& k : ks) t += static_cast<double>(k.count) * cost.kernel_seconds(k, backward);
   return t;
 }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const hw::HardwareCostModel& cost,
-                             int gpus) {
+                             int gpus, const OffloadKnobs& system) {
   WorkloadTimes t;
   t.gpus = gpus;
   const size_t nb = w.blocks.size();
   t.layer_block.assign(static_cast<size_t>(w.model.layers), -1);
   for (size_t b = 0; b < nb; ++b) {
     const Block& bl = w.blocks[b];
+    const double saved = static_cast<double>(bl.saved_bytes);
     t.fwd_s.push_back(kernels_s(bl.forward, cost, false));
     t.bwd_s.push_back(kernels_s(bl.backward, cost, true));
     t.rec_s.push_back(kernels_s(bl.recompute, cost, false));
-    t.swap_s.push_back(cost.copy_seconds(static_cast<double>(bl.saved_bytes), hw::CopyDirection::kD2H, true, false));
+    t.swap_out_s.push_back(cost.copy_seconds(saved, hw::CopyDirection::kD2H, true, false));
+    t.swap_in_s.push_back(cost.copy_seconds(saved, hw::CopyDirection::kH2D, true, false));
     t.saved.push_back(bl.saved_bytes);
     t.ckpt.push_back(bl.checkpoint_bytes);
     t.fwd_transient.push_back(bl.forward_transient_bytes);
@@ -38,16 +42,22 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   for (const auto& c : layout.chunks) {
     const int64_t used = c.used_elems * layout.bytes_per_elem;
     const int64_t shard = ceil_div(used, n);
+    const int64_t moved = host_param_shard(system, c.used_elems, shard, n);
     const double params = static_cast<double>(ceil_div(c.used_elems, n));
-    double fetch = cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false);
-    double grad = cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kD2H, true, false);
+    double fetch = cost.copy_seconds(static_cast<double>(moved), hw::CopyDirection::kH2D, true, false);
+    const double upload = cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false);
+    double reduce = 0, all_reduce = 0, gather = 0;
     if (gpus > 1) {
-      fetch += cost.collective_seconds(hw::CollectiveKind::kAllGather, static_cast<double>(used), gpus);
-      grad += cost.collective_seconds(hw::CollectiveKind::kReduceScatter, static_cast<double>(used), gpus);
+      gather = cost.collective_seconds(hw::CollectiveKind::kAllGather, static_cast<double>(used), gpus);
+      reduce = cost.collective_seconds(hw::CollectiveKind::kReduceScatter, static_cast<double>(used), gpus);
+      all_reduce = cost.collective_seconds(hw::CollectiveKind::kAllReduce, static_cast<double>(used), gpus);
     }
+    fetch += gather;
     t.fetch_s.push_back(fetch);
-    t.upload_s.push_back(fetch);
-    t.grad_s.push_back(grad);
+    t.upload_s.push_back(upload + gather);
+    t.offload_s.push_back(cost.copy_seconds(static_cast<double>(moved), hw::CopyDirection::kD2H, true, false));
+    t.reduce_s.push_back(reduce);
+    t.all_reduce_s.push_back(all_reduce);
     t.grad_roundtrip_s.push_back(cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false) +
                                  cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kD2H, false, false) +
                                  cost.host_cast_seconds(static_cast<double>(shard + shard * 4 / layout.bytes_per_elem),
@@ -59,10 +69,26 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
         cost.host_pass_seconds("overflow_scan", params * static_cast<double>(kStepScanBytesPerParam), params, ranks_on_host) +
         cost.host_pass_seconds("unscale", params * static_cast<double>(kStepUnscaleBytesPerParam), params, ranks_on_host) +
         cost.host_pass_seconds("fp16_copy", params * static_cast<double>(kStepCopyBytesPerParam), params, ranks_on_host));
-    t.chunk_first_block.push_back(c.first_block);
-    t.chunk_last_block.push_back(c.last_block);
+    t.chunk_capacity.push_back(layout.capacity_bytes(c.id));
+    if (moved != shard) t.staging_bytes = std::max(t.staging_bytes, moved);
   }
-  t.chunk_bytes = layout.chunk_bytes;
+  // Runs, in forward fetch order (block by block, chunks ascending within a block).
+  const size_t nc = layout.chunks.size();
+  t.chunk_lowest_block.assign(nc, static_cast<int>(nb));
+  std::vector<int> open(nc, -1);  // chunk -> index of its run still open at the previous block
+  for (size_t b = 0; b < layout.block_uses.size(); ++b) {
+    for (int c : layout.block_uses[b]) {
+      const size_t ci = static_cast<size_t>(c);
+      t.chunk_lowest_block[ci] = std::min(t.chunk_lowest_block[ci], static_cast<int>(b));
+      if (open[ci] >= 0 && t.runs[static_cast<size_t>(open[ci])].last_block == static_cast<int>(b) - 1) {
+        t.runs[static_cast<size_t>(open[ci])].last_block = static_cast<int>(b);
+      } else {
+        open[ci] = static_cast<int>(t.runs.size());
+        t.runs.push_back({c, static_cast<int>(b), static_cast<int>(b), false});
+      }
+    }
+  }
+  for (auto& r : t.runs) r.completes_grad = r.first_block == t.chunk_lowest_block[static_cast<size_t>(r.chunk)];
   t.state_sizes = chunk_state_sizes(layout, n);
   t.optim_bytes_per_param = optimizer_bytes_per_param(w.options.dtype);
   t.fragmentation = cost.machine().gpu.allocator.fragmentation_fraction;
@@ -79,36 +105,54 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
   for (size_t l = 0; l < layer_modes.size(); ++l) mode[static_cast<size_t>(t.layer_block[l])] = layer_modes[l];
   auto persistent = [&](int c) { return !k.offload || c < k.n_persist; };
 
-  // Which chunks are fetched again in backward: all non-persistent ones except the last
-  // n_buffer (buffer reuse).
-  int n_nonpersistent = 0;
+  // Which runs are fetched again in backward: all of the non-persistent chunks' runs except the
+  // last n_buffer fetched in forward (buffer reuse).
+  int n_nonpersistent = 0, n_runs = 0;
   for (int c = 0; c < n_chunks; ++c) n_nonpersistent += persistent(c) ? 0 : 1;
-  const int kept = k.buffer_reuse ? std::min(k.n_buffer, n_nonpersistent) : 0;
+  for (const auto& r : t.runs) n_runs += persistent(r.chunk) ? 0 : 1;
+  const int kept = k.buffer_reuse ? std::min(k.n_buffer, n_runs) : 0;
 
-  // Forward.
+  // Forward fetches; backward re-fetches, gradient reduction and offload at the run's ends.
   std::vector<double> fetch_at(nb, 0), comm_bwd(nb, 0), blocking_bwd(nb, 0);
-  int seen_nonpersistent = 0;
-  for (int c = 0; c < n_chunks; ++c) {
-    if (persistent(c)) continue;
-    const size_t first = static_cast<size_t>(t.chunk_first_block[static_cast<size_t>(c)]);
-    const size_t last = static_cast<size_t>(t.chunk_last_block[static_cast<size_t>(c)]);
-    fetch_at[first] += t.fetch_s[static_cast<size_t>(c)];
-    const bool refetch = seen_nonpersistent < n_nonpersistent - kept;
-    ++seen_nonpersistent;
-    if (refetch) comm_bwd[last] += t.fetch_s[static_cast<size_t>(c)];
-    comm_bwd[first] += t.grad_s[static_cast<size_t>(c)];
-    if (k.grad_roundtrip) blocking_bwd[first] += t.grad_roundtrip_s[static_cast<size_t>(c)];
+  int seen = 0;
+  for (const auto& r : t.runs) {
+    const size_t ci = static_cast<size_t>(r.chunk);
+    const size_t first = static_cast<size_t>(r.first_block), last = static_cast<size_t>(r.last_block);
+    if (persistent(r.chunk)) {
+      // Persistent: reduced where its gradient completes; ZeRO-Offload also offloads it.
+      if (!r.completes_grad) continue;
+      comm_bwd[first] += k.offload ? t.reduce_s[ci] : t.all_reduce_s[ci];
+      if (k.offload && !k.persistent_gpu_adam) comm_bwd[first] += t.offload_s[ci];
+      continue;
+    }
+    fetch_at[first] += t.fetch_s[ci];
+    if (seen++ < n_runs - kept) comm_bwd[last] += t.fetch_s[ci];
+    comm_bwd[first] += t.offload_s[ci] + (r.completes_grad ? t.reduce_s[ci] : 0.0);
+    if (k.grad_roundtrip && r.completes_grad) blocking_bwd[first] += t.grad_roundtrip_s[ci];
   }
+  // Forward as a timeline: a block starts when the one before it ends and, like the compiled plan,
+  // not before the swap-out of the layer `lag` blocks back is done (the D2H stream copies one
+  // swap-out at a time), so swapped activations never pile up on the GPU.
+  const int lag = effective_swap_spacing(k.n_swap, k.n_checkpoint, k.swap_spacing);
+  std::vector<double> swap_done(nb, 0);
+  double d2h_free = 0;
   for (size_t b = 0; b < nb; ++b) {
+    double start = e.forward_s;
+    if (b >= static_cast<size_t>(lag) && mode[b - static_cast<size_t>(lag)] == ActMode::kSwap)
+      start = std::max(start, swap_done[b - static_cast<size_t>(lag)]);
     const double compute = t.fwd_s[b];
-    e.forward_s += k.prefetch ? std::max(compute, fetch_at[b]) : compute + fetch_at[b];
+    e.forward_s = start + (k.prefetch ? std::max(compute, fetch_at[b]) : compute + fetch_at[b]);
+    if (mode[b] == ActMode::kSwap) {
+      swap_done[b] = std::max(e.forward_s, d2h_free) + t.swap_out_s[b];
+      d2h_free = swap_done[b];
+    }
   }
   // Backward.
   for (size_t b = nb; b-- > 0;) {
     double compute = t.bwd_s[b];
     if (mode[b] == ActMode::kCheckpoint) compute += t.rec_s[b];
     double comm = comm_bwd[b];
-    if (mode[b] == ActMode::kSwap) comm += t.swap_s[b];
+    if (mode[b] == ActMode::kSwap) comm += t.swap_in_s[b];
     e.backward_s += (k.prefetch ? std::max(compute, comm) : compute + comm) + blocking_bwd[b];
   }
   // Optimizer.
@@ -131,7 +175,16 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
   const ModelStateBytes ms = model_state_bytes(t.state_sizes, k, t.optim_bytes_per_param);
   int64_t states = ms.gpu;
   const int64_t pinned = ms.pinned, pageable = ms.pageable;
-  if (k.offload && n_nonpersistent > 0) states += static_cast<int64_t>(std::min(k.n_buffer, n_nonpersistent)) * t.chunk_bytes;
+  if (k.offload && n_nonpersistent > 0) {
+    // n_buffer buffers, as large as the largest non-persistent chunks (per-block layouts differ),
+    // and the fp32 staging of a fetch and of a gradient offload (host_fp32_params).
+    std::vector<int64_t> caps;
+    for (int c = 0; c < n_chunks; ++c)
+      if (!persistent(c)) caps.push_back(t.chunk_capacity[static_cast<size_t>(c)]);
+    std::sort(caps.begin(), caps.end(), std::greater<>());
+    for (size_t i = 0; i < caps.size() && i < static_cast<size_t>(k.n_buffer); ++i) states += caps[i];
+    states += 2 * t.staging_bytes;
+  }
   int64_t kept_act = 0, swapped = 0, bump = 0;
   for (size_t b = 0; b < nb; ++b) {
     switch (mode[b]) {

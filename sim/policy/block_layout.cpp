@@ -15,6 +15,10 @@ const char* act_mode_name(ActMode m) {
   return "?";
 }
 
+int effective_swap_spacing(int n_swap, int n_checkpoint, int swap_spacing) {
+  return n_swap > 0 ? std::clamp(swap_spacing, 1, std::max(1, (n_swap + n_checkpoint) / n_swap)) : 1;
+}
+
 std::vector<ActMode> block_layout(int layers, int n_swap, int n_checkpoint, int swap_spacing) {
   PROTWIN_CHECK(n_swap >= 0 && n_checkpoint >= 0 && n_swap + n_checkpoint <= layers,
                 "knobs n_swap=", n_swap, ", n_checkpoint=", n_checkpoint,
@@ -25,7 +29,7 @@ std::vector<ActMode> block_layout(int layers, int n_swap, int n_checkpoint, int 
   // CKPT layers take the remaining slots of the region: between and after the SWAP layers.
   const int region = n_swap + n_checkpoint;
   if (n_swap > 0) {
-    const int spacing = std::clamp(swap_spacing, 1, region / n_swap);
+    const int spacing = effective_swap_spacing(n_swap, n_checkpoint, swap_spacing);
     for (int k = 0; k < n_swap; ++k) modes[static_cast<size_t>(k * spacing)] = ActMode::kSwap;
   }
   for (int i = 0; i < region; ++i)

@@ -15,4 +15,8 @@ namespace protwin::sim {
 // naming the knobs otherwise).
 std::vector<ActMode> block_layout(int layers, int n_swap, int n_checkpoint, int swap_spacing);
 
+// The spacing block_layout actually uses: `swap_spacing`, narrowed so that n_swap SWAP layers fit
+// the SWAP/CKPT region of n_swap + n_checkpoint layers (1 without SWAP layers).
+int effective_swap_spacing(int n_swap, int n_checkpoint, int swap_spacing);
+
 }  // namespace protwin::sim

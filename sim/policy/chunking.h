@@ -24,22 +24,35 @@ struct PackedTensor {
 struct PackedChunk {
   int id = 0;
   int64_t used_elems = 0;
+  int64_t capacity_elems = 0;  // the chunk's size (its buffer on the GPU)
   std::vector<PackedTensor> tensors;
   int first_block = 0, last_block = 0;  // blocks whose parameters are (partly) in this chunk
 };
 
 struct ChunkLayout {
-  int64_t chunk_bytes = 0;
+  int64_t chunk_bytes = 0;  // the size of every chunk (per-block layouts: of the largest)
   int64_t chunk_elems = 0;  // chunk_bytes / bytes per element
   int bytes_per_elem = 2;   // fp16/bf16 chunks
   std::vector<PackedChunk> chunks;
   std::vector<std::vector<int>> block_chunks;  // for each block, the chunks holding its parameters
+  // For each block, every chunk it needs on the GPU, ascending: its own plus, for a tied LM head,
+  // the chunk holding the embedding it shares. The one rule the compiler, the analytic model and
+  // the search all use.
+  std::vector<std::vector<int>> block_uses;
   int64_t waste_bytes() const;                 // unused bytes summed over all chunks
+  int64_t capacity_bytes(int c) const;         // chunk c's size in bytes
 };
+
+// Chunk buffers a block needs at once when chunks [0, n_persist) stay on the GPU (at least 1).
+int buffers_needed(const ChunkLayout& layout, int n_persist);
 
 // Packs `layout` into chunks of `chunk_bytes`. Fails (protwin::Error) if one tensor is larger than
 // a chunk.
 ChunkLayout pack_chunks(const std::vector<BlockParams>& layout, int64_t chunk_bytes, int bytes_per_elem);
+
+// One chunk per block that has parameters, each exactly as large as the block: the gather units
+// of systems that fetch per submodule (DeepSpeed stage 3) or per wrapped unit (FSDP).
+ChunkLayout pack_per_block(const std::vector<BlockParams>& layout, int bytes_per_elem);
 
 // The default grid of chunk sizes: powers of two from 1 MiB to 4 GiB.
 std::vector<int64_t> default_chunk_grid();

@@ -1,8 +1,11 @@
 #include "sim/policy/knobs.h"
 
+#include <algorithm>
+
 #include "sim/policy/systems.h"
 #include "traces/error.h"
 #include "traces/json_reader.h"
+#include "traces/units.h"
 
 namespace protwin::sim {
 
@@ -24,6 +27,7 @@ nlohmann::json OffloadKnobs::to_json() const {
           {"host_grad_bytes", host_grad_bytes},
           {"grad_roundtrip", grad_roundtrip},
           {"step_host_passes", step_host_passes},
+          {"host_fp32_params", host_fp32_params},
           {"pinned_alloc", pinned_alloc}};
 }
 
@@ -31,24 +35,52 @@ int64_t host_grad_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shar
   return k.host_grad_bytes > 0 ? (chunk_elems * k.host_grad_bytes + ranks - 1) / ranks : shard;
 }
 
+int64_t host_param_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks) {
+  return k.host_fp32_params ? std::max(shard, 4 * ceil_div(chunk_elems, ranks)) : shard;
+}
+
+const std::vector<std::string>& cpu_adam_impls() {
+  static const std::vector<std::string> kImpls = {"simd", "torch"};
+  return kImpls;
+}
+
+const std::vector<std::string>& pinned_allocs() {
+  static const std::vector<std::string> kAllocs = {"exact", "torch_per_chunk", "torch_flat"};
+  return kAllocs;
+}
+
+namespace {
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// A string knob must be one of `allowed`; the error names the file and the JSON pointer.
+std::string one_of(const traces::JsonNode& root, const std::string& key, const std::string& fallback,
+                   const std::vector<std::string>& allowed) {
+  const std::string v = root.get_string(key, fallback);
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    root.at(key).fail("expected one of " + joined(allowed) + ", got \"" + v + "\"");
+  return v;
+}
+}  // namespace
+
 OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source) {
   auto file = std::make_shared<const std::string>(source);
   traces::JsonNode root(&j, file, "");
   if (!j.is_object()) root.fail("expected a policy object such as {\"system\": \"protrain\", \"n_persist\": 2}");
-  OffloadKnobs k = base_knobs(root.get_string("system", "protrain"));
-  static const char* kKnown[] = {"system", "chunk_bytes", "n_persist", "n_buffer", "n_swap", "n_checkpoint",
-                                 "swap_spacing", "per_block_chunks", "prefetch", "buffer_reuse",
-                                 "cpu_adam_overlap", "cpu_adam_impl", "persistent_gpu_adam", "offload",
-                                 "grad_reuses_param_buffer", "host_grad_bytes", "grad_roundtrip",
-                                 "step_host_passes", "pinned_alloc"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* name : kKnown) known = known || it.key() == name;
-    if (!known) root.at(it.key()).fail("unknown knob; known knobs: chunk_bytes, n_persist, n_buffer, n_swap, "
-                                       "n_checkpoint, swap_spacing, per_block_chunks, prefetch, buffer_reuse, "
-                                       "cpu_adam_overlap, cpu_adam_impl, persistent_gpu_adam, offload, grad_reuses_param_buffer, "
-                                       "host_grad_bytes, grad_roundtrip, step_host_passes, pinned_alloc");
-  }
+  std::vector<std::string> system_names;
+  for (const auto& s : systems()) system_names.push_back(s.name);
+  OffloadKnobs k = base_knobs(one_of(root, "system", "protrain", system_names));
+  const std::vector<std::string> known = {
+      "system", "chunk_bytes", "n_persist", "n_buffer", "n_swap", "n_checkpoint", "swap_spacing",
+      "per_block_chunks", "prefetch", "buffer_reuse", "cpu_adam_overlap", "cpu_adam_impl",
+      "persistent_gpu_adam", "offload", "grad_reuses_param_buffer", "host_grad_bytes", "grad_roundtrip",
+      "step_host_passes", "host_fp32_params", "pinned_alloc"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(known.begin(), known.end(), it.key()) == known.end())
+      root.at(it.key()).fail("unknown knob; known knobs: " + joined(known));
   k.chunk_bytes = root.get_nonneg_int("chunk_bytes", k.chunk_bytes);
   k.n_persist = static_cast<int>(root.get_nonneg_int("n_persist", k.n_persist));
   k.n_buffer = static_cast<int>(root.get_nonneg_int("n_buffer", k.n_buffer));
@@ -59,14 +91,15 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   k.prefetch = root.get_bool("prefetch", k.prefetch);
   k.buffer_reuse = root.get_bool("buffer_reuse", k.buffer_reuse);
   k.cpu_adam_overlap = root.get_bool("cpu_adam_overlap", k.cpu_adam_overlap);
-  k.cpu_adam_impl = root.get_string("cpu_adam_impl", k.cpu_adam_impl);
+  k.cpu_adam_impl = one_of(root, "cpu_adam_impl", k.cpu_adam_impl, cpu_adam_impls());
   k.persistent_gpu_adam = root.get_bool("persistent_gpu_adam", k.persistent_gpu_adam);
   k.offload = root.get_bool("offload", k.offload);
   k.grad_reuses_param_buffer = root.get_bool("grad_reuses_param_buffer", k.grad_reuses_param_buffer);
   k.host_grad_bytes = static_cast<int>(root.get_nonneg_int("host_grad_bytes", k.host_grad_bytes));
   k.grad_roundtrip = root.get_bool("grad_roundtrip", k.grad_roundtrip);
   k.step_host_passes = root.get_bool("step_host_passes", k.step_host_passes);
-  k.pinned_alloc = root.get_string("pinned_alloc", k.pinned_alloc);
+  k.host_fp32_params = root.get_bool("host_fp32_params", k.host_fp32_params);
+  k.pinned_alloc = one_of(root, "pinned_alloc", k.pinned_alloc, pinned_allocs());
   return k;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@ enum class ActMode { kNone, kCheckpoint, kSwap };
 struct OffloadKnobs {
   // ProTrain's knobs.
   int64_t chunk_bytes = 0;   // fp16/bf16 bytes per chunk; 0 = the grid size with least waste
+                             // (must stay 0 with per_block_chunks: the blocks are the chunks)
   int n_persist = 0;         // leading chunks kept on the GPU all iteration
   int n_buffer = 2;          // GPU chunk buffers for the non-persistent chunks
   int n_swap = 0;            // decoder layers whose activations are swapped to pinned host memory
@@ -43,6 +45,10 @@ struct OffloadKnobs {
                                   // unscale mul_ of the fp32 grad (8 B) and, after Adam, the fp32 to
                                   // fp16 parameter copy (6 B): CPU passes (ops host_pass) priced at
                                   // the DRAM bound or the machine's measured host_passes
+  bool host_fp32_params = false;  // FSDP with CPUOffload and MixedPrecision: the offloaded parameter
+                                  // shard is the fp32 flat parameter itself (no separate master),
+                                  // copied up in fp32 and cast on the GPU; the reduced gradient is
+                                  // cast to fp32 on the GPU and copied down into the fp32 CPU grad
   std::string pinned_alloc = "exact";  // how pinned host memory is allocated: "exact" (ProTrain),
                                        // "torch_per_chunk" (FSDP), "torch_flat" (DeepSpeed stage 3);
                                        // see model_state_bytes.h
@@ -55,6 +61,15 @@ const char* act_mode_name(ActMode m);
 // Bytes per rank of a chunk's separate host gradient storage: host_grad_bytes per parameter, or
 // (0) the parameters' own shard size (`shard`).
 int64_t host_grad_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks);
+
+// Bytes per rank of an offloaded chunk's host parameter shard, which is also what one fetch copies
+// up and one gradient offload copies down: fp32 under host_fp32_params, else the chunk's dtype
+// (`shard`).
+int64_t host_param_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks);
+
+// The names and allowed values of the string knobs, for checks and messages.
+const std::vector<std::string>& cpu_adam_impls();   // simd, torch
+const std::vector<std::string>& pinned_allocs();    // exact, torch_per_chunk, torch_flat
 
 // A policy file: {"system": "protrain", "n_persist": 2, ...}. Unset knobs keep the system's
 // defaults; unknown keys and bad values are errors naming `source` and the JSON pointer.

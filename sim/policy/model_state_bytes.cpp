@@ -1,11 +1,11 @@
 #include "sim/policy/model_state_bytes.h"
 
 #include "traces/error.h"
+#include "traces/units.h"
 
 namespace protwin::sim {
 
 namespace {
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // What `k.pinned_alloc` reserves beyond the requested bytes for the host-resident chunks
 // [first_host, end) (model_state_bytes.h says how each system allocates).
@@ -83,9 +83,12 @@ ModelStateBytes model_state_bytes(const ChunkStateSizes& s, const OffloadKnobs& 
         m.pageable += optim;
       }
     } else {
-      // The fp16 param shard (+ a separate grad shard) pinned, the fp32 state pageable.
-      m.pinned += shard + (k.grad_reuses_param_buffer ? 0 : host_grad_shard(k, s.elems[c], shard, N));
-      m.pageable += optim;
+      // The param shard (+ a separate grad shard) pinned, the fp32 state pageable; an fp32 host
+      // shard (host_fp32_params) is the master itself, so the pageable part keeps only m and v.
+      m.pinned += host_param_shard(k, s.elems[c], shard, N) +
+                  (k.grad_reuses_param_buffer ? 0 : host_grad_shard(k, s.elems[c], shard, N));
+      const bool master_is_shard = k.host_fp32_params && s.bytes_per_elem < 4;
+      m.pageable += master_is_shard ? ceil_div(s.elems[c] * (optim_bytes_per_param - 4), N) : optim;
     }
   }
   if (k.offload && static_cast<size_t>(k.n_persist) < s.elems.size()) {

@@ -4,7 +4,8 @@
 //
 // Pinned host memory is counted as the system's code allocates it (knob pinned_alloc):
 //   exact            cudaHostAlloc of the exact sizes (ProTrain, REFERENCE §1; Gemini's chunks).
-//   torch_per_chunk  every gather unit's fp32 flat parameter and its fp32 CPU gradient through
+//   torch_per_chunk  every gather unit's fp32 flat parameter and its fp32 CPU gradient (knobs
+//                    host_fp32_params, host_grad_bytes 4) through
 //                    tensor.pin_memory() (PyTorch FSDP with CPUOffload, flat_param.py
 //                    init_flat_param_attributes: _local_shard.pin_memory(), _cpu_grad).
 //   torch_flat       DeepSpeed stage 3 (0.12) with offload_param/offload_optimizer pin_memory:
@@ -39,8 +40,8 @@ ChunkStateSizes chunk_state_sizes(const ChunkLayout& layout, int64_t ranks);
 
 struct ModelStateBytes {
   int64_t gpu = 0;           // persistent chunks (and everything, without offload)
-  int64_t pinned = 0;        // host fp16 shards and gradient storage, including pinned_slack
-  int64_t pageable = 0;      // host fp32 master and Adam states
+  int64_t pinned = 0;        // host param shards and gradient storage, including pinned_slack
+  int64_t pageable = 0;      // host fp32 master (unless the pinned shard is it) and Adam states
   int64_t pinned_slack = 0;  // what the pinned allocator reserves beyond the requested bytes
 };
 

@@ -5,6 +5,7 @@
 #include "sim/policy/block_layout.h"
 #include "sim/policy/model_state_bytes.h"
 #include "traces/error.h"
+#include "traces/units.h"
 
 namespace protwin::sim {
 
@@ -15,7 +16,6 @@ using traces::MemEffect;
 using traces::Op;
 
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Chunks hold parameters in the compute dtype (fp16/bf16 for mixed precision, fp32 otherwise).
 int chunk_elem_bytes(const Workload& w) { return traces::dtype_bytes(w.options.dtype); }
@@ -82,16 +82,14 @@ int64_t optimizer_bytes_per_param(const std::string& dtype) {
 
 ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k) {
   const auto params = block_params(w);
-  int64_t chunk_bytes = k.chunk_bytes;
   if (k.per_block_chunks) {
-    // One gather unit per block (DeepSpeed/FSDP fetch per submodule): chunks as large as the
-    // largest block, so every block starts its own chunk.
-    int64_t largest = 0;
-    for (const auto& b : params) largest = std::max(largest, b.count() * chunk_elem_bytes(w));
-    chunk_bytes = largest;
-  } else if (chunk_bytes == 0) {
-    chunk_bytes = choose_chunk_bytes(params, chunk_elem_bytes(w));
+    // One gather unit per block, sized to it (DeepSpeed fetches per submodule, FSDP per unit).
+    PROTWIN_CHECK(k.chunk_bytes == 0, "knob chunk_bytes=", k.chunk_bytes,
+                  ": this system gathers one block at a time (per_block_chunks), so its chunks are "
+                  "the blocks; leave chunk_bytes at 0");
+    return pack_per_block(params, chunk_elem_bytes(w));
   }
+  const int64_t chunk_bytes = k.chunk_bytes > 0 ? k.chunk_bytes : choose_chunk_bytes(params, chunk_elem_bytes(w));
   return pack_chunks(params, chunk_bytes, chunk_elem_bytes(w));
 }
 
@@ -102,17 +100,25 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
   PROTWIN_CHECK(k.n_persist >= 0 && k.n_persist <= n_chunks, "knob n_persist=", k.n_persist,
                 ": valid range is [0, ", n_chunks, "] (the model has ", n_chunks, " chunks of ",
                 layout.chunk_bytes, " bytes)");
-  PROTWIN_CHECK(k.n_buffer >= 1 || k.n_persist == n_chunks || !k.offload, "knob n_buffer=", k.n_buffer,
-                ": valid range is [1, ", std::max(1, n_chunks - k.n_persist), "]");
-  PROTWIN_CHECK(!k.offload || k.n_buffer <= std::max(1, n_chunks - k.n_persist), "knob n_buffer=", k.n_buffer,
-                ": valid range is [1, ", std::max(1, n_chunks - k.n_persist), "] (non-persistent chunks)");
+  if (k.offload && k.n_persist < n_chunks) {
+    // A block needs all its non-persistent chunks at once; more buffers than such chunks are idle.
+    const int need = buffers_needed(layout, k.n_persist);
+    PROTWIN_CHECK(k.n_buffer >= need && k.n_buffer <= n_chunks - k.n_persist, "knob n_buffer=", k.n_buffer,
+                  ": valid range is [", need, ", ", n_chunks - k.n_persist, "] with n_persist=", k.n_persist,
+                  " (a block needs ", need, " chunk buffer(s) at once; ", n_chunks - k.n_persist,
+                  " chunks are not persistent)");
+  }
   PROTWIN_CHECK(k.n_swap >= 0 && k.n_checkpoint >= 0 && k.n_swap + k.n_checkpoint <= layers,
                 "knobs n_swap=", k.n_swap, ", n_checkpoint=", k.n_checkpoint,
                 ": n_swap + n_checkpoint must be in [0, ", layers, "] (the number of layers)");
-  PROTWIN_CHECK(k.cpu_adam_impl == "simd" || k.cpu_adam_impl == "torch", "knob cpu_adam_impl=\"",
-                k.cpu_adam_impl, "\": expected \"simd\" or \"torch\"");
-  PROTWIN_CHECK(k.pinned_alloc == "exact" || k.pinned_alloc == "torch_per_chunk" || k.pinned_alloc == "torch_flat",
-                "knob pinned_alloc=\"", k.pinned_alloc, "\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\"");
+  auto check_one_of = [](const char* knob, const std::string& v, const std::vector<std::string>& allowed) {
+    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+    PROTWIN_CHECK(false, "knob ", knob, "=\"", v, "\": expected one of ", list);
+  };
+  check_one_of("cpu_adam_impl", k.cpu_adam_impl, cpu_adam_impls());
+  check_one_of("pinned_alloc", k.pinned_alloc, pinned_allocs());
 }
 
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem,
@@ -148,8 +154,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   for (const auto& c : L.chunks) {
     traces::ChunkSpec cs;
     cs.id = c.id;
-    cs.bytes = Bytes(L.chunk_bytes);
-    cs.dtype = w.options.dtype == "fp32" ? "fp32" : w.options.dtype;
+    cs.bytes = Bytes(L.capacity_bytes(c.id));
+    cs.dtype = w.options.dtype;
     for (const auto& t : c.tensors) cs.params.push_back({t.name, t.offset, t.shape});
     plan.chunks.push_back(std::move(cs));
   }
@@ -158,7 +164,10 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   // Residency: a persistent chunk lives on the GPU; any other chunk has its fp16 shard in pinned
   // host memory and visits the GPU in a buffer.
   std::vector<bool> persistent(static_cast<size_t>(n_chunks));
-  std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks));
+  // shard: a rank's part of the chunk in its dtype; moved: what one fetch copies up and one
+  // gradient offload copies down (fp32 under host_fp32_params); cap: the chunk's GPU buffer.
+  std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks)),
+      moved(static_cast<size_t>(n_chunks)), cap(static_cast<size_t>(n_chunks));
   std::vector<int> host_t(static_cast<size_t>(n_chunks)), gpu_t(static_cast<size_t>(n_chunks));
   const ModelStateBytes states =
       model_state_bytes(chunk_state_sizes(L, N), k, optimizer_bytes_per_param(w.options.dtype));
@@ -170,12 +179,15 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     persistent[ci] = !k.offload || c < k.n_persist;
     used[ci] = ch.used_elems * L.bytes_per_elem;
     shard[ci] = ceil_div(used[ci], N);
+    moved[ci] = host_param_shard(k, ch.used_elems, shard[ci], N);
+    cap[ci] = L.capacity_bytes(c);
     if (persistent[ci]) {
       gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".gpu", used[ci], traces::TensorKind::kParamChunk, "gpu");
       host_t[ci] = -1;
     } else {
-      host_t[ci] = b.tensor("chunk" + std::to_string(c) + ".host", shard[ci], traces::TensorKind::kParamChunk, "pinned");
-      gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".buffer", L.chunk_bytes, traces::TensorKind::kBuffer, "");
+      host_t[ci] = b.tensor("chunk" + std::to_string(c) + ".host", moved[ci], traces::TensorKind::kParamChunk, "pinned",
+                            k.host_fp32_params ? "fp32" : w.options.dtype);
+      gpu_t[ci] = b.tensor("chunk" + std::to_string(c) + ".buffer", cap[ci], traces::TensorKind::kBuffer, "");
     }
   }
   plan.pools = {{"gpu", Bytes(rank_mem.gpu_bytes), Bytes(std::min(gpu0, rank_mem.gpu_bytes))},
@@ -206,11 +218,15 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
     const size_t ci = static_cast<size_t>(c);
     const int h2d = b.add("h2d", "h2d", std::move(deps), -1, c);
-    b.op(h2d).work.bytes = shard[ci];
+    b.op(h2d).work.bytes = moved[ci];
     b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
     b.op(h2d).attrs = {{"pinned", true}, {"what", "param_chunk"}, {"phase", phase}};
     b.op(h2d).reads = {host_t[ci]};
-    b.mem(h2d, "gpu", L.chunk_bytes, MemAt::kStart, gpu_t[ci]);
+    b.mem(h2d, "gpu", cap[ci], MemAt::kStart, gpu_t[ci]);
+    if (moved[ci] != shard[ci]) {  // the fp32 copy lands in a staging tensor cast into the buffer
+      b.mem(h2d, "gpu", moved[ci], MemAt::kStart);
+      b.mem(h2d, "gpu", -moved[ci], MemAt::kEnd);
+    }
     if (N == 1) return h2d;
     const int ag = b.add("all_gather", "collective", {h2d}, -1, c);
     b.op(ag).work.bytes = used[ci];
@@ -218,36 +234,15 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     return ag;
   };
 
-  // Chunks each block touches: its own parameters' chunks plus, for a tied LM head, the chunk
-  // of the embedding it shares. A chunk is on the GPU for a run of consecutive blocks; it is
-  // released when the next block does not use it.
-  std::vector<std::vector<int>> uses(static_cast<size_t>(n_blocks));
-  for (int blk = 0; blk < n_blocks; ++blk) {
-    auto& u = uses[static_cast<size_t>(blk)];
-    u = L.block_chunks[static_cast<size_t>(blk)];
-    for (const auto& t : w.blocks[static_cast<size_t>(blk)].params) {
-      if (t.tied_to.empty()) continue;
-      for (const auto& ch : L.chunks)
-        for (const auto& pt : ch.tensors)
-          if (pt.name == t.tied_to && std::find(u.begin(), u.end(), ch.id) == u.end()) u.push_back(ch.id);
-    }
-    std::sort(u.begin(), u.end());
-  }
+  // Chunks each block touches (ChunkLayout::block_uses). A chunk is on the GPU for a run of
+  // consecutive blocks; it is released when the next block does not use it.
+  const std::vector<std::vector<int>>& uses = L.block_uses;
   auto block_uses = [&](int blk, int c) {
     if (blk < 0 || blk >= n_blocks) return false;
     const auto& u = uses[static_cast<size_t>(blk)];
     return std::find(u.begin(), u.end(), c) != u.end();
   };
-  int max_uses = 0;
-  for (int blk = 0; blk < n_blocks; ++blk) {
-    int n = 0;
-    for (int c : uses[static_cast<size_t>(blk)]) n += persistent[static_cast<size_t>(c)] ? 0 : 1;
-    max_uses = std::max(max_uses, n);
-  }
-  PROTWIN_CHECK(!k.offload || k.n_buffer >= max_uses, "knob n_buffer=", k.n_buffer,
-                ": a block needs ", max_uses, " chunk buffers at once; valid range is [", max_uses, ", ",
-                std::max(max_uses, n_chunks - k.n_persist), "]");
-  // The smallest chunk index each chunk's gradient is complete at (its lowest block).
+  // The block at which each chunk's gradient is complete (its lowest block).
   std::vector<int> min_block(static_cast<size_t>(n_chunks), n_blocks);
   for (int blk = 0; blk < n_blocks; ++blk)
     for (int c : uses[static_cast<size_t>(blk)])
@@ -284,7 +279,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     // A layer's swap-out must be done before the forward `swap_spacing` layers later starts, so
     // swapped activations never pile up on the GPU whatever the copy speed (the spacing is chosen
     // so that the copy hides behind those layers' compute).
-    const int lag = std::max(1, k.swap_spacing);
+    const int lag = effective_swap_spacing(k.n_swap, k.n_checkpoint, k.swap_spacing);
     if (blk - lag >= 0 && swap_out[static_cast<size_t>(blk - lag)] >= 0) deps.push_back(swap_out[static_cast<size_t>(blk - lag)]);
     const int f = b.add("forward", "compute", deps, blk, -1);
     fwd_op[static_cast<size_t>(blk)] = f;
@@ -328,7 +323,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     if (kf >= n_fetched - n_keep) {
       resident[ci] = true;
     } else {
-      b.mem(fwd_release[kf], "gpu", -L.chunk_bytes, MemAt::kEnd, gpu_t[ci]);
+      b.mem(fwd_release[kf], "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
     }
   }
 
@@ -447,11 +442,15 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
         continue;
       }
       const int off = b.add("d2h", "d2h", {reduced}, -1, c);
-      b.op(off).work.bytes = shard[ci];
+      b.op(off).work.bytes = moved[ci];
       b.op(off).attrs = {{"pinned", true}, {"what", complete ? "grad_chunk" : "partial_grad_chunk"}};
       b.op(off).reads = {gpu_t[ci]};
+      if (moved[ci] != shard[ci]) {  // the gradient is cast to fp32 on the GPU before the copy
+        b.mem(off, "gpu", moved[ci], MemAt::kStart);
+        b.mem(off, "gpu", -moved[ci], MemAt::kEnd);
+      }
       if (!persistent[ci]) {
-        b.mem(off, "gpu", -L.chunk_bytes, MemAt::kEnd, gpu_t[ci]);
+        b.mem(off, "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
         bwd_release.push_back(off);
         on_gpu[ci] = false;
       }

@@ -72,6 +72,13 @@ OffloadKnobs base_knobs(const std::string& system) {
     k.buffer_reuse = false;         // FULL_SHARD reshards after forward
     k.n_buffer = 2;                 // the current unit plus one prefetched (BACKWARD_PRE)
     k.grad_reuses_param_buffer = false;  // CPU params and CPU grads are separate tensors
+    // flat_param.py with MixedPrecision(param_dtype=fp16): the pinned fp32 _local_shard is the
+    // optimizer's parameter; _use_low_precision_shard copies it up in fp32 (.to(device,
+    // non_blocking=True)) and casts it into _mp_shard on the GPU; _offload_grad copies the
+    // reduced gradient into the fp32 _cpu_grad with a non_blocking copy_, which ATen converts on
+    // the GPU before the copy (Copy.cu). So 4 B per parameter cross PCIe each way.
+    k.host_fp32_params = true;
+    k.host_grad_bytes = 4;
     k.pinned_alloc = "torch_per_chunk";  // flat_param.py: _local_shard and _cpu_grad .pin_memory()
   } else if (system == "ddp") {
     k.offload = false;

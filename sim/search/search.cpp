@@ -26,16 +26,22 @@ int64_t last_end(const traces::Report& r, std::initializer_list<const char*> kin
   return t;
 }
 
-// Buffers a block needs at once when nothing is persistent.
-int min_buffers_for(const Workload& w, const ChunkLayout& layout) {
-  int most = 1;
-  for (size_t b = 0; b < w.blocks.size(); ++b) {
-    int n = static_cast<int>(layout.block_chunks[b].size());
-    for (const auto& t : w.blocks[b].params)
-      if (!t.tied_to.empty()) ++n;  // a tied head also needs the embedding's chunk
-    most = std::max(most, n);
+// The n_buffer values to visit with n_persist = np: the system's grid clamped to what the
+// compiler accepts, [buffers a block needs at once, non-persistent chunks], or, for a value the
+// user fixed, only that value if it is accepted; a single 1 when every chunk is persistent (the
+// buffers are unused).
+std::vector<int> buffer_values(const std::vector<int>& grid, const ChunkLayout& layout, int np, bool offload,
+                               bool user_fixed) {
+  const int n_chunks = static_cast<int>(layout.chunks.size());
+  if (!offload || np >= n_chunks) return {1};
+  const int lo = buffers_needed(layout, np), hi = n_chunks - np;
+  std::vector<int> out;
+  for (int v : grid) {
+    if (user_fixed && (v < lo || v > hi)) continue;
+    const int c = std::clamp(v, lo, hi);
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
-  return most;
+  return out;
 }
 
 bool fits_memory(const AnalyticEstimate& e, const RankMemory& cap) {
@@ -48,7 +54,7 @@ int swap_spacing_for(const WorkloadTimes& t) {
   const size_t mid = static_cast<size_t>(t.layer_block[t.layer_block.size() / 2]);
   if (t.fwd_s[mid] <= 0) return 1;
   // Layers of forward compute needed to hide one layer's swap-out.
-  return std::max(1, static_cast<int>(std::ceil(t.swap_s[mid] / t.fwd_s[mid])));
+  return std::max(1, static_cast<int>(std::ceil(t.swap_out_s[mid] / t.fwd_s[mid])));
 }
 
 }  // namespace
@@ -167,12 +173,11 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     if (o.force_overlap >= 0) base.cpu_adam_overlap = o.force_overlap != 0;
     if (o.force_buffer_reuse >= 0) base.buffer_reuse = o.force_buffer_reuse != 0;
     const ChunkLayout layout = layout_for(w, base);
-    base.chunk_bytes = layout.chunk_bytes;
-    const WorkloadTimes times = workload_times(w, layout, cost, o.gpus);
+    if (!base.per_block_chunks) base.chunk_bytes = layout.chunk_bytes;
+    const WorkloadTimes times = workload_times(w, layout, cost, o.gpus, base);
     const int n_chunks = static_cast<int>(layout.chunks.size());
     const int layers = static_cast<int>(w.model.layers);
-    const int min_buf = min_buffers_for(w, layout);
-    KnobSpace space = knob_space(o.system, n_chunks, layers, min_buf);
+    KnobSpace space = knob_space(o.system, n_chunks, layers, buffers_needed(layout, 0));
     if (o.fix_n_persist >= 0) space.n_persist = {o.fix_n_persist};
     if (o.fix_n_buffer >= 0) space.n_buffer = {o.fix_n_buffer};
     if (o.fix_n_swap >= 0) space.n_swap = {o.fix_n_swap};
@@ -205,9 +210,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     };
     for (int np : space.n_persist) {
       if (np > n_chunks) continue;
-      for (int nbuf : space.n_buffer) {
-        if (base.offload && np < n_chunks && nbuf > std::max(min_buf, n_chunks - np)) continue;
-        if (np == n_chunks && nbuf != space.n_buffer.front()) continue;  // buffers unused
+      for (int nbuf : buffer_values(space.n_buffer, layout, np, base.offload, o.fix_n_buffer >= 0)) {
         for (int ns : space.n_swap) {
           OffloadKnobs k = base;
           k.n_persist = np;

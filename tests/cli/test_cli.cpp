@@ -107,7 +107,7 @@ TEST_CASE("bad knobs, batch and system exit 2 naming the knob or flag") {
   REQUIRE(r.err.find("--hf-eager: HuggingFace's eager kernels are modelled for the GPT-2 family only") != std::string::npos);
   r = run_protwin("simulate --model gpt2-small --machine rtx3090-server --gpus 1 --knob pinned_alloc=pow2");
   REQUIRE(r.code == 2);
-  REQUIRE(r.err.find("knob pinned_alloc=\"pow2\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\"") !=
+  REQUIRE(r.err.find("--knob pinned_alloc=pow2:/pinned_alloc: expected one of exact, torch_per_chunk, torch_flat, got \"pow2\"") !=
           std::string::npos);
 }
 

@@ -18,8 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-// gpt2-1b on 2 of ProTrain's 3090s: ~0.1 s a search, and both axes move the result.
-const std::string kBase = "sweep --model gpt2-1b --machine rtx3090-server --gpus 2 ";
+// gpt2-10b on 2 of ProTrain's 3090s: ~0.2 s a search, offloaded, and both axes move the result.
+const std::string kBase = "sweep --model gpt2-10b --machine rtx3090-server --gpus 2 ";
 
 std::string tmp_path(const std::string& name) {
   return std::string(PROTWIN_BINARY_DIR) + "/tests/cli/sweep_" + std::to_string(::getpid()) + "_" + name;
@@ -62,7 +62,7 @@ TEST_CASE("sweep: every point equals a direct search with the same --set, JSON a
   const json j = run_json(kBase + "--set host_link.h2d.pinned_GBps+host_link.d2h.pinned_GBps=6:6.5,12 "
                                   "--set host.cores=4,24 --set host.dram_GBps=150 --json -o " + json_out +
                           " --csv " + csv_out);
-  REQUIRE(j["model"] == "gpt2-1b");
+  REQUIRE(j["model"] == "gpt2-10b");
   REQUIRE(j["machine"] == "rtx3090-server");
   REQUIRE(j["gpus"] == 2);
   REQUIRE(j["axes"].size() == 3);
@@ -92,7 +92,7 @@ TEST_CASE("sweep: every point equals a direct search with the same --set, JSON a
                           "search_s"})
       REQUIRE(p.contains(k));
     // The oracle: the same search run directly.
-    const json s = run_json("search --model gpt2-1b --machine rtx3090-server --gpus 2 --json" + set_flags(p));
+    const json s = run_json("search --model gpt2-10b --machine rtx3090-server --gpus 2 --json" + set_flags(p));
     CHECK(p["tokens_per_s"].get<double>() == s["tokens_per_s"].get<double>());
     CHECK(p["iteration_s"].get<double>() == s["iteration_s"].get<double>());
     CHECK(p["batch"] == s["batch"]);

@@ -50,8 +50,8 @@ inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng)
     sim::OffloadKnobs k;
     const int64_t mib = int64_t{1} << 20;
     const int64_t sizes[] = {1 * mib, 2 * mib, 4 * mib};
-    k.chunk_bytes = sizes[pick(0, 2)];
     k.per_block_chunks = pick(0, 5) == 0;
+    k.chunk_bytes = k.per_block_chunks ? 0 : sizes[pick(0, 2)];  // per-block chunks are the blocks
     const int n_chunks = static_cast<int>(sim::layout_for(w, k).chunks.size());
     k.n_persist = pick(0, n_chunks - 1);
     k.n_buffer = pick(1, std::max(1, n_chunks - k.n_persist));
@@ -66,6 +66,7 @@ inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng)
     k.persistent_gpu_adam = pick(0, 4) != 0;
     k.grad_roundtrip = pick(0, 2) == 0;
     k.step_host_passes = pick(0, 2) == 0;  // takes effect with the optimizer after backward
+    k.host_fp32_params = pick(0, 4) == 0;
     const char* allocs[] = {"exact", "torch_per_chunk", "torch_flat"};
     k.pinned_alloc = allocs[pick(0, 2)];
     try {

@@ -91,8 +91,7 @@ TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) and its
           "[runtime][replay]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
   const TrainResult ref = train_plan(make_runtime_plan(resident_plan(w), "resident.json"), kSteps);
-  sim::OffloadKnobs k = sim::base_knobs("deepspeed");
-  k.chunk_bytes = int64_t{1} << 20;
+  sim::OffloadKnobs k = sim::base_knobs("deepspeed");  // one chunk per block
   k.n_buffer = 2;
   const RuntimePlan rp = make_runtime_plan(compile_plan(w, k), "deepspeed.json");
   REQUIRE(has_op(rp.plan, "h2d", "grad_roundtrip"));

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
+#include "sim/policy/block_layout.h"
 #include "sim/policy/model_state_bytes.h"
 #include "sim/policy/offload_compiler.h"
 #include "sim/policy/systems.h"
@@ -127,13 +129,15 @@ int64_t host_bytes(const CompiledPlan& p) {
 }
 }  // namespace
 
-TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 20 for DeepSpeed stage 3 before its pinned allocator") {
+TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 16 for FSDP, 20 for DeepSpeed stage 3 before their pinned allocators") {
   // fp16 params + fp32 master, m, v (12 B) on the host; the gradient reuses the fp16 chunk (ProTrain,
   // Colossal-AI) or lands in DeepSpeed's pinned fp16 flat buffer and fp32 sub-group buffer (+6 B;
-  // 20 B/param, DeepSpeed issue #846's "10B ... about 200 GB"). Pinned + pageable, 1 GPU, all offloaded.
+  // 20 B/param, DeepSpeed issue #846's "10B ... about 200 GB"). FSDP keeps the fp32 flat parameter
+  // (it is the master), an fp32 CPU gradient and m, v: 16 B. Pinned + pageable, 1 GPU, all offloaded.
   const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
   const Workload w = workload("gpt2-small", 1);
-  for (const auto& [system, per_param] : {std::pair{"protrain", 14}, {"colossalai", 14}, {"deepspeed", 20}}) {
+  for (const auto& [system, per_param] :
+       {std::pair{"protrain", 14}, {"colossalai", 14}, {"fsdp", 16}, {"deepspeed", 20}}) {
     OffloadKnobs k = base_knobs(system);
     k.n_persist = 0;
     k.pinned_alloc = "exact";
@@ -182,9 +186,10 @@ TEST_CASE("pinned memory through PyTorch's caching host allocator: every block r
       const CompiledPlan p = compile_offload_plan(w, gpus, mem, base_knobs("fsdp"));
       int64_t slack = 0, chunk_host = 0;
       for (const auto& c : p.chunks.chunks) {
-        const int64_t fp32 = 4 * ((c.used_elems + gpus - 1) / gpus);
+        const int64_t fp32 = 4 * ((c.used_elems + gpus - 1) / gpus);  // fp32 shard of the flat parameter
         slack += 2 * (pow2_ceil(fp32) - fp32);
-        chunk_host += 2 * ((c.used_elems * 2 + gpus - 1) / gpus) + (c.used_elems * 12 + gpus - 1) / gpus;
+        // the fp32 parameter shard (the master), the fp32 gradient, Adam's m and v
+        chunk_host += fp32 + (c.used_elems * 4 + gpus - 1) / gpus + (c.used_elems * 8 + gpus - 1) / gpus;
       }
       CHECK(p.plan.meta["pinned_slack_bytes"] == slack);
       CHECK(host_bytes(p) == chunk_host + slack);
@@ -241,7 +246,7 @@ TEST_CASE("an unknown pinned_alloc is refused with the valid values") {
   OffloadKnobs k = base_knobs("protrain");
   k.pinned_alloc = "pow2";
   REQUIRE_THROWS_WITH(compile_offload_plan(workload("gpt2-small", 1), 1, rank_memory(cost.machine(), 1), k),
-                      Catch::Contains("knob pinned_alloc=\"pow2\": expected \"exact\", \"torch_per_chunk\" or \"torch_flat\""));
+                      Catch::Contains("knob pinned_alloc=\"pow2\": expected one of \"exact\", \"torch_per_chunk\", \"torch_flat\""));
 }
 
 TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks the next backward") {
@@ -298,6 +303,83 @@ TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks
   CHECK(with.seconds() <= without.seconds() + extra_s);
 }
 
+TEST_CASE("FSDP moves fp32 over PCIe: each fetch and each gradient offload is 4 B per parameter, cast on the GPU") {
+  // flat_param.py: _local_shard (fp32, pinned) .to(device) then copy_ into the fp16 _mp_shard;
+  // _cpu_grad (fp32).copy_(grad, non_blocking=True), which ATen converts on the GPU first.
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 2);
+  for (int gpus : {1, 4}) {
+    INFO(gpus << " GPU(s)");
+    const CompiledPlan fsdp = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("fsdp"));
+    std::map<int, int64_t> elems;
+    for (const auto& c : fsdp.chunks.chunks) elems[c.id] = (c.used_elems + gpus - 1) / gpus;
+    int fetches = 0, offloads = 0;
+    for (const auto& op : fsdp.plan.ops) {
+      const std::string what = op.attrs.is_object() ? op.attrs.value("what", std::string()) : "";
+      if (what != "param_chunk" && what != "grad_chunk" && what != "partial_grad_chunk") continue;
+      (what == "param_chunk" ? fetches : offloads) += 1;
+      CHECK(op.work.bytes == 4 * elems.at(op.chunk));
+      // the fp32 staging tensor on the GPU lives exactly as long as the copy
+      int64_t staged = 0;
+      for (const auto& m : op.mem)
+        if (m.pool == "gpu" && m.tensor < 0) staged += m.delta_bytes;
+      CHECK(staged == 0);
+    }
+    CHECK(fetches >= 2 * static_cast<int>(fsdp.chunks.chunks.size()) - 1);  // forward and backward
+    CHECK(offloads >= static_cast<int>(fsdp.chunks.chunks.size()));
+    // Any other system moves the chunk's dtype: 2 B per parameter.
+    const CompiledPlan ds = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("deepspeed"));
+    for (const auto& op : ds.plan.ops)
+      if (op.kind == "h2d" && op.attrs.value("what", std::string()) == "param_chunk")
+        CHECK(op.work.bytes == 2 * ((ds.chunks.chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus));
+  }
+}
+
+TEST_CASE("per-block systems gather one block per chunk, each chunk sized to its block") {
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), base_knobs("deepspeed"));
+  // gpt2-small: the embedding (wte + wpe), 12 layers, the head's final norm (lm_head is tied).
+  REQUIRE(p.chunks.chunks.size() == 14);
+  for (size_t b = 0; b < w.blocks.size(); ++b) {
+    INFO(w.blocks[b].name);
+    REQUIRE(p.chunks.block_chunks[b].size() == 1);
+    const int c = p.chunks.block_chunks[b][0];
+    CHECK(p.chunks.chunks[static_cast<size_t>(c)].used_elems == w.blocks[b].param_count);
+    CHECK(p.plan.chunks[static_cast<size_t>(c)].bytes.n == 2 * w.blocks[b].param_count);
+  }
+  OffloadKnobs k = base_knobs("fsdp");
+  k.chunk_bytes = 64 << 20;
+  REQUIRE_THROWS_WITH(compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k),
+                      Catch::StartsWith("knob chunk_bytes=67108864: this system gathers one block at a time"));
+}
+
+TEST_CASE("a swapped layer's copy is done before the forward `spacing` layers later, with the spacing block_layout uses") {
+  // Every layer SWAP: block_layout narrows a spacing of 3 to 1, so each layer's forward waits for
+  // the previous layer's swap-out, and at most one swapped layer is in flight.
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  OffloadKnobs k;
+  k.n_swap = static_cast<int>(w.model.layers);
+  k.swap_spacing = 3;
+  REQUIRE(effective_swap_spacing(k.n_swap, 0, 3) == 1);
+  REQUIRE(effective_swap_spacing(4, 8, 3) == 3);
+  REQUIRE(effective_swap_spacing(4, 4, 3) == 2);
+  REQUIRE(effective_swap_spacing(0, 4, 3) == 1);
+  const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
+  std::map<int, int> swap_out, forward;  // block -> op
+  for (const auto& op : p.plan.ops) {
+    if (op.kind == "d2h" && op.attrs.value("what", std::string()) == "activation") swap_out[op.block] = op.id;
+    if (op.kind == "forward") forward[op.block] = op.id;
+  }
+  REQUIRE(swap_out.size() == static_cast<size_t>(w.model.layers));
+  for (const auto& [blk, so] : swap_out) {
+    if (!forward.count(blk + 1)) continue;
+    const auto& deps = p.plan.ops[static_cast<size_t>(forward[blk + 1])].deps;
+    CHECK(std::find(deps.begin(), deps.end(), so) != deps.end());
+  }
+}
+
 TEST_CASE("bad knobs name the knob and its valid range") {
   const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
   const Workload w = workload("gpt2-small", 1);
@@ -311,8 +393,16 @@ TEST_CASE("bad knobs name the knob and its valid range") {
   k.n_checkpoint = 5;
   REQUIRE_THROWS_WITH(compile_offload_plan(w, 1, mem, k),
                       "knobs n_swap=10, n_checkpoint=5: n_swap + n_checkpoint must be in [0, 12] (the number of layers)");
+  k = OffloadKnobs{};
+  k.n_buffer = 1;  // the tied head needs its own chunk and the embedding's at once
+  REQUIRE_THROWS_WITH(compile_offload_plan(w, 1, mem, k), Catch::StartsWith("knob n_buffer=1: valid range is [2, "));
   REQUIRE_THROWS_WITH(find_system("megatron"),
                       "--system: unknown system 'megatron'; known systems: protrain, deepspeed, zero-offload, colossalai, fsdp, ddp");
+  // In a policy file: the file and the JSON pointer.
+  REQUIRE_THROWS_WITH(knobs_from_json(nlohmann::json{{"system", "megatron"}}, "pol.json"),
+                      "pol.json:/system: expected one of protrain, deepspeed, zero-offload, colossalai, fsdp, ddp, got \"megatron\"");
+  REQUIRE_THROWS_WITH(knobs_from_json(nlohmann::json{{"cpu_adam_impl", "avx"}}, "pol.json"),
+                      "pol.json:/cpu_adam_impl: expected one of simd, torch, got \"avx\"");
   WorkloadOptions o;
   o.batch = 0;
   REQUIRE_THROWS_WITH(build_workload(find_model("gpt2-small"), o), Catch::Contains("--batch"));
