@@ -37,6 +37,11 @@ int run_capacity(const std::vector<std::string>& args) {
   if (!parse_options("protwin capacity --family gpt2 --machine H --gpus N [--json]", desc, args, vm)) return 0;
   PROTWIN_CHECK(family == "gpt2", "--family: only 'gpt2' is supported, got '", family, "'");
   PROTWIN_CHECK(max_layers >= 1, "--max-layers: expected at least 1, got ", max_layers);
+  // The family is scaled at batch 1 (the largest model that trains at all); a given model or
+  // batch would be ignored, so it is refused.
+  for (const char* flag : {"model", "batch"})
+    PROTWIN_CHECK(!vm.count(flag) || vm[flag].defaulted(), "--", flag, ": capacity scales the ", family,
+                  " family (layers at hidden 4096 and 8192) at batch 1; it takes no --", flag);
   pa.batch = "1";
   PolicyInputs in = resolve_policy_inputs(pa);
   std::vector<std::string> names;
@@ -47,7 +52,13 @@ int run_capacity(const std::vector<std::string>& args) {
     while (start <= systems_arg.size()) {
       const size_t comma = systems_arg.find(',', start);
       names.push_back(systems_arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      sim::find_system(names.back());
+      bool known = false;
+      std::string list;
+      for (const auto& s : sim::systems()) {
+        known = known || s.name == names.back();
+        list += (list.empty() ? "" : ", ") + s.name;
+      }
+      PROTWIN_CHECK(known, "--systems ", systems_arg, ": unknown system '", names.back(), "'; known systems: ", list);
       if (comma == std::string::npos) break;
       start = comma + 1;
     }

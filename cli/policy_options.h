@@ -26,7 +26,7 @@ struct PolicyArgs {
   int threads = 2;
 };
 
-// Adds --model --machine --gpus --batch --seq --set --flash --threads to `desc`.
+// Adds --model --machine --gpus --batch --seq --set --flash --hf-eager --dtype --threads to `desc`.
 void add_policy_options(po::options_description& desc, PolicyArgs& a);
 
 // The resolved inputs.

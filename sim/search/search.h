@@ -1,8 +1,9 @@
 // The policy search (DESIGN §6, REFERENCE §1): for one system, enumerate its knobs (and the batch
 // size with batch 0 = auto), prune with the analytic peak-memory model, rank the survivors with
 // the analytic runtime model, then compile and simulate the most promising ones (the top by
-// analytic time plus the analytic Pareto front of time vs GPU memory) on both cores, and return
-// the best simulated plan and the simulated Pareto front (throughput vs peak GPU memory).
+// analytic time plus the analytic Pareto front of time vs GPU memory) on SearchOptions::threads
+// threads, and return the best simulated plan and the simulated Pareto front (throughput vs peak
+// GPU memory).
 #pragma once
 
 #include <cstdint>

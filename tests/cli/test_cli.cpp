@@ -148,6 +148,17 @@ TEST_CASE("compare lists every system, capacity names the largest model per syst
   const auto& next = c["systems"][1]["next_size"];
   REQUIRE(next["layers"] == c["systems"][1]["layers"].get<int64_t>() + 1);
   REQUIRE(next["limited_by"] == "gpu memory");
+  // capacity chooses the model and the batch itself: given ones are refused, not ignored.
+  r = run_protwin("capacity --machine rtx3090-server --gpus 1 --batch 4");
+  REQUIRE(r.code == 2);
+  CHECK(r.err.find("--batch: capacity scales the gpt2 family (layers at hidden 4096 and 8192) at batch 1") !=
+        std::string::npos);
+  r = run_protwin("capacity --machine rtx3090-server --gpus 1 --model gpt2-1b");
+  REQUIRE(r.code == 2);
+  CHECK(r.err.find("--model: capacity scales the gpt2 family") != std::string::npos);
+  r = run_protwin("capacity --machine rtx3090-server --gpus 1 --systems protrain,");
+  REQUIRE(r.code == 2);
+  CHECK(r.err.find("--systems protrain,: unknown system ''; known systems: protrain, deepspeed") != std::string::npos);
 }
 
 TEST_CASE("simulate --model --knob: the same plan as search's best, with throughput and time split") {
