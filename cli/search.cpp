@@ -113,7 +113,8 @@ int run_search(const std::vector<std::string>& args) {
   std::printf("  iteration       %.3f s simulated (analytic model: %.3f s)\n", b.iteration_s, b.analytic_s);
   std::printf("    forward %.3f s, backward %.3f s, exposed optimizer %.3f s\n", b.forward_s, b.backward_s, b.exposed_optimizer_s);
   std::printf("  knobs           chunk %s, n_persist %d, n_buffer %d, n_swap %d, n_checkpoint %d (of %lld chunks, %lld layers)\n",
-              human_bytes(b.knobs.chunk_bytes).c_str(), b.knobs.n_persist, b.knobs.n_buffer, b.knobs.n_swap,
+              b.knobs.per_block_chunks ? "per block" : human_bytes(b.knobs.chunk_bytes).c_str(), b.knobs.n_persist,
+              b.knobs.n_buffer, b.knobs.n_swap,
               b.knobs.n_checkpoint, static_cast<long long>(r.best_plan.chunks.chunks.size()),
               static_cast<long long>(in.model.layers));
   std::printf("  peak memory     GPU %s (analytic %s), pinned %s, pageable %s\n", human_bytes(b.peak_gpu_bytes).c_str(),
