@@ -4,10 +4,7 @@
 // simulates each with the pooled profile, and compares iteration time, per-stream busy time and
 // memory peaks. --fit corrects the profile's efficiency factors (one scale per stream) from half
 // of the cases and reports the held-out half separately.
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
@@ -199,10 +196,6 @@ std::string find_plot_script() {
   return "";
 }
 
-void make_dir(const std::string& d) {
-  if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) PROTWIN_CHECK(false, "-o: cannot create folder ", d);
-}
-
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
@@ -231,7 +224,8 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
-      ("output,o", po::value(&out_dir)->default_value(out_dir), "folder for plans, reports, calibration.json and the plot")
+      ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
+       "folder for plans, reports, calibration.json and the plot (created, with its parents)")
       ("plot", po::value(&plot_script), "plot script (default: plots/calibration.py when found)")
       ("no-plot", "do not draw the plot")
       ("json", "print JSON");
@@ -249,7 +243,6 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(!rt.empty(), "calibrate needs the LibTorch runtime (protwin-rt next to protwin), which was not built");
   const bool json_out = vm.count("json") > 0;
   const auto t_start = std::chrono::steady_clock::now();
-  make_dir(out_dir);
   auto say = [&](const std::string& s) { if (!json_out) std::cerr << s << "\n"; };
 
   // Model, workload (fp32, eager attention: what the runtime runs).
@@ -313,6 +306,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   }
   machine = with_link(with_capacity(machine, capacity));
   auto cost = make_cost(machine, profile ? &*profile : nullptr);
+  traces::create_folders(out_dir, "-o");  // after every input is known good
 
   // 1. Cases.
   say("selecting plans (" + w.model.name + ", batch " + std::to_string(batch) + ", device " +
@@ -327,7 +321,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     char d[32];
     std::snprintf(d, sizeof d, "/case-%02zu", i);
     r.dir = out_dir + d;
-    make_dir(r.dir);
+    traces::create_folders(r.dir, "-o");
     const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
     traces::write_plan(s.plan.plan, r.dir + "/plan.json");
     results.push_back(std::move(r));

@@ -94,6 +94,7 @@ sim::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& v
                 f.zero_formula, ": expected paper or deepspeed");
   o.zero_formula = f.zero_formula == "paper" ? sim::ZeroFormula::kPaper : sim::ZeroFormula::kDeepSpeed;
   o.zero_stage = f.zero_stage;
+  sim::check_estimate_options(o);
   return o;
 }
 
@@ -248,7 +249,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
   const sim::EstimateOptions opt = to_options(sw, vm);
   const sim::ModelSpec spec = sim::resolve_model(model_name);
   if (!vm.count("seq")) space.seq = spec.default_seq;
-  const sim::SearchResult r = sim::search_parallel_configs(sim::to_estimate_model(spec), space, opt);
+  const sim::ParallelSearchResult r = sim::search_parallel_configs(sim::to_estimate_model(spec), space, opt);
 
   const bool all = vm.count("all") > 0, explain = vm.count("explain") > 0;
   std::vector<const sim::SearchCandidate*> listed;

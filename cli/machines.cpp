@@ -163,9 +163,11 @@ int run_merge(const std::vector<std::string>& args) {
   require(vm, "output");
   std::string base_source;
   const nlohmann::json base_json = hw::load_machine_json(base, &base_source);
+  hw::machine_from_json(base_json, base_source);  // a valid base: what fails below is the fragment's
   const nlohmann::json frag_json = traces::JsonDocument::load(fragment).json();
   const nlohmann::json merged = hw::merge_machine_json(base_json, frag_json, fragment);
-  const hw::Machine m = hw::machine_from_json(merged, out);  // refuse to write an invalid machine
+  // Refuse to write an invalid machine; errors name the fragment (and the merged pointer).
+  hw::machine_from_json(merged, fragment + " (merged into " + base_source + ")");
   traces::write_file_atomic(out, merged.dump(2) + "\n");
   std::printf("wrote %s: %s merged into %s\n", out.c_str(), fragment.c_str(), base_source.c_str());
   return 0;

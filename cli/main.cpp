@@ -40,8 +40,10 @@ void print_usage(const char* argv0) {
   std::cout << "protwin: a digital twin of offloaded LLM training\n\n"
                "usage: protwin <subcommand> [options]   (protwin <subcommand> --help for more)\n\n"
                "subcommands:\n";
-  for (const auto& s : subcommands()) print_line(s.name, s.summary);
+  std::map<std::string, std::string> listed;
+  for (const auto& s : subcommands()) listed[s.name] = s.summary;
   // The runtime's subcommands, listed by the runtime binary itself (protwin-rt has them already).
+  // A name both binaries have (bench) is this binary's, whose summary covers both halves.
 #ifdef PROTWIN_RUNTIME_BINARY
   const std::string rt;
   (void)argv0;
@@ -54,11 +56,12 @@ void print_usage(const char* argv0) {
       while (std::fgets(line, sizeof line, p)) {
         std::string l(line);
         const size_t tab = l.find('\t');
-        if (tab != std::string::npos) print_line(l.substr(0, tab), l.substr(tab + 1, l.size() - tab - 2));
+        if (tab != std::string::npos) listed.emplace(l.substr(0, tab), l.substr(tab + 1, l.size() - tab - 2));
       }
       ::pclose(p);
     }
   }
+  for (const auto& [name, summary] : listed) print_line(name, summary);
   std::cout << "\nexit codes: 0 ok, 1 internal error, 2 user error\n";
 }
 }  // namespace

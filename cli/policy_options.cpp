@@ -41,10 +41,10 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
       used = 0;
     }
     PROTWIN_CHECK(used == a.batch.size() && b >= 1, "--batch: expected a positive integer or 'auto', got '", a.batch, "'");
+    check_flag_range("batch", b);
     in.search.batch = b;
   }
   PROTWIN_CHECK(a.seq >= 0, "--seq: expected a number >= 0, got ", a.seq);
-  PROTWIN_CHECK(a.threads >= 1, "--threads: expected at least 1, got ", a.threads);
   in.search.seq = a.seq;
   in.search.flash_attention = a.flash;
   in.search.hf_eager = a.hf_eager;

@@ -13,6 +13,24 @@
 namespace protwin::cli {
 namespace {
 
+// The table of the simulated layouts, fastest first.
+void print_ranked(std::ostream& os, const sim::Search4dResult& r, size_t top) {
+  os << "\n   #  TP  CP  PP    DP  MBS     m   iter (s)     tokens/s  TFLOPS/GPU    MFU  bubble  mem GiB\n";
+  size_t shown = 0;
+  for (const auto& row : r.ranked) {
+    if (!row.simulated || shown >= top) continue;
+    const auto& c = row.candidate;
+    const auto& s = row.result;
+    os << format("%4zu %3lld %3lld %3lld %5lld %4lld %5lld %10.3f %12.0f %11.1f %5.1f%% %6.1f%% %8.2f\n", ++shown,
+                 static_cast<long long>(c.tp), static_cast<long long>(c.cp), static_cast<long long>(c.pp),
+                 static_cast<long long>(c.dp), static_cast<long long>(c.mbs), static_cast<long long>(s.microbatches),
+                 s.iteration_s, s.tokens_per_s, s.tflops_per_gpu, 100 * s.mfu, 100 * s.bubble_fraction,
+                 s.memory.total_gib());
+  }
+  if (static_cast<size_t>(r.simulated) > shown)
+    os << "  ... " << static_cast<size_t>(r.simulated) - shown << " more (--top K, --json)\n";
+}
+
 void print_search(std::ostream& os, const sim::Search4dResult& r, size_t top, int threads) {
   const auto& e = r.enumeration;
   os << "protwin search-4d: " << r.model << " on " << r.machine << ", " << r.nodes << " node(s) x "
@@ -32,21 +50,7 @@ void print_search(std::ostream& os, const sim::Search4dResult& r, size_t top, in
     }
     os << "\n";
   }
-  if (r.simulated == 0) return;
-  os << "\n   #  TP  CP  PP    DP  MBS     m   iter (s)     tokens/s  TFLOPS/GPU    MFU  bubble  mem GiB\n";
-  size_t shown = 0;
-  for (const auto& row : r.ranked) {
-    if (!row.simulated || shown >= top) continue;
-    const auto& c = row.candidate;
-    const auto& s = row.result;
-    os << format("%4zu %3lld %3lld %3lld %5lld %4lld %5lld %10.3f %12.0f %11.1f %5.1f%% %6.1f%% %8.2f\n", ++shown,
-                 static_cast<long long>(c.tp), static_cast<long long>(c.cp), static_cast<long long>(c.pp),
-                 static_cast<long long>(c.dp), static_cast<long long>(c.mbs), static_cast<long long>(s.microbatches),
-                 s.iteration_s, s.tokens_per_s, s.tflops_per_gpu, 100 * s.mfu, 100 * s.bubble_fraction,
-                 s.memory.total_gib());
-  }
-  if (static_cast<size_t>(r.simulated) > shown)
-    os << "  ... " << static_cast<size_t>(r.simulated) - shown << " more (--top K, --json)\n";
+  if (r.simulated > 0) print_ranked(os, r, top);
   for (const auto& row : r.ranked)
     if (!row.simulated)
       os << format("refused: TP %lld CP %lld PP %lld DP %lld MBS %lld: ", static_cast<long long>(row.candidate.tp),

@@ -38,7 +38,9 @@ int run_simulate(const std::vector<std::string>& args) {
       ("rates", po::value(&rates_path),
        "per-stream rates (protwin.rates JSON) for --plan; default: the plan's meta.rates, else built-in unit rates")
       ("model", po::value(&model), "compile a plan for this model (zoo name, spec file or inline spec)")
-      ("machine", po::value(&machine), "cost ops with this machine's hardware model (with --model, or with --plan)")
+      ("machine", po::value(&machine),
+       "cost ops with this machine's hardware model (with --model, or with --plan: a plan compiled for another "
+       "machine is simulated with a warning on stderr; it keeps its own memory pools)")
       ("policy", po::value(&policy_path), "knobs JSON for --model, e.g. {\"system\": \"protrain\", \"n_persist\": 2}")
       ("knob", po::value(&knob_args)->composing(),
        "set one knob for --model, over --policy (repeatable): --knob n_persist=2 --knob system=deepspeed")
@@ -60,6 +62,13 @@ int run_simulate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(vm.count("plan") || vm.count("model"), "--plan or --model is required");
   PROTWIN_CHECK(!(vm.count("plan") && vm.count("model")), "--plan and --model exclude each other");
   PROTWIN_CHECK(!(vm.count("rates") && vm.count("machine")), "--rates and --machine exclude each other");
+  if (vm.count("plan")) {
+    // A plan is simulated as it is: the flags that compile one would be silently ignored.
+    for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "seq", "flash", "plan-out"})
+      PROTWIN_CHECK(!given(vm, flag), "--", flag, ": only with --model (a --plan is simulated as it is)");
+    PROTWIN_CHECK(!vm.count("set") || vm.count("machine"),
+                  "--set: only with --machine (it overrides machine fields; --rates and a plan's meta.rates have none)");
+  }
 
   std::unique_ptr<hw::CostModel> cost;
   traces::Plan plan;
@@ -104,8 +113,17 @@ int run_simulate(const std::vector<std::string>& args) {
     candidate = c;
   } else {
     plan = traces::read_plan(plan_path);
-    if (vm.count("machine"))
-      cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(machine, set));
+    if (vm.count("machine")) {
+      auto hardware = std::make_unique<hw::HardwareCostModel>(hw::load_machine(machine, set));
+      const nlohmann::json& meta_machine = plan.meta.contains("machine") ? plan.meta["machine"] : nlohmann::json();
+      const std::string compiled_for = meta_machine.is_string() ? meta_machine.get<std::string>() : "";
+      const std::string costed_with = hardware->machine().name;
+      cost = std::move(hardware);
+      if (!compiled_for.empty() && compiled_for != costed_with)
+        std::cerr << "protwin simulate: warning: " << plan_path << " was compiled for machine " << compiled_for
+                  << "; simulating it with " << costed_with << " (its memory pools keep " << compiled_for
+                  << "'s capacities)\n";
+    }
     else if (!rates_path.empty())
       cost = std::make_unique<hw::RateCostModel>(hw::RateCostModel::load(rates_path));
     else if (plan.meta.contains("rates"))

@@ -14,6 +14,7 @@ EfficiencyCurve::EfficiencyCurve(std::vector<double> x, std::vector<double> y)
 
 EfficiencyCurve EfficiencyCurve::from_json(const traces::JsonNode& node, const std::string& x_key,
                                            const std::string& y_key) {
+  node.check_keys({x_key, y_key});
   const traces::JsonNode xs = node.at(x_key), ys = node.at(y_key);
   if (xs.size() == 0) xs.fail("expected at least one point");
   if (ys.size() != xs.size())

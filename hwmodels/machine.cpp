@@ -14,6 +14,9 @@ using traces::JsonNode;
 
 namespace {
 
+// GPUs per node and host cores a machine may have: far beyond any machine, far below int.
+constexpr int64_t kMaxGpusPerNode = 4096, kMaxCores = 1 << 20;
+
 const char* const kProvenanceKinds[] = {"peak", "measured", "proxy", "derived", "assumed"};
 
 bool is_kind(const std::string& k) {
@@ -88,6 +91,7 @@ void check_provenance(const JsonNode& root, const std::string& source) {
 }
 
 DtypeCompute read_dtype(const JsonNode& n) {
+  n.check_keys({"peak_tflops", "sustained_tflops", "gemm_curve"});
   DtypeCompute d;
   d.peak_tflops = n.get_positive_number("peak_tflops");
   d.sustained_tflops = n.get_positive_number("sustained_tflops");
@@ -96,6 +100,9 @@ DtypeCompute read_dtype(const JsonNode& n) {
 }
 
 AllocatorSpec read_allocator(const JsonNode& n) {
+  n.check_keys({"round_bytes", "small_alloc_max_bytes", "small_segment_bytes", "mid_alloc_max_bytes",
+                "large_segment_bytes", "large_round_bytes", "cuda_malloc_us", "cuda_free_us",
+                "fragmentation_fraction"});
   AllocatorSpec a;
   a.round_bytes = n.get_nonneg_int("round_bytes");
   a.small_alloc_max_bytes = n.get_nonneg_int("small_alloc_max_bytes");
@@ -110,10 +117,11 @@ AllocatorSpec read_allocator(const JsonNode& n) {
 }
 
 GpuSpec read_gpu(const JsonNode& n) {
+  n.check_keys({"name", "count", "memory_bytes", "usable_memory_bytes", "p2p", "compute", "hbm", "launch_floor_us",
+                "kernel_launch_us", "framework_op_us", "attention", "allocator"});
   GpuSpec g;
   g.name = n.get_string("name");
-  g.count = static_cast<int>(n.get_nonneg_int("count"));
-  if (g.count < 1) n.at("count").fail("expected an integer >= 1");
+  g.count = static_cast<int>(n.get_int_in("count", 1, kMaxGpusPerNode));
   g.memory_bytes = n.get_nonneg_int("memory_bytes");
   g.usable_memory_bytes = n.get_nonneg_int("usable_memory_bytes");
   if (g.usable_memory_bytes > g.memory_bytes)
@@ -127,6 +135,7 @@ GpuSpec read_gpu(const JsonNode& n) {
   for (const char* required : {"fp32", "fp16", "bf16"})
     compute.at(required);  // fails with "missing required field"
   const JsonNode hbm = n.at("hbm");
+  hbm.check_keys({"peak_GBps", "achievable_GBps", "curve"});
   g.hbm_peak_GBps = hbm.get_positive_number("peak_GBps");
   g.hbm_achievable_GBps = hbm.get_positive_number("achievable_GBps");
   g.hbm_curve = EfficiencyCurve::from_json(hbm.at("curve"), "bytes", "GBps");
@@ -134,6 +143,7 @@ GpuSpec read_gpu(const JsonNode& n) {
   g.kernel_launch_us = n.get_nonneg_number("kernel_launch_us");
   g.framework_op_us = n.get_nonneg_number("framework_op_us");
   if (auto a = n.find("attention")) {
+    a->check_keys({"flash_fwd_tflops", "flash_bwd_tflops"});
     GpuAttention att;
     att.flash_fwd_tflops = a->get_positive_number("flash_fwd_tflops");
     att.flash_bwd_tflops = a->get_positive_number("flash_bwd_tflops");
@@ -144,11 +154,11 @@ GpuSpec read_gpu(const JsonNode& n) {
 }
 
 HostSpec read_host(const JsonNode& n) {
+  n.check_keys({"cpu", "sockets", "cores", "memory_bytes", "dram_peak_GBps", "dram_GBps"});
   HostSpec h;
   h.cpu = n.get_string("cpu");
-  h.sockets = static_cast<int>(n.get_nonneg_int("sockets"));
-  h.cores = static_cast<int>(n.get_nonneg_int("cores"));
-  if (h.cores < 1) n.at("cores").fail("expected an integer >= 1");
+  h.sockets = static_cast<int>(n.get_int_in("sockets", 0, kMaxCores));
+  h.cores = static_cast<int>(n.get_int_in("cores", 1, kMaxCores));
   h.memory_bytes = n.get_nonneg_int("memory_bytes");
   h.dram_peak_GBps = n.get_positive_number("dram_peak_GBps");
   h.dram_GBps = n.get_positive_number("dram_GBps");
@@ -156,6 +166,7 @@ HostSpec read_host(const JsonNode& n) {
 }
 
 CopyDirectionSpec read_direction(const JsonNode& n) {
+  n.check_keys({"pinned_GBps", "pageable_GBps", "pinned_latency_us", "pageable_latency_us"});
   CopyDirectionSpec d;
   d.pinned_GBps = n.get_positive_number("pinned_GBps");
   d.pageable_GBps = n.get_positive_number("pageable_GBps");
@@ -171,12 +182,14 @@ double fraction(const JsonNode& n, const std::string& key) {
 }
 
 HostLinkSpec read_host_link(const JsonNode& n) {
+  n.check_keys({"name", "peak_GBps", "h2d", "d2h", "duplex_fraction", "size_curve"});
   HostLinkSpec l;
   l.name = n.get_string("name");
   l.peak_GBps = n.get_positive_number("peak_GBps");
   l.h2d = read_direction(n.at("h2d"));
   l.d2h = read_direction(n.at("d2h"));
   const JsonNode duplex = n.at("duplex_fraction");
+  duplex.check_keys({"h2d", "d2h"});
   l.duplex_fraction_h2d = fraction(duplex, "h2d");
   l.duplex_fraction_d2h = fraction(duplex, "d2h");
   l.size_curve = EfficiencyCurve::from_json(n.at("size_curve"), "bytes", "fraction");
@@ -184,10 +197,12 @@ HostLinkSpec read_host_link(const JsonNode& n) {
 }
 
 CollectiveSpec read_collective(const JsonNode& n) {
+  n.check_keys({"alpha_us", "busbw_GBps"});
   return {n.get_nonneg_number("alpha_us"), n.get_positive_number("busbw_GBps")};
 }
 
 CollectiveDomainSpec read_domain(const JsonNode& n) {
+  n.check_keys({"host_staged", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "fabric", "send_recv"});
   CollectiveDomainSpec d;
   d.host_staged = n.at("host_staged").as_bool();
   d.all_reduce = read_collective(n.at("all_reduce"));
@@ -198,15 +213,17 @@ CollectiveDomainSpec read_domain(const JsonNode& n) {
   if (fabric == "mesh") d.fabric = IntraFabric::kMesh;
   else if (fabric != "switch")
     n.at("fabric").fail("expected \"switch\" or \"mesh\", got \"" + fabric + "\"");
-  if (auto sr = n.find("send_recv"))
+  if (auto sr = n.find("send_recv")) {
+    sr->check_keys({"alpha_us", "GBps"});
     d.send_recv = SendRecvSpec{sr->get_nonneg_number("alpha_us"), sr->get_positive_number("GBps")};
+  }
   return d;
 }
 
 NetworkSpec read_network(const JsonNode& n) {
+  n.check_keys({"nics_per_node", "nic_Gbps", "efficiency", "hop_latency_us", "send_recv_alpha_us"});
   NetworkSpec s;
-  s.nics_per_node = static_cast<int>(n.get_nonneg_int("nics_per_node"));
-  if (s.nics_per_node < 1) n.at("nics_per_node").fail("expected an integer >= 1");
+  s.nics_per_node = static_cast<int>(n.get_int_in("nics_per_node", 1, kMaxGpusPerNode));
   s.nic_Gbps = n.get_positive_number("nic_Gbps");
   s.efficiency = fraction(n, "efficiency");
   s.hop_latency_us = n.get_nonneg_number("hop_latency_us");
@@ -235,6 +252,8 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   if (version != kMachineVersion)
     root.at("version").fail("unsupported version " + std::to_string(version) + " (this build reads " +
                             std::to_string(kMachineVersion) + ")");
+  root.check_keys({"format", "version", "name", "description", "gpu", "host", "host_link", "cpu_adam",
+                   "host_passes", "gpu_adam", "collectives", "network", "provenance"});
   Machine m;
   m.source = source;
   m.name = root.get_string("name");
@@ -243,18 +262,22 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   m.host = read_host(root.at("host"));
   m.host_link = read_host_link(root.at("host_link"));
   const JsonNode ca = root.at("cpu_adam");
+  ca.check_keys({"per_core_params_per_s", "dram_efficiency", "bytes_per_param", "fixed_overhead_us", "torch_slowdown"});
   m.cpu_adam.per_core_params_per_s = ca.get_positive_number("per_core_params_per_s");
   m.cpu_adam.dram_efficiency = fraction(ca, "dram_efficiency");
   m.cpu_adam.bytes_per_param = ca.get_positive_number("bytes_per_param");
   m.cpu_adam.fixed_overhead_us = ca.get_nonneg_number("fixed_overhead_us");
   m.cpu_adam.torch_slowdown = ca.has("torch_slowdown") ? ca.get_positive_number("torch_slowdown") : 1.0;
   if (auto hp = root.find("host_passes")) {
+    hp->check_keys({"overflow_scan_ns_per_elem", "unscale_ns_per_elem", "fp16_copy_ns_per_elem"});
     m.host_passes.overflow_scan_ns_per_elem = hp->get_nonneg_number("overflow_scan_ns_per_elem");
     m.host_passes.unscale_ns_per_elem = hp->get_nonneg_number("unscale_ns_per_elem");
     m.host_passes.fp16_copy_ns_per_elem = hp->get_nonneg_number("fp16_copy_ns_per_elem");
   }
+  root.at("gpu_adam").check_keys({"bytes_per_param"});
   m.gpu_adam.bytes_per_param = root.at("gpu_adam").get_positive_number("bytes_per_param");
   const JsonNode coll = root.at("collectives");
+  coll.check_keys({"intra_node", "inter_node"});
   m.intra_node = read_domain(coll.at("intra_node"));
   if (auto inter = coll.find("inter_node")) m.inter_node = read_domain(*inter);
   if (auto net = root.find("network")) m.network = read_network(*net);

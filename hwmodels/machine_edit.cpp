@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -59,7 +60,11 @@ bool covers(const std::string& prefix, const std::string& pointer) {
 void merge_into(nlohmann::json& base, const nlohmann::json& frag, const std::string& pointer,
                 bool top, std::vector<std::string>& replaced) {
   for (auto it = frag.begin(); it != frag.end(); ++it) {
-    if (top && (it.key() == "format" || it.key() == "version" || it.key() == "provenance")) continue;
+    // A fragment's own header and measurements (protwin-probe writes "generator" and "raw") are
+    // not machine fields.
+    if (top && (it.key() == "format" || it.key() == "version" || it.key() == "provenance" ||
+                it.key() == "generator" || it.key() == "raw"))
+      continue;
     const std::string p = pointer + "/" + escape(it.key());
     if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object()) {
       merge_into(base[it.key()], it.value(), p, false, replaced);
@@ -106,17 +111,23 @@ void apply_override(nlohmann::json& machine_json, const std::string& assignment)
     PROTWIN_CHECK(value == "true" || value == "false", "--set ", path,
                   ": expected true or false, got \"", value, "\"");
     *node = value == "true";
+  } else if (node->is_string()) {
+    *node = value;  // names and enumerations (fabric): the machine's validation checks them
   } else {
     PROTWIN_CHECK(node->is_number(), "--set ", path, ": is ",
                   node->is_object() ? "an object; set one of its fields: " + nearest_keys(*node, "")
-                                    : std::string("not a number"),
+                  : node->is_array() && !node->empty()
+                      ? "an array of " + std::to_string(node->size()) + " values; set one of them: " + path +
+                            ".0 .. " + path + "." + std::to_string(node->size() - 1)
+                      : std::string("neither a number, a boolean nor a string"),
                   "");
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(value.c_str(), &end);
     PROTWIN_CHECK(!value.empty() && *end == '\0' && errno == 0, "--set ", path,
                   ": expected a number, got \"", value, "\"");
-    if (node->is_number_integer() && v == static_cast<double>(static_cast<int64_t>(v)))
+    PROTWIN_CHECK(std::isfinite(v), "--set ", path, ": expected a finite number, got \"", value, "\"");
+    if (node->is_number_integer() && std::abs(v) < 9e18 && v == static_cast<double>(static_cast<int64_t>(v)))
       *node = static_cast<int64_t>(v);
     else
       *node = v;

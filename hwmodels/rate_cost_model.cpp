@@ -16,27 +16,26 @@ using traces::JsonNode;
 inline constexpr const char* kRatesFormat = "protwin.rates";
 inline constexpr int kRatesVersion = 1;
 
-// Unknown keys are refused so that a typo ("GBPs", "latency_ms") never silently costs nothing.
-void check_keys(const JsonNode& node, const std::set<std::string>& allowed) {
-  if (!node.is_object()) node.fail(std::string("expected an object, got ") +
-                                   traces::json_type_name(node.raw()));
-  for (auto it = node.raw().begin(); it != node.raw().end(); ++it) {
-    if (allowed.count(it.key())) continue;
-    std::string known;
-    for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
-    node.fail("unknown field \"" + it.key() + "\" (known: " + known + ")");
-  }
+// Sane ranges of the rates: a rate is 0 (costs nothing) or from 1e-6 (a KB/s, a MFLOPS) to 1e9
+// (an EB/s, a ZFLOPS); a latency at most 1e9 us (17 minutes). Outside them an op's time leaves
+// the simulator's int64 nanoseconds.
+constexpr double kMinRate = 1e-6, kMaxRate = 1e9, kMaxLatencyUs = 1e9;
+
+double rate(const JsonNode& node, const std::string& key) {
+  node.get_positive_number(key);
+  return node.get_number_in(key, kMinRate, kMaxRate);
 }
 
-double nonneg_or(const JsonNode& node, const std::string& key, double fallback) {
-  return node.has(key) ? node.get_nonneg_number(key) : fallback;
+double rate_or_zero(const JsonNode& node, const std::string& key) {
+  if (!node.has(key) || node.at(key).as_number() == 0) return 0;  // 0: costs nothing
+  return rate(node, key);
 }
 
 }  // namespace
 
 RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode root(&j, std::make_shared<const std::string>(source), "");
-  check_keys(root, {"format", "version", "links", "streams", "default", "note", "provenance"});
+  root.check_keys({"format", "version", "links", "streams", "default", "note", "provenance"});
   // format and version are optional (rates embedded in a plan's meta.rates omit them).
   if (root.has("format")) {
     const std::string format = root.get_string("format");
@@ -53,24 +52,24 @@ RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::strin
   }
 
   RateCostModel m;
+  m.source_ = source;
   if (auto links = root.find("links")) {
     if (!links->is_object()) links->fail(std::string("expected an object, got ") + traces::json_type_name(links->raw()));
     for (auto it = links->raw().begin(); it != links->raw().end(); ++it) {
       const JsonNode l = links->at(it.key());
-      check_keys(l, {"GBps", "note"});
-      m.links_.push_back(LinkSpec{it.key(), l.get_positive_number("GBps")});
+      l.check_keys({"GBps", "note"});
+      m.links_.push_back(LinkSpec{it.key(), rate(l, "GBps")});
     }
   }
 
   auto read_rate = [&](const JsonNode& s, bool allow_links) {
-    check_keys(s, allow_links ? std::set<std::string>{"tflops", "GBps", "latency_us", "links",
-                                                      "max_GBps", "note"}
-                              : std::set<std::string>{"tflops", "GBps", "latency_us", "note"});
+    s.check_keys(allow_links ? std::set<std::string>{"tflops", "GBps", "latency_us", "links", "max_GBps", "note"}
+                             : std::set<std::string>{"tflops", "GBps", "latency_us", "note"});
     StreamRate r;
-    r.tflops = nonneg_or(s, "tflops", 0);
-    r.GBps = nonneg_or(s, "GBps", 0);
-    r.latency_us = nonneg_or(s, "latency_us", 0);
-    r.max_GBps = nonneg_or(s, "max_GBps", 0);
+    r.tflops = rate_or_zero(s, "tflops");
+    r.GBps = rate_or_zero(s, "GBps");
+    r.latency_us = s.has("latency_us") ? s.get_number_in("latency_us", 0, kMaxLatencyUs) : 0;
+    r.max_GBps = rate_or_zero(s, "max_GBps");
     if (auto links = s.find("links")) {
       const size_t n = links->size();
       if (n < 1 || n > static_cast<size_t>(OpCost::kMaxLinks)) {
@@ -141,8 +140,10 @@ OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& /*plan*/) c
     c.max_GBps = r.max_GBps;
   }
   // Rounded up to whole ns, never to zero for a positive time (traces/units.h).
-  const double up = std::ceil(ns);
-  c.fixed = SimTime(ns <= 0 ? 0 : up < 1 ? 1 : static_cast<int64_t>(up));
+  PROTWIN_CHECK(ns < static_cast<double>(kSimHorizonNs), traces::describe_op(op), ": ", op.work.flops, " flops and ",
+                op.work.bytes, " bytes take longer than the simulator's horizon of 2^62 ns (146 years) at the rates "
+                "of ", source_);
+  c.fixed = ceil_ns(ns);
   return c;
 }
 

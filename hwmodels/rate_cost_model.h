@@ -9,7 +9,9 @@
 // An op's time on a stream without links: latency + flops/tflops + bytes/GBps. On a stream with
 // links: latency, then work.bytes over those links (shared max-min fairly with other transfers),
 // each transfer capped at the stream's max_GBps (0 = no cap). Times round up to whole ns.
-// Unknown fields are errors ("note" is allowed everywhere, "provenance" at the top). "format" and
+// Unknown fields are errors ("note" is allowed everywhere, "provenance" at the top). Rates are 0
+// or from 1e-6 to 1e9 (GB/s, TFLOPS), latencies from 0 to 1e9 us; an op that would take longer
+// than the simulator's horizon (2^62 ns) is an error naming the op and the rates. "format" and
 // "version" may be omitted (rates embedded in a plan's meta.rates); when given they must match.
 // Streams not listed use "default"; without one, unit rates (1 TFLOPS, 1 GB/s, no latency), so
 // an empty object is valid "built-in unit rates".
@@ -43,6 +45,7 @@ class RateCostModel : public CostModel {
 
  private:
   std::vector<LinkSpec> links_;
+  std::string source_;  // the rates file (or "plan.json:/meta/rates"), for errors
   const StreamRate& rate_of(const std::string& stream) const;
 
   // By name, in name order; plans have a handful of streams, so a scan beats hashing.

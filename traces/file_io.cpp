@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -55,6 +56,27 @@ void require_writable(const std::string& path, const std::string& flag) {
   PROTWIN_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), flag, " ", path, ": folder ", dir,
                 " does not exist");
   PROTWIN_CHECK(::access(dir.c_str(), W_OK) == 0, flag, " ", path, ": folder ", dir, " is not writable");
+  PROTWIN_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), flag, " ", path,
+                ": is a folder; expected a file name");
+}
+
+void require_creatable_folder(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  PROTWIN_CHECK(!path.empty(), flag, ": expected a folder name, got an empty one");
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(path), ec);
+  PROTWIN_CHECK(!ec, flag, " ", path, ": not a usable folder name (", ec.message(), ")");
+  // The nearest existing part: a folder we may write into (or the folder itself).
+  while (!fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
+  PROTWIN_CHECK(fs::is_directory(p, ec), flag, " ", path, ": ", p.string(), " exists and is not a folder");
+  PROTWIN_CHECK(::access(p.c_str(), W_OK) == 0, flag, " ", path, ": folder ", p.string(), " is not writable");
+}
+
+void create_folders(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  PROTWIN_CHECK(!ec && std::filesystem::is_directory(path), flag, " ", path, ": cannot create folder (",
+                ec ? ec.message() : std::string("exists and is not a folder"), ")");
 }
 
 }  // namespace protwin::traces

@@ -12,8 +12,16 @@ std::string read_file(const std::string& path);
 // Writes `content` to `path` atomically (temporary file + fsync + rename).
 void write_file_atomic(const std::string& path, const std::string& content);
 
-// Checks, before long work, that `path` can be written later: its folder exists and is writable.
-// A user error naming `flag` and the folder otherwise.
+// Checks, before long work, that `path` can be written later: its folder exists and is writable,
+// and `path` is not itself a folder. A user error naming `flag` and the folder otherwise.
 void require_writable(const std::string& path, const std::string& flag);
+
+// Checks, before long work, that the folder `path` exists or can be created: every existing part
+// of it is a folder and the nearest existing one is writable. A user error naming `flag` otherwise.
+void require_creatable_folder(const std::string& path, const std::string& flag);
+
+// Creates the folder `path` and any missing parents (mkdir -p); a user error naming `flag` if it
+// cannot.
+void create_folders(const std::string& path, const std::string& flag);
 
 }  // namespace protwin::traces

@@ -1,6 +1,7 @@
 #include "traces/json_reader.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "traces/error.h"
 #include "traces/file_io.h"
@@ -71,7 +72,20 @@ std::string JsonNode::as_string() const {
 
 double JsonNode::as_number() const {
   if (!value_->is_number()) fail("expected a number, got " + describe(*value_));
-  return value_->get<double>();
+  const double v = value_->get<double>();
+  // 1e400 parses as inf; edited documents (--set) may hold inf or nan.
+  if (!std::isfinite(v)) fail(std::string("expected a finite number, got ") + (v != v ? "nan" : v > 0 ? "inf" : "-inf"));
+  return v;
+}
+
+void JsonNode::check_keys(const std::set<std::string>& allowed) const {
+  if (!value_->is_object()) fail("expected an object, got " + describe(*value_));
+  for (auto it = value_->begin(); it != value_->end(); ++it) {
+    if (allowed.count(it.key())) continue;
+    std::string known;
+    for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+    fail("unknown field \"" + it.key() + "\" (known: " + known + ")");
+  }
 }
 
 int64_t JsonNode::as_int() const {
@@ -129,6 +143,30 @@ int64_t JsonNode::get_nonneg_int(const std::string& key, int64_t fallback) const
   return has(key) ? get_nonneg_int(key) : fallback;
 }
 
+namespace {
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+double JsonNode::get_number_in(const std::string& key, double lo, double hi) const {
+  JsonNode n = at(key);
+  const double v = n.as_number();
+  if (!(v >= lo)) n.fail("expected a number >= " + number_text(lo) + ", got " + describe(n.raw()));
+  if (!(v <= hi)) n.fail("expected a number <= " + number_text(hi) + ", got " + describe(n.raw()));
+  return v;
+}
+
+int64_t JsonNode::get_int_in(const std::string& key, int64_t lo, int64_t hi) const {
+  JsonNode n = at(key);
+  const int64_t v = n.as_int();
+  if (v < lo) n.fail("expected an integer >= " + std::to_string(lo) + ", got " + describe(n.raw()));
+  if (v > hi) n.fail("expected an integer <= " + std::to_string(hi) + ", got " + describe(n.raw()));
+  return v;
+}
+
 bool JsonNode::get_bool(const std::string& key, bool fallback) const {
   auto n = find(key);
   return n ? n->as_bool() : fallback;
@@ -148,6 +186,9 @@ JsonDocument JsonDocument::parse(const std::string& text, const std::string& nam
     }
     throw Error(name + ": malformed JSON at line " + std::to_string(line) + ", column " +
                 std::to_string(col));
+  } catch (const nlohmann::json::exception& e) {  // e.g. out_of_range 406: a number past double
+    const std::string what = e.what();
+    throw Error(name + ": malformed JSON: " + what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2));
   }
   return doc;
 }

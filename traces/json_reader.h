@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +44,11 @@ class JsonNode {
   int64_t as_int() const;  // integral numbers only
   bool as_bool() const;
 
-  // Member shortcuts, with range checks that name the field.
+  // Fails naming the first member that `allowed` does not list (and the allowed ones), so that a
+  // typo ("GBPs", "latency_ms") is never silently ignored. Fails if this is not an object.
+  void check_keys(const std::set<std::string>& allowed) const;
+
+  // Member shortcuts, with range checks that name the field. Numbers are finite.
   std::string get_string(const std::string& key) const { return at(key).as_string(); }
   std::string get_string(const std::string& key, const std::string& fallback) const;
   double get_number(const std::string& key) const { return at(key).as_number(); }
@@ -54,6 +59,8 @@ class JsonNode {
   int64_t get_int(const std::string& key, int64_t fallback) const;
   int64_t get_nonneg_int(const std::string& key) const;
   int64_t get_nonneg_int(const std::string& key, int64_t fallback) const;
+  double get_number_in(const std::string& key, double lo, double hi) const;  // lo <= v <= hi
+  int64_t get_int_in(const std::string& key, int64_t lo, int64_t hi) const;  // lo <= v <= hi
   bool get_bool(const std::string& key, bool fallback) const;
 
  private:

@@ -66,6 +66,12 @@ double num(const nlohmann::json& e, const char* key) {
   return it != e.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
+// A string member of an event checked by import_kineto ("" when absent).
+std::string member(const nlohmann::json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 const nlohmann::json* arg(const nlohmann::json& e, const char* key) {
   auto a = e.find("args");
   if (a == e.end() || !a->is_object()) return nullptr;
@@ -149,7 +155,7 @@ std::string op_dtype(const nlohmann::json& op) {
 bool gemm_shape(const nlohmann::json& op, std::string& kind, std::vector<int64_t>& shape) {
   const nlohmann::json* dims = arg(op, "Input Dims");
   if (!dims || !dims->is_array()) return false;
-  const std::string name = op.value("name", "");
+  const std::string name = member(op, "name");
   size_t a_idx;
   if (name == "aten::mm" || name == "aten::bmm") a_idx = 0;
   else if (name == "aten::addmm" || name == "aten::baddbmm") a_idx = 1;
@@ -220,20 +226,32 @@ std::string memcpy_kind(const std::string& name) {
   return "memcpy:" + name;
 }
 
+// The name of the device the first GPU event ran on (the first device's otherwise) from
+// deviceProperties: [{"id", "name", ...}]; every entry must be an object with a string name.
 std::string device_name(const JsonNode& root, const nlohmann::json* first_gpu_event) {
   if (!root.is_object() || !root.has("deviceProperties")) return "unknown";
-  const nlohmann::json& props = root.raw()["deviceProperties"];
-  if (!props.is_array() || props.empty()) return "unknown";
+  const JsonNode props = root.at("deviceProperties");
+  if (props.size() == 0) return "unknown";  // size() fails naming the pointer unless an array
   int64_t want = 0;
   if (first_gpu_event) {
     const nlohmann::json* d = arg(*first_gpu_event, "device");
     if (d && d->is_number_integer()) want = d->get<int64_t>();
   }
-  for (const auto& p : props) {
-    if (p.is_object() && p.value("id", int64_t{-1}) == want && p.contains("name") && p["name"].is_string())
-      return p["name"].get<std::string>();
+  std::string first;
+  for (size_t i = 0; i < props.size(); ++i) {
+    const JsonNode p = props.at(i);
+    if (!p.is_object()) p.fail("expected a device object {\"id\", \"name\", ...}, got " + std::string(json_type_name(p.raw())));
+    const std::string name = p.get_string("name", "unknown");
+    const auto id = p.raw().find("id");
+    if (id != p.raw().end() && id->is_number_integer() && id->get<int64_t>() == want) return name;
+    if (i == 0) first = name;
   }
-  return props[0].is_object() ? props[0].value("name", "unknown") : "unknown";
+  return first;
+}
+
+// The string member `key` of an event ("" when absent); any other type fails naming the pointer.
+std::string event_string(const JsonNode& event, const char* key) {
+  return event.get_string(key, "");
 }
 
 }  // namespace
@@ -336,11 +354,30 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
   const size_t n = events.size();  // fails with "expected an array" when it is not one
   const nlohmann::json& evs = events.raw();
 
+  // Every event is an object whose ph, cat and name are strings, and a complete ("X") event of
+  // the categories read here has a duration >= 0 (its start, if any, is a number).
+  for (size_t i = 0; i < n; ++i) {
+    const JsonNode e = events.at(i);
+    if (!e.is_object())
+      e.fail("expected a trace event object {\"ph\", \"cat\", \"name\", ...}, got " +
+             std::string(json_type_name(e.raw())));
+    const std::string cat = event_string(e, "cat");
+    event_string(e, "name");
+    if (event_string(e, "ph") != "X") continue;
+    const bool timed = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cpu_op";
+    if (timed && !(e.has("dur") && e.raw()["dur"].is_number()))
+      e.fail("expected a \"dur\" number on a complete (\"X\") event");
+    if (timed || cat == "cuda_runtime") {
+      if (e.has("dur")) e.get_nonneg_number("dur");  // µs: fails naming /dur when negative
+      if (e.has("ts")) e.get_number("ts");
+    }
+  }
+
   LaunchingOps launching;
   const nlohmann::json* first_gpu = nullptr;
   for (const auto& e : evs) {
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
-    const std::string cat = e.value("cat", "");
+    if (member(e, "ph") != "X") continue;
+    const std::string cat = member(e, "cat");
     if (cat == "cpu_op") launching.add_op(e);
     else if (cat == "cuda_runtime") launching.add_call(e);
     else if (!first_gpu && (cat == "kernel" || cat == "gpu_memcpy")) first_gpu = &e;
@@ -351,13 +388,11 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
   Grouper gpu(source), cpu(source);
   for (size_t i = 0; i < n; ++i) {
     const nlohmann::json& e = evs[i];
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
-    const std::string cat = e.value("cat", "");
+    if (member(e, "ph") != "X") continue;
+    const std::string cat = member(e, "cat");
     if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset" && cat != "cpu_op") continue;
-    if (!e.contains("dur") || !e["dur"].is_number())
-      events.at(i).fail("expected a \"dur\" number on a complete (\"X\") event");
     const double dur = e["dur"].get<double>();
-    const std::string name = e.value("name", "");
+    const std::string name = member(e, "name");
 
     OpSignature sig;
     if (cat == "kernel") {

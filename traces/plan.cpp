@@ -19,6 +19,11 @@ namespace {
 constexpr const char* kTensorKindNames[] = {"param_chunk", "grad_chunk", "optim_state",
                                             "activation",  "buffer",     "other"};
 
+constexpr const char* kOpKinds[] = {"forward",   "backward",       "recompute",  "h2d",       "d2h",
+                                    "all_gather", "reduce_scatter", "all_reduce", "broadcast", "send_recv",
+                                    "adam_cpu",  "adam_device",    "host_cast",  "host_pass", "alloc",
+                                    "free"};
+
 std::vector<int> read_int_list(const JsonNode& n) {
   std::vector<int> out;
   out.reserve(n.size());
@@ -29,8 +34,8 @@ std::vector<int> read_int_list(const JsonNode& n) {
 PoolSpec read_pool(const JsonNode& n) {
   PoolSpec p;
   p.name = n.get_string("name");
-  p.capacity = Bytes(n.get_nonneg_int("capacity_bytes"));
-  p.initial = Bytes(n.get_nonneg_int("initial_bytes", 0));
+  p.capacity = Bytes(n.get_int_in("capacity_bytes", 0, kMaxPlanBytes));
+  p.initial = Bytes(n.has("initial_bytes") ? n.get_int_in("initial_bytes", 0, kMaxPlanBytes) : 0);
   if (p.initial > p.capacity)
     n.at("initial_bytes").fail("initial bytes " + std::to_string(p.initial.n) +
                                " exceed the pool's capacity " + std::to_string(p.capacity.n));
@@ -53,7 +58,7 @@ TensorSpec read_tensor(const JsonNode& n) {
   TensorSpec t;
   t.id = static_cast<int>(n.get_int("id"));
   t.name = n.get_string("name", "");
-  t.bytes = Bytes(n.get_nonneg_int("bytes"));
+  t.bytes = Bytes(n.get_int_in("bytes", 0, kMaxPlanBytes));
   t.dtype = n.get_string("dtype", "fp32");
   bool ok = true;
   const std::string kind = n.get_string("kind", "other");
@@ -84,13 +89,20 @@ ChunkSpec read_chunk(const JsonNode& n) {
   return c;
 }
 
-Op read_op(const JsonNode& n) {
+// An op; `chunks` is the plan's chunk count (an op's chunk is one of them, or -1 for none).
+Op read_op(const JsonNode& n, size_t chunks) {
   Op op;
   op.id = static_cast<int>(n.get_int("id"));
   op.kind = n.get_string("kind");
+  if (!is_op_kind(op.kind)) n.at("kind").fail("unknown op kind \"" + op.kind + "\"; expected one of " + op_kinds_text());
   op.stream = n.get_string("stream");
   op.block = static_cast<int>(n.get_int("block", -1));
-  op.chunk = static_cast<int>(n.get_int("chunk", -1));
+  const int64_t chunk = n.get_int("chunk", -1);
+  if (chunk != -1 && (chunk < 0 || chunk >= static_cast<int64_t>(chunks)))
+    n.at("chunk").fail("chunk " + std::to_string(chunk) + " does not exist: " +
+                       (chunks == 0 ? std::string("the plan has no chunks")
+                                    : "expected -1 (none) or a chunk id from 0 to " + std::to_string(chunks - 1)));
+  op.chunk = static_cast<int>(chunk);
   op.priority = static_cast<int>(n.get_int("priority", 0));
   if (auto r = n.find("reads")) op.reads = read_int_list(*r);
   if (auto w = n.find("writes")) op.writes = read_int_list(*w);
@@ -105,7 +117,7 @@ Op read_op(const JsonNode& n) {
       JsonNode e = m->at(i);
       MemEffect me;
       me.pool = e.get_string("pool");
-      me.delta_bytes = e.get_int("delta_bytes");
+      me.delta_bytes = e.get_int_in("delta_bytes", -kMaxPlanBytes, kMaxPlanBytes);
       const std::string at = e.get_string("at", "start");
       if (at == "start") me.at = MemAt::kStart;
       else if (at == "end") me.at = MemAt::kEnd;
@@ -296,6 +308,16 @@ TensorKind tensor_kind_from_string(const std::string& s, bool* ok) {
   return TensorKind::kOther;
 }
 
+bool is_op_kind(const std::string& kind) {
+  return std::find(std::begin(kOpKinds), std::end(kOpKinds), kind) != std::end(kOpKinds);
+}
+
+std::string op_kinds_text() {
+  std::string out;
+  for (const char* k : kOpKinds) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
 std::string describe_op(const Op& op) {
   return "plan op " + std::to_string(op.id) + " (" + op.kind + ", stream " + op.stream + ")";
 }
@@ -330,7 +352,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   plan.ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     JsonNode n = ops.at(i);
-    plan.ops.push_back(read_op(n));
+    plan.ops.push_back(read_op(n, plan.chunks.size()));
     if (plan.ops.back().id != static_cast<int>(i))
       n.at("id").fail("op ids must be dense and in order: expected " + std::to_string(i) +
                       ", got " + std::to_string(plan.ops.back().id));
@@ -487,10 +509,20 @@ ValidationResult validate(const Plan& plan) {
   std::vector<uint64_t> resident(static_cast<size_t>(n_tensors), 0);
   for (const auto& t : plan.tensors)
     if (!t.home.empty()) resident[static_cast<size_t>(t.id)] |= uint64_t{1} << plan.pool_index(t.home);
+  // Every effect within kMaxPlanBytes and each pool's effects summing (in absolute value) to at most
+  // 2^60: then no running total below, nor any prefix sum of memory_high_water, overflows.
+  std::vector<int64_t> churn(static_cast<size_t>(n_pools), 0);
   auto apply = [&](const Op& op, MemAt at) {
     for (const auto& m : op.mem) {
       if (m.at != at) continue;
       const int p = plan.pool_index(m.pool);
+      PROTWIN_CHECK(m.delta_bytes >= -kMaxPlanBytes && m.delta_bytes <= kMaxPlanBytes, describe_op(op),
+                    ": memory effect of ", m.delta_bytes, " bytes on pool ", m.pool, " is out of range (at most ",
+                    kMaxPlanBytes, " bytes either way)");
+      int64_t& c = churn[static_cast<size_t>(p)];
+      c += m.delta_bytes < 0 ? -m.delta_bytes : m.delta_bytes;
+      PROTWIN_CHECK(c <= (int64_t{1} << 60), describe_op(op), ": the memory effects on pool ", m.pool,
+                    " add up to more than 2^60 bytes");
       int64_t& u = used[static_cast<size_t>(p)];
       u += m.delta_bytes;
       PROTWIN_CHECK(u >= 0, describe_op(op), ": pool ", m.pool, " below zero (", u,

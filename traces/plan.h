@@ -20,6 +20,16 @@ namespace protwin::traces {
 inline constexpr const char* kPlanFormat = "protwin.plan";
 inline constexpr int kPlanVersion = 1;
 
+// The largest pool capacity, tensor and memory effect a Plan may hold (1 PiB); the sum of a pool's
+// effects is bounded too, so no memory walk overflows int64.
+inline constexpr int64_t kMaxPlanBytes = int64_t{1} << 50;
+
+// The op kinds of Plan IR v1 (kinds only ever grow): forward, backward, recompute, h2d, d2h,
+// all_gather, reduce_scatter, all_reduce, broadcast, send_recv, adam_cpu, adam_device, host_cast,
+// host_pass, alloc, free. Reading a plan with any other kind fails naming its pointer.
+bool is_op_kind(const std::string& kind);
+std::string op_kinds_text();  // "forward, backward, ..." for messages
+
 // A memory pool the plan uses, with its capacity (from meta.pools).
 struct PoolSpec {
   std::string name;          // "gpu", "pinned", "pageable", ...

@@ -28,6 +28,10 @@ struct SimTime {
   constexpr bool operator>=(SimTime o) const { return ns >= o.ns; }
 };
 
+// The simulated clock's horizon, 2^62 ns (about 146 years): simulators and cost models refuse
+// times beyond it (the plan's work or the rates are out of range) instead of overflowing int64.
+inline constexpr int64_t kSimHorizonNs = int64_t{1} << 62;
+
 struct Bytes {
   int64_t n = 0;
   constexpr Bytes() = default;
@@ -43,20 +47,24 @@ struct Bytes {
   constexpr bool operator>=(Bytes o) const { return n >= o.n; }
 };
 
+// Nanoseconds (double) to SimTime: rounded up so that no positive duration becomes zero; past
+// the horizon (or nan) it saturates at SimTime::max(), which the simulator refuses by name.
+inline SimTime ceil_ns(double ns) {
+  if (ns <= 0) return SimTime(0);
+  if (!(ns < static_cast<double>(kSimHorizonNs))) return SimTime::max();
+  const double up = std::ceil(ns);
+  return SimTime(up < 1 ? 1 : static_cast<int64_t>(up));
+}
+
 // Duration of moving `bytes` at `gb_per_s` (1 GB/s = 1 byte/ns), rounded up, at least 1 ns for a
 // non-empty transfer.
 inline SimTime transfer_time(double bytes, double gb_per_s) {
   if (bytes <= 0) return SimTime(0);
-  const double ns = std::ceil(bytes / gb_per_s);
-  return SimTime(ns < 1 ? 1 : static_cast<int64_t>(ns));
+  return ceil_ns(bytes / gb_per_s);
 }
 
 // Seconds (double) to SimTime, rounded up so that no positive duration becomes zero.
-inline SimTime from_seconds(double s) {
-  if (s <= 0) return SimTime(0);
-  const double ns = std::ceil(s * 1e9);
-  return SimTime(ns < 1 ? 1 : static_cast<int64_t>(ns));
-}
+inline SimTime from_seconds(double s) { return ceil_ns(s * 1e9); }
 
 inline constexpr int64_t kKiB = 1024;
 inline constexpr int64_t kMiB = 1024 * kKiB;

@@ -9,7 +9,6 @@
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
-#include "traces/file_io.h"
 #include "traces/report.h"
 
 namespace protwin::cli {
@@ -45,8 +44,7 @@ int run_train(const std::vector<std::string>& args) {
     return 0;
   require(vm, "plan");
   require(vm, "steps");
-  if (!out_path.empty()) traces::require_writable(out_path, "-o");
-  if (!trace_path.empty()) traces::require_writable(trace_path, "--chrome-trace");
+  PROTWIN_CHECK(o.lr > 0 && o.lr <= 1000, "--lr ", o.lr, ": expected a learning rate > 0 (and at most 1000)");
   const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path);
   const rt::TrainResult r = rt::train(rp, o);
 

@@ -291,7 +291,11 @@ void Run::begin(size_t i) {
     after_fixed(i);
   } else {
     const bool transfer = t.route >= 0;
-    engine_.schedule(SimTime(engine_.now().ns + t.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
+    const int64_t now = engine_.now().ns;
+    PROTWIN_CHECK(t.fixed <= kSimHorizonNs - now, traces::describe_op(plan_.ops[i]), ": takes ",
+                  SimTime(t.fixed).seconds(), " s from ", engine_.now().seconds(), " s on, past the simulator's "
+                  "horizon of 2^62 ns (146 years); the plan's work or the cost model's rates are out of range");
+    engine_.schedule(SimTime(now + t.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
                      payload(transfer ? kFixedDone : kEnd, i));
   }
 }

@@ -58,15 +58,22 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp) {
   return (vocab + step - 1) / step * step;
 }
 
-MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
-                               const EstimateOptions& opt) {
-  check_constraints(model, cfg, opt);
+void check_estimate_options(const EstimateOptions& opt) {
   PROTWIN_CHECK(opt.zero_stage >= 0 && opt.zero_stage <= 3, "--zero-stage ", opt.zero_stage,
                 ": expected 0, 1, 2 or 3");
   PROTWIN_CHECK(opt.num_microbatches >= 0, "--num-microbatches ", opt.num_microbatches,
                 ": must be at least 1");
   PROTWIN_CHECK(opt.pad_vocab_multiple >= 0, "--pad-vocab ", opt.pad_vocab_multiple,
                 ": must be 0 (off) or a positive multiple");
+  // Padded V = ceil(V / (multiple * TP)) * multiple * TP must stay far from int64's limit.
+  PROTWIN_CHECK(opt.pad_vocab_multiple <= kMaxPadVocab, "--pad-vocab ", opt.pad_vocab_multiple,
+                ": expected at most ", kMaxPadVocab, " (Megatron pads to a multiple of 128)");
+}
+
+MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
+                               const EstimateOptions& opt) {
+  check_estimate_options(opt);
+  check_constraints(model, cfg, opt);
   MemoryEstimate e;
   e.method = opt.method;
   e.vocab_used = padded_vocab(model.vocab, opt.pad_vocab_multiple, cfg.tp);

@@ -41,6 +41,11 @@ struct ParallelConfig {
   int64_t gpus = 0;
 };
 
+// The largest world size (TP·CP·PP·DP) and vocabulary padding multiple the estimators accept:
+// far beyond any cluster, far below where products of the sizes overflow int64.
+inline constexpr int64_t kMaxWorldSize = int64_t{1} << 24;
+inline constexpr int64_t kMaxPadVocab = int64_t{1} << 20;
+
 enum class EstimateMethod { kFujii, kMegatron, kKorthikanti, kZero };
 enum class Recompute { kNone, kSelective, kFull };
 // Embedding-input activation term: the authors' code has 8·s'·b·h·p/t, upstream Megatron 8·s·b·p/t.
@@ -103,7 +108,11 @@ int64_t transformer_parameter_count(const EstimateModel& model);
 // V rounded up to a multiple of multiple·tp (0 = unchanged), as Megatron pads.
 int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp);
 
-// The estimate; checks the constraints first (parallel_constraints.h).
+// Checks the switches that do not depend on the layout (--zero-stage, --num-microbatches,
+// --pad-vocab); errors name the flag. estimate and estimate-search share it.
+void check_estimate_options(const EstimateOptions& opt);
+
+// The estimate; checks the options and the constraints first (parallel_constraints.h).
 MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
                                const EstimateOptions& opt = {});
 

@@ -9,6 +9,7 @@ using protwin::detail::concat;
 const char* constraint_key(ConstraintKind k) {
   switch (k) {
     case ConstraintKind::kPositive: return "positive";
+    case ConstraintKind::kModelSize: return "model_size";
     case ConstraintKind::kLayersPp: return "layers_pp";
     case ConstraintKind::kHeadsTp: return "heads_tp";
     case ConstraintKind::kKvHeadsTp: return "kv_heads_tp";
@@ -21,6 +22,15 @@ const char* constraint_key(ConstraintKind k) {
   return "?";
 }
 
+int64_t world_size(int64_t tp, int64_t cp, int64_t pp, int64_t dp) {
+  int64_t world = 1;
+  for (int64_t v : {tp, cp, pp, dp}) {
+    if (v < 1 || world > kMaxWorldSize / v) return -1;
+    world *= v;
+  }
+  return world;
+}
+
 std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const ParallelConfig& c,
                                                   const EstimateOptions& opt) {
   using K = ConstraintKind;
@@ -31,6 +41,16 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
       {"heads", m.heads},   {"kv_heads", m.kv_heads},     {"vocab", m.vocab}};
   for (const auto& [name, v] : model_sizes)
     if (v < 1) return bad(K::kPositive, concat(who, ": ", name, " ", v, " must be at least 1"));
+  // The parameter count in floating point first: the exact int64 count would overflow.
+  const double h = static_cast<double>(m.hidden), L = static_cast<double>(m.layers);
+  const double q = static_cast<double>(m.head_dim()) * static_cast<double>(m.heads);
+  const double kv = static_cast<double>(m.head_dim()) * static_cast<double>(m.kv_heads);
+  const double mlp = (m.swiglu ? 3 : 2) * h * static_cast<double>(m.ffn_hidden);
+  const double params = L * (2 * h * q + 2 * h * kv + mlp + 2 * h) + h +
+                        (m.untied_embeddings ? 2 : 1) * h * static_cast<double>(m.vocab);
+  if (!(params <= kMaxParameters))
+    return bad(K::kModelSize, concat(who, ": about ", params, " parameters, more than the ", kMaxParameters,
+                                     " the estimator counts"));
   const std::pair<const char*, int64_t> sizes[] = {
       {"--seq", c.seq}, {"--mbs", c.mbs}, {"--tp", c.tp}, {"--cp", c.cp}, {"--pp", c.pp}, {"--dp", c.dp}};
   for (const auto& [flag, v] : sizes)
@@ -39,6 +59,10 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
   if (c.gpus < 0) return bad(K::kPositive, concat("--gpus ", c.gpus, ": must be at least 1"));
   if (opt.virtual_stages < 0)
     return bad(K::kPositive, concat("--virtual-stages ", opt.virtual_stages, ": must be at least 1"));
+  const int64_t world = world_size(c.tp, c.cp, c.pp, c.dp);
+  if (world < 0)
+    return bad(K::kWorldSize, concat("--tp/--cp/--pp/--dp: TP*CP*PP*DP = ", c.tp, "*", c.cp, "*", c.pp, "*",
+                                     c.dp, " is more than ", kMaxWorldSize, " GPUs"));
 
   if (m.layers % c.pp != 0)
     return bad(K::kLayersPp, concat("--pp ", c.pp, ": layers ", m.layers, " is not divisible by PP ", c.pp));
@@ -59,7 +83,6 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
     return bad(K::kGbsMbsDp, concat("--gbs ", c.gbs, ": global batch ", c.gbs,
                                     " is not divisible by MBS*DP ", c.mbs * c.dp, " (MBS ", c.mbs,
                                     ", DP ", c.dp, ")"));
-  const int64_t world = c.tp * c.cp * c.pp * c.dp;
   if (c.gpus > 0 && world != c.gpus)
     return bad(K::kWorldSize, concat("--gpus ", c.gpus, ": TP*CP*PP*DP = ", c.tp, "*", c.cp, "*", c.pp,
                                      "*", c.dp, " = ", world, " does not match ", c.gpus, " GPUs"));

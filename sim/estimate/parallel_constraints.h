@@ -12,13 +12,14 @@ namespace protwin::sim {
 
 enum class ConstraintKind {
   kPositive,       // a size is < 1
+  kModelSize,      // the model has more than kMaxParameters parameters (int64 counts would overflow)
   kLayersPp,       // L % PP
   kHeadsTp,        // a % TP
   kKvHeadsTp,      // k % TP
   kSeqCp,          // s % (2·CP)
   kVirtualStages,  // (L / PP) % virtual stages
   kGbsMbsDp,       // GBS % (MBS·DP), incl. GBS < MBS·DP
-  kWorldSize,      // TP·CP·PP·DP ≠ GPUs
+  kWorldSize,      // TP·CP·PP·DP ≠ GPUs, or more than kMaxWorldSize
   kTpCpPerNode,    // TP·CP > GPUs per node (search only)
 };
 
@@ -34,6 +35,13 @@ struct ConstraintViolation {
 std::optional<ConstraintViolation> find_violation(const EstimateModel& model,
                                                   const ParallelConfig& cfg,
                                                   const EstimateOptions& opt = {});
+// The most parameters a model may have (10^15, a thousand times today's largest): exact counts
+// stay far inside int64.
+inline constexpr double kMaxParameters = 1e15;
+
+// TP·CP·PP·DP for sizes >= 1, or -1 when it exceeds kMaxWorldSize (computed without overflow).
+int64_t world_size(int64_t tp, int64_t cp, int64_t pp, int64_t dp);
+
 // Throws protwin::Error with the first violation's message.
 void check_constraints(const EstimateModel& model, const ParallelConfig& cfg,
                        const EstimateOptions& opt = {});

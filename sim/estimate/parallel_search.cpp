@@ -37,7 +37,7 @@ bool by_memory(const SearchCandidate& x, const SearchCandidate& y) {
 
 }  // namespace
 
-SearchResult search_parallel_configs(const EstimateModel& model, const SearchSpace& space,
+ParallelSearchResult search_parallel_configs(const EstimateModel& model, const SearchSpace& space,
                                      const EstimateOptions& opt) {
   PROTWIN_CHECK(space.gpus >= 1, "--gpus ", space.gpus, ": must be at least 1");
   PROTWIN_CHECK(space.gpus_per_node >= 1, "--gpus-per-node ", space.gpus_per_node,
@@ -48,8 +48,9 @@ SearchResult search_parallel_configs(const EstimateModel& model, const SearchSpa
   PROTWIN_CHECK(space.gbs >= 1, "--gbs ", space.gbs, ": must be at least 1");
   PROTWIN_CHECK(model.layers >= 1, "model ", model.name, ": layers ", model.layers,
                 " must be at least 1");
+  check_estimate_options(opt);
 
-  SearchResult r;
+  ParallelSearchResult r;
   r.threshold_gib = space.fit_fraction * space.gpu_memory_gb;
   auto reject = [&r](SearchCandidate c, std::string key, std::string why) {
     c.reason_key = std::move(key);
@@ -83,7 +84,9 @@ SearchResult search_parallel_configs(const EstimateModel& model, const SearchSpa
                         base.dp));
           continue;
         }
-        for (int64_t mbs = 1; mbs * base.dp <= space.gbs; mbs *= 2) {
+        // MBS = 1, 2, 4, ... while MBS*DP <= GBS (by exponent: no overflow for any GBS).
+        for (int k = 0; k < 62 && (int64_t{1} << k) <= space.gbs / base.dp; ++k) {
+          const int64_t mbs = int64_t{1} << k;
           SearchCandidate c = base;
           c.mbs = mbs;
           ParallelConfig cfg;

@@ -35,7 +35,9 @@ struct SearchCandidate {
   MemoryEstimate estimate;
 };
 
-struct SearchResult {
+// Not "SearchResult": sim/search/search.h has one in this namespace, and two classes of one name
+// break the One Definition Rule (the linker kept one inline destructor for both: a crash).
+struct ParallelSearchResult {
   std::vector<SearchCandidate> fitting;   // sorted by total memory, then (tp, cp, pp, mbs)
   std::vector<SearchCandidate> over;      // feasible but above the threshold, same order
   std::vector<SearchCandidate> rejected;  // constraint violations, in enumeration order
@@ -44,7 +46,7 @@ struct SearchResult {
   double threshold_gib = 0;
 };
 
-SearchResult search_parallel_configs(const EstimateModel& model, const SearchSpace& space,
+ParallelSearchResult search_parallel_configs(const EstimateModel& model, const SearchSpace& space,
                                      const EstimateOptions& opt = {});
 
 // Positive divisors of n, ascending.

@@ -500,6 +500,9 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
                                                   : layer_fwd.size() + layer_re.size() + layer_bwd.size();
       expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 2;
     }
+  PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
+                " micro-batches (GBS/(MBS*DP)) make a plan of about ", expected, " ops, more than the ",
+                kMaxPlanOps, " protwin simulates\nhint: raise --mbs or lower --gbs");
   plan.ops.reserve(expected);
 
   Emitter em(plan, bank, o.expand_kernels);

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <thread>
 
 #include "sim/estimate/estimate_json.h"
@@ -35,6 +37,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
   space.gpu_memory_gb = r.gpu_memory_gb;
   space.seq = o.base.seq == 0 ? model.default_seq : o.base.seq;
   space.gbs = o.base.gbs;
+  check_tokens_per_iteration(space.gbs, space.seq);
   EstimateOptions eo;
   eo.recompute = o.base.recompute;
   eo.distributed_optimizer = o.base.distributed_optimizer;
@@ -56,7 +59,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
 
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<size_t> next{0}, done{0};
-  auto work = [&](bool report) {
+  auto work_rows = [&](bool report) {
     for (size_t i = next++; i < rows.size(); i = next++) {
       Search4dRow& row = rows[i];
       Simulate4dConfig cfg;
@@ -76,10 +79,27 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
       if (report && o.progress) o.progress(static_cast<long>(done.load()), static_cast<long>(rows.size()));
     }
   };
+  // A failure other than a refused layout (an internal error, out of memory) stops the pool and
+  // is rethrown once every thread has joined.
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&](bool report) {
+    try {
+      work_rows(report);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = rows.size();
+    }
+  };
   std::vector<std::thread> pool;
-  for (int t = 1; t < o.threads; ++t) pool.emplace_back(work, false);
+  try {
+    for (int t = 1; t < o.threads; ++t) pool.emplace_back(work, false);
+  } catch (...) {  // no more threads: the ones started and this one do the work
+  }
   work(true);
   for (auto& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
   if (o.progress) o.progress(static_cast<long>(rows.size()), static_cast<long>(rows.size()));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -38,7 +38,7 @@ struct Search4dResult {
   int64_t nodes = 0, gpus_per_node = 0, world = 0;
   double gpu_memory_gb = 0;
   MegatronOptions options;     // the searched settings (seq resolved)
-  SearchResult enumeration;
+  ParallelSearchResult enumeration;
   int64_t over_mbs_max = 0;    // fitting layouts left out by mbs_max
   std::vector<Search4dRow> ranked;  // simulated, fastest first; then the refused ones
   int64_t simulated = 0, failed = 0;

@@ -18,6 +18,8 @@ int64_t nodes_for_layout(const ParallelSizes& z, int64_t g, int64_t nodes, const
   for (const auto& [flag, v] : {std::pair<const char*, int64_t>{"--tp", z.tp}, {"--cp", z.cp},
                                 {"--pp", z.pp}, {"--dp", z.dp}})
     PROTWIN_CHECK(v >= 1, flag, " ", v, ": must be at least 1");
+  PROTWIN_CHECK(world_size(z.tp, z.cp, z.pp, z.dp) > 0, "--tp/--cp/--pp/--dp: TP*CP*PP*DP = ", z.tp, "*", z.cp,
+                "*", z.pp, "*", z.dp, " is more than ", kMaxWorldSize, " GPUs");
   const int64_t world = z.world();
   const std::string layout = protwin::detail::concat("TP*CP*PP*DP = ", z.tp, "*", z.cp, "*", z.pp, "*",
                                                      z.dp, " = ", world, " GPUs");
@@ -27,12 +29,22 @@ int64_t nodes_for_layout(const ParallelSizes& z, int64_t g, int64_t nodes, const
     return world <= g ? 1 : world / g;
   }
   PROTWIN_CHECK(nodes >= 1, "--nodes ", nodes, ": must be at least 1");
+  PROTWIN_CHECK(nodes <= kMaxWorldSize / g, "--nodes ", nodes, ": ", nodes, " node(s) of ", g,
+                " GPUs are more than ", kMaxWorldSize, " GPUs");
   PROTWIN_CHECK(nodes * g >= world, "--nodes ", nodes, ": too few: ", nodes, " node(s) of ", g,
                 " GPUs (machine ", machine, ") hold ", nodes * g, " GPUs, but ", layout);
   PROTWIN_CHECK(nodes * g == world || (nodes == 1 && world <= g), "--nodes ", nodes, ": ", nodes,
                 " node(s) of ", g, " GPUs (machine ", machine, ") hold ", nodes * g, " GPUs, but ",
                 layout, "\nhint: the layout must use every GPU; raise --dp or lower --nodes");
   return nodes;
+}
+
+void check_tokens_per_iteration(int64_t gbs, int64_t seq) {
+  PROTWIN_CHECK(seq >= 1 && seq <= kMaxTokensPerIteration, "--seq ", seq, ": must be from 1 to ",
+                kMaxTokensPerIteration);
+  PROTWIN_CHECK(gbs >= 1 && gbs <= kMaxTokensPerIteration / seq, "--gbs ", gbs, ": GBS*seq = ", gbs, "*", seq,
+                " tokens per iteration, more than the ", kMaxTokensPerIteration,
+                " protwin simulates; lower --gbs or --seq");
 }
 
 Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel& cost,
@@ -49,6 +61,9 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   PROTWIN_CHECK(o.gbs >= 1, "--gbs ", o.gbs, ": must be at least 1");
   PROTWIN_CHECK(o.vpp >= 1, "--vpp ", o.vpp, ": must be at least 1");
   PROTWIN_CHECK(o.vpp == 1 || z.pp > 1, "--vpp ", o.vpp, ": the interleaved schedule needs --pp > 1");
+  check_tokens_per_iteration(o.gbs, o.seq);
+  PROTWIN_CHECK(model.layers % z.pp == 0, "--pp ", z.pp, ": layers ", model.layers, " are not divisible by PP ",
+                z.pp);
   PROTWIN_CHECK(model.layers % (z.pp * o.vpp) == 0, "--vpp ", o.vpp, ": layers ", model.layers,
                 " are not divisible by PP*VPP = ", z.pp, "*", o.vpp, " = ", z.pp * o.vpp);
   PROTWIN_CHECK(machine.gpu.compute.count(o.dtype), "--dtype ", o.dtype, ": machine ", machine.name,

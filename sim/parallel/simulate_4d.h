@@ -63,6 +63,12 @@ struct Simulate4dResult {
 int64_t nodes_for_layout(const ParallelSizes& sizes, int64_t gpus_per_node, int64_t nodes,
                          const std::string& machine);
 
+// Tokens of one iteration (GBS x seq) simulate-4d and search-4d accept: 2^30, 256 x Llama 3's
+// 4M-token batches; beyond it iteration times approach int64 nanoseconds.
+inline constexpr int64_t kMaxTokensPerIteration = int64_t{1} << 30;
+// Checks seq and GBS x seq against kMaxTokensPerIteration; errors name --gbs or --seq.
+void check_tokens_per_iteration(int64_t gbs, int64_t seq);
+
 // Checks the layout (errors name the flag: --tp, --pp, --cp, --dp, --mbs, --gbs, --seq, --vpp,
 // --nodes), compiles it, simulates it and measures it.
 Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel& cost,

@@ -165,7 +165,7 @@ TEST_CASE("network and fabric fields are validated with file and pointer", "[hwm
   j = embedded("abci-a100");
   j["network"]["nics_per_node"] = 0;
   CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
-                    "bad.json:/network/nics_per_node: expected an integer >= 1");
+                    "bad.json:/network/nics_per_node: expected an integer >= 1, got integer 0");
   j = embedded("abci-a100");
   j["network"].erase("nic_Gbps");
   CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),

@@ -278,3 +278,44 @@ TEST_CASE("synthetic plans are deterministic from the seed and always fit", "[en
   for (const auto& s : r.streams) ops += s.ops;
   CHECK(ops == 500);
 }
+
+namespace {
+// Every op takes `fixed` ns and then moves `bytes` over link 0 (of `gbps` GB/s) when bytes > 0.
+class FixedCost final : public hw::CostModel {
+ public:
+  FixedCost(SimTime fixed, double bytes, double gbps) : fixed_(fixed), bytes_(bytes), gbps_(gbps) {}
+  std::vector<hw::LinkSpec> links() const override { return {{"link", gbps_}}; }
+  hw::OpCost cost(const traces::Op&, const traces::Plan&) const override {
+    hw::OpCost c;
+    c.fixed = fixed_;
+    if (bytes_ > 0) c.links = {0, -1, -1}, c.link_bytes = bytes_;
+    return c;
+  }
+
+ private:
+  SimTime fixed_;
+  double bytes_, gbps_;
+};
+}  // namespace
+
+TEST_CASE("times past the simulator's horizon are user errors naming the op, not overflows", "[engine][sim]") {
+  auto p = plan_with_streams({"compute"});
+  add_op(p, "forward", "compute");
+  add_op(p, "forward", "compute", {0});
+  // A saturated duration (a cost model's from_seconds of an absurd time) after another op.
+  CHECK(from_seconds(1e300) == SimTime::max());
+  CHECK(transfer_time(1e30, 1e-9) == SimTime::max());
+  CHECK(from_seconds(1e-12) == SimTime(1));
+  try {
+    PlanSimulator(FixedCost(SimTime(kSimHorizonNs - 10), 0, 1)).run(p);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK(std::string(e.what()).rfind("plan op 1 (forward, stream compute): takes 4.61169e+09 s from 4.61169e+09 s "
+                                      "on, past the simulator's horizon of 2^62 ns (146 years)", 0) == 0);
+  }
+  // A transfer that would end past it.
+  CHECK_THROWS_WITH(PlanSimulator(FixedCost(SimTime(0), 1e30, 1e-6)).run(p),
+                    Catch::Matchers::StartsWith("a transfer of 1e+30 bytes at 1e-06 GB/s would end past the "
+                                                "simulator's horizon of 2^62 ns (146 years)"));
+}

@@ -1,6 +1,8 @@
 // Oracles: closed-form op times (latency + flops/tflops + bytes/GBps) and exact error messages.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "plan_builder.h"
 #include "traces/error.h"
 
@@ -90,4 +92,24 @@ TEST_CASE("RateCostModel::load reads a file and names it in errors", "[engine][r
   CHECK(!m.links().empty());
   CHECK_THROWS_WITH(hw::RateCostModel::load(dir + "/tests/sim/engine/no_such_rates.json"),
                     Catch::Contains("no_such_rates.json"));
+}
+
+TEST_CASE("RateCostModel: rates outside a sane range are refused, absurd work names op and rates", "[engine][rates]") {
+  CHECK_THROWS_WITH(rates(R"({"streams": {"compute": {"latency_us": 1e300}}})"),
+                    "rates.json:/streams/compute/latency_us: expected a number <= 1e+09, got number 1e+300");
+  CHECK_THROWS_WITH(rates(R"({"streams": {"compute": {"tflops": 1e-300}}})"),
+                    "rates.json:/streams/compute/tflops: expected a number >= 1e-06, got number 1e-300");
+  CHECK_THROWS_WITH(rates(R"({"links": {"pcie": {"GBps": 1e12}}})"),
+                    "rates.json:/links/pcie/GBps: expected a number <= 1e+09, got number 1000000000000.0");
+  nlohmann::json inf = {{"default", {{"GBps", std::numeric_limits<double>::infinity()}}}};
+  CHECK_THROWS_WITH(hw::RateCostModel::from_json(inf, "rates.json"),
+                    "rates.json:/default/GBps: expected a finite number, got inf");
+  CHECK_NOTHROW(rates(R"({"streams": {"compute": {"tflops": 0, "GBps": 0}}})"));  // 0: costs nothing
+  // The slowest rates with the largest work: past the horizon, an error, not a negative time.
+  const auto slow = rates(R"({"streams": {"compute": {"tflops": 1e-6}}})");
+  auto p = plan_with_streams({"compute"});
+  add_op(p, "forward", "compute", {}, 1e30, 0);
+  CHECK_THROWS_WITH(slow.cost(p.ops[0], p),
+                    "plan op 0 (forward, stream compute): 1e+30 flops and 0 bytes take longer than the simulator's "
+                    "horizon of 2^62 ns (146 years) at the rates of rates.json");
 }

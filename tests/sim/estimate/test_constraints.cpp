@@ -94,3 +94,41 @@ TEST_CASE("the first violated rule wins, in the authors' order") {
   // PP 3 and TP 3 both violate; the layer rule is checked first.
   CHECK(kind_of(layout(8192, 1, 3, 1, 3, 1)) == ConstraintKind::kLayersPp);
 }
+
+TEST_CASE("a world too large to count is refused naming the sizes, not a wrapped --gpus") {
+  // 2^62 * 2 wrapped to a negative world before: "--gpus -9223372036854775808: must be at least 1".
+  ParallelConfig c = layout(8192, 1, 2, 1, 1, int64_t{1} << 62);
+  c.gpus = 8;
+  CHECK_THAT(message_of(c), Equals("--tp/--cp/--pp/--dp: TP*CP*PP*DP = 2*1*1*4611686018427387904 is more than "
+                                   "16777216 GPUs"));
+  CHECK(kind_of(c) == ConstraintKind::kWorldSize);
+  CHECK(world_size(1 << 12, 1, 1, 1 << 12) == int64_t{1} << 24);
+  CHECK(world_size(1 << 12, 2, 1, 1 << 12) == -1);
+  CHECK(world_size(INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX) == -1);
+}
+
+TEST_CASE("the shared option check bounds the vocabulary padding") {
+  EstimateOptions o;
+  o.pad_vocab_multiple = int64_t{1} << 62;
+  CHECK_THROWS_WITH(check_estimate_options(o),
+                    "--pad-vocab 4611686018427387904: expected at most 1048576 (Megatron pads to a multiple of 128)");
+  o.pad_vocab_multiple = -1;
+  CHECK_THROWS_WITH(check_estimate_options(o), "--pad-vocab -1: must be 0 (off) or a positive multiple");
+  o = {};
+  o.zero_stage = -1;
+  CHECK_THROWS_WITH(check_estimate_options(o), "--zero-stage -1: expected 0, 1, 2 or 3");
+}
+
+TEST_CASE("a model too large to count exactly is refused, not counted negative") {
+  EstimateModel m = llama31_8b();
+  m.name = "huge";
+  m.hidden = 4194304;
+  m.ffn_hidden = 4 * 4194304;
+  m.layers = 100000000;
+  m.heads = m.kv_heads = 16;
+  CHECK_THAT(message_of(layout(8192, 1, 1, 1, 1, 1), {}, m),
+             Equals("model huge: about 2.81475e+22 parameters, more than the 1e+15 the estimator counts"));
+  auto v = find_violation(m, layout(8192, 1, 1, 1, 1, 1));
+  REQUIRE(v);
+  CHECK(std::string(constraint_key(v->kind)) == "model_size");
+}

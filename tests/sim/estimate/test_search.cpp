@@ -72,7 +72,7 @@ TEST_CASE("search enumeration and rejection counts match a brute force") {
   space.seq = 24;            // CP 8 needs 16 | seq: rejected
   space.gbs = 20;            // DP 3 and DP 24 never divide it
   space.gpu_memory_gb = 0.4; // some layouts over 0.32 GiB, some under
-  const SearchResult r = search_parallel_configs(m, space);
+  const ParallelSearchResult r = search_parallel_configs(m, space);
   const Brute b = brute_force(m, space.gpus, space.gpus_per_node, space.seq, space.gbs,
                               space.fit_fraction * space.gpu_memory_gb);
 
@@ -102,7 +102,7 @@ TEST_CASE("search over Llama-3.1-70B on 1024 GPUs: TP, CP in {1,2,4,8}, PP | 80"
   SearchSpace space;
   space.gpus = 1024, space.gpus_per_node = 8, space.seq = 8192, space.gbs = 1024;
   space.gpu_memory_gb = 80;
-  const SearchResult r = search_parallel_configs(m, space);
+  const ParallelSearchResult r = search_parallel_configs(m, space);
   // 4 × 4 × 10 triples; TP·CP ≤ 8 leaves 10 (TP, CP) pairs. Every fitting layout uses all GPUs.
   CHECK(r.rejected_by_reason.at("tp_cp_per_node") == 6 * 10);
   for (const auto& c : r.fitting) {
@@ -110,4 +110,19 @@ TEST_CASE("search over Llama-3.1-70B on 1024 GPUs: TP, CP in {1,2,4,8}, PP | 80"
     CHECK(c.estimate.total_gib() <= 64.0);
   }
   CHECK_FALSE(r.fitting.empty());
+}
+
+TEST_CASE("the search checks its switches first and survives any global batch") {
+  // A bad switch is a user error before any layout is estimated (it crashed: two classes named
+  // sim::SearchResult broke the One Definition Rule while the error unwound).
+  SearchSpace space;
+  space.gpus = 8, space.gpus_per_node = 8, space.gpu_memory_gb = 80, space.seq = 4096, space.gbs = 64;
+  EstimateOptions bad;
+  bad.zero_stage = 9;
+  CHECK_THROWS_WITH(search_parallel_configs(small_model(), space, bad), "--zero-stage 9: expected 0, 1, 2 or 3");
+  // MBS doubles while MBS*DP <= GBS: no overflow (and no division by zero) for the largest GBS.
+  space.gbs = INT64_MAX;
+  const ParallelSearchResult r = search_parallel_configs(small_model(), space);
+  CHECK(r.enumerated > 0);
+  for (const auto& c : r.fitting) CHECK((c.mbs >= 1 && c.mbs <= (int64_t{1} << 61)));
 }

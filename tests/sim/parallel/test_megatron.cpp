@@ -16,6 +16,7 @@
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/parallel/megatron_compiler.h"
+#include "sim/parallel/search_4d.h"
 #include "sim/parallel/simulate_4d.h"
 #include "sim/parallel/template_cost_model.h"
 #include "sim/workload/workload.h"
@@ -300,4 +301,51 @@ TEST_CASE("simulate_4d checks the layout with messages naming the flags", "[para
   CHECK(err({1, 1, 1, 8}, 1, 16, 8192, 2) == "--vpp 2: the interleaved schedule needs --pp > 1");
   CHECK(err({1, 1, 4, 2}, 1, 12, 8192, 2) ==
         "--vpp 2: the interleaved schedule needs the micro-batches (6) to be a multiple of PP 4");
+}
+
+TEST_CASE("simulate_4d refuses what it cannot simulate, naming the flag at fault", "[parallel][errors]") {
+  const hw::HardwareCostModel cost(hw::load_machine("dgx-a100"));
+  const ModelSpec m = find_model("llama3.1-8b");
+  auto err = [&](ParallelSizes z, int64_t mbs, int64_t gbs, int64_t seq) {
+    Simulate4dConfig c;
+    c.options = options(z, mbs, gbs, seq);
+    try {
+      simulate_4d(m, cost, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // PP alone does not divide the layers: --pp, not "--vpp 1".
+  CHECK(err({1, 1, 64, 1}, 1, 8, 2048) == "--pp 64: layers 32 are not divisible by PP 64");
+  // A world that overflows int64 is named by its sizes, not as a negative --gpus.
+  CHECK(err({2, 1, 1, int64_t{1} << 62}, 1, 8, 2048) ==
+        "--tp/--cp/--pp/--dp: TP*CP*PP*DP = 2*1*1*4611686018427387904 is more than 16777216 GPUs");
+  // Tokens per iteration bound the simulated time; micro-batches bound the plan (it ran out of memory).
+  CHECK(err({1, 1, 1, 1}, 1, int64_t{1} << 21, 1024) ==
+        "--gbs 2097152: GBS*seq = 2097152*1024 tokens per iteration, more than the 1073741824 protwin simulates; "
+        "lower --gbs or --seq");
+  CHECK(err({1, 1, 1, 1}, 1, int64_t{1} << 20, 1024).rfind(
+            "--gbs 1048576: 1048576 micro-batches (GBS/(MBS*DP)) make a plan of about ", 0) == 0);
+  CHECK_NOTHROW(check_tokens_per_iteration(1024, 1 << 20));
+  CHECK_THROWS_WITH(check_tokens_per_iteration(1, int64_t{1} << 31),
+                    "--seq 2147483648: must be from 1 to 1073741824");
+}
+
+TEST_CASE("search_4d refuses an iteration too large up front, and survives refused layouts", "[parallel][errors]") {
+  const hw::HardwareCostModel cost(hw::load_machine("dgx-a100"));
+  Search4dOptions o;
+  o.nodes = 1;
+  o.base.seq = 2048;
+  o.base.gbs = int64_t{1} << 40;
+  CHECK_THROWS_WITH(search_4d(find_model("llama3.1-8b"), cost, o),
+                    "--gbs 1099511627776: GBS*seq = 1099511627776*2048 tokens per iteration, more than the "
+                    "1073741824 protwin simulates; lower --gbs or --seq");
+  // Layouts whose plans would be too long are refused one by one, with the reason.
+  o.base.gbs = int64_t{1} << 19;
+  o.threads = 2;
+  const Search4dResult r = search_4d(find_model("llama3.1-8b"), cost, o);
+  CHECK(r.failed > 0);
+  for (const auto& row : r.ranked)
+    if (!row.simulated) CHECK(row.failure.rfind("--gbs 524288: ", 0) == 0);
 }
