@@ -40,11 +40,20 @@ bool is_family(const std::string& f) {
   return c == "gpt2" || c == "opt" || c == "llama";
 }
 
-int64_t int_field(const JsonNode& root, const std::string& key, int64_t fallback, int64_t min) {
+// Dimensions beyond these (a thousand times today's largest models) would overflow the byte and
+// FLOP counts built from them; they are refused, naming the field.
+constexpr int64_t kMaxDim = int64_t{1} << 20;     // hidden, ffn_hidden, heads, kv_heads
+constexpr int64_t kMaxLayers = int64_t{1} << 16;
+constexpr int64_t kMaxTokens = int64_t{1} << 24;  // vocab, max_positions, default_seq
+
+int64_t int_field(const JsonNode& root, const std::string& key, int64_t fallback, int64_t min,
+                  int64_t max = kMaxDim) {
   auto n = root.find(key);
   if (!n) return fallback;
   const auto& v = n->raw();
-  const std::string want = min > 0 ? "expected an integer > 0" : "expected an integer >= 0";
+  const std::string want = (min > 0 ? "expected an integer > 0" : "expected an integer >= 0") +
+                           std::string(" and <= ") + std::to_string(max);
+  if (v.is_number() && v.get<double>() > static_cast<double>(max)) n->fail(want + ", got " + describe(v));
   if (!v.is_number_integer()) {
     // 4096.0 is fine, 4096.5 is not.
     if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())) &&
@@ -91,20 +100,20 @@ ModelSpec model_from_json(const nlohmann::json& j, const std::string& source) {
   m.name = root.get_string("name", "custom-" + m.family);
   for (const char* key : {"hidden", "layers", "heads"}) root.at(key);  // "missing required field"
   m.hidden = int_field(root, "hidden", 0, 1);
-  m.layers = int_field(root, "layers", 0, 1);
+  m.layers = int_field(root, "layers", 0, 1, kMaxLayers);
   m.heads = int_field(root, "heads", 0, 1);
   m.kv_heads = int_field(root, "kv_heads", m.heads, 1);
   // Family defaults: GPT-2 vocab 50257, OPT 50272 (HF configs), LLaMA-1/2 and Mistral 32000.
-  m.vocab = int_field(root, "vocab", gpt ? 50257 : opt ? 50272 : 32000, 1);
+  m.vocab = int_field(root, "vocab", gpt ? 50257 : opt ? 50272 : 32000, 1, kMaxTokens);
   m.ffn_hidden = int_field(root, "ffn_hidden", llama ? llama_default_ffn(m.hidden) : 4 * m.hidden, 1);
-  m.max_positions = int_field(root, "max_positions", gpt ? 1024 : opt ? 2048 : 0, 0);
-  m.position_offset = int_field(root, "position_offset", opt ? 2 : 0, 0);
+  m.max_positions = int_field(root, "max_positions", gpt ? 1024 : opt ? 2048 : 0, 0, kMaxTokens);
+  m.position_offset = int_field(root, "position_offset", opt ? 2 : 0, 0, kMaxTokens);
   m.tied_embeddings = root.get_bool("tied_embeddings", !llama);
   m.bias = root.get_bool("bias", !llama);
   m.norm = choice_field(root, "norm", llama ? "rmsnorm" : "layernorm", {"layernorm", "rmsnorm"});
   m.activation =
       choice_field(root, "activation", llama ? "swiglu" : opt ? "relu" : "gelu", {"gelu", "relu", "swiglu"});
-  m.default_seq = int_field(root, "default_seq", m.max_positions > 0 ? m.max_positions : 2048, 1);
+  m.default_seq = int_field(root, "default_seq", m.max_positions > 0 ? m.max_positions : 2048, 1, kMaxTokens);
   m.citation = root.get_string("source", "");
 
   if (m.hidden % m.heads != 0)

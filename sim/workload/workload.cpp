@@ -8,6 +8,7 @@
 #include "sim/workload/workload.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "traces/error.h"
 
@@ -490,6 +491,17 @@ Workload build_workload(const ModelSpec& m, const WorkloadOptions& opt) {
                 o.batch * (o.seq / o.cp), " tokens of a micro-batch on one CP rank are not divisible "
                 "by TP (sequence parallelism shards them)");
 
+  {
+    // One layer's largest tensors in bytes (activations ~34 s b h, eager attention scores 5 a s^2 b,
+    // fp32 logits 4 s b V), in double: beyond 2^60 the int64 byte counts would overflow.
+    const double s = static_cast<double>(o.seq), b = static_cast<double>(o.batch);
+    const double largest = std::max({34.0 * s * b * static_cast<double>(m.hidden),
+                                     o.flash_attention ? 0.0 : 5.0 * static_cast<double>(m.heads) * s * s * b,
+                                     4.0 * s * b * static_cast<double>(m.vocab),
+                                     4.0 * static_cast<double>(m.parameter_count())});
+    PROTWIN_CHECK(largest <= std::ldexp(1.0, 60), "--batch ", o.batch, " --seq ", o.seq, ": model '", m.name,
+                  "' at this size needs tensors of ", largest, " bytes, beyond what protwin counts (2^60 bytes)");
+  }
   Workload w;
   w.model = m;
   w.options = o;

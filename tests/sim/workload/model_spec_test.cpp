@@ -143,10 +143,16 @@ TEST_CASE("bad spec files name the file, the JSON pointer and the expectation", 
   CHECK(error_of([&] { resolve_model(missing); }) == missing + ":/: missing required field \"layers\"");
 
   const std::string negative = write_spec("negative.json", R"({"family":"gpt2","hidden":768,"layers":-3,"heads":12})");
-  CHECK(error_of([&] { resolve_model(negative); }) == negative + ":/layers: expected an integer > 0, got integer -3");
+  CHECK(error_of([&] { resolve_model(negative); }) == negative + ":/layers: expected an integer > 0 and <= 65536, got integer -3");
 
   const std::string str = write_spec("string.json", R"({"family":"gpt2","hidden":"a","layers":2,"heads":12})");
-  CHECK(error_of([&] { resolve_model(str); }) == str + ":/hidden: expected an integer > 0, got string \"a\"");
+  CHECK(error_of([&] { resolve_model(str); }) == str + ":/hidden: expected an integer > 0 and <= 1048576, got string \"a\"");
+
+  // Sizes whose byte and FLOP counts would overflow are refused, not wrapped.
+  const std::string huge = write_spec("huge.json", R"({"family":"gpt2","hidden":4194304,"layers":2,"heads":16})");
+  CHECK(error_of([&] { resolve_model(huge); }) == huge + ":/hidden: expected an integer > 0 and <= 1048576, got integer 4194304");
+  const std::string deep = write_spec("deep.json", R"({"family":"gpt2","hidden":64,"layers":100000000,"heads":4})");
+  CHECK(error_of([&] { resolve_model(deep); }) == deep + ":/layers: expected an integer > 0 and <= 65536, got integer 100000000");
 
   const std::string indiv = write_spec("indivisible.json", R"({"family":"gpt2","hidden":1000,"layers":2,"heads":16})");
   CHECK(error_of([&] { resolve_model(indiv); }) == indiv + ":/heads: hidden 1000 is not divisible by heads 16");
@@ -171,7 +177,7 @@ TEST_CASE("inline specs", "[workload][zoo][errors]") {
   CHECK(error_of([] { resolve_model("gpt:hidden=1024,layers=24,heads=16,hiden=3"); })
             .rfind("inline spec 'gpt:hidden=1024,layers=24,heads=16,hiden=3': unknown key 'hiden'; known keys: name, family, hidden", 0) == 0);
   CHECK(error_of([] { resolve_model("gpt:hidden=x,layers=24,heads=16"); }) ==
-        "inline spec 'gpt:hidden=x,layers=24,heads=16':/hidden: expected an integer > 0, got string \"x\"");
+        "inline spec 'gpt:hidden=x,layers=24,heads=16':/hidden: expected an integer > 0 and <= 1048576, got string \"x\"");
   CHECK(error_of([] { resolve_model("bert:hidden=1024"); }) ==
         "inline spec 'bert:hidden=1024': unknown family 'bert'; expected gpt, gpt2, opt or llama");
 }

@@ -223,4 +223,7 @@ TEST_CASE("bad workload options name the flag", "[workload][errors]") {
   CHECK(err(opts(1, 2048, "fp16", true, false)) == "--seq: 2048 exceeds the 1024 learned positions of model 'gpt2-small'");
   CHECK(err(opts(0, 1024, "fp16", true, false)) == "--batch: expected an integer > 0, got 0");
   CHECK(err(opts(1, 1024, "fp8", true, false)) == "--dtype: expected one of fp16, bf16, fp32, got \"fp8\"");
+  // Eager attention scores of 2^36 sequences: 5 a s^2 b = 5 * 12 * 2^20 * 2^36 bytes, beyond 2^60.
+  CHECK(err(opts(int64_t{1} << 36, 1024, "fp16", false, false))
+            .rfind("--batch 68719476736 --seq 1024: model 'gpt2-small' at this size needs tensors of ", 0) == 0);
 }
