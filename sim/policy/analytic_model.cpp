@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "sim/policy/block_layout.h"
 #include "sim/policy/offload_compiler.h"
 #include "traces/units.h"
 
@@ -132,8 +131,8 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
   }
   // Forward as a timeline: a block starts when the one before it ends and, like the compiled plan,
   // not before the swap-out of the layer `lag` blocks back is done (the D2H stream copies one
-  // swap-out at a time), so swapped activations never pile up on the GPU.
-  const int lag = effective_swap_spacing(k.n_swap, k.n_checkpoint, k.swap_spacing);
+  // swap-out at a time).
+  const int lag = std::max(1, k.swap_spacing);
   std::vector<double> swap_done(nb, 0);
   double d2h_free = 0;
   for (size_t b = 0; b < nb; ++b) {
@@ -197,8 +196,17 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
     if (mode[b] != ActMode::kNone) back += t.saved[b];  // recomputed or swapped-in activations
     bump = std::max(bump, back);
   }
+  // Swap-outs still in flight at a forward: the SWAP layers of the `lag` - 1 blocks before it
+  // (those closer than the lag when block_layout narrowed the spacing).
+  int64_t in_flight = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    int64_t sum = 0;
+    for (size_t j = b >= static_cast<size_t>(lag) ? b - static_cast<size_t>(lag) + 1 : 0; j < b; ++j)
+      if (mode[j] == ActMode::kSwap) sum += t.saved[j];
+    in_flight = std::max(in_flight, sum);
+  }
   const double alpha = 1.0 + t.fragmentation;
-  e.peak_gpu_bytes = static_cast<int64_t>(alpha * static_cast<double>(states + kept_act + bump));
+  e.peak_gpu_bytes = static_cast<int64_t>(alpha * static_cast<double>(states + kept_act + in_flight + bump));
   e.peak_pinned_bytes = pinned + swapped;
   e.peak_pageable_bytes = pageable;
   return e;

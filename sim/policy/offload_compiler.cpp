@@ -276,10 +276,12 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       }
       deps.push_back(ready[ci]);
     }
-    // A layer's swap-out must be done before the forward `swap_spacing` layers later starts, so
-    // swapped activations never pile up on the GPU whatever the copy speed (the spacing is chosen
-    // so that the copy hides behind those layers' compute).
-    const int lag = effective_swap_spacing(k.n_swap, k.n_checkpoint, k.swap_spacing);
+    // A layer's swap-out must be done before the forward `swap_spacing` layers later starts (the
+    // spacing the search derives so that one copy hides behind that much compute), so swapped
+    // activations cannot pile up without bound whatever the copy speed. Where block_layout packs
+    // SWAP layers closer than that, the copies of the SWAP layers in between may still be in
+    // flight; the analytic peak counts them (analytic_model.cpp).
+    const int lag = std::max(1, k.swap_spacing);
     if (blk - lag >= 0 && swap_out[static_cast<size_t>(blk - lag)] >= 0) deps.push_back(swap_out[static_cast<size_t>(blk - lag)]);
     const int f = b.add("forward", "compute", deps, blk, -1);
     fwd_op[static_cast<size_t>(blk)] = f;

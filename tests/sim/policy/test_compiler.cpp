@@ -8,6 +8,7 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
+#include "sim/policy/analytic_model.h"
 #include "sim/policy/block_layout.h"
 #include "sim/policy/model_state_bytes.h"
 #include "sim/policy/offload_compiler.h"
@@ -354,9 +355,10 @@ TEST_CASE("per-block systems gather one block per chunk, each chunk sized to its
                       Catch::StartsWith("knob chunk_bytes=67108864: this system gathers one block at a time"));
 }
 
-TEST_CASE("a swapped layer's copy is done before the forward `spacing` layers later, with the spacing block_layout uses") {
-  // Every layer SWAP: block_layout narrows a spacing of 3 to 1, so each layer's forward waits for
-  // the previous layer's swap-out, and at most one swapped layer is in flight.
+TEST_CASE("a swapped layer's copy is done before the forward swap_spacing layers later, and the analytic peak counts the copies in flight") {
+  // Every layer SWAP: block_layout packs them 1 apart whatever the spacing, while the forward of
+  // block b waits for the swap-out of block b - swap_spacing; with a spacing of 3 the copies of the
+  // 2 SWAP layers in between may still be in flight.
   const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
   const Workload w = workload("gpt2-small", 1);
   OffloadKnobs k;
@@ -374,10 +376,21 @@ TEST_CASE("a swapped layer's copy is done before the forward `spacing` layers la
   }
   REQUIRE(swap_out.size() == static_cast<size_t>(w.model.layers));
   for (const auto& [blk, so] : swap_out) {
-    if (!forward.count(blk + 1)) continue;
-    const auto& deps = p.plan.ops[static_cast<size_t>(forward[blk + 1])].deps;
+    if (!forward.count(blk + 3)) continue;
+    const auto& deps = p.plan.ops[static_cast<size_t>(forward[blk + 3])].deps;
     CHECK(std::find(deps.begin(), deps.end(), so) != deps.end());
   }
+  // Analytic peak: two layers' saved activations more than with a spacing of 1 (same modes).
+  const ChunkLayout L = layout_for(w, k);
+  const WorkloadTimes t = workload_times(w, L, cost, 1, k);
+  const auto modes = block_layout(static_cast<int>(w.model.layers), k.n_swap, 0, 3);
+  REQUIRE(modes == block_layout(static_cast<int>(w.model.layers), k.n_swap, 0, 1));
+  OffloadKnobs tight = k;
+  tight.swap_spacing = 1;
+  const double alpha = 1.0 + cost.machine().gpu.allocator.fragmentation_fraction;
+  CHECK(static_cast<double>(analytic_estimate(t, k, modes).peak_gpu_bytes -
+                            analytic_estimate(t, tight, modes).peak_gpu_bytes) ==
+        Approx(alpha * 2.0 * static_cast<double>(w.blocks[1].saved_bytes)).margin(2.0));
 }
 
 TEST_CASE("bad knobs name the knob and its valid range") {
