@@ -184,29 +184,28 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
     for (size_t i = 0; i < caps.size() && i < static_cast<size_t>(k.n_buffer); ++i) states += caps[i];
     states += 2 * t.staging_bytes;
   }
-  int64_t kept_act = 0, swapped = 0, bump = 0;
+  // Activations, walked like the plan: in forward, block b holds what the blocks up to it keep,
+  // the swap-outs still in flight (SWAP layers of the lag - 1 blocks before it) and its own
+  // temporaries; in backward, what the blocks below keep, its own activations (recomputed or
+  // swapped in) and its temporaries.
+  auto kept_by = [&](size_t b) {
+    return mode[b] == ActMode::kNone ? t.saved[b] : mode[b] == ActMode::kCheckpoint ? t.ckpt[b] : 0;
+  };
+  int64_t swapped = 0, act_peak = 0, kept_below = 0;
+  std::vector<int64_t> kept_upto(nb, 0);
   for (size_t b = 0; b < nb; ++b) {
-    switch (mode[b]) {
-      case ActMode::kNone: kept_act += t.saved[b]; break;
-      case ActMode::kCheckpoint: kept_act += t.ckpt[b]; break;
-      case ActMode::kSwap: swapped += t.saved[b]; break;
-    }
-    bump = std::max(bump, t.fwd_transient[b]);
-    int64_t back = t.bwd_transient[b];
-    if (mode[b] != ActMode::kNone) back += t.saved[b];  // recomputed or swapped-in activations
-    bump = std::max(bump, back);
-  }
-  // Swap-outs still in flight at a forward: the SWAP layers of the `lag` - 1 blocks before it
-  // (those closer than the lag when block_layout narrowed the spacing).
-  int64_t in_flight = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    int64_t sum = 0;
+    if (mode[b] == ActMode::kSwap) swapped += t.saved[b];
+    int64_t in_flight = 0;
     for (size_t j = b >= static_cast<size_t>(lag) ? b - static_cast<size_t>(lag) + 1 : 0; j < b; ++j)
-      if (mode[j] == ActMode::kSwap) sum += t.saved[j];
-    in_flight = std::max(in_flight, sum);
+      if (mode[j] == ActMode::kSwap) in_flight += t.saved[j];
+    kept_upto[b] = kept_below + kept_by(b);
+    act_peak = std::max(act_peak, kept_upto[b] + in_flight + t.fwd_transient[b]);
+    kept_below = kept_upto[b];
   }
+  for (size_t b = 0; b < nb; ++b)
+    act_peak = std::max(act_peak, kept_upto[b] + (mode[b] == ActMode::kNone ? 0 : t.saved[b]) + t.bwd_transient[b]);
   const double alpha = 1.0 + t.fragmentation;
-  e.peak_gpu_bytes = static_cast<int64_t>(alpha * static_cast<double>(states + kept_act + in_flight + bump));
+  e.peak_gpu_bytes = static_cast<int64_t>(alpha * static_cast<double>(states + act_peak));
   e.peak_pinned_bytes = pinned + swapped;
   e.peak_pageable_bytes = pageable;
   return e;

@@ -3,11 +3,14 @@
 //
 //   T_iter = T_fwd + max(T_bwd + T_gpu_optim, T_cpu_optim)      (CPU Adam overlapped)
 //   T_iter = T_fwd + T_bwd + T_gpu_optim + T_cpu_optim          (optimizer after backward)
-//   T_fwd  = sum over blocks of max(forward compute, prefetch of the chunks first used there)
+//   T_fwd  = sum over blocks of max(forward compute, prefetch of the chunks first used there),
+//            each block also waiting for the swap-out swap_spacing blocks back
 //   T_bwd  = sum over blocks of max(backward + recompute, gradient reduce/offload + re-fetches
 //            + swap-in), gradients of persistent chunks reduced too
-//   peak   = alpha * (model states on the GPU + n_buffer chunk buffers + kept activations
-//            + the largest transient), alpha = 1 + the allocator's fragmentation fraction.
+//   peak   = alpha * (model states on the GPU + the n_buffer largest chunk buffers + the largest
+//            activation total of any block: in forward what the blocks so far keep, the swap-outs
+//            in flight and its temporaries; in backward what the blocks below keep, its own
+//            activations and temporaries), alpha = 1 + the allocator's fragmentation fraction.
 // Differences from the simulator: the analytic model sums per-block maxima, so it cannot see a
 // prefetch that runs ahead over several blocks, or copies in both directions slowing each other.
 #pragma once
