@@ -52,13 +52,8 @@ int run_capacity(const std::vector<std::string>& args) {
     while (start <= systems_arg.size()) {
       const size_t comma = systems_arg.find(',', start);
       names.push_back(systems_arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      bool known = false;
-      std::string list;
-      for (const auto& s : sim::systems()) {
-        known = known || s.name == names.back();
-        list += (list.empty() ? "" : ", ") + s.name;
-      }
-      PROTWIN_CHECK(known, "--systems ", systems_arg, ": unknown system '", names.back(), "'; known systems: ", list);
+      PROTWIN_CHECK(sim::lookup_system(names.back()), "--systems ", systems_arg, ": unknown system '", names.back(),
+                    "'; known systems: ", sim::known_systems());
       if (comma == std::string::npos) break;
       start = comma + 1;
     }

@@ -137,11 +137,10 @@ void LinkNetwork::schedule_completion(int slot) {
   Transfer& t = slots_[static_cast<size_t>(slot)];
   int64_t dt = 0;
   if (t.remaining > t.done_eps) {
-    const double ns = std::ceil(t.remaining / t.rate);
-    PROTWIN_CHECK(ns < static_cast<double>(kSimHorizonNs - t.updated), "a transfer of ", t.remaining,
-                  " bytes at ", t.rate, " GB/s would end past the simulator's horizon of 2^62 ns (146 years); "
+    dt = ceil_ns(t.remaining / t.rate).ns;
+    PROTWIN_CHECK(dt < kSimHorizonNs - t.updated, "a transfer of ", t.remaining, " bytes at ", t.rate,
+                  " GB/s would end past the simulator's horizon of 2^62 ns (146 years); "
                   "the plan's bytes or the link rates are out of range");
-    dt = ns < 1 ? 1 : static_cast<int64_t>(ns);
   }
   ++t.version;
   engine_->schedule(SimTime(t.updated + dt), completion_priority_, this,

@@ -50,6 +50,20 @@ const std::vector<std::string>& pinned_allocs() {
 }
 
 namespace {
+void check_choice(const char* knob, const std::string& v, const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+  PROTWIN_CHECK(false, "knob ", knob, "=\"", v, "\": expected one of ", list);
+}
+}  // namespace
+
+void check_choice_knobs(const OffloadKnobs& k) {
+  check_choice("cpu_adam_impl", k.cpu_adam_impl, cpu_adam_impls());
+  check_choice("pinned_alloc", k.pinned_alloc, pinned_allocs());
+}
+
+namespace {
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -70,9 +84,7 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   auto file = std::make_shared<const std::string>(source);
   traces::JsonNode root(&j, file, "");
   if (!j.is_object()) root.fail("expected a policy object such as {\"system\": \"protrain\", \"n_persist\": 2}");
-  std::vector<std::string> system_names;
-  for (const auto& s : systems()) system_names.push_back(s.name);
-  OffloadKnobs k = base_knobs(one_of(root, "system", "protrain", system_names));
+  OffloadKnobs k = base_knobs(one_of(root, "system", "protrain", system_names()));
   const std::vector<std::string> known = {
       "system", "chunk_bytes", "n_persist", "n_buffer", "n_swap", "n_checkpoint", "swap_spacing",
       "per_block_chunks", "prefetch", "buffer_reuse", "cpu_adam_overlap", "cpu_adam_impl",

@@ -111,14 +111,7 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
   PROTWIN_CHECK(k.n_swap >= 0 && k.n_checkpoint >= 0 && k.n_swap + k.n_checkpoint <= layers,
                 "knobs n_swap=", k.n_swap, ", n_checkpoint=", k.n_checkpoint,
                 ": n_swap + n_checkpoint must be in [0, ", layers, "] (the number of layers)");
-  auto check_one_of = [](const char* knob, const std::string& v, const std::vector<std::string>& allowed) {
-    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-    PROTWIN_CHECK(false, "knob ", knob, "=\"", v, "\": expected one of ", list);
-  };
-  check_one_of("cpu_adam_impl", k.cpu_adam_impl, cpu_adam_impls());
-  check_one_of("pinned_alloc", k.pinned_alloc, pinned_allocs());
+  check_choice_knobs(k);
 }
 
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem,

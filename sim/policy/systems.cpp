@@ -24,13 +24,28 @@ const std::vector<SystemInfo>& systems() {
   return kSystems;
 }
 
-const SystemInfo& find_system(const std::string& name) {
+const SystemInfo* lookup_system(const std::string& name) {
   for (const auto& s : systems())
-    if (s.name == name) return s;
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> system_names() {
+  std::vector<std::string> names;
+  for (const auto& s : systems()) names.push_back(s.name);
+  return names;
+}
+
+std::string known_systems() {
   std::string known;
   for (const auto& s : systems()) known += (known.empty() ? "" : ", ") + s.name;
-  PROTWIN_CHECK(false, "--system: unknown system '", name, "'; known systems: ", known);
-  throw;  // unreachable
+  return known;
+}
+
+const SystemInfo& find_system(const std::string& name) {
+  const SystemInfo* s = lookup_system(name);
+  PROTWIN_CHECK(s, "--system: unknown system '", name, "'; known systems: ", known_systems());
+  return *s;
 }
 
 OffloadKnobs base_knobs(const std::string& system) {

@@ -20,6 +20,11 @@ struct SystemInfo {
 const std::vector<SystemInfo>& systems();
 // Unknown names are a user error listing the known ones.
 const SystemInfo& find_system(const std::string& name);
+// nullptr for an unknown name.
+const SystemInfo* lookup_system(const std::string& name);
+// The names, in order, and joined with ", " for messages.
+std::vector<std::string> system_names();
+std::string known_systems();
 
 // The system's fixed switches with neutral knobs.
 OffloadKnobs base_knobs(const std::string& system);
