@@ -54,7 +54,9 @@ at::Tensor EmulatedDevice::host_empty(at::IntArrayRef sizes, at::ScalarType dtyp
 }
 
 void EmulatedDevice::copy(const at::Tensor& dst, const at::Tensor& src, Link link) {
-  PROTWIN_ASSERT(dst.nbytes() == src.nbytes() && dst.is_contiguous() && src.is_contiguous(),
+  // A byte copy: both tensors dense with one layout (contiguous, or a swapped activation's order).
+  PROTWIN_ASSERT(dst.nbytes() == src.nbytes() && dst.strides() == src.strides() &&
+                     dst.is_non_overlapping_and_dense() && src.is_non_overlapping_and_dense(),
                  "device copy of ", src.nbytes(), " bytes into ", dst.nbytes());
   (link == Link::kH2D ? h2d_ : d2h_).copy(dst.data_ptr(), src.data_ptr(), src.nbytes());
 }
