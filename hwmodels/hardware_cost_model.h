@@ -11,7 +11,7 @@
 //   pcie_duplex, whose capacity is the total rate measured with both directions busy
 //   (f_h2d r_h2d + f_d2h r_d2h); max-min sharing then gives each direction half of that.
 // - CPU Adam: fixed + P / min(cores x per-core rate, efficiency x DRAM GB/s / bytes per param);
-//   ranks on one host share its cores and DRAM. Device Adam: memory-bound over bytes per param.
+//   ranks on one host (meta.gpus / meta.nodes) share its cores and DRAM. Device Adam: memory-bound over bytes per param.
 // - Collectives (NCCL-tests busbw): all-gather / reduce-scatter a + (n-1)/n S / busbw,
 //   all-reduce a + 2(n-1)/n S / busbw (broadcast: busbw = algbw, a + S / busbw). Host-staged
 //   domains (no P2P) also load the PCIe links. Groups placed on a cluster (attrs.ranks_per_node)
