@@ -74,3 +74,26 @@ TEST_CASE("capacity --seq sizes the ladder's learned positions to the sequence")
   const int64_t h = s["hidden"], L = s["layers"];
   CHECK(s["max_params"].get<int64_t>() == 50257 * h + 8192 * h + L * (12 * h * h + 13 * h) + 2 * h);
 }
+
+TEST_CASE("simulate --model and sweep take --nodes: the plan and the sweep carry the placement") {
+  const std::string plan = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/nodes_plan" + std::to_string(::getpid()) + ".json";
+  auto r = run_protwin("simulate --model gpt2-small --machine a100-server --gpus 8 --batch 2 --plan-out " + plan + " --json");
+  REQUIRE(r.code == 0);
+  const auto p = nlohmann::json::parse(slurp(plan));
+  std::remove(plan.c_str());
+  CHECK(p["meta"]["gpus"] == 8);
+  CHECK(p["meta"]["nodes"] == 2);
+  int collectives = 0;
+  for (const auto& op : p["ops"]) {
+    if (op["kind"] != "all_gather" && op["kind"] != "reduce_scatter") continue;
+    ++collectives;
+    CHECK(op["attrs"]["ranks"] == 8);
+    CHECK(op["attrs"]["ranks_per_node"] == 4);
+  }
+  CHECK(collectives > 0);
+  r = run_protwin("sweep --model gpt2-small --machine a100-server --nodes 2 --set host.cores=56,112 --json");
+  REQUIRE(r.code == 0);
+  const auto s = nlohmann::json::parse(r.out);
+  CHECK(s["gpus"] == 8);
+  CHECK(s["nodes"] == 2);
+}
