@@ -238,9 +238,9 @@ double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, 
   return c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
 }
 
-double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks,
-                                             int ranks_per_node) const {
-  return collectives_.seconds(kind, bytes, ranks, ranks_per_node);
+double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                                             int groups_per_node) const {
+  return collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
 }
 
 double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const {
@@ -290,7 +290,7 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        c.fixed = from_seconds(collectives_.seconds(kind, bytes, ranks, per_node));
+        c.fixed = from_seconds(collectives_.seconds(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
       } catch (const Error& e) {
         throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
       }

@@ -57,7 +57,8 @@ class HardwareCostModel : public CostModel {
   // h2d/d2h copy work.bytes (pageable when attrs.pinned is false or a read tensor lives in the
   // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over attrs.ranks or
   // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain; with
-  // attrs.ranks_per_node the group is placed on nodes, see collective_model.h); send_recv copies
+  // attrs.ranks_per_node the group is placed on nodes, attrs.groups_per_node the groups sharing a
+  // node's NICs, see collective_model.h); send_recv copies
   // work.bytes between two GPUs (attrs.scope "inter_node" across nodes); adam_cpu/adam_device
   // update work.params; host_cast moves work.bytes through host DRAM; alloc/free cost nothing (steady-state caching allocator); other ops with
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
@@ -89,8 +90,10 @@ class HardwareCostModel : public CostModel {
   // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,
                             CollectiveScope scope = CollectiveScope::kIntraNode) const;
-  // A group of `ranks` ranks with `ranks_per_node` on each node (collective_model.h).
-  double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
+  // A group of `ranks` ranks with `ranks_per_node` on each node, `groups_per_node` groups sharing a
+  // node's NICs (0: all of the node's GPUs in such groups; collective_model.h).
+  double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                            int groups_per_node = 0) const;
   // One point-to-point message between two GPUs, inside a node or across nodes.
   double send_recv_seconds(double bytes, bool inter_node) const;
   const CollectiveModel& collectives() const { return collectives_; }

@@ -39,7 +39,7 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   const int64_t n = gpus;
   const int ranks_on_host = std::min(gpus / std::max(1, nodes), std::max(1, cost.machine().gpu.count));
   auto collective_s = [&](hw::CollectiveKind kind, double bytes) {
-    return nodes > 1 ? cost.collective_seconds(kind, bytes, gpus, gpus / nodes) : cost.collective_seconds(kind, bytes, gpus);
+    return nodes > 1 ? cost.collective_seconds(kind, bytes, gpus, gpus / nodes, 1) : cost.collective_seconds(kind, bytes, gpus);
   };
   for (const auto& c : layout.chunks) {
     const int64_t used = c.used_elems * layout.bytes_per_elem;

@@ -212,12 +212,16 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   }
 
   // A collective of chunk c over all ranks; across nodes it carries the ranks on each node, so the
-  // cost model prices NCCL's ring per level (intra-node fabric, then the NICs).
+  // cost model prices NCCL's ring per level (intra-node fabric, then the NICs), and that it is the
+  // only group on its nodes (the node's whole NIC rate even when the ranks fill only part of it).
   auto collective = [&](const char* kind, int after, int c) {
     const int id = b.add(kind, "collective", {after}, -1, c);
     b.op(id).work.bytes = used[static_cast<size_t>(c)];
     b.op(id).attrs = {{"ranks", N}};
-    if (nodes > 1) b.op(id).attrs["ranks_per_node"] = N / nodes;
+    if (nodes > 1) {
+      b.op(id).attrs["ranks_per_node"] = N / nodes;
+      b.op(id).attrs["groups_per_node"] = 1;
+    }
     return id;
   };
 

@@ -96,8 +96,8 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   const double used = static_cast<double>(c0.used_elems * cp.chunks.bytes_per_elem);
   const double shard = static_cast<double>(ceil_div(c0.used_elems * cp.chunks.bytes_per_elem, int64_t{gpus}));
   CHECK(t.fetch_s[0] == Approx(cost.copy_seconds(shard, hw::CopyDirection::kH2D, true, false) +
-                               cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes)));
-  CHECK(cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes) >
+                               cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1)));
+  CHECK(cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1) >
         cost.collective_seconds(hw::CollectiveKind::kAllGather, used, 4));
 }
 
@@ -143,4 +143,30 @@ TEST_CASE("GPT-3 175B: no single A100 server holds its offloaded states, four do
   // few persistent chunks, so at least 90 % of the parameters).
   CHECK(static_cast<double>(four.best.peak_pinned_bytes + four.best.peak_pageable_bytes) >=
         14.0 * static_cast<double>(find_model("gpt3-175b").parameter_count()) / 16 * 0.9);
+}
+
+TEST_CASE("ranks filling part of each node still get the node's whole NIC: theirs is the only group there") {
+  const hw::HardwareCostModel cost(hw::load_machine("a100-server"));
+  const hw::Machine& m = cost.machine();
+  const hw::CollectiveModel& cm = cost.collectives();
+  const double nic = m.inter_node->all_gather.busbw_GBps;  // the node's rate (no /network section)
+  // 2 of a node's 4 GPUs in the group: alone on the node it has the whole NIC; as one of two
+  // groups sharing the node (Megatron's default reading) half of it.
+  CHECK(cm.bus_GBps(hw::CollectiveKind::kAllGather, 4, 2, 1) == Approx(nic));
+  CHECK(cm.bus_GBps(hw::CollectiveKind::kAllGather, 4, 2) == Approx(nic * 2 / 4));
+  CHECK(cm.bus_GBps(hw::CollectiveKind::kAllGather, 4, 2, 2) == Approx(nic / 2));
+  // Full nodes: one group per node either way.
+  CHECK(cm.bus_GBps(hw::CollectiveKind::kAllGather, 16, 4, 1) == cm.bus_GBps(hw::CollectiveKind::kAllGather, 16, 4));
+  // The offload compiler marks its chunk collectives as the only group on their nodes.
+  const Workload w = small_workload();
+  const CompiledPlan cp = compile_offload_plan(w, 4, rank_memory(m, 4, 2), base_knobs("protrain"), {}, 2);
+  int collectives = 0;
+  for (const auto& op : cp.plan.ops) {
+    if (op.kind != "all_gather" && op.kind != "reduce_scatter") continue;
+    ++collectives;
+    CHECK(op.attrs["groups_per_node"] == 1);
+    const double want = m.inter_node->all_gather.alpha_us * 1e-6 + 3.0 / 4 * static_cast<double>(op.work.bytes) / (nic * 1e9);
+    CHECK(cost.cost(op, cp.plan).fixed == from_seconds(want));
+  }
+  CHECK(collectives > 0);
 }
