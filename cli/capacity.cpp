@@ -5,6 +5,9 @@
 // 4096 (16 heads, as gpt2-10b/15b) or 8192 (16 heads, as gpt2-20b), with as many layers as fit.
 // A model "can be trained" when the system's search finds a setting at batch 1 whose simulated
 // plan fits every memory pool (GPU, pinned and pageable host). Layers are found by bisection.
+// At --seq beyond 1024 the ladder's learned position table grows to --seq rows (as a long-context
+// GPT-2 is trained), so the longest sequence sets the embedding's size, not GPT-2's 1024.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -17,9 +20,11 @@
 namespace protwin::cli {
 namespace {
 
-sim::ModelSpec gpt2_family(int64_t hidden, int64_t layers) {
+constexpr int64_t kGpt2Positions = 1024;
+
+sim::ModelSpec gpt2_family(int64_t hidden, int64_t layers, int64_t seq) {
   return sim::resolve_model("gpt2:hidden=" + std::to_string(hidden) + ",layers=" + std::to_string(layers) +
-                            ",heads=16,vocab=50257");
+                            ",heads=16,vocab=50257,max_positions=" + std::to_string(std::max(kGpt2Positions, seq)));
 }
 
 int run_capacity(const std::vector<std::string>& args) {
@@ -34,7 +39,8 @@ int run_capacity(const std::vector<std::string>& args) {
       ("json", "print JSON");
   add_policy_options(desc, pa);
   po::variables_map vm;
-  if (!parse_options("protwin capacity --family gpt2 --machine H --gpus N [--json]", desc, args, vm)) return 0;
+  if (!parse_options("protwin capacity --family gpt2 --machine H --gpus N [--nodes K] [--seq S] [--json]", desc, args, vm))
+    return 0;
   PROTWIN_CHECK(family == "gpt2", "--family: only 'gpt2' is supported, got '", family, "'");
   PROTWIN_CHECK(max_layers >= 1, "--max-layers: expected at least 1, got ", max_layers);
   // The family is scaled at batch 1 (the largest model that trains at all); a given model or
@@ -68,13 +74,13 @@ int run_capacity(const std::vector<std::string>& args) {
     o.simulate_top = 2;
     o.threads = pa.threads;
     auto fits = [&](int64_t hidden, int64_t layers) {
-      return sim::search_policy(gpt2_family(hidden, layers), *in.cost, o).found;
+      return sim::search_policy(gpt2_family(hidden, layers, o.seq), *in.cost, o).found;
     };
-    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), o.gpus);
+    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), o.gpus, o.nodes);
     // What stops the next size: GPU memory, host memory (each alone would not suffice for any
     // setting), or the two together.
     auto limited_by = [&](int64_t hidden, int64_t layers) {
-      const sim::SearchResult r = sim::search_policy(gpt2_family(hidden, layers), *in.cost, o);
+      const sim::SearchResult r = sim::search_policy(gpt2_family(hidden, layers, o.seq), *in.cost, o);
       const bool gpu = r.least_gpu_bytes > cap.gpu_bytes, host = r.least_host_bytes > cap.host_bytes;
       return nlohmann::json{{"layers", layers},
                             {"least_gpu_bytes", r.least_gpu_bytes},
@@ -97,7 +103,7 @@ int run_capacity(const std::vector<std::string>& args) {
         if (fits(h, mid)) lo = mid;
         else hi = mid - 1;
       }
-      const int64_t params = gpt2_family(h, lo).parameter_count();
+      const int64_t params = gpt2_family(h, lo, o.seq).parameter_count();
       if (params > best_params) {
         best_params = params;
         best_hidden = h;
@@ -111,11 +117,17 @@ int run_capacity(const std::vector<std::string>& args) {
   }
   bar.done();
   if (vm.count("json")) {
-    print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus}, {"systems", out}});
+    print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
+                {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : kGpt2Positions},
+                {"flash", in.search.flash_attention}, {"systems", out}});
     return 0;
   }
-  std::printf("largest GPT-2-family model per system on %s, %d GPU(s), batch 1 (simulated plans that fit GPU and host memory)\n\n",
-              in.cost->machine().name.c_str(), in.search.gpus);
+  std::printf("largest GPT-2-family model per system on %s, %d GPU(s)%s, batch 1, sequence %lld, %s attention "
+              "(simulated plans that fit GPU and host memory)\n\n",
+              in.cost->machine().name.c_str(), in.search.gpus,
+              in.search.nodes > 1 ? (" on " + std::to_string(in.search.nodes) + " nodes").c_str() : "",
+              static_cast<long long>(in.search.seq > 0 ? in.search.seq : kGpt2Positions),
+              in.search.flash_attention ? "flash" : "eager");
   std::printf("%-13s %14s %8s %7s  %s\n", "system", "parameters", "hidden", "layers", "one layer more is stopped by");
   for (const auto& j : out) {
     if (j["max_params"].get<int64_t>() == 0) {

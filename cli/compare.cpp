@@ -45,13 +45,14 @@ int run_compare(const std::vector<std::string>& args) {
     nlohmann::json j = {{"name", r.system}};
     if (r.found) {
       const auto& b = r.best;
-      j.update({{"tokens_per_s", b.tokens_per_s}, {"batch", b.batch}, {"knobs", b.knobs.to_json()},
+      j.update({{"tokens_per_s", b.tokens_per_s}, {"batch", b.batch}, {"global_batch", b.batch * in.search.gpus},
+                {"knobs", b.knobs.to_json()},
                 {"iteration_s", b.iteration_s}, {"forward_s", b.forward_s}, {"backward_s", b.backward_s},
                 {"exposed_optimizer_s", b.exposed_optimizer_s}, {"peak_gpu_bytes", b.peak_gpu_bytes},
                 {"peak_pinned_bytes", b.peak_pinned_bytes}, {"peak_pageable_bytes", b.peak_pageable_bytes}});
       if (pt.found && r.system != "protrain") j["protrain_speedup"] = pt.best.tokens_per_s / b.tokens_per_s;
     } else {
-      j.update({{"tokens_per_s", nullptr}, {"batch", nullptr}, {"knobs", nullptr}, {"iteration_s", nullptr},
+      j.update({{"tokens_per_s", nullptr}, {"batch", nullptr}, {"global_batch", nullptr}, {"knobs", nullptr}, {"iteration_s", nullptr},
                 {"forward_s", nullptr}, {"backward_s", nullptr}, {"exposed_optimizer_s", nullptr},
                 {"peak_gpu_bytes", nullptr}, {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
                 {"smallest_host_bytes", r.smallest_host_bytes}, {"least_gpu_bytes", r.least_gpu_bytes},
@@ -61,11 +62,12 @@ int run_compare(const std::vector<std::string>& args) {
   }
   if (vm.count("json")) {
     print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"seq", in.search.seq > 0 ? in.search.seq : in.model.default_seq}, {"systems", systems}});
+                {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : in.model.default_seq}, {"systems", systems}});
     return 0;
   }
-  std::printf("%s on %s, %d GPU(s): every system at its best knobs and batch size (simulated)\n\n",
-              in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus);
+  std::printf("%s on %s, %d GPU(s)%s: every system at its best knobs and batch size (simulated; batch is per GPU)\n\n",
+              in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
+              in.search.nodes > 1 ? (" on " + std::to_string(in.search.nodes) + " nodes").c_str() : "");
   std::printf("%-13s %11s %6s %10s %9s %9s %9s %11s %11s  %s\n", "system", "tokens/s", "batch", "iter (s)", "fwd (s)",
               "bwd (s)", "optim (s)", "peak GPU", "host/rank", "ProTrain speed-up");
   for (const auto& r : results) {

@@ -1,6 +1,7 @@
 #include "cli/policy_options.h"
 
 #include <cstdio>
+#include <tuple>
 
 #include "traces/error.h"
 
@@ -10,7 +11,10 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
   desc.add_options()
       ("model", po::value(&a.model)->default_value(a.model), "zoo name, spec file, or inline spec (gpt:hidden=...,layers=...)")
       ("machine", po::value(&a.machine)->default_value(a.machine), "machine name or file (protwin machines lists them)")
-      ("gpus", po::value(&a.gpus)->default_value(0), "data-parallel GPUs (0: all GPUs of the machine)")
+      ("gpus", po::value(&a.gpus)->default_value(0), "data-parallel GPUs, all nodes together (0: all GPUs of the nodes)")
+      ("nodes", po::value(&a.nodes),
+       "nodes of the machine the GPUs spread over evenly, linked by its inter-node network (default: one node, or "
+       "as many whole nodes as --gpus fills)")
       ("batch", po::value(&a.batch)->default_value("auto"), "micro-batch per GPU, or 'auto' to search it")
       ("seq", po::value(&a.seq)->default_value(0), "sequence length (0: the model's default)")
       ("set", po::value(&a.set)->composing(), "override a machine field, e.g. host_link.h2d.pinned_GBps=32 (repeatable)")
@@ -26,10 +30,7 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   PolicyInputs in;
   in.model = sim::resolve_model(a.model);
   in.cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(a.machine, a.set));
-  const int count = in.cost->machine().gpu.count;
-  PROTWIN_CHECK(a.gpus >= 0, "--gpus: expected a number >= 0, got ", a.gpus);
-  PROTWIN_CHECK(a.gpus <= count, "--gpus: ", a.gpus, " GPUs requested but ", in.cost->machine().name, " has ", count);
-  in.search.gpus = a.gpus == 0 ? count : a.gpus;
+  std::tie(in.search.gpus, in.search.nodes) = sim::place_ranks(*in.cost, a.gpus, a.nodes);
   if (a.batch == "auto") {
     in.search.batch = 0;
   } else {

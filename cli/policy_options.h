@@ -16,7 +16,8 @@ namespace protwin::cli {
 struct PolicyArgs {
   std::string model = "gpt2-10b";
   std::string machine = "rtx3090-server";
-  int gpus = 0;                  // 0: all GPUs of the machine
+  int gpus = 0;                  // 0: all GPUs of the nodes
+  int nodes = 0;                 // 0: one node, or as many whole nodes as --gpus fills
   std::string batch = "auto";
   int64_t seq = 0;
   std::vector<std::string> set;  // machine overrides "path=value"
@@ -26,7 +27,7 @@ struct PolicyArgs {
   int threads = 2;
 };
 
-// Adds --model --machine --gpus --batch --seq --set --flash --hf-eager --dtype --threads to `desc`.
+// Adds --model --machine --gpus --nodes --batch --seq --set --flash --hf-eager --dtype --threads to `desc`.
 void add_policy_options(po::options_description& desc, PolicyArgs& a);
 
 // The resolved inputs.

@@ -45,11 +45,12 @@ int run_search(const std::vector<std::string>& args) {
   const sim::SearchResult r = sim::search_policy(in.model, *in.cost, in.search);
   bar.done();
   if (!r.found && vm.count("json")) {
-    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus);
+    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
     print_json({{"system", system},
                 {"model", in.model.name},
                 {"machine", in.cost->machine().name},
                 {"gpus", in.search.gpus},
+                {"nodes", in.search.nodes},
                 {"fits", false},
                 {"tokens_per_s", nullptr},
                 {"closest_needs", {{"gpu_bytes", r.smallest_peak_gpu_bytes}, {"host_bytes", r.smallest_host_bytes}}},
@@ -62,7 +63,7 @@ int run_search(const std::vector<std::string>& args) {
     return 0;
   }
   if (!r.found) {
-    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus);
+    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
     PROTWIN_CHECK(false, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
                   in.search.gpus, " GPU(s) under any ", system, " knob setting (", r.configurations,
                   " settings tried); the smallest needs ", human_bytes(r.smallest_peak_gpu_bytes),
@@ -81,11 +82,13 @@ int run_search(const std::vector<std::string>& args) {
                         {"model", in.model.name},
                         {"machine", in.cost->machine().name},
                         {"gpus", in.search.gpus},
+                        {"nodes", in.search.nodes},
                         {"fits", true},
                         {"ablation", vm.count("ablation") ? nlohmann::json(vm["ablation"].as<std::string>()) : nlohmann::json()},
                         {"chunks", r.best_plan.chunks.chunks.size()},
                         {"layers", in.model.layers},
                         {"batch", b.batch},
+                        {"global_batch", b.batch * in.search.gpus},
                         {"seq", r.best_plan.plan.meta.value("seq", 0)},
                         {"knobs", b.knobs.to_json()},
                         {"layer_modes", r.best_plan.plan.meta["layer_modes"]},
@@ -107,8 +110,10 @@ int run_search(const std::vector<std::string>& args) {
     print_json(j);
     return 0;
   }
-  std::printf("%s on %s (%d GPU%s), %s, batch %lld per GPU\n", in.model.name.c_str(), in.cost->machine().name.c_str(),
-              in.search.gpus, in.search.gpus > 1 ? "s" : "", system.c_str(), static_cast<long long>(b.batch));
+  std::printf("%s on %s (%d GPU%s%s), %s, batch %lld per GPU (global %lld)\n", in.model.name.c_str(),
+              in.cost->machine().name.c_str(), in.search.gpus, in.search.gpus > 1 ? "s" : "",
+              in.search.nodes > 1 ? (" on " + std::to_string(in.search.nodes) + " nodes").c_str() : "", system.c_str(),
+              static_cast<long long>(b.batch), static_cast<long long>(b.batch * in.search.gpus));
   std::printf("  throughput      %.1f tokens/s\n", b.tokens_per_s);
   std::printf("  iteration       %.3f s simulated (analytic model: %.3f s)\n", b.iteration_s, b.analytic_s);
   std::printf("    forward %.3f s, backward %.3f s, exposed optimizer %.3f s\n", b.forward_s, b.backward_s, b.exposed_optimizer_s);

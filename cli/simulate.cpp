@@ -30,7 +30,7 @@ int run_simulate(const std::vector<std::string>& args) {
   std::string plan_path, rates_path, out_path, trace_path, policy_path, plan_out, dtype = "fp16";
   std::string model, machine;
   std::vector<std::string> set, knob_args;
-  int gpus = 0;
+  int gpus = 0, nodes = 0;
   int64_t batch = 1, seq = 0;
   bool flash = false;
   desc.add_options()
@@ -44,7 +44,8 @@ int run_simulate(const std::vector<std::string>& args) {
       ("policy", po::value(&policy_path), "knobs JSON for --model, e.g. {\"system\": \"protrain\", \"n_persist\": 2}")
       ("knob", po::value(&knob_args)->composing(),
        "set one knob for --model, over --policy (repeatable): --knob n_persist=2 --knob system=deepspeed")
-      ("gpus", po::value(&gpus)->default_value(0), "data-parallel GPUs for --model (0: all of the machine)")
+      ("gpus", po::value(&gpus)->default_value(0), "data-parallel GPUs for --model, all nodes together (0: all of the nodes)")
+      ("nodes", po::value(&nodes), "nodes the GPUs spread over for --model (default: one, or as many as --gpus fills)")
       ("batch", po::value(&batch)->default_value(1), "micro-batch per GPU for --model")
       ("seq", po::value(&seq)->default_value(0), "sequence length for --model (0: the model's default)")
       ("dtype", po::value(&dtype)->default_value("fp16"), "compute dtype for --model: fp16, bf16, fp32")
@@ -64,7 +65,7 @@ int run_simulate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(!(vm.count("rates") && vm.count("machine")), "--rates and --machine exclude each other");
   if (vm.count("plan")) {
     // A plan is simulated as it is: the flags that compile one would be silently ignored.
-    for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "seq", "flash", "plan-out"})
+    for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "nodes", "seq", "flash", "plan-out"})
       PROTWIN_CHECK(!given(vm, flag), "--", flag, ": only with --model (a --plan is simulated as it is)");
     PROTWIN_CHECK(!vm.count("set") || vm.count("machine"),
                   "--set: only with --machine (it overrides machine fields; --rates and a plan's meta.rates have none)");
@@ -80,6 +81,7 @@ int run_simulate(const std::vector<std::string>& args) {
     pa.model = model;
     pa.machine = machine;
     pa.gpus = gpus;
+    pa.nodes = nodes;
     pa.batch = std::to_string(batch);
     pa.seq = seq;
     pa.set = set;
@@ -105,7 +107,8 @@ int run_simulate(const std::vector<std::string>& args) {
     const sim::Workload w = sim::options_workload(in.model, in.search, batch);
     sim::CompiledPlan compiled;
     traces::Report simulated;
-    const sim::Candidate c = sim::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &simulated);
+    const sim::Candidate c =
+        sim::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &simulated, in.search.nodes);
     if (!c.simulated) throw Error(c.failure);
     plan = std::move(compiled.plan);
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);

@@ -87,10 +87,11 @@ double CollectiveModel::node_network_GBps(CollectiveKind kind) const {
   return spec_of(*inter_, kind).busbw_GBps;
 }
 
-double CollectiveModel::bus_GBps(CollectiveKind kind, int ranks, int ranks_per_node) const {
+double CollectiveModel::bus_GBps(CollectiveKind kind, int ranks, int ranks_per_node, int groups_per_node) const {
   check_group(ranks, ranks_per_node);
   if (ranks_per_node == ranks) return intra_GBps(kind, ranks);
-  const double network = node_network_GBps(kind) * ranks_per_node / gpus_per_node_;
+  const double network = groups_per_node > 0 ? node_network_GBps(kind) / groups_per_node
+                                             : node_network_GBps(kind) * ranks_per_node / gpus_per_node_;
   if (ranks_per_node == 1) return network;
   return std::min(intra_GBps(kind, ranks_per_node), network);
 }
@@ -103,10 +104,11 @@ double CollectiveModel::alpha_seconds(CollectiveKind kind, int ranks, int ranks_
   return (intra_spec(kind).alpha_us + steps * network_->hop_latency_us) * 1e-6;
 }
 
-double CollectiveModel::seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const {
+double CollectiveModel::seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                                int groups_per_node) const {
   if (ranks <= 1 || bytes <= 0) return 0;
   return alpha_seconds(kind, ranks, ranks_per_node) +
-         collective_bus_bytes(kind, bytes, ranks) / (bus_GBps(kind, ranks, ranks_per_node) * 1e9);
+         collective_bus_bytes(kind, bytes, ranks) / (bus_GBps(kind, ranks, ranks_per_node, groups_per_node) * 1e9);
 }
 
 double CollectiveModel::send_recv_seconds(double bytes, bool inter_node) const {

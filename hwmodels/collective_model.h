@@ -9,6 +9,9 @@
 //   has r of the group's GPUs and, when all G/r groups on a node communicate at once (Megatron's
 //   DP and CP groups do), r/G of the node's NIC bandwidth. The ring is pipelined, so the slowest
 //   level sets the rate:  busbw = min(busbw_intra(r) [r > 1], r/G x node network GB/s).
+//   A group that is alone on its nodes (offloaded data parallelism: one DP group, the other
+//   G - r GPUs idle) passes groups_per_node = 1 and gets the node's whole NIC rate, min(busbw_intra(r),
+//   node network GB/s); groups_per_node 0 means G/r groups (the default above).
 //   With r == G this is the aggregate NIC rate of a node: NVIDIA/nccl-tests#119 measured 84.8 GB/s
 //   busbw for 3 nodes x 8 A100 with 4 x HDR (theory 100), hardware.md §2.2. We chose the ring
 //   over the 2-level decomposition (reduce-scatter intra, all-reduce inter, all-gather intra)
@@ -49,10 +52,11 @@ class CollectiveModel {
   explicit CollectiveModel(const Machine& machine);
 
   // Seconds of one collective of a `bytes` buffer over `ranks` ranks, `ranks_per_node` of them
-  // on each node (1 <= ranks_per_node <= GPUs per node, ranks a multiple of it).
-  double seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
+  // on each node (1 <= ranks_per_node <= GPUs per node, ranks a multiple of it), with
+  // `groups_per_node` groups sharing each node's NICs (0: GPUs per node / ranks_per_node).
+  double seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node, int groups_per_node = 0) const;
   // The busbw (GB/s) and latency (seconds) the group gets; seconds() = alpha + bus bytes / busbw.
-  double bus_GBps(CollectiveKind kind, int ranks, int ranks_per_node) const;
+  double bus_GBps(CollectiveKind kind, int ranks, int ranks_per_node, int groups_per_node = 0) const;
   double alpha_seconds(CollectiveKind kind, int ranks, int ranks_per_node) const;
   // One point-to-point message of `bytes` between two GPUs of one node or of two nodes.
   double send_recv_seconds(double bytes, bool inter_node) const;

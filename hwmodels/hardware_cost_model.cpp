@@ -32,6 +32,13 @@ int meta_int(const nlohmann::json& j, const char* key, int fallback) {
   return static_cast<int>(j[key].get<int64_t>());
 }
 
+// Ranks of a plan that share one host's cores and DRAM: meta.gpus over meta.nodes nodes, at most
+// a node's GPUs.
+int ranks_sharing_host(const traces::Plan& plan, int gpus_per_node) {
+  const int per_node = std::max(1, meta_int(plan.meta, "gpus", 1)) / std::max(1, meta_int(plan.meta, "nodes", 1));
+  return std::min(std::max(1, per_node), gpus_per_node);
+}
+
 }  // namespace
 
 int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
@@ -231,9 +238,9 @@ double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, 
   return c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
 }
 
-double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks,
-                                             int ranks_per_node) const {
-  return collectives_.seconds(kind, bytes, ranks, ranks_per_node);
+double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                                             int groups_per_node) const {
+  return collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
 }
 
 double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const {
@@ -283,7 +290,7 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        c.fixed = from_seconds(collectives_.seconds(kind, bytes, ranks, per_node));
+        c.fixed = from_seconds(collectives_.seconds(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
       } catch (const Error& e) {
         throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
       }
@@ -310,7 +317,7 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     return c;
   }
   if (op.kind == "adam_cpu") {
-    const int ranks = std::min(std::max(1, meta_int(plan.meta, "gpus", 1)), machine_.gpu.count);
+    const int ranks = ranks_sharing_host(plan, machine_.gpu.count);
     double t = cpu_adam_seconds(static_cast<double>(op.work.params), ranks);
     // FSDP's torch.optim.Adam on CPU tensors is slower than the SIMD CPU Adam (hardware.md §3.5).
     if (op.attrs.is_object() && op.attrs.value("impl", std::string()) == "torch") t *= machine_.cpu_adam.torch_slowdown;
@@ -318,7 +325,7 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     return c;
   }
   if (op.kind == "host_cast" || op.kind == "host_pass") {  // CPU passes over host memory
-    const int ranks = std::min(std::max(1, meta_int(plan.meta, "gpus", 1)), machine_.gpu.count);
+    const int ranks = ranks_sharing_host(plan, machine_.gpu.count);
     c.fixed = from_seconds(op.kind == "host_cast"
                                ? host_cast_seconds(bytes, ranks)
                                : host_pass_seconds(op.attrs.is_object() ? op.attrs.value("what", std::string()) : "",

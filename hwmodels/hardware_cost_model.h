@@ -11,7 +11,7 @@
 //   pcie_duplex, whose capacity is the total rate measured with both directions busy
 //   (f_h2d r_h2d + f_d2h r_d2h); max-min sharing then gives each direction half of that.
 // - CPU Adam: fixed + P / min(cores x per-core rate, efficiency x DRAM GB/s / bytes per param);
-//   ranks on one host share its cores and DRAM. Device Adam: memory-bound over bytes per param.
+//   ranks on one host (meta.gpus / meta.nodes) share its cores and DRAM. Device Adam: memory-bound over bytes per param.
 // - Collectives (NCCL-tests busbw): all-gather / reduce-scatter a + (n-1)/n S / busbw,
 //   all-reduce a + 2(n-1)/n S / busbw (broadcast: busbw = algbw, a + S / busbw). Host-staged
 //   domains (no P2P) also load the PCIe links. Groups placed on a cluster (attrs.ranks_per_node)
@@ -57,7 +57,8 @@ class HardwareCostModel : public CostModel {
   // h2d/d2h copy work.bytes (pageable when attrs.pinned is false or a read tensor lives in the
   // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over attrs.ranks or
   // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain; with
-  // attrs.ranks_per_node the group is placed on nodes, see collective_model.h); send_recv copies
+  // attrs.ranks_per_node the group is placed on nodes, attrs.groups_per_node the groups sharing a
+  // node's NICs, see collective_model.h); send_recv copies
   // work.bytes between two GPUs (attrs.scope "inter_node" across nodes); adam_cpu/adam_device
   // update work.params; host_cast moves work.bytes through host DRAM; alloc/free cost nothing (steady-state caching allocator); other ops with
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
@@ -89,8 +90,10 @@ class HardwareCostModel : public CostModel {
   // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,
                             CollectiveScope scope = CollectiveScope::kIntraNode) const;
-  // A group of `ranks` ranks with `ranks_per_node` on each node (collective_model.h).
-  double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
+  // A group of `ranks` ranks with `ranks_per_node` on each node, `groups_per_node` groups sharing a
+  // node's NICs (0: all of the node's GPUs in such groups; collective_model.h).
+  double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                            int groups_per_node = 0) const;
   // One point-to-point message between two GPUs, inside a node or across nodes.
   double send_recv_seconds(double bytes, bool inter_node) const;
   const CollectiveModel& collectives() const { return collectives_; }

@@ -17,7 +17,7 @@ double kernels_s(const std::vector<traces::Kernel>& ks, const hw::HardwareCostMo
 }  // namespace
 
 WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const hw::HardwareCostModel& cost,
-                             int gpus, const OffloadKnobs& system) {
+                             int gpus, const OffloadKnobs& system, int nodes) {
   WorkloadTimes t;
   t.gpus = gpus;
   const size_t nb = w.blocks.size();
@@ -37,7 +37,10 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     if (bl.layer >= 0) t.layer_block[static_cast<size_t>(bl.layer)] = static_cast<int>(b);
   }
   const int64_t n = gpus;
-  const int ranks_on_host = std::min(gpus, std::max(1, cost.machine().gpu.count));
+  const int ranks_on_host = std::min(gpus / std::max(1, nodes), std::max(1, cost.machine().gpu.count));
+  auto collective_s = [&](hw::CollectiveKind kind, double bytes) {
+    return nodes > 1 ? cost.collective_seconds(kind, bytes, gpus, gpus / nodes, 1) : cost.collective_seconds(kind, bytes, gpus);
+  };
   for (const auto& c : layout.chunks) {
     const int64_t used = c.used_elems * layout.bytes_per_elem;
     const int64_t shard = ceil_div(used, n);
@@ -47,9 +50,9 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     const double upload = cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false);
     double reduce = 0, all_reduce = 0, gather = 0;
     if (gpus > 1) {
-      gather = cost.collective_seconds(hw::CollectiveKind::kAllGather, static_cast<double>(used), gpus);
-      reduce = cost.collective_seconds(hw::CollectiveKind::kReduceScatter, static_cast<double>(used), gpus);
-      all_reduce = cost.collective_seconds(hw::CollectiveKind::kAllReduce, static_cast<double>(used), gpus);
+      gather = collective_s(hw::CollectiveKind::kAllGather, static_cast<double>(used));
+      reduce = collective_s(hw::CollectiveKind::kReduceScatter, static_cast<double>(used));
+      all_reduce = collective_s(hw::CollectiveKind::kAllReduce, static_cast<double>(used));
     }
     fetch += gather;
     t.fetch_s.push_back(fetch);

@@ -55,9 +55,10 @@ struct WorkloadTimes {
 };
 
 // `system` gives the behaviour switches that change sizes (host_fp32_params); the knobs the
-// search varies are read by analytic_estimate.
+// search varies are read by analytic_estimate. `nodes`: the nodes the gpus ranks spread over
+// (collectives priced per level, host shared by gpus / nodes ranks), as the compiled plan.
 WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const hw::HardwareCostModel& cost,
-                             int gpus, const OffloadKnobs& system);
+                             int gpus, const OffloadKnobs& system, int nodes = 1);
 
 struct AnalyticEstimate {
   double iteration_s = 0, forward_s = 0, backward_s = 0, gpu_optim_s = 0, cpu_optim_s = 0;

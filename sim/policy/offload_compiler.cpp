@@ -115,10 +115,12 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
 }
 
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem,
-                                  const OffloadKnobs& k, const nlohmann::json& meta) {
+                                  const OffloadKnobs& k, const nlohmann::json& meta, int nodes) {
   CompiledPlan out;
   out.chunks = layout_for(w, k);
   check_knobs(w, out.chunks, k, gpus);
+  PROTWIN_CHECK(nodes >= 1 && gpus % nodes == 0, "--nodes: ", gpus, " GPU(s) do not spread evenly over ", nodes,
+                " node(s)");
   const ChunkLayout& L = out.chunks;
   const int n_chunks = static_cast<int>(L.chunks.size());
   const int n_blocks = static_cast<int>(w.blocks.size());
@@ -129,6 +131,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   plan.meta = meta.is_object() ? meta : nlohmann::json::object();
   plan.meta["generator"] = "protwin offload compiler";
   plan.meta["gpus"] = gpus;
+  if (nodes > 1) plan.meta["nodes"] = nodes;
   plan.meta["batch"] = w.options.batch;
   plan.meta["seq"] = w.options.seq;
   plan.meta["model"] = w.model.name;
@@ -208,6 +211,20 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
           b.tensor("ckpt." + bl.name, bl.checkpoint_bytes, traces::TensorKind::kActivation, "", w.options.dtype);
   }
 
+  // A collective of chunk c over all ranks; across nodes it carries the ranks on each node, so the
+  // cost model prices NCCL's ring per level (intra-node fabric, then the NICs), and that it is the
+  // only group on its nodes (the node's whole NIC rate even when the ranks fill only part of it).
+  auto collective = [&](const char* kind, int after, int c) {
+    const int id = b.add(kind, "collective", {after}, -1, c);
+    b.op(id).work.bytes = used[static_cast<size_t>(c)];
+    b.op(id).attrs = {{"ranks", N}};
+    if (nodes > 1) {
+      b.op(id).attrs["ranks_per_node"] = N / nodes;
+      b.op(id).attrs["groups_per_node"] = 1;
+    }
+    return id;
+  };
+
   auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
     const size_t ci = static_cast<size_t>(c);
     const int h2d = b.add("h2d", "h2d", std::move(deps), -1, c);
@@ -221,10 +238,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       b.mem(h2d, "gpu", -moved[ci], MemAt::kEnd);
     }
     if (N == 1) return h2d;
-    const int ag = b.add("all_gather", "collective", {h2d}, -1, c);
-    b.op(ag).work.bytes = used[ci];
-    b.op(ag).attrs = {{"ranks", N}};
-    return ag;
+    return collective("all_gather", h2d, c);
   };
 
   // Chunks each block touches (ChunkLayout::block_uses). A chunk is on the GPU for a run of
@@ -427,11 +441,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       if (block_uses(blk - 1, c)) continue;
       const bool complete = min_block[ci] == blk;
       int reduced = g;
-      if (N > 1 && complete) {
-        reduced = b.add(k.offload ? "reduce_scatter" : "all_reduce", "collective", {g}, -1, c);
-        b.op(reduced).work.bytes = used[ci];
-        b.op(reduced).attrs = {{"ranks", N}};
-      }
+      if (N > 1 && complete) reduced = collective(k.offload ? "reduce_scatter" : "all_reduce", g, c);
       if (persistent[ci] && (k.persistent_gpu_adam || !k.offload)) {
         if (complete) persistent_grad_ready.emplace_back(reduced, c);
         continue;
@@ -527,11 +537,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       const int up = b.add("h2d", "h2d", {adam_cpu_ops[i]}, -1, c);
       b.op(up).work.bytes = shard[ci];
       b.op(up).attrs = {{"pinned", true}, {"what", "updated_params"}};
-      if (N > 1) {
-        const int ag = b.add("all_gather", "collective", {up}, -1, c);
-        b.op(ag).work.bytes = used[ci];
-        b.op(ag).attrs = {{"ranks", N}};
-      }
+      if (N > 1) collective("all_gather", up, c);
     }
   }
   return out;

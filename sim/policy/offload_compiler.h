@@ -4,7 +4,17 @@
 //
 // Multi-GPU: one rank is simulated; the others are symmetric, so collectives are ops of that
 // rank on the `collective` stream whose cost is the whole collective's time (all-gather and
-// reduce-scatter of a chunk over `gpus` ranks). Host memory pools are per rank (host / gpus).
+// reduce-scatter of a chunk over `gpus` ranks). Host memory pools are per rank (host / ranks on
+// its node).
+//
+// Multi-node (`nodes` > 1, gpus / nodes ranks on each node): the chunks are sharded over all
+// ranks, and every collective runs over the whole data-parallel group, flat, as each system
+// issues it (ProTrain: ZeRO-3-style sharding over all ranks; DeepSpeed ZeRO-3, FSDP FULL_SHARD and
+// Colossal-AI Gemini: one all-gather / reduce-scatter over the whole DP process group, see
+// systems.cpp). NCCL runs such a group as one ring through each node's GPUs and then its NICs;
+// the collective ops carry attrs.ranks_per_node so the cost model prices that ring per level
+// (hwmodels/collective_model.h). Each node's host memory, cores and PCIe links serve its own ranks
+// only (plan meta.nodes; meta.gpus / meta.nodes ranks share a host).
 //
 // The iteration, in stream order:
 //  forward   for each block: fetch its non-persistent chunks (h2d of this rank's shard into a free
@@ -63,7 +73,8 @@ ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k);
 // Checks knob ranges against the workload (protwin::Error naming the knob and its valid range).
 void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnobs& k, int gpus);
 
+// `nodes`: the nodes the `gpus` ranks are spread over evenly (1: one node).
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& mem,
-                                  const OffloadKnobs& k, const nlohmann::json& meta = {});
+                                  const OffloadKnobs& k, const nlohmann::json& meta = {}, int nodes = 1);
 
 }  // namespace protwin::sim

@@ -48,6 +48,24 @@ const SystemInfo& find_system(const std::string& name) {
   return *s;
 }
 
+// Across nodes every system shards over, and gathers and reduces with, its whole data-parallel
+// group in one flat collective; NCCL runs it as a ring through each node's GPUs and NICs, which
+// the compiler marks (attrs.ranks_per_node) and the cost model prices per level. No system here
+// switches to a hierarchical scheme by default:
+// - DeepSpeed 0.12 ZeRO-3 (runtime/zero/partition_parameters.py): all_gather_coalesced gathers
+//   each partitioned parameter over ds_process_group, the whole DP world; stage3.py
+//   reduce-scatters the gradients over dp_process_group. Node-local gathers exist only in the
+//   opt-in MiCS (runtime/zero/mics.py, hierarchical all-gather groups) and ZeRO++ hpZ
+//   (zero_hpz_partition_size, default 1).
+// - PyTorch 2.0 FSDP FULL_SHARD (distributed/fsdp/flat_param.py, _runtime_utils.py):
+//   all_gather_into_tensor of each unit's flat parameter and reduce_scatter_tensor of its
+//   gradient over the process group (the world); HYBRID_SHARD, which shards inside a node
+//   only, is opt-in.
+// - Colossal-AI Gemini (zero/gemini/chunk/chunk.py): Chunk.__gather is all_gather_into_tensor
+//   over the chunk's torch_pg (its ZeRO group, every DP rank); the gradient chunk is
+//   reduce-scattered over the same group.
+// - ProTrain (REFERENCE §1): ZeRO-3-style sharding over all ranks, chunks all-gathered and
+//   reduce-scattered with NCCL; DDP all-reduces over all ranks.
 OffloadKnobs base_knobs(const std::string& system) {
   find_system(system);
   OffloadKnobs k;

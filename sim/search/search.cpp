@@ -70,24 +70,49 @@ Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_
   return build_workload(model, wo);
 }
 
-RankMemory rank_memory(const hw::Machine& m, int gpus) {
+RankMemory rank_memory(const hw::Machine& m, int gpus, int nodes) {
   RankMemory r;
   r.gpu_bytes = m.gpu.usable_memory_bytes > 0 ? m.gpu.usable_memory_bytes : m.gpu.memory_bytes;
-  const int ranks = std::max(1, std::min(gpus, std::max(1, m.gpu.count)));
+  const int ranks = std::max(1, std::min(gpus / std::max(1, nodes), std::max(1, m.gpu.count)));
   r.pinned_bytes = m.host.memory_bytes / ranks;
   r.pageable_bytes = m.host.memory_bytes / ranks;
   r.host_bytes = m.host.memory_bytes / ranks;
   return r;
 }
 
+std::pair<int, int> place_ranks(const hw::HardwareCostModel& cost, int gpus, int nodes) {
+  const hw::Machine& m = cost.machine();
+  const int per_node = std::max(1, m.gpu.count);
+  PROTWIN_CHECK(gpus >= 0, "--gpus: expected a number >= 0, got ", gpus);
+  PROTWIN_CHECK(nodes >= 0, "--nodes: expected a number >= 1 (0: as many as --gpus needs), got ", nodes);
+  if (nodes == 0) {
+    PROTWIN_CHECK(gpus <= per_node || (gpus % per_node == 0 && cost.collectives().has_network()), "--gpus: ", gpus,
+                  " GPUs requested but ", m.name, " has ", m.gpu.count,
+                  cost.collectives().has_network()
+                      ? " per node\nhint: more than one node takes a multiple of " + std::to_string(per_node) +
+                            " GPUs, or name the nodes with --nodes"
+                      : std::string(" (and no inter-node network: /network or /collectives/inter_node)"));
+    nodes = gpus > per_node ? gpus / per_node : 1;
+  }
+  PROTWIN_CHECK(nodes == 1 || cost.collectives().has_network(), "--nodes: ", nodes, " nodes of ", m.name,
+                ", but the machine has no inter-node network (/network or /collectives/inter_node)");
+  if (gpus == 0) gpus = nodes * per_node;
+  PROTWIN_CHECK(gpus % nodes == 0, "--gpus: ", gpus, " GPUs do not spread evenly over --nodes ", nodes);
+  PROTWIN_CHECK(gpus / nodes <= per_node, "--gpus: ", gpus, " GPUs requested but ", m.name, " has ", m.gpu.count,
+                nodes > 1 ? " per node (--nodes " + std::to_string(nodes) + ")"
+                : cost.collectives().has_network() ? "\nhint: --nodes N spreads them over N nodes"
+                                                   : std::string());
+  return {gpus, nodes};
+}
+
 Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
-                   CompiledPlan* plan_out, traces::Report* report_out) {
+                   CompiledPlan* plan_out, traces::Report* report_out, int nodes) {
   Candidate c;
   c.knobs = k;
   c.batch = w.options.batch;
   try {
     nlohmann::json meta = {{"machine", cost.machine().name}, {"dtype", w.options.dtype}};
-    CompiledPlan plan = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), k, meta);
+    CompiledPlan plan = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus, nodes), k, meta, nodes);
     // The capacity check on the plan's memory bound under any schedule (DESIGN §3).
     const traces::ValidationResult v = traces::validate(plan.plan);
     for (const auto& p : v.pools)
@@ -137,12 +162,12 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
   const auto t0 = std::chrono::steady_clock::now();
   find_system(o.system);
   PROTWIN_CHECK(o.gpus >= 1, "--gpus: expected at least 1, got ", o.gpus);
-  PROTWIN_CHECK(o.gpus <= std::max(1, cost.machine().gpu.count), "--gpus: ", o.gpus, " GPUs requested but ",
-                cost.machine().name, " has ", cost.machine().gpu.count);
+  PROTWIN_CHECK(o.nodes >= 1, "--nodes: expected at least 1, got ", o.nodes);
+  place_ranks(cost, o.gpus, o.nodes);
   PROTWIN_CHECK(o.batch >= 0, "--batch: expected a positive integer or 'auto', got ", o.batch);
   SearchResult res;
   res.system = o.system;
-  const RankMemory cap = rank_memory(cost.machine(), o.gpus);
+  const RankMemory cap = rank_memory(cost.machine(), o.gpus, o.nodes);
 
   std::vector<int64_t> batches;
   if (o.batch > 0) batches.push_back(o.batch);
@@ -174,7 +199,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     if (o.force_buffer_reuse >= 0) base.buffer_reuse = o.force_buffer_reuse != 0;
     const ChunkLayout layout = layout_for(w, base);
     if (!base.per_block_chunks) base.chunk_bytes = layout.chunk_bytes;
-    const WorkloadTimes times = workload_times(w, layout, cost, o.gpus, base);
+    const WorkloadTimes times = workload_times(w, layout, cost, o.gpus, base, o.nodes);
     const int n_chunks = static_cast<int>(layout.chunks.size());
     const int layers = static_cast<int>(w.model.layers);
     KnobSpace space = knob_space(o.system, n_chunks, layers, buffers_needed(layout, 0));
@@ -317,7 +342,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       std::vector<Candidate> done(pick.size());
       auto worker = [&]() {
         for (size_t i = next++; i < pick.size(); i = next++) {
-          Candidate c = evaluate(w, cost, o.gpus, pick[i].knobs);
+          Candidate c = evaluate(w, cost, o.gpus, pick[i].knobs, nullptr, nullptr, o.nodes);
           c.analytic_s = pick[i].analytic_s;
           c.analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
           done[i] = std::move(c);
@@ -363,7 +388,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     }
   if (res.found) {
     const Workload w = options_workload(model, o, res.best.batch);
-    Candidate again = evaluate(w, cost, o.gpus, res.best.knobs, &res.best_plan, &res.best_report);
+    Candidate again = evaluate(w, cost, o.gpus, res.best.knobs, &res.best_plan, &res.best_report, o.nodes);
     PROTWIN_ASSERT(again.simulated, "best plan failed on re-evaluation: ", again.failure);
     res.best_plan.plan.meta["system"] = o.system;
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +24,8 @@ namespace protwin::sim {
 
 struct SearchOptions {
   std::string system = "protrain";
-  int gpus = 1;
+  int gpus = 1;                   // data-parallel ranks, all nodes together
+  int nodes = 1;                  // nodes the ranks spread over evenly (place_ranks)
   int64_t batch = 0;              // 0: search the batch size too (powers of two)
   int64_t max_batch = 64;
   int64_t seq = 0;                // 0: the model's default
@@ -79,15 +81,23 @@ struct SearchResult {
 // Throws protwin::Error for bad options (unknown system, batch 0 given explicitly, ...).
 SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o);
 
-// Compiles and simulates one knob setting (used by the search and by `simulate --policy`).
+// Compiles and simulates one knob setting (used by the search and by `simulate --policy`), the
+// gpus ranks spread over `nodes` nodes.
 Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
-                   CompiledPlan* plan_out = nullptr, traces::Report* report_out = nullptr);
+                   CompiledPlan* plan_out = nullptr, traces::Report* report_out = nullptr, int nodes = 1);
 
 // The workload the options describe at one batch size (sequence, dtype, attention).
 Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_t batch);
 
-// Memory limits of one rank on a machine.
-RankMemory rank_memory(const hw::Machine& m, int gpus);
+// Memory limits of one rank on a machine: the host is shared by the gpus / nodes ranks of a node.
+RankMemory rank_memory(const hw::Machine& m, int gpus, int nodes = 1);
+
+// The nodes `gpus` data-parallel ranks take on the machine (`gpus` 0: all GPUs of the nodes):
+// `nodes` when it is given (> 0), else one node, or as many whole nodes as `gpus` fills. Refuses
+// (protwin::Error naming --gpus or --nodes) ranks that do not spread evenly, more ranks per node
+// than a node has GPUs, and more than one node on a machine without inter-node data (/network or
+// /collectives/inter_node). Returns {gpus, nodes}.
+std::pair<int, int> place_ranks(const hw::HardwareCostModel& cost, int gpus, int nodes);
 
 nlohmann::json candidate_to_json(const Candidate& c);
 

@@ -126,6 +126,7 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
   r.model = model.name;
   r.machine = machine_json.value("name", source);
   r.gpus = o.search.gpus;
+  r.nodes = o.search.nodes;
   r.seq = o.search.seq > 0 ? o.search.seq : model.default_seq;
   r.axes = o.axes;
   // Every value on its own first, so a typo fails in milliseconds, not after half the sweep.
@@ -213,7 +214,7 @@ nlohmann::json sweep_to_json(const SweepResult& r) {
     points.push_back(std::move(j));
   }
   return {{"format", "protwin.sweep"}, {"version", 1}, {"model", r.model}, {"machine", r.machine},
-          {"gpus", r.gpus}, {"seq", r.seq}, {"axes", axes}, {"points", points}, {"sweep_s", r.seconds}};
+          {"gpus", r.gpus}, {"nodes", r.nodes}, {"seq", r.seq}, {"axes", axes}, {"points", points}, {"sweep_s", r.seconds}};
 }
 
 std::string sweep_to_csv(const SweepResult& r) {

@@ -57,7 +57,7 @@ struct SweepPoint {
 
 struct SweepResult {
   std::string model, machine;
-  int gpus = 0;
+  int gpus = 0, nodes = 1;
   int64_t seq = 0;                               // tokens per sequence (the model's default if 0 given)
   std::vector<SweepAxis> axes;
   // axis_values[i][v]: value v of axis i as the machine holds it (a number, or one per linked key).
