@@ -94,7 +94,6 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
       ++points_;
     }
   }
-  if (!shape_only) return;
   for (auto& [name, points] : groups_) {
     auto size = [](const Point& p) {
       double s = 0;
@@ -110,7 +109,9 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
         ref += p.log_ratio;
         ++n;
       }
-    for (Point& p : points) p.log_ratio -= ref / n;
+    largest_log_ratio_[name] = shape_only ? 0.0 : ref / n;
+    if (shape_only)
+      for (Point& p : points) p.log_ratio -= ref / n;
   }
 }
 
@@ -135,8 +136,11 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
         sum += p.log_ratio / d2;
       }
     }
-    if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n), &g == &groups.front()};
-    if (wsum > 0) return Correction{std::exp(sum / wsum), false};
+    // Another dtype's table (a fallback GEMM group): its shape effects only.
+    const bool fallback = &g != &groups.front();
+    const double offset = fallback && (sig.kind == "gemm" || sig.kind == "bmm") ? largest_log_ratio_.at(g) : 0.0;
+    if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n - offset), !fallback};
+    if (wsum > 0) return Correction{std::exp(sum / wsum - offset), false};
   }
   return std::nullopt;
 }

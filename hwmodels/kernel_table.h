@@ -9,7 +9,8 @@
 // correction rather than the time keeps the model's shape effects (tiles, waves, rooflines)
 // between and beyond measured points.
 //
-// Groups: gemm and bmm by dtype (bf16 falls back to fp16 and back: same tensor cores); memory-bound
+// Groups: gemm and bmm by dtype (bf16 falls back to fp16 and back: same tensor cores, shape effects
+// only, as for another GPU below, since each dtype has its own measured sustained rate); memory-bound
 // kinds by kind, falling back to layernorm (rmsnorm) and then elementwise, any dtype (bytes are
 // the coordinate); collectives by kind, ranks and ranks per node.
 #pragma once
@@ -59,6 +60,7 @@ class KernelTable {
     double log_ratio;
   };
   std::map<std::string, std::vector<Point>> groups_;
+  std::map<std::string, double> largest_log_ratio_;  // per group: its largest kernels' correction
   size_t points_ = 0;
 };
 

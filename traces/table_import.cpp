@@ -87,7 +87,7 @@ struct CsvTable {
 };
 
 // The sizes of each series kept by TableImportOptions::per_octave: sorted, the smallest first,
-// then each next size at least 2^(1/per_octave) above the last kept.
+// then each next size at least 2^(1/per_octave) above the last kept, every power of two and the largest.
 class Thinning {
  public:
   explicit Thinning(int per_octave) : step_(per_octave > 0 ? std::pow(2.0, 1.0 / per_octave) : 0) {}
@@ -99,9 +99,11 @@ class Thinning {
       std::vector<int64_t>& s = sizes_[series];
       std::sort(s.begin(), s.end());
       std::vector<int64_t> k;
-      for (int64_t v : s)
-        if (k.empty() || (v != k.back() && static_cast<double>(v) >= static_cast<double>(k.back()) * step_ - 1e-9))
+      for (int64_t v : s) {
+        const bool power_of_two = (v & (v - 1)) == 0;  // the sizes people ask for are always kept
+        if (k.empty() || (v != k.back() && (power_of_two || static_cast<double>(v) >= static_cast<double>(k.back()) * step_ - 1e-9)))
           k.push_back(v);
+      }
       if (!s.empty() && k.back() != s.back()) k.push_back(s.back());  // the largest measured size too
       it = kept_.emplace(series, std::move(k)).first;
     }

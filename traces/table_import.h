@@ -36,7 +36,8 @@ struct TableImportOptions {
   int ranks = 0;              // nccl-tests: ranks (0: from the file name)
   int per_octave = 0;         // thin each series (vidur: one file's rows at one TP degree, over
                               // num_tokens; collectives: one kind and group, over bytes; nccl-tests:
-                              // one file) to sizes at least 2^(1/per_octave) apart (0: every row)
+                              // one file) to sizes at least 2^(1/per_octave) apart, keeping powers
+                              // of two and the largest (0: every row)
 };
 
 // Reads every file (.csv or .csv.gz; gzip detected from the content) into one profile.

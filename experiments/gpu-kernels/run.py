@@ -12,7 +12,9 @@ gpu_kernels.{png,svg}. Exits 1 when a criterion of issue #19 is missed (see READ
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import _protwin  # noqa: E402
@@ -93,8 +95,7 @@ def mape(rows, field):
 
 def main():
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    work = os.path.join(HERE, "results", "split")
-    os.makedirs(work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="gpu-kernels-")  # the halves are re-made from the tables each run
     predictions, summary, failed = [], [], []
     for name, machine, label in CASES:
         with open(os.path.join(TABLES, name + ".json")) as f:
@@ -126,8 +127,9 @@ def main():
                             "criterion_pct": limit, "pass": ok})
             if not ok:
                 failed.append(f"{name} {bk}: MAPE {t_mape:.1f} % > {limit} %")
+    shutil.rmtree(work)
     with open(os.path.join(HERE, "results", "predictions.json"), "w") as f:
-        json.dump(predictions, f, indent=1)
+        json.dump(predictions, f)
     with open(os.path.join(HERE, "results", "mape.json"), "w") as f:
         json.dump(summary, f, indent=1)
     _protwin.write_csv(os.path.join(HERE, "results", "mape.csv"), summary, list(summary[0].keys()))
