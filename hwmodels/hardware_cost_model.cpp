@@ -49,9 +49,32 @@ int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
   return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
+// Priced kernels by their whole identity (signature, direction, work), so a search prices each
+// distinct kernel once.
+struct MemoKey {
+  traces::OpSignature sig;
+  bool backward;
+  double bytes, flops;
+  bool operator==(const MemoKey& o) const {
+    return backward == o.backward && bytes == o.bytes && flops == o.flops && sig == o.sig;
+  }
+};
+
+struct MemoKeyHash {
+  size_t operator()(const MemoKey& k) const {
+    size_t h = std::hash<std::string>()(k.sig.kind) ^ (std::hash<std::string>()(k.sig.dtype) << 1);
+    auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    for (int64_t d : k.sig.shape) mix(static_cast<uint64_t>(d));
+    mix(std::hash<double>()(k.bytes));
+    mix(std::hash<double>()(k.flops));
+    mix(k.backward);
+    return h;
+  }
+};
+
 struct HardwareCostModel::Memo {
   std::mutex mu;
-  std::unordered_map<std::string, KernelTime> times;
+  std::unordered_map<MemoKey, KernelTime, MemoKeyHash> times;
 };
 
 HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
@@ -118,6 +141,21 @@ double HardwareCostModel::model_seconds(const traces::OpSignature& sig, double b
     return kNone;  // e.g. a dtype or a network the machine does not have
   }
   return kNone;
+}
+
+KernelTime HardwareCostModel::corrected_collective(const traces::OpSignature& sig, double bytes, double model_s) const {
+  if (!table_) return {model_s, KernelSource::kModel};
+  // The correction (a scan of the table's points) depends on the signature alone: memoised as a ratio.
+  MemoKey key{sig, false, bytes, -1.0};
+  {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    auto it = memo_->times.find(key);
+    if (it != memo_->times.end()) return {model_s * it->second.seconds, it->second.source};
+  }
+  const KernelTime t = corrected(sig, bytes, model_s);
+  std::lock_guard<std::mutex> lock(memo_->mu);
+  memo_->times.emplace(std::move(key), KernelTime{model_s > 0 ? t.seconds / model_s : 1.0, t.source});
+  return t;
 }
 
 KernelTime HardwareCostModel::corrected(const traces::OpSignature& sig, double bytes, double model_s) const {
@@ -279,11 +317,7 @@ KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward
     }
   }
   if (!has_shape_model(machine_)) return {curve_kernel_seconds(k, backward), KernelSource::kCurve};
-  std::string key = sig.key();
-  key += backward ? "|b|" : "|f|";
-  key += std::to_string(k.bytes);
-  key += '|';
-  key += std::to_string(k.flops);
+  MemoKey key{sig, backward, k.bytes, k.flops};
   {
     std::lock_guard<std::mutex> lock(memo_->mu);
     auto it = memo_->times.find(key);
@@ -418,20 +452,20 @@ double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, 
   const CollectiveSpec& c = collective_spec(kind, scope);
   const double model = c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
   if (!table_ || scope != CollectiveScope::kIntraNode) return model;
-  return corrected(collective_sig(collective_name(kind), bytes, ranks, ranks), bytes, model).seconds;
+  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks), bytes, model).seconds;
 }
 
 double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks,
                                              int ranks_per_node) const {
   const double model = collectives_.seconds(kind, bytes, ranks, ranks_per_node);
   if (!table_ || ranks <= 1 || bytes <= 0) return model;
-  return corrected(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model).seconds;
+  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model).seconds;
 }
 
 double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const {
   const double model = collectives_.send_recv_seconds(bytes, inter_node);
   if (!table_ || bytes <= 0) return model;
-  return corrected(collective_sig("send_recv", bytes, 2, inter_node ? 1 : 2), bytes, model).seconds;
+  return corrected_collective(collective_sig("send_recv", bytes, 2, inter_node ? 1 : 2), bytes, model).seconds;
 }
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {

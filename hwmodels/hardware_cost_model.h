@@ -128,6 +128,7 @@ class HardwareCostModel : public CostModel {
   KernelTime shaped_kernel_time(const traces::Kernel& k, bool backward) const;
   // model_s corrected by the tables for `sig` when they reach it.
   KernelTime corrected(const traces::OpSignature& sig, double bytes, double model_s) const;
+  KernelTime corrected_collective(const traces::OpSignature& sig, double bytes, double model_s) const;  // memoised
   double collective_model_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
 
   struct Memo;
