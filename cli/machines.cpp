@@ -95,6 +95,14 @@ void print_machine(const hw::Machine& m) {
     add("flash attention fwd / bwd TFLOPS",
         fmt("%.0f", m.gpu.attention->flash_fwd_tflops) + " / " + fmt("%.0f", m.gpu.attention->flash_bwd_tflops),
         "/gpu/attention/flash_fwd_tflops");
+  if (m.gpu.sms > 0)
+    add("SMs, kernel floor", std::to_string(m.gpu.sms) + fmt(", %.1f us", m.gpu.kernel_floor_us), "/gpu/sms");
+  if (!m.kernel_tables.names.empty()) {
+    std::string names;
+    for (const auto& n : m.kernel_tables.names) names += (names.empty() ? "" : ", ") + n;
+    if (!m.kernel_tables.measured_on.empty()) names += " (measured on " + m.kernel_tables.measured_on + ")";
+    add("kernel tables", m.kernel_tables.enabled ? names : "off", "/kernel_tables");
+  }
   add("GPU P2P", m.gpu.p2p ? "yes" : "no", "/gpu/p2p");
   add("host", m.host.cpu + ", " + std::to_string(m.host.cores) + " cores", "/host/cores");
   add("host memory", fmt("%.0f GiB", gib(m.host.memory_bytes)), "/host/memory_bytes");

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
 
+#include "hwmodels/kernel_model.h"
 #include "traces/error.h"
 
 namespace protwin::hw {
@@ -20,11 +24,18 @@ int elem_bytes(const std::string& dtype) {
   return b > 0 ? b : 4;
 }
 
-bool is_memory_bound_kind(const std::string& kind) {
-  static const char* const kKinds[] = {"layernorm", "rmsnorm",       "gelu",     "swiglu",
-                                       "softmax",   "dropout",       "elementwise",
-                                       "cross_entropy", "embedding", "rope"};
-  return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
+const char* collective_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kBroadcast: return "broadcast";
+  }
+  return "all_reduce";
+}
+
+traces::OpSignature collective_sig(const std::string& kind, double bytes, int ranks, int ranks_per_node) {
+  return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
 }
 
 int meta_int(const nlohmann::json& j, const char* key, int fallback) {
@@ -45,8 +56,152 @@ int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
   return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
+// Priced kernels by their whole identity (signature, direction, work), so a search prices each
+// distinct kernel once.
+struct MemoKey {
+  traces::OpSignature sig;
+  bool backward;
+  double bytes, flops;
+  bool operator==(const MemoKey& o) const {
+    return backward == o.backward && bytes == o.bytes && flops == o.flops && sig == o.sig;
+  }
+};
+
+struct MemoKeyHash {
+  size_t operator()(const MemoKey& k) const {
+    size_t h = std::hash<std::string>()(k.sig.kind) ^ (std::hash<std::string>()(k.sig.dtype) << 1);
+    auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    for (int64_t d : k.sig.shape) mix(static_cast<uint64_t>(d));
+    mix(std::hash<double>()(k.bytes));
+    mix(std::hash<double>()(k.flops));
+    mix(k.backward);
+    return h;
+  }
+};
+
+struct HardwareCostModel::Memo {
+  std::mutex mu;
+  std::unordered_map<MemoKey, KernelTime, MemoKeyHash> times;
+};
+
 HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
-    : machine_(std::move(machine)), profile_(std::move(profile)), collectives_(machine_) {}
+    : machine_(std::move(machine)), profile_(std::move(profile)), collectives_(machine_),
+      memo_(std::make_shared<Memo>()) {
+  const KernelTablesSpec& kt = machine_.kernel_tables;
+  if (!kt.enabled || kt.names.empty() || !has_shape_model(machine_)) return;
+  std::vector<const traces::OpProfile*> tables;
+  for (const auto& name : kt.names) {
+    try {
+      tables.push_back(&hw::kernel_table(name));
+    } catch (const Error& e) {
+      throw Error("machine " + machine_.name + ": /kernel_tables/names: " + e.what());
+    }
+  }
+  if (kt.measured_on.empty() || kt.measured_on == machine_.name) {
+    table_ = std::make_shared<KernelTable>(
+        tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); });
+    return;
+  }
+  // Tables measured on another machine: their corrections to that machine's model carry over.
+  Machine source = load_machine(kt.measured_on);
+  source.kernel_tables.enabled = false;
+  const HardwareCostModel source_cost(std::move(source));
+  table_ = std::make_shared<KernelTable>(
+      tables, [&source_cost](const traces::OpSignature& sig, double bytes) { return source_cost.model_seconds(sig, bytes); },
+      /*shape_only=*/true);
+  tables_derived_ = true;
+}
+
+void HardwareCostModel::set_kernel_tables(const std::vector<const traces::OpProfile*>& tables) {
+  memo_ = std::make_shared<Memo>();
+  tables_derived_ = false;
+  table_.reset();
+  if (tables.empty() || !has_shape_model(machine_)) return;
+  table_ = std::make_shared<KernelTable>(
+      tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); });
+}
+
+double HardwareCostModel::collective_model_seconds(CollectiveKind kind, double bytes, int ranks,
+                                                   int ranks_per_node) const {
+  if (ranks_per_node >= ranks && !machine_.intra_node.host_staged) {
+    const CollectiveSpec& c = collective_spec(kind, CollectiveScope::kIntraNode);
+    return c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
+  }
+  return collectives_.seconds(kind, bytes, ranks, ranks_per_node);
+}
+
+double HardwareCostModel::model_seconds(const traces::OpSignature& sig, double bytes) const {
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  const auto& s = sig.shape;
+  try {
+    if (sig.kind == "gemm" && s.size() == 3) return gemm_model_seconds(machine_, 1, s[0], s[1], s[2], sig.dtype);
+    if (sig.kind == "bmm" && s.size() == 4) return gemm_model_seconds(machine_, s[0], s[1], s[2], s[3], sig.dtype);
+    if (is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0)
+      return bytes > 0 ? memory_model_seconds(machine_, bytes) : kNone;
+    if (is_collective_kind(sig.kind) && s.size() == 3 && s[1] >= 2) {
+      const int ranks = static_cast<int>(s[1]), per_node = static_cast<int>(s[2]);
+      if (sig.kind == "send_recv") return collectives_.send_recv_seconds(bytes, per_node < ranks);
+      CollectiveKind kind;
+      if (collective_from_string(sig.kind, &kind)) return collective_model_seconds(kind, bytes, ranks, per_node);
+    }
+  } catch (const Error&) {
+    return kNone;  // e.g. a dtype or a network the machine does not have
+  }
+  return kNone;
+}
+
+KernelTime HardwareCostModel::corrected_collective(const traces::OpSignature& sig, double bytes, double model_s) const {
+  if (!table_) return {model_s, KernelSource::kModel};
+  // The correction (a scan of the table's points) depends on the signature alone: memoised as a ratio.
+  MemoKey key{sig, false, bytes, -1.0};
+  {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    auto it = memo_->times.find(key);
+    if (it != memo_->times.end()) return {model_s * it->second.seconds, it->second.source};
+  }
+  const KernelTime t = corrected(sig, bytes, model_s);
+  std::lock_guard<std::mutex> lock(memo_->mu);
+  memo_->times.emplace(std::move(key), KernelTime{model_s > 0 ? t.seconds / model_s : 1.0, t.source});
+  return t;
+}
+
+KernelTime HardwareCostModel::corrected(const traces::OpSignature& sig, double bytes, double model_s) const {
+  if (table_) {
+    if (auto c = table_->correction(sig, bytes))
+      return {model_s * c->ratio,
+              tables_derived_ ? KernelSource::kDerived : c->exact ? KernelSource::kMeasured : KernelSource::kInterpolated};
+  }
+  return {model_s, KernelSource::kModel};
+}
+
+KernelTime HardwareCostModel::gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
+  compute_for(dtype);  // a dtype the GPU lacks is an error naming the machine
+  PROTWIN_CHECK(batch >= 1 && m >= 1 && n >= 1 && k >= 1, "gemm: every dimension must be >= 1, got ", batch, "x", m,
+                "x", n, "x", k);
+  const double bytes = static_cast<double>(batch) * (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                                                     static_cast<double>(m) * n) * elem_bytes(dtype);
+  if (!has_shape_model(machine_)) {
+    return {gemm_call_seconds_for(static_cast<double>(batch) * 2.0 * m * n * k, bytes, dtype), KernelSource::kCurve};
+  }
+  const traces::OpSignature sig = batch == 1 ? traces::OpSignature{"gemm", {m, n, k}, dtype}
+                                             : traces::OpSignature{"bmm", {batch, m, n, k}, dtype};
+  return corrected(sig, bytes, gemm_model_seconds(machine_, batch, m, n, k, dtype));
+}
+
+KernelTime HardwareCostModel::collective_time(const std::string& kind, double bytes, int ranks,
+                                              int ranks_per_node) const {
+  PROTWIN_CHECK(ranks >= 2, "collective: expected at least 2 ranks, got ", ranks);
+  PROTWIN_CHECK(bytes > 0, "collective: expected bytes > 0, got ", bytes);
+  if (kind == "send_recv") {
+    const bool inter = ranks_per_node < ranks;
+    return corrected(collective_sig(kind, bytes, 2, inter ? 1 : 2), bytes, collectives_.send_recv_seconds(bytes, inter));
+  }
+  CollectiveKind k;
+  PROTWIN_CHECK(collective_from_string(kind, &k), "collective \"", kind,
+                "\": expected all_reduce, all_gather, reduce_scatter, broadcast or send_recv");
+  return corrected(collective_sig(kind, bytes, ranks, ranks_per_node), bytes,
+                   collective_model_seconds(k, bytes, ranks, ranks_per_node));
+}
 
 std::vector<LinkSpec> HardwareCostModel::links() const {
   const HostLinkSpec& l = machine_.host_link;
@@ -87,10 +242,12 @@ static double gemm_call_seconds(const HardwareCostModel& cm, const Machine& m, d
   return std::max({t, t_bytes, m.gpu.launch_floor_us * 1e-6});
 }
 
+double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
+  return gemm_call_seconds(*this, machine_, flops, bytes, dtype);
+}
+
 double HardwareCostModel::gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
-  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
-  const double bytes = (dm * dk + dk * dn + dm * dn) * elem_bytes(dtype);
-  return gemm_call_seconds(*this, machine_, 2 * dm * dn * dk, bytes, dtype);
+  return gemm_time(1, m, n, k, dtype).seconds;
 }
 
 double HardwareCostModel::memory_seconds(double bytes) const {
@@ -103,6 +260,7 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
                                             bool flash, bool backward) const {
   PROTWIN_CHECK(shape.size() == 4, "attention kernel: expected shape {batch*heads, seq_q, seq_k, "
                 "head_dim}, got ", shape.size(), " dimensions");
+  if (!flash && has_shape_model(machine_)) return shaped_attention(shape, dtype, backward).seconds;
   const double bh = static_cast<double>(shape[0]), sq = static_cast<double>(shape[1]),
                sk = static_cast<double>(shape[2]), d = static_cast<double>(shape[3]);
   const double eb = elem_bytes(dtype);
@@ -127,17 +285,81 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
   return 4 * t_gemm + memory_seconds(3 * s_bytes);
 }
 
+KernelTime HardwareCostModel::shaped_attention(const std::vector<int64_t>& shape, const std::string& dtype,
+                                               bool backward) const {
+  // Unfused: S = Q K^T [sq x sk over d], P = softmax(S), O = P V [sq x d over sk]; backward
+  // dP = dO V^T [sq x sk over d], dV = P^T dO [sk x d over sq], dQ = dS K [sq x d over sk],
+  // dK = dS^T Q [sk x d over sq], softmax backward reads P and dP and writes dS.
+  const int64_t bh = shape[0], sq = shape[1], sk = shape[2], d = shape[3];
+  const double s_bytes = static_cast<double>(bh) * sq * sk * elem_bytes(dtype);
+  std::vector<KernelTime> parts = {gemm_time(bh, sq, sk, d, dtype), gemm_time(bh, sq, d, sk, dtype)};
+  if (backward) {
+    parts.push_back(gemm_time(bh, sk, d, sq, dtype));
+    parts.push_back(gemm_time(bh, sk, d, sq, dtype));
+  }
+  const double pass_bytes = (backward ? 3 : 2) * s_bytes;
+  const traces::OpSignature softmax{"softmax", {bh * sq * sk}, dtype};
+  parts.push_back(corrected(softmax, pass_bytes, memory_model_seconds(machine_, pass_bytes)));
+  KernelTime total{0, KernelSource::kProfile};
+  for (const auto& p : parts) {
+    total.seconds += p.seconds;
+    total.source = std::max(total.source, p.source);  // the least trusted part names the whole
+  }
+  return total;
+}
+
 double HardwareCostModel::kernel_seconds(const traces::Kernel& k, bool backward) const {
+  return kernel_time(k, backward).seconds;
+}
+
+KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
   // Profiles key a kernel by its forward signature; a non-GEMM kernel's backward is a different
   // kernel, recorded as "<kind>_backward" (GEMM backward calls are GEMMs of their own shapes).
   if (profile_) {
     if (!backward || sig.kind == "gemm") {
-      if (auto t = profile_(sig)) return *t;
+      if (auto t = profile_(sig)) return {*t, KernelSource::kProfile};
     } else if (auto t = profile_(traces::OpSignature{sig.kind + "_backward", sig.shape, sig.dtype})) {
-      return *t;
+      return {*t, KernelSource::kProfile};
     }
   }
+  if (!has_shape_model(machine_)) return {curve_kernel_seconds(k, backward), KernelSource::kCurve};
+  MemoKey key{sig, backward, k.bytes, k.flops};
+  {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    auto it = memo_->times.find(key);
+    if (it != memo_->times.end()) return it->second;
+  }
+  const KernelTime t = shaped_kernel_time(k, backward);
+  std::lock_guard<std::mutex> lock(memo_->mu);
+  memo_->times.emplace(std::move(key), t);
+  return t;
+}
+
+KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool backward) const {
+  const traces::OpSignature& sig = k.sig;
+  if (sig.kind == "gemm" && sig.shape.size() == 3) return gemm_time(1, sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
+  if (sig.kind == "attention" && sig.shape.size() == 4) {
+    PROTWIN_CHECK(sig.shape[0] >= 1 && sig.shape[1] >= 1 && sig.shape[2] >= 1 && sig.shape[3] >= 1, "kernel ",
+                  sig.key(), ": every dimension must be >= 1");
+    return shaped_attention(sig.shape, sig.dtype, backward);
+  }
+  if (sig.kind == "gemm" || sig.kind == "attention" || sig.kind == "flash_attention" || sig.kind == "adam")
+    return {curve_kernel_seconds(k, backward), KernelSource::kModel};
+  double bytes = k.bytes;
+  if (bytes <= 0) {
+    const double passes = sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
+    bytes = elements_of(sig.shape) * elem_bytes(sig.dtype) * passes;
+  }
+  if (is_memory_bound_kind(sig.kind) || k.flops <= 0) {
+    const traces::OpSignature mem{is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
+    return corrected(mem, bytes, memory_model_seconds(machine_, bytes));
+  }
+  return {roofline_seconds(k.flops, bytes, sig.dtype), KernelSource::kModel};
+}
+
+double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool backward) const {
+  const traces::OpSignature& sig = k.sig;
   if (sig.kind == "gemm") {
     if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
     PROTWIN_CHECK(k.flops > 0, "kernel ", sig.key(), ": a gemm needs shape {m, n, k} or flops");
@@ -235,16 +457,22 @@ double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, 
   if (scope == CollectiveScope::kInterNode && !machine_.inter_node && machine_.network)
     return collectives_.seconds(kind, bytes, ranks, inter_node_ranks_per_node(ranks, machine_.gpu.count));
   const CollectiveSpec& c = collective_spec(kind, scope);
-  return c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
+  const double model = c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
+  if (!table_ || scope != CollectiveScope::kIntraNode) return model;
+  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks), bytes, model).seconds;
 }
 
 double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
                                              int groups_per_node) const {
-  return collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
+  const double model = collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
+  if (!table_ || ranks <= 1 || bytes <= 0) return model;
+  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model).seconds;
 }
 
 double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const {
-  return collectives_.send_recv_seconds(bytes, inter_node);
+  const double model = collectives_.send_recv_seconds(bytes, inter_node);
+  if (!table_ || bytes <= 0) return model;
+  return corrected_collective(collective_sig("send_recv", bytes, 2, inter_node ? 1 : 2), bytes, model).seconds;
 }
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
@@ -290,7 +518,8 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        c.fixed = from_seconds(collectives_.seconds(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
+        c.fixed = from_seconds(
+            collective_seconds(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
       } catch (const Error& e) {
         throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
       }

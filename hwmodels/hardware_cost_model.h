@@ -17,15 +17,22 @@
 //   domains (no P2P) also load the PCIe links. Groups placed on a cluster (attrs.ranks_per_node)
 //   and point-to-point send_recv use the per-level model of hwmodels/collective_model.h.
 // A measured op profile wins over the curves for any kernel it has (ProfileLookup).
+//
+// Kernel-time source (issue #19), on machines with gpu.sms: profile, else the machine's measured
+// kernel tables (hwmodels/kernel_table.h: exact, else interpolated in log space), else the
+// shape-aware model (hwmodels/kernel_model.h); machines without gpu.sms keep the curves above.
+// kernel_time() says which priced a kernel; results are memoised per kernel.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "hwmodels/collective_model.h"
 #include "hwmodels/cost_model.h"
+#include "hwmodels/kernel_table.h"
 #include "hwmodels/machine.h"
 #include "traces/op_signature.h"
 
@@ -76,6 +83,22 @@ class HardwareCostModel : public CostModel {
   // One run of a kernel (profile first); `backward` selects the backward of attention kernels
   // and, for memory-bound kernels without explicit bytes, the backward traffic.
   double kernel_seconds(const traces::Kernel& k, bool backward = false) const;
+  // The same with where the time came from.
+  KernelTime kernel_time(const traces::Kernel& k, bool backward = false) const;
+  // One (batched, batch >= 1) GEMM with its source; gemm_seconds for batch 1 is its seconds.
+  KernelTime gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
+  // A collective of `ranks` ranks, `ranks_per_node` per node, with its source. send_recv: 2 ranks.
+  KernelTime collective_time(const std::string& kind, double bytes, int ranks, int ranks_per_node) const;
+  // The shape-aware model alone (no profile, no table) for a table entry moving `bytes`; NaN when
+  // it cannot price the kind (what KernelTable corrects).
+  double model_seconds(const traces::OpSignature& sig, double bytes) const;
+  // Prices with these tables (measured on this machine) instead of the machine's; empty: none.
+  // Call before pricing anything; the tables must outlive the cost model.
+  void set_kernel_tables(const std::vector<const traces::OpProfile*>& tables);
+  // The measured tables in use (nullptr: none, or the machine has no shape-aware model).
+  const KernelTable* kernel_table() const { return table_.get(); }
+  // True when the tables were measured on another machine (machine kernel_tables.measured_on).
+  bool tables_derived() const { return tables_derived_; }
   double copy_seconds(double bytes, CopyDirection dir, bool pinned, bool both_directions) const;
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
@@ -102,10 +125,22 @@ class HardwareCostModel : public CostModel {
   const DtypeCompute& compute_for(const std::string& dtype) const;
   double roofline_seconds(double flops, double bytes, const std::string& dtype) const;
   const CollectiveSpec& collective_spec(CollectiveKind kind, CollectiveScope scope) const;
+  double curve_kernel_seconds(const traces::Kernel& k, bool backward) const;
+  double gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const;
+  KernelTime shaped_attention(const std::vector<int64_t>& shape, const std::string& dtype, bool backward) const;
+  KernelTime shaped_kernel_time(const traces::Kernel& k, bool backward) const;
+  // model_s corrected by the tables for `sig` when they reach it.
+  KernelTime corrected(const traces::OpSignature& sig, double bytes, double model_s) const;
+  KernelTime corrected_collective(const traces::OpSignature& sig, double bytes, double model_s) const;  // memoised
+  double collective_model_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
 
+  struct Memo;
   Machine machine_;
   ProfileLookup profile_;
   CollectiveModel collectives_;
+  std::shared_ptr<const KernelTable> table_;
+  bool tables_derived_ = false;
+  std::shared_ptr<Memo> memo_;
 };
 
 // Ranks per node of a legacy inter-node group (attrs.scope "inter_node" without

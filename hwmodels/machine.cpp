@@ -118,7 +118,7 @@ AllocatorSpec read_allocator(const JsonNode& n) {
 
 GpuSpec read_gpu(const JsonNode& n) {
   n.check_keys({"name", "count", "memory_bytes", "usable_memory_bytes", "p2p", "compute", "hbm", "launch_floor_us",
-                "kernel_launch_us", "framework_op_us", "attention", "allocator"});
+                "sms", "kernel_floor_us", "kernel_launch_us", "framework_op_us", "attention", "allocator"});
   GpuSpec g;
   g.name = n.get_string("name");
   g.count = static_cast<int>(n.get_int_in("count", 1, kMaxGpusPerNode));
@@ -140,6 +140,8 @@ GpuSpec read_gpu(const JsonNode& n) {
   g.hbm_achievable_GBps = hbm.get_positive_number("achievable_GBps");
   g.hbm_curve = EfficiencyCurve::from_json(hbm.at("curve"), "bytes", "GBps");
   g.launch_floor_us = n.get_nonneg_number("launch_floor_us");
+  if (n.has("sms")) g.sms = static_cast<int>(n.get_int_in("sms", 1, 100000));
+  if (n.has("kernel_floor_us")) g.kernel_floor_us = n.get_positive_number("kernel_floor_us");
   g.kernel_launch_us = n.get_nonneg_number("kernel_launch_us");
   g.framework_op_us = n.get_nonneg_number("framework_op_us");
   if (auto a = n.find("attention")) {
@@ -253,7 +255,7 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
     root.at("version").fail("unsupported version " + std::to_string(version) + " (this build reads " +
                             std::to_string(kMachineVersion) + ")");
   root.check_keys({"format", "version", "name", "description", "gpu", "host", "host_link", "cpu_adam",
-                   "host_passes", "gpu_adam", "collectives", "network", "provenance"});
+                   "host_passes", "gpu_adam", "collectives", "network", "kernel_tables", "provenance"});
   Machine m;
   m.source = source;
   m.name = root.get_string("name");
@@ -281,6 +283,13 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   m.intra_node = read_domain(coll.at("intra_node"));
   if (auto inter = coll.find("inter_node")) m.inter_node = read_domain(*inter);
   if (auto net = root.find("network")) m.network = read_network(*net);
+  if (auto kt = root.find("kernel_tables")) {
+    kt->check_keys({"enabled", "names", "measured_on"});
+    if (kt->has("enabled")) m.kernel_tables.enabled = kt->at("enabled").as_bool();
+    const JsonNode names = kt->at("names");
+    for (size_t i = 0; i < names.size(); ++i) m.kernel_tables.names.push_back(names.at(i).as_string());
+    m.kernel_tables.measured_on = kt->get_string("measured_on", "");
+  }
   check_provenance(root, source);
   m.json = j;
   return m;

@@ -55,6 +55,8 @@ struct GpuSpec {
   double hbm_peak_GBps = 0, hbm_achievable_GBps = 0;
   EfficiencyCurve hbm_curve;                    // GB/s vs bytes moved by one kernel
   double launch_floor_us = 0;                   // shortest eager op (back-to-back tiny kernels)
+  int sms = 0;                                  // streaming multiprocessors; 0: no shape-aware model
+  double kernel_floor_us = 0;                   // shortest GPU-side kernel; 0: launch_floor_us
   double kernel_launch_us = 0, framework_op_us = 0;
   std::optional<GpuAttention> attention;        // FlashAttention throughput, when known
   AllocatorSpec allocator;
@@ -143,6 +145,16 @@ struct NetworkSpec {
   double nic_GBps() const { return nic_Gbps / 8.0 * efficiency; }
 };
 
+// The measured kernel tables a machine prices its kernels with (hwmodels/kernel_table.h):
+// names of hwmodels/kernel_tables/*.json. measured_on: the machine the tables were measured on
+// when it is another one (the tables' corrections then carry over to this machine's model:
+// "derived"); empty for this machine.
+struct KernelTablesSpec {
+  bool enabled = true;
+  std::vector<std::string> names;
+  std::string measured_on;
+};
+
 struct Machine {
   std::string name, description;
   std::string source;                           // "embedded:<name>" or the file path
@@ -155,6 +167,7 @@ struct Machine {
   CollectiveDomainSpec intra_node;
   std::optional<CollectiveDomainSpec> inter_node;
   std::optional<NetworkSpec> network;           // "network": clusters of nodes (optional)
+  KernelTablesSpec kernel_tables;               // "kernel_tables" (optional)
   nlohmann::json json;                          // the full document, overrides applied
 
   // The provenance entry covering a JSON pointer (longest matching prefix); null if none.

@@ -191,8 +191,18 @@ nlohmann::json OpProfile::to_json() const {
           {"provenance", provenance_}, {"ops", std::move(ops)}};
 }
 
-void OpProfile::save(const std::string& path) const {
-  write_file_atomic(path, to_json().dump(1) + "\n");
+void OpProfile::save(const std::string& path, Layout layout) const {
+  nlohmann::json j = to_json();
+  if (layout == kIndented) {
+    write_file_atomic(path, j.dump(1) + "\n");
+    return;
+  }
+  std::string text = "{\"format\": " + j["format"].dump() + ", \"version\": " + j["version"].dump() +
+                     ", \"device\": " + j["device"].dump() + ",\n \"provenance\": " + j["provenance"].dump() +
+                     ",\n \"ops\": [\n";
+  const auto& ops = j["ops"];
+  for (size_t i = 0; i < ops.size(); ++i) text += "  " + ops[i].dump() + (i + 1 < ops.size() ? ",\n" : "\n");
+  write_file_atomic(path, text + " ]}\n");
 }
 
 void OpProfile::add(OpProfileEntry e) {

@@ -59,7 +59,8 @@ class OpProfile {
   static OpProfile parse(const std::string& text, const std::string& name);
   static OpProfile from_json(const JsonNode& root);
   nlohmann::json to_json() const;  // ops sorted by key, so files diff cleanly
-  void save(const std::string& path) const;  // atomic
+  enum Layout { kIndented, kOneOpPerLine };  // kOneOpPerLine: compact, still diffs by entry
+  void save(const std::string& path, Layout layout = kIndented) const;  // atomic
 
   const std::string& device() const { return device_; }
   void set_device(std::string d) { device_ = std::move(d); }

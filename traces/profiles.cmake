@@ -1,7 +1,8 @@
 # Op profiles and the Kineto importer (traces/op_profile.*, traces/kineto_import.*).
 target_sources(protwin_traces PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/op_profile.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/kineto_import.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/kineto_import.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/table_import.cpp)
 
 # Kineto traces usually come gzipped.
 find_package(ZLIB REQUIRED)

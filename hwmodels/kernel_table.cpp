@@ -1,0 +1,172 @@
+#include "hwmodels/kernel_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include "traces/embedded_files.h"
+#include "traces/error.h"
+
+namespace protwin::hw {
+
+namespace detail {
+// Compiled in at build time from hwmodels/kernel_tables/*.json (hwmodels/kernel_tables.cmake).
+const std::vector<traces::EmbeddedFile>& embedded_kernel_tables();
+}  // namespace detail
+
+namespace {
+
+constexpr double kReach = 1.0;  // one octave in log2 space
+
+double log2_of(double v) { return std::log2(std::max(v, 1.0)); }
+
+// The groups a kernel is looked up in, in order, and its coordinates. Empty: not tabulated.
+std::vector<std::string> groups_of(const traces::OpSignature& sig) {
+  const std::string& k = sig.kind;
+  if (k == "gemm" || k == "bmm") {
+    std::vector<std::string> g = {k + ":" + sig.dtype};
+    if (sig.dtype == "bf16") g.push_back(k + ":fp16");
+    if (sig.dtype == "fp16") g.push_back(k + ":bf16");
+    return g;
+  }
+  if (is_collective_kind(k)) {
+    if (sig.shape.size() != 3) return {};
+    return {k + ":" + std::to_string(sig.shape[1]) + ":" + std::to_string(sig.shape[2])};
+  }
+  if (k.rfind("elementwise.", 0) == 0) return {"mem:elementwise"};  // one elementwise op of a table
+  if (is_memory_bound_kind(k)) {
+    std::vector<std::string> g = {"mem:" + k};
+    if (k == "rmsnorm") g.push_back("mem:layernorm");
+    if (k != "elementwise") g.push_back("mem:elementwise");
+    return g;
+  }
+  return {};
+}
+
+std::vector<double> coords_of(const traces::OpSignature& sig, double bytes) {
+  if (sig.kind == "gemm" && sig.shape.size() == 3)
+    return {log2_of(sig.shape[0]), log2_of(sig.shape[1]), log2_of(sig.shape[2])};
+  if (sig.kind == "bmm" && sig.shape.size() == 4)
+    return {log2_of(sig.shape[0]), log2_of(sig.shape[1]), log2_of(sig.shape[2]), log2_of(sig.shape[3])};
+  if (is_collective_kind(sig.kind)) return {log2_of(bytes)};
+  if ((is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0) && bytes > 0) return {log2_of(bytes)};
+  return {};
+}
+
+}  // namespace
+
+const char* kernel_source_name(KernelSource s) {
+  switch (s) {
+    case KernelSource::kProfile: return "profile";
+    case KernelSource::kMeasured: return "measured";
+    case KernelSource::kInterpolated: return "interpolated";
+    case KernelSource::kDerived: return "derived";
+    case KernelSource::kModel: return "model";
+    case KernelSource::kCurve: return "curve";
+  }
+  return "model";
+}
+
+bool is_memory_bound_kind(const std::string& kind) {
+  static const char* const kKinds[] = {"layernorm", "rmsnorm",       "gelu",     "swiglu",
+                                       "softmax",   "dropout",       "elementwise",
+                                       "cross_entropy", "embedding", "rope"};
+  return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
+}
+
+bool is_collective_kind(const std::string& kind) {
+  return kind == "all_reduce" || kind == "all_gather" || kind == "reduce_scatter" || kind == "broadcast" ||
+         kind == "send_recv";
+}
+
+KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model, bool shape_only) {
+  for (const traces::OpProfile* table : tables) {
+    for (const auto& e : table->entries()) {
+      const std::vector<std::string> groups = groups_of(e.sig);
+      if (groups.empty()) continue;
+      const double bytes = e.bytes ? *e.bytes : 0;
+      std::vector<double> x = coords_of(e.sig, bytes);
+      if (x.empty()) continue;
+      const double predicted = model(e.sig, bytes);
+      if (!(std::isfinite(predicted) && predicted > 0) || e.us.mean <= 0) continue;
+      groups_[groups.front()].push_back({std::move(x), std::log(e.mean_seconds() / predicted)});
+      ++points_;
+    }
+  }
+  for (auto& [name, points] : groups_) {
+    auto size = [](const Point& p) {
+      double s = 0;
+      for (double v : p.x) s += v;
+      return s;
+    };
+    double largest = 0;
+    for (const Point& p : points) largest = std::max(largest, size(p));
+    double ref = 0;
+    int n = 0;
+    for (const Point& p : points)
+      if (size(p) >= largest - 1.0) {
+        ref += p.log_ratio;
+        ++n;
+      }
+    largest_log_ratio_[name] = shape_only ? 0.0 : ref / n;
+    if (shape_only)
+      for (Point& p : points) p.log_ratio -= ref / n;
+  }
+}
+
+std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpSignature& sig, double bytes) const {
+  const std::vector<double> x = coords_of(sig, bytes);
+  if (x.empty()) return std::nullopt;
+  const std::vector<std::string> groups = groups_of(sig);
+  for (const auto& g : groups) {
+    auto it = groups_.find(g);
+    if (it == groups_.end()) continue;
+    double wsum = 0, sum = 0, exact_sum = 0;
+    int exact_n = 0;
+    for (const Point& p : it->second) {
+      if (p.x.size() != x.size()) continue;
+      double d2 = 0;
+      for (size_t i = 0; i < x.size(); ++i) d2 += (p.x[i] - x[i]) * (p.x[i] - x[i]);
+      if (d2 < 1e-12) {  // the kernel itself (several ops of one group can share a size: their mean)
+        exact_sum += p.log_ratio;
+        ++exact_n;
+      } else if (d2 <= kReach * kReach) {
+        wsum += 1 / d2;
+        sum += p.log_ratio / d2;
+      }
+    }
+    // Another dtype's table (a fallback GEMM group): its shape effects only.
+    const bool fallback = &g != &groups.front();
+    const double offset = fallback && (sig.kind == "gemm" || sig.kind == "bmm") ? largest_log_ratio_.at(g) : 0.0;
+    if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n - offset), !fallback};
+    if (wsum > 0) return Correction{std::exp(sum / wsum - offset), false};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> kernel_table_names() {
+  std::vector<std::string> names;
+  for (const auto& f : detail::embedded_kernel_tables()) names.push_back(f.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const traces::OpProfile& kernel_table(const std::string& name) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<traces::OpProfile>> parsed;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = parsed.find(name);
+  if (it != parsed.end()) return *it->second;
+  for (const auto& f : detail::embedded_kernel_tables()) {
+    if (f.name != name) continue;
+    auto p = std::make_unique<traces::OpProfile>(
+        traces::OpProfile::parse(f.text, "hwmodels/kernel_tables/" + name + ".json"));
+    return *parsed.emplace(name, std::move(p)).first->second;
+  }
+  std::string avail;
+  for (const auto& n : kernel_table_names()) avail += (avail.empty() ? "" : ", ") + n;
+  throw Error("kernel table \"" + name + "\": no such table (available: " + avail + ")");
+}
+
+}  // namespace protwin::hw

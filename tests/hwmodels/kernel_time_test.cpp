@@ -1,0 +1,123 @@
+// The kernel-time source (issue #19): the shape-aware model's closed forms, the measured tables
+// (exact, interpolated, derived) and the fallbacks. Oracles: the model's own formulas, numbers in
+// the public tables (vidur, vTrain), and the rule that only what a table reaches is corrected.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/kernel_model.h"
+#include "traces/error.h"
+
+using namespace protwin::hw;
+
+namespace {
+
+Machine without_tables(const std::string& name) {
+  Machine m = load_machine(name);
+  m.kernel_tables.enabled = false;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("shape-aware GEMM: a skinny GEMM is the HBM roofline plus the floor", "[hwmodels][kernel]") {
+  const Machine m = without_tables("dgx-a100");
+  // 16 tokens through a 4096 x 12288 weight: the weight's 100 MB through HBM dominate.
+  const double bytes = (16.0 * 4096 + 4096.0 * 12288 + 16.0 * 12288) * 2;
+  CHECK(gemm_model_seconds(m, 1, 16, 12288, 4096, "fp16") ==
+        Approx(m.gpu.kernel_floor_us * 1e-6 + bytes / (m.gpu.hbm_achievable_GBps * 1e9)).epsilon(1e-9));
+}
+
+TEST_CASE("shape-aware GEMM: a large square GEMM runs at the sustained rate up to its last wave", "[hwmodels][kernel]") {
+  const Machine m = without_tables("dgx-a100");
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  const double ideal = flops / (m.gpu.compute.at("fp16").sustained_tflops * 1e12);
+  // 256x128 tiles: 2048 of them over 108 SMs is 18.96 waves, run as 19.
+  const double t = gemm_model_seconds(m, 1, 8192, 8192, 8192, "fp16");
+  CHECK(t == Approx(ideal * 19 / (2048.0 / 108) + m.gpu.kernel_floor_us * 1e-6).epsilon(1e-6));
+  // One tile more than the SMs take in one wave: 109 tiles of 256x128 cannot run as 108 do; the
+  // best other tiling (64x64, 9 waves) is slower than one full wave of 256x128 (here at the HBM roofline).
+  const double one = gemm_model_seconds(m, 1, 256 * 108, 128, 8192, "fp16");
+  const double more = gemm_model_seconds(m, 1, 256 * 109, 128, 8192, "fp16");
+  CHECK(more > 1.1 * one);
+  CHECK_THROWS_WITH(gemm_model_seconds(m, 1, 0, 4, 4, "fp16"), Catch::Contains(">= 1"));
+  CHECK_THROWS_WITH(gemm_model_seconds(m, 1, 4, 4, 4, "fp8"), Catch::Contains("fp8"));
+}
+
+TEST_CASE("memory-bound kernels: floor + bytes / achievable HBM", "[hwmodels][kernel]") {
+  const Machine m = without_tables("hgx-h100");
+  CHECK(memory_model_seconds(m, 1e9) == Approx(m.gpu.kernel_floor_us * 1e-6 + 1e9 / (m.gpu.hbm_achievable_GBps * 1e9)));
+}
+
+TEST_CASE("a kernel the table has is priced at its measured time", "[hwmodels][kernel]") {
+  const HardwareCostModel cm(load_machine("dgx-a100"));
+  REQUIRE(cm.kernel_table());
+  // vidur A100, Llama-2-7B QKV at 16 tokens, TP 1: 0.0646 ms (data/profiling/.../mlp.csv).
+  const KernelTime t = cm.gemm_time(1, 16, 12288, 4096, "fp16");
+  CHECK(t.source == KernelSource::kMeasured);
+  CHECK(t.seconds == Approx(64.6e-6).epsilon(1e-6));
+  // bf16 has no table: the fp16 corrections (same tensor cores) price it.
+  const KernelTime b = cm.gemm_time(1, 16, 12288, 4096, "bf16");
+  CHECK(b.source == KernelSource::kInterpolated);
+  CHECK(b.seconds == Approx(64.6e-6).epsilon(0.1));
+}
+
+TEST_CASE("between measured shapes the correction is interpolated, far from all, the model alone", "[hwmodels][kernel]") {
+  const HardwareCostModel cm(load_machine("dgx-a100"));
+  const HardwareCostModel model(without_tables("dgx-a100"));
+  // 20 tokens lies between the table's 16 (64.6 us) and 24 (64.2 us) tokens.
+  const KernelTime mid = cm.gemm_time(1, 20, 12288, 4096, "fp16");
+  CHECK(mid.source == KernelSource::kInterpolated);
+  CHECK(mid.seconds >= 64.2e-6 * 0.98);
+  CHECK(mid.seconds <= 64.6e-6 * 1.02);
+  // A GEMM no table comes within an octave of.
+  const KernelTime far = cm.gemm_time(1, 3, 5, 7, "fp16");
+  CHECK(far.source == KernelSource::kModel);
+  CHECK(far.seconds == model.gemm_time(1, 3, 5, 7, "fp16").seconds);
+  CHECK(model.gemm_time(1, 16, 12288, 4096, "fp16").source == KernelSource::kModel);
+}
+
+TEST_CASE("collectives: two measured tables of one size give their geometric mean", "[hwmodels][kernel]") {
+  const HardwareCostModel cm(load_machine("dgx-a100"));
+  // 16 MiB all-reduce over 8 A100s of one node: vTrain's nccl-tests 232.4 us, vidur 274.17 us.
+  const KernelTime t = cm.collective_time("all_reduce", 16777216, 8, 8);
+  CHECK(t.source == KernelSource::kMeasured);
+  CHECK(t.seconds == Approx(std::sqrt(232.4e-6 * 274.1666667e-6)).epsilon(1e-4));
+  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, 16777216, 8, CollectiveScope::kIntraNode) ==
+        Approx(t.seconds));
+  // Beyond every table: alpha-beta.
+  const HardwareCostModel model(without_tables("dgx-a100"));
+  CHECK(cm.collective_time("all_reduce", 64.0 * (1LL << 30), 8, 8).source == KernelSource::kModel);
+  CHECK_THROWS_WITH(cm.collective_time("all_to_all", 1024, 8, 8), Catch::Contains("all_to_all"));
+}
+
+TEST_CASE("tables measured on another GPU carry over their shape effects only", "[hwmodels][kernel]") {
+  const HardwareCostModel cm(load_machine("rtx3090-server"));
+  const HardwareCostModel model(without_tables("rtx3090-server"));
+  CHECK(cm.tables_derived());
+  const KernelTime big = cm.gemm_time(1, 8192, 8192, 8192, "fp16");
+  CHECK(big.source == KernelSource::kDerived);
+  // The largest GEMMs keep the 3090's own measured rate (the corrections are relative to them).
+  CHECK(big.seconds == Approx(model.gemm_time(1, 8192, 8192, 8192, "fp16").seconds).epsilon(0.05));
+}
+
+TEST_CASE("the sources in order: profile, tables, model, and machines without SMs keep the curves", "[hwmodels][kernel]") {
+  const protwin::traces::Kernel k{{"gemm", {16, 12288, 4096}, "fp16"}, 1, 2.0 * 16 * 12288 * 4096, 0};
+  const HardwareCostModel profiled(load_machine("dgx-a100"), [](const protwin::traces::OpSignature& s) {
+    return s.kind == "gemm" ? std::optional<double>(1e-3) : std::nullopt;
+  });
+  CHECK(profiled.kernel_time(k).source == KernelSource::kProfile);
+  CHECK(profiled.kernel_time(k).seconds == 1e-3);
+  const HardwareCostModel cm(load_machine("dgx-a100"));
+  CHECK(cm.kernel_time(k).seconds == cm.kernel_time(k).seconds);  // memoised, the same
+  CHECK(cm.kernel_time(k).source == KernelSource::kMeasured);
+  const HardwareCostModel host(load_machine("host-emulated"));
+  CHECK(host.kernel_table() == nullptr);
+  CHECK(host.kernel_time({{"gemm", {64, 64, 64}, "fp32"}, 1, 0, 0}).source == KernelSource::kCurve);
+}
+
+TEST_CASE("a machine naming a table that does not exist is refused", "[hwmodels][kernel]") {
+  CHECK_THROWS_WITH(HardwareCostModel(load_machine("dgx-a100", {"kernel_tables.names.0=nope"})),
+                    Catch::Contains("/kernel_tables/names") && Catch::Contains("nope"));
+}
