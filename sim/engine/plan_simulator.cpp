@@ -59,6 +59,7 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
 class Run final : public Handler {
  public:
   Run(const traces::Plan& plan, const hw::CostModel& cost) : plan_(plan), cost_model_(cost) {}
+  uint64_t events_run() const { return engine_.events_run(); }
 
   traces::Report simulate();
   void on_event(uint64_t p) override;
@@ -393,9 +394,11 @@ traces::Report Run::report() {
 
 }  // namespace
 
-traces::Report PlanSimulator::run(const traces::Plan& plan) const {
+traces::Report PlanSimulator::run(const traces::Plan& plan, uint64_t* events_run) const {
   Run run(plan, *cost_);
-  return run.simulate();
+  traces::Report r = run.simulate();
+  if (events_run) *events_run = run.events_run();
+  return r;
 }
 
 }  // namespace protwin::sim

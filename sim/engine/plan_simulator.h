@@ -21,6 +21,8 @@
 // once, provided the CostModel's cost() is thread-safe (const and stateless, as RateCostModel).
 #pragma once
 
+#include <cstdint>
+
 #include "hwmodels/cost_model.h"
 #include "traces/plan.h"
 #include "traces/report.h"
@@ -33,7 +35,8 @@ class PlanSimulator {
 
   // Throws protwin::Error naming the op for plans it cannot run: unknown stream or pool, bad dep
   // ids, a pool over capacity or below zero, a dependency cycle.
-  traces::Report run(const traces::Plan& plan) const;
+  // `events_run`, when given, receives the number of engine events the run took (bench engine).
+  traces::Report run(const traces::Plan& plan, uint64_t* events_run = nullptr) const;
 
  private:
   const hw::CostModel* cost_;

@@ -16,8 +16,9 @@
 
 namespace protwin::sim {
 
-// More points than this is refused: at ~0.3 s a search, 10000 points is already most of an hour.
-constexpr int64_t kMaxSweepPoints = 10000;
+// More points than this is refused: at ~0.3 s a search, 100000 points is a day on one core (use
+// mpirun, evaluate_points.h).
+constexpr int64_t kMaxSweepPoints = 100000;
 
 struct SweepAxis {
   std::vector<std::string> keys;                 // dotted machine paths, e.g. host.cores
