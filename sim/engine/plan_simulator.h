@@ -29,14 +29,21 @@
 
 namespace protwin::sim {
 
+// What one run cost (bench engine): the engine events it took and the thread CPU seconds of the
+// event loop alone (without compiling the plan into arrays and building the Report).
+struct RunStats {
+  uint64_t events = 0;
+  double event_loop_cpu_s = 0;
+};
+
 class PlanSimulator {
  public:
   explicit PlanSimulator(const hw::CostModel& cost) : cost_(&cost) {}
 
   // Throws protwin::Error naming the op for plans it cannot run: unknown stream or pool, bad dep
   // ids, a pool over capacity or below zero, a dependency cycle.
-  // `events_run`, when given, receives the number of engine events the run took (bench engine).
-  traces::Report run(const traces::Plan& plan, uint64_t* events_run = nullptr) const;
+  // `stats`, when given, receives what the run cost (bench engine).
+  traces::Report run(const traces::Plan& plan, RunStats* stats = nullptr) const;
 
  private:
   const hw::CostModel* cost_;
