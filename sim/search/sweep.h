@@ -39,7 +39,7 @@ struct SweepOptions {
   std::vector<SweepAxis> axes;
   std::vector<std::string> systems = {"protrain"};
   SearchOptions search;                          // every point's search (system set per point)
-  std::function<void(long done, long total)> progress;  // after each point
+  std::function<void(long done, long total)> progress;  // after each point (under mpirun: rank 0's)
 };
 
 struct SweepPoint {
@@ -69,7 +69,7 @@ struct SweepResult {
 
 // Checks every axis value against the machine (unknown path, wrong type, a value the machine
 // validation refuses, a key on two axes, too many points) before anything runs, then searches
-// each point. `machine_json` is the unmodified document (hw::load_machine_json), `source` its name.
+// each point (under mpirun split over the ranks: sim/distributed/evaluate_points.h). `machine_json` is the unmodified document (hw::load_machine_json), `source` its name.
 SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json, const std::string& source,
                       const SweepOptions& o);
 
