@@ -11,7 +11,8 @@ OUT    ?= out
 PACKAGES := cmake g++ make pkg-config zlib1g-dev \
   libtorch-dev libopenblas0-pthread \
   libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev \
-  catch2 libbenchmark-dev python3-torch python3-matplotlib
+  catch2 libbenchmark-dev python3-torch python3-matplotlib \
+  libopenmpi-dev openmpi-bin
 
 .PHONY: demo test deps configure build figures clean-build
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <queue>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -48,7 +49,34 @@ Timing best_of(int repeat, Fn&& fn) {
   return best;
 }
 
-// bench engine: PlanSimulator::run on a synthetic plan (plan building is not timed).
+// The yardstick of bench engine: a bare discrete-event loop on std::priority_queue, `events`
+// events with `pending` in flight (each pop schedules one successor a pseudo-random delay later),
+// the least any event-driven simulator does per event. Returns a checksum so nothing is elided.
+uint64_t bare_heap_loop(uint64_t events, int pending) {
+  struct Ev {
+    int64_t time;
+    uint64_t sequence;
+    bool operator>(const Ev& o) const { return time != o.time ? time > o.time : sequence > o.sequence; }
+  };
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap;
+  uint64_t sequence = 0, state = 88172645463325252ull, sum = 0;
+  auto delay = [&] {  // xorshift64: 1..1024 ns
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return static_cast<int64_t>(state & 1023) + 1;
+  };
+  for (int p = 0; p < pending; ++p) heap.push({delay(), sequence++});
+  for (uint64_t e = 0; e < events; ++e) {
+    const Ev ev = heap.top();
+    heap.pop();
+    sum += ev.sequence;
+    heap.push({ev.time + delay(), sequence++});
+  }
+  return sum + static_cast<uint64_t>(heap.top().time);
+}
+
+// bench engine: PlanSimulator::run on a synthetic plan (plan building is not timed), and the bare
+// heap loop over the same number of events in the same process: their ratio is what a figure from
+// another machine can be compared with.
 int bench_engine(const std::vector<std::string>& args) {
   po::options_description desc("options");
   int64_t ops = 1000000;
@@ -74,18 +102,40 @@ int bench_engine(const std::vector<std::string>& args) {
   const auto rates = hw::RateCostModel::from_json(sim::synthetic_rates(), "built-in synthetic rates");
   const sim::PlanSimulator simulator(rates);
   SimTime iteration;
-  const Timing t = best_of(repeat, [&] { iteration = simulator.run(plan).iteration; });
+  sim::RunStats stats;
+  double loop_cpu_s = std::numeric_limits<double>::infinity();
+  uint64_t checksum = 0;
+  const Timing t = best_of(repeat, [&] {
+    iteration = simulator.run(plan, &stats).iteration;
+    loop_cpu_s = std::min(loop_cpu_s, stats.event_loop_cpu_s);
+  });
+  const uint64_t events = stats.events;
+  const Timing heap = best_of(repeat, [&] { checksum += bare_heap_loop(events, streams); });
   const double ops_per_s = static_cast<double>(ops) / t.seconds;
   const double cpu_ops_per_s = static_cast<double>(ops) / t.cpu_seconds;
+  const double events_per_s = static_cast<double>(events) / t.cpu_seconds;
+  const double loop_events_per_s = static_cast<double>(events) / loop_cpu_s;
+  const double heap_events_per_s = static_cast<double>(events) / heap.cpu_seconds;
+  const double ratio = events_per_s / heap_events_per_s, loop_ratio = loop_events_per_s / heap_events_per_s;
 
   if (vm.count("json")) {
     print_json({{"ops", ops}, {"streams", streams}, {"seconds", t.seconds}, {"ops_per_s", ops_per_s},
-                {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}});
+                {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}, {"events", events},
+                {"events_per_s", events_per_s}, {"event_loop_cpu_seconds", loop_cpu_s},
+                {"event_loop_events_per_s", loop_events_per_s}, {"heap_cpu_seconds", heap.cpu_seconds},
+                {"heap_events_per_s", heap_events_per_s}, {"engine_vs_heap", ratio},
+                {"event_loop_vs_heap", loop_ratio},
+                {"heap_checksum", checksum}});
   } else {
     std::printf("engine: %lld ops on %d streams, best of %d: %.3f s = %.2f M ops/s "
                 "(thread CPU %.3f s = %.2f M ops/s; simulated iteration %.3f s)\n",
                 static_cast<long long>(ops), streams, repeat, t.seconds, ops_per_s / 1e6,
                 t.cpu_seconds, cpu_ops_per_s / 1e6, iteration.seconds());
+    std::printf("events: %llu engine events = %.2f M events/s over the whole run, %.2f M events/s in the event "
+                "loop alone (%.3f s; thread CPU)\nbare std::priority_queue loop over as many events (%d in flight): "
+                "%.3f s = %.2f M events/s\nengine / bare heap = %.3f (whole run), %.3f (event loop)\n",
+                static_cast<unsigned long long>(events), events_per_s / 1e6, loop_events_per_s / 1e6, loop_cpu_s,
+                streams, heap.cpu_seconds, heap_events_per_s / 1e6, ratio, loop_ratio);
   }
   return 0;
 }
@@ -115,13 +165,14 @@ int bench_policy(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
                 {"plan_ops", r.best_plan.plan.ops.size()}, {"simulate_ms", sim_t.seconds * 1e3},
-                {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated}});
+                {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated},
+                {"settings_per_s", static_cast<double>(r.configurations) / search.seconds}});
   } else {
     std::printf("policy: %s on %s, %d GPU(s): one simulated iteration (%zu ops) %.3f ms (best of %d); "
-                "search %.3f s wall (%ld settings, %ld simulated)\n",
+                "search %.3f s wall (%ld settings, %ld simulated) = %.0f settings/s\n",
                 in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
                 r.best_plan.plan.ops.size(), sim_t.seconds * 1e3, repeat, search.seconds, r.configurations,
-                r.simulated);
+                r.simulated, static_cast<double>(r.configurations) / search.seconds);
   }
   return 0;
 }

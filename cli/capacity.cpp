@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
+#include "sim/distributed/evaluate_points.h"
 #include "sim/policy/systems.h"
 #include "traces/error.h"
 
@@ -66,8 +67,9 @@ int run_capacity(const std::vector<std::string>& args) {
   }
   const int64_t hiddens[] = {4096, 8192};
   Progress bar("capacity", static_cast<long>(names.size() * 2));
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& name : names) {
+  // One system per point (over MPI ranks under mpirun); each bisects its own layer count.
+  const std::function<nlohmann::json(size_t)> largest_model = [&](size_t i) {
+    const std::string& name = names[i];
     sim::SearchOptions o = in.search;
     o.system = name;
     o.batch = 1;
@@ -113,8 +115,12 @@ int run_capacity(const std::vector<std::string>& args) {
     nlohmann::json j = {{"name", name}, {"max_params", best_params}};
     if (best_params > 0)
       j.update({{"hidden", best_hidden}, {"layers", best_layers}, {"next_size", limited_by(best_hidden, best_layers + 1)}});
-    out.push_back(j);
-  }
+    return j;
+  };
+  const auto same = [](const nlohmann::json& j) { return j; };
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& outcome : sim::evaluate_points(names.size(), 1, largest_model, sim::PointCodec<nlohmann::json>{same, same}))
+    out.push_back(outcome.get());
   bar.done();
   if (vm.count("json")) {
     print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},

@@ -6,6 +6,7 @@
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
+#include "sim/distributed/evaluate_points.h"
 #include "sim/policy/systems.h"
 #include "traces/chrome_trace.h"
 
@@ -25,20 +26,27 @@ int run_compare(const std::vector<std::string>& args) {
   if (!parse_options("protwin compare --model M --machine H --gpus N [--json]", desc, args, vm)) return 0;
   PolicyInputs in = resolve_policy_inputs(pa);
 
-  std::vector<sim::SearchResult> results;
-  Progress bar("comparing systems", static_cast<long>(sim::systems().size()));
-  for (const auto& s : sim::systems()) {
+  const auto& all = sim::systems();
+  const std::function<sim::SearchResult(size_t)> search_system = [&](size_t i) {
     sim::SearchOptions o = in.search;
-    o.system = s.name;
-    results.push_back(sim::search_policy(in.model, *in.cost, o));
-    bar.tick();
-  }
+    o.system = all[i].name;
+    sim::SearchResult r = sim::search_policy(in.model, *in.cost, o);
+    // ProTrain is listed first; whichever process (MPI rank) searched it writes its best plan.
+    if (i == 0 && r.found) {
+      if (!trace_out.empty()) traces::write_chrome_trace(r.best_report, trace_out);
+      if (!plan_out.empty()) traces::write_plan(r.best_plan.plan, plan_out);
+    }
+    return r;
+  };
+  Progress bar("comparing systems", static_cast<long>(all.size()));
+  std::vector<sim::SearchResult> results;
+  for (const auto& outcome : sim::evaluate_points(
+           all.size(), 1, search_system,
+           sim::PointCodec<sim::SearchResult>{sim::search_summary_to_json, sim::search_summary_from_json},
+           [&](long, long) { bar.tick(); }))
+    results.push_back(outcome.get());
   bar.done();
   const sim::SearchResult& pt = results.front();  // protrain is listed first
-  if (pt.found) {
-    if (!trace_out.empty()) traces::write_chrome_trace(pt.best_report, trace_out);
-    if (!plan_out.empty()) traces::write_plan(pt.best_plan.plan, plan_out);
-  }
 
   nlohmann::json systems = nlohmann::json::array();
   for (const auto& r : results) {

@@ -13,6 +13,8 @@
 #include "traces/error.h"
 #ifdef PROTWIN_RUNTIME_BINARY
 #include "runtime/memory/host_allocator.h"
+#else
+#include "sim/distributed/evaluate_points.h"
 #endif
 
 namespace protwin::cli {
@@ -128,6 +130,10 @@ int main(int argc, char** argv) {
   }
   try {
     return it->run(std::vector<std::string>(argv + 2, argv + argc));
+#ifndef PROTWIN_RUNTIME_BINARY
+  } catch (const protwin::sim::WorkerRankDone&) {
+    return 0;  // an MPI rank other than 0: its points went to rank 0, which prints the result
+#endif
   } catch (const protwin::Error& e) {
     std::cerr << "protwin " << name << ": " << (e.kind() == protwin::ErrorKind::kUser ? "error: " : "")
               << e.what() << "\n";

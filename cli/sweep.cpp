@@ -26,8 +26,9 @@ const char* kUsage =
     "                               to every key ...\n"
     "  --set k1+k2=a1:b1,a2:b2,...  ... or one value per key, ':'-separated in key order\n"
     "                               (e.g. a PCIe generation: host_link.h2d.pinned_GBps+host_link.d2h.pinned_GBps=12:13,25.1:26)\n"
-    "  A --set with one value is a fixed override. At most 10000 points (grid x systems).\n"
-    "Example: protwin sweep --model llama-13b --machine a100-server --gpus 4 --set host.cores=12,24,48,112";
+    "  A --set with one value is a fixed override. At most 100000 points (grid x systems).\n"
+    "Example: protwin sweep --model llama-13b --machine a100-server --gpus 4 --set host.cores=12,24,48,112\n"
+    "Under mpirun (mpirun -np N protwin sweep ...) the points are split over the ranks; rank 0 prints.";
 
 // Column header of an axis: its key when short, else [n] (the legend above the table names it).
 std::string axis_header(const sim::SweepAxis& a, size_t i) {

@@ -9,45 +9,67 @@ namespace protwin::traces {
 namespace {
 // Chrome traces count in microseconds; keep nanosecond precision as a fraction.
 double us(SimTime t) { return static_cast<double>(t.ns) / 1000.0; }
-}  // namespace
 
-nlohmann::json chrome_trace(const Report& report) {
+// Calls emit(event) for every trace event, in order: the metadata, the ops, the pool counters.
+template <class Emit>
+void trace_events(const Report& report, Emit&& emit) {
   using nlohmann::json;
-  json events = json::array();
   constexpr int kPid = 1;
   const std::string process =
       report.meta.value("source", std::string("protwin")) == "runtime" ? "measured" : "simulated";
-  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", kPid},
-                    {"args", {{"name", "protwin " + process}}}});
+  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", kPid}, {"args", {{"name", "protwin " + process}}}});
   // One track (tid) per stream, in the Report's stream order.
   std::map<std::string, int> tid;
   for (size_t i = 0; i < report.streams.size(); ++i) {
     const int t = static_cast<int>(i) + 1;
     tid[report.streams[i].name] = t;
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t},
-                      {"args", {{"name", report.streams[i].name}}}});
-    events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t},
-                      {"args", {{"sort_index", t}}}});
+    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t},
+          {"args", {{"name", report.streams[i].name}}}});
+    emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t}, {"args", {{"sort_index", t}}}});
   }
   for (const auto& op : report.ops) {
     auto it = tid.find(op.stream);
     const int t = it == tid.end() ? 0 : it->second;
-    events.push_back({{"ph", "X"}, {"name", op.kind}, {"cat", op.stream}, {"pid", kPid}, {"tid", t},
-                      {"ts", us(op.start)}, {"dur", us(op.end - op.start)},
-                      {"args", {{"op", op.id}}}});
+    emit({{"ph", "X"}, {"name", op.kind}, {"cat", op.stream}, {"pid", kPid}, {"tid", t}, {"ts", us(op.start)},
+          {"dur", us(op.end - op.start)}, {"args", {{"op", op.id}}}});
   }
   // One counter track per memory pool (bytes over time).
   for (const auto& pool : report.pools) {
     for (const auto& [t, b] : pool.curve)
-      events.push_back({{"ph", "C"}, {"name", "pool " + pool.name}, {"pid", kPid}, {"ts", us(t)},
-                        {"args", {{"bytes", b.n}}}});
+      emit({{"ph", "C"}, {"name", "pool " + pool.name}, {"pid", kPid}, {"ts", us(t)}, {"args", {{"bytes", b.n}}}});
   }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ns"},
+}
+
+// The trace without its events ("traceEvents": []).
+nlohmann::json trace_frame(const Report& report) {
+  return {{"traceEvents", nlohmann::json::array()}, {"displayTimeUnit", "ns"},
           {"otherData", {{"generator", "protwin"}, {"iteration_ns", report.iteration.ns}}}};
 }
 
+}  // namespace
+
+nlohmann::json chrome_trace(const Report& report) {
+  nlohmann::json j = trace_frame(report);
+  trace_events(report, [&](nlohmann::json&& e) { j["traceEvents"].push_back(std::move(e)); });
+  return j;
+}
+
+// Streamed: the frame's text with the events written one by one where its empty list was (the
+// same bytes as chrome_trace(report).dump()), so a trace of millions of ops is never one JSON
+// document in memory.
 void write_chrome_trace(const Report& report, const std::string& path) {
-  write_file_atomic(path, chrome_trace(report).dump() + "\n");
+  const std::string frame = trace_frame(report).dump() + "\n";
+  const std::string empty = "\"traceEvents\":[]";
+  const size_t at = frame.find(empty);
+  AtomicFileWriter out(path);
+  out.write(frame.substr(0, at + empty.size() - 1));
+  bool first = true;
+  trace_events(report, [&](nlohmann::json&& e) {
+    out.write(first ? e.dump() : "," + e.dump());
+    first = false;
+  });
+  out.write(frame.substr(at + empty.size() - 1));
+  out.commit();
 }
 
 }  // namespace protwin::traces

@@ -25,27 +25,49 @@ std::string read_file(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  PROTWIN_CHECK(fd >= 0, path, ": cannot write (", std::strerror(errno), ")");
+  AtomicFileWriter out(path);
+  out.write(content);
+  out.commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(const std::string& path)
+    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  PROTWIN_CHECK(fd_ >= 0, path, ": cannot write (", std::strerror(errno), ")");
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFileWriter::write(const std::string& piece) {
+  buffer_ += piece;
+  if (buffer_.size() >= (size_t{1} << 20)) flush();
+}
+
+void AtomicFileWriter::flush() {
   size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+  while (done < buffer_.size()) {
+    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      PROTWIN_CHECK(false, path, ": write failed (", std::strerror(err), ")");
-    }
+    PROTWIN_CHECK(n > 0, path_, ": write failed (", std::strerror(errno), ")");
     done += static_cast<size_t>(n);
   }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  buffer_.clear();
+}
+
+void AtomicFileWriter::commit() {
+  flush();
+  const bool synced = ::fsync(fd_) == 0;
+  ::close(fd_);
+  fd_ = -1;
+  if (!synced || ::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
-    PROTWIN_CHECK(false, path, ": cannot replace file (", std::strerror(err), ")");
+    ::unlink(tmp_.c_str());
+    PROTWIN_CHECK(false, path_, ": cannot replace file (", std::strerror(err), ")");
   }
 }
 

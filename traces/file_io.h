@@ -12,6 +12,24 @@ std::string read_file(const std::string& path);
 // Writes `content` to `path` atomically (temporary file + fsync + rename).
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// The same, piece by piece, so that a large output (a plan, a Chrome trace) is streamed and never
+// held whole in memory: write() appends, commit() renames the temporary over `path`; without
+// commit() (an error on the way) the temporary is removed.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(const std::string& piece);
+  void commit();
+
+ private:
+  void flush();
+  std::string path_, tmp_, buffer_;
+  int fd_ = -1;
+};
+
 // Checks, before long work, that `path` can be written later: its folder exists and is writable,
 // and `path` is not itself a folder. A user error naming `flag` and the folder otherwise.
 void require_writable(const std::string& path, const std::string& flag);

@@ -369,7 +369,33 @@ Plan read_plan(const std::string& path) {
   return plan_from_json(doc.json(), path);
 }
 
-nlohmann::json plan_to_json(const Plan& plan) {
+namespace {
+
+nlohmann::json op_to_json(const Op& op) {
+  using nlohmann::json;
+  json jo = {{"id", op.id}, {"kind", op.kind}, {"stream", op.stream}};
+  if (op.block >= 0) jo["block"] = op.block;
+  if (op.chunk >= 0) jo["chunk"] = op.chunk;
+  if (op.priority != 0) jo["priority"] = op.priority;
+  if (!op.reads.empty()) jo["reads"] = op.reads;
+  if (!op.writes.empty()) jo["writes"] = op.writes;
+  if (!op.deps.empty()) jo["deps"] = op.deps;
+  jo["work"] = {{"flops", op.work.flops}, {"bytes", op.work.bytes}, {"params", op.work.params}};
+  if (!op.mem.empty()) {
+    json mem = json::array();
+    for (const auto& m : op.mem) {
+      json jm = {{"pool", m.pool}, {"delta_bytes", m.delta_bytes}, {"at", m.at == MemAt::kStart ? "start" : "end"}};
+      if (m.tensor >= 0) jm["tensor"] = m.tensor;
+      mem.push_back(jm);
+    }
+    jo["mem"] = mem;
+  }
+  if (!op.attrs.is_null()) jo["attrs"] = op.attrs;
+  return jo;
+}
+
+// The plan without its ops ("ops": []).
+nlohmann::json plan_frame(const Plan& plan) {
   using nlohmann::json;
   json meta = plan.meta.is_object() ? plan.meta : json::object();
   json pools = json::array();
@@ -393,35 +419,39 @@ nlohmann::json plan_to_json(const Plan& plan) {
       params.push_back({{"name", p.name}, {"offset", p.offset}, {"shape", p.shape}});
     chunks.push_back({{"id", c.id}, {"bytes", c.bytes.n}, {"dtype", c.dtype}, {"params", params}});
   }
-  json ops = json::array();
-  for (const auto& op : plan.ops) {
-    json jo = {{"id", op.id}, {"kind", op.kind}, {"stream", op.stream}};
-    if (op.block >= 0) jo["block"] = op.block;
-    if (op.chunk >= 0) jo["chunk"] = op.chunk;
-    if (op.priority != 0) jo["priority"] = op.priority;
-    if (!op.reads.empty()) jo["reads"] = op.reads;
-    if (!op.writes.empty()) jo["writes"] = op.writes;
-    if (!op.deps.empty()) jo["deps"] = op.deps;
-    jo["work"] = {{"flops", op.work.flops}, {"bytes", op.work.bytes}, {"params", op.work.params}};
-    if (!op.mem.empty()) {
-      json mem = json::array();
-      for (const auto& m : op.mem) {
-        json jm = {{"pool", m.pool}, {"delta_bytes", m.delta_bytes},
-                   {"at", m.at == MemAt::kStart ? "start" : "end"}};
-        if (m.tensor >= 0) jm["tensor"] = m.tensor;
-        mem.push_back(jm);
-      }
-      jo["mem"] = mem;
-    }
-    if (!op.attrs.is_null()) jo["attrs"] = op.attrs;
-    ops.push_back(std::move(jo));
-  }
   return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta}, {"streams", streams},
-          {"tensors", tensors},    {"chunks", chunks},        {"ops", ops}};
+          {"tensors", tensors},    {"chunks", chunks},        {"ops", json::array()}};
 }
 
+}  // namespace
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json j = plan_frame(plan);
+  for (const auto& op : plan.ops) j["ops"].push_back(op_to_json(op));
+  return j;
+}
+
+// Streamed: the frame's text with the ops written one by one where its empty list was, indented as
+// dump(1) indents them at depth 2 (the same bytes as plan_to_json(plan).dump(1)).
 void write_plan(const Plan& plan, const std::string& path) {
-  write_file_atomic(path, plan_to_json(plan).dump(1) + "\n");
+  const std::string frame = plan_frame(plan).dump(1) + "\n";
+  const std::string empty = "\n \"ops\": []";
+  const size_t at = frame.find(empty);
+  PROTWIN_ASSERT(at != std::string::npos, "plan frame without its ops list");
+  AtomicFileWriter out(path);
+  out.write(frame.substr(0, at + empty.size() - 1));
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    std::string op = op_to_json(plan.ops[i]).dump(1);
+    std::string indented = (i ? ",\n  " : "\n  ");
+    indented.reserve(op.size() * 2);
+    for (char c : op) {
+      indented += c;
+      if (c == '\n') indented += "  ";
+    }
+    out.write(indented);
+  }
+  out.write(plan.ops.empty() ? frame.substr(at + empty.size() - 1) : "\n " + frame.substr(at + empty.size() - 1));
+  out.commit();
 }
 
 ValidationResult validate(const Plan& plan) {

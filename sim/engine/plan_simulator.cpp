@@ -1,5 +1,7 @@
 #include "sim/engine/plan_simulator.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -17,6 +19,12 @@
 namespace protwin::sim {
 
 namespace {
+
+double thread_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 // Event priorities at equal time: ends first, then transfer starts, then op starts.
 constexpr int64_t kPrioEnd = 0;
@@ -59,6 +67,7 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
 class Run final : public Handler {
  public:
   Run(const traces::Plan& plan, const hw::CostModel& cost) : plan_(plan), cost_model_(cost) {}
+  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_}; }
 
   traces::Report simulate();
   void on_event(uint64_t p) override;
@@ -91,6 +100,7 @@ class Run final : public Handler {
 
   // Run state.
   Engine engine_;
+  double loop_cpu_s_ = 0;
   std::vector<Resource> streams_;
   std::vector<Pool> pools_;
   std::optional<LinkNetwork> network_;
@@ -345,7 +355,9 @@ traces::Report Run::simulate() {
     if (waiting_[i] == 0) make_ready(i);
   }
   flush_ready();
+  const double t0 = thread_cpu_s();
   engine_.run();
+  loop_cpu_s_ = thread_cpu_s() - t0;
   if (finished_ != n_) {
     for (size_t i = 0; i < n_; ++i) {
       PROTWIN_CHECK(end_[i] >= 0, traces::describe_op(plan_.ops[i]),
@@ -393,9 +405,11 @@ traces::Report Run::report() {
 
 }  // namespace
 
-traces::Report PlanSimulator::run(const traces::Plan& plan) const {
+traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) const {
   Run run(plan, *cost_);
-  return run.simulate();
+  traces::Report r = run.simulate();
+  if (stats) *stats = run.stats();
+  return r;
 }
 
 }  // namespace protwin::sim

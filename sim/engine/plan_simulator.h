@@ -21,11 +21,20 @@
 // once, provided the CostModel's cost() is thread-safe (const and stateless, as RateCostModel).
 #pragma once
 
+#include <cstdint>
+
 #include "hwmodels/cost_model.h"
 #include "traces/plan.h"
 #include "traces/report.h"
 
 namespace protwin::sim {
+
+// What one run cost (bench engine): the engine events it took and the thread CPU seconds of the
+// event loop alone (without compiling the plan into arrays and building the Report).
+struct RunStats {
+  uint64_t events = 0;
+  double event_loop_cpu_s = 0;
+};
 
 class PlanSimulator {
  public:
@@ -33,7 +42,8 @@ class PlanSimulator {
 
   // Throws protwin::Error naming the op for plans it cannot run: unknown stream or pool, bad dep
   // ids, a pool over capacity or below zero, a dependency cycle.
-  traces::Report run(const traces::Plan& plan) const;
+  // `stats`, when given, receives what the run cost (bench engine).
+  traces::Report run(const traces::Plan& plan, RunStats* stats = nullptr) const;
 
  private:
   const hw::CostModel* cost_;

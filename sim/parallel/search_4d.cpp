@@ -1,18 +1,50 @@
 #include "sim/parallel/search_4d.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
-#include <mutex>
-#include <thread>
 
+#include "sim/distributed/evaluate_points.h"
 #include "sim/estimate/estimate_json.h"
 #include "sim/parallel/estimate_model.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
+
+namespace {
+
+// What search-4d reads of a simulated layout (its table and JSON), as it crosses MPI ranks. The
+// placement is a function of the layout and the cluster, so the receiving rank recomputes it.
+PointCodec<Simulate4dResult> search_row_codec() {
+  PointCodec<Simulate4dResult> c;
+  c.encode = [](const Simulate4dResult& s) {
+    const ParallelSizes& z = s.options.sizes;
+    return nlohmann::json{{"sizes", {z.tp, z.cp, z.pp, z.dp}}, {"gpus_per_node", s.placement.gpus_per_node},
+                          {"nodes", s.placement.nodes}, {"microbatches", s.microbatches},
+                          {"iteration_s", s.iteration_s}, {"tokens_per_s", s.tokens_per_s},
+                          {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
+                          {"bubble_fraction", s.bubble_fraction}, {"memory_bytes", s.memory.total_bytes},
+                          {"fits_80pct", s.fits_80pct}};
+  };
+  c.decode = [](const nlohmann::json& j) {
+    Simulate4dResult s;
+    const auto z = j.at("sizes");
+    s.options.sizes = {z.at(0), z.at(1), z.at(2), z.at(3)};
+    s.placement = place_groups(s.options.sizes, j.at("gpus_per_node"), j.at("nodes"));
+    s.microbatches = j.at("microbatches");
+    s.iteration_s = j.at("iteration_s");
+    s.tokens_per_s = j.at("tokens_per_s");
+    s.tflops_per_gpu = j.at("tflops_per_gpu");
+    s.mfu = j.at("mfu");
+    s.bubble_fraction = j.at("bubble_fraction");
+    s.memory.total_bytes = j.at("memory_bytes");
+    s.fits_80pct = j.at("fits_80pct");
+    return s;
+  };
+  return c;
+}
+
+}  // namespace
 
 Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& cost, const Search4dOptions& o) {
   const hw::Machine& machine = cost.machine();
@@ -58,49 +90,28 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
   }
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::atomic<size_t> next{0}, done{0};
-  auto work_rows = [&](bool report) {
-    for (size_t i = next++; i < rows.size(); i = next++) {
-      Search4dRow& row = rows[i];
-      Simulate4dConfig cfg;
-      cfg.options = o.base;
-      cfg.options.seq = space.seq;
-      cfg.options.sizes = {row.candidate.tp, row.candidate.cp, row.candidate.pp, row.candidate.dp};
-      cfg.options.mbs = row.candidate.mbs;
-      cfg.nodes = o.nodes;
-      cfg.gpu_memory_gb = r.gpu_memory_gb;
-      try {
-        row.result = simulate_4d(model, cost, cfg);
-        row.simulated = true;
-      } catch (const Error& e) {
-        row.failure = e.what();
-      }
-      ++done;
-      if (report && o.progress) o.progress(static_cast<long>(done.load()), static_cast<long>(rows.size()));
-    }
+  const std::function<Simulate4dResult(size_t)> simulate_row = [&](size_t i) {
+    Simulate4dConfig cfg;
+    cfg.options = o.base;
+    cfg.options.seq = space.seq;
+    cfg.options.sizes = {rows[i].candidate.tp, rows[i].candidate.cp, rows[i].candidate.pp, rows[i].candidate.dp};
+    cfg.options.mbs = rows[i].candidate.mbs;
+    cfg.nodes = o.nodes;
+    cfg.gpu_memory_gb = r.gpu_memory_gb;
+    return simulate_4d(model, cost, cfg);
   };
-  // A failure other than a refused layout (an internal error, out of memory) stops the pool and
-  // is rethrown once every thread has joined.
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto work = [&](bool report) {
-    try {
-      work_rows(report);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-      next = rows.size();
+  // Layouts over the threads (and MPI ranks); a refused layout (protwin::Error) is that row's
+  // failure, anything else (an internal error, out of memory) stops the search.
+  const auto outcomes = evaluate_points(rows.size(), o.threads, simulate_row, search_row_codec(), o.progress);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& e = outcomes[i].error;
+    if (e && e->kind != PointError::Kind::kUser) e->rethrow();
+    if (e) rows[i].failure = e->message;
+    else {
+      rows[i].result = *outcomes[i].value;
+      rows[i].simulated = true;
     }
-  };
-  std::vector<std::thread> pool;
-  try {
-    for (int t = 1; t < o.threads; ++t) pool.emplace_back(work, false);
-  } catch (...) {  // no more threads: the ones started and this one do the work
   }
-  work(true);
-  for (auto& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
-  if (o.progress) o.progress(static_cast<long>(rows.size()), static_cast<long>(rows.size()));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::stable_sort(rows.begin(), rows.end(), [](const Search4dRow& a, const Search4dRow& b) {

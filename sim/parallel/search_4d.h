@@ -1,7 +1,7 @@
 // search-4d: which 4D-parallel layout trains a model fastest on N nodes. Fujii et al.'s
 // enumeration and 80 % memory rule (sim/estimate/parallel_search.h) prune the layouts; every one
-// that fits is compiled and simulated (simulate_4d.h) on a pool of threads; the survivors are
-// ranked by simulated tokens/s.
+// that fits is compiled and simulated (simulate_4d.h) on a pool of threads, and under mpirun over
+// the MPI ranks (sim/distributed/evaluate_points.h); the survivors are ranked by simulated tokens/s.
 #pragma once
 
 #include <cstdint>
@@ -23,14 +23,15 @@ struct Search4dOptions {
   MegatronOptions base;        // gbs, seq, recompute, dtype, switches (sizes and mbs are searched)
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
   int threads = 2;
-  std::function<void(long done, long total)> progress;  // called from the calling thread
+  std::function<void(long done, long total)> progress;  // called from the calling thread (rank 0: its layouts)
 };
 
 struct Search4dRow {
   SearchCandidate candidate;   // the layout and its enumeration-time estimate
   bool simulated = false;
   std::string failure;         // why the compiler or simulator refused it
-  Simulate4dResult result;
+  Simulate4dResult result;     // under mpirun, a layout simulated on another rank carries only what
+                               // search-4d reports (search_4d.cpp: search_row_codec)
 };
 
 struct Search4dResult {

@@ -158,6 +158,60 @@ nlohmann::json candidate_to_json(const Candidate& c) {
   return j;
 }
 
+Candidate candidate_from_json(const nlohmann::json& j) {
+  Candidate c;
+  c.batch = j.at("batch");
+  c.knobs = knobs_from_json(j.at("knobs"), "candidate");
+  c.analytic_s = j.at("analytic_iteration_s");
+  c.analytic_peak_gpu_bytes = j.at("analytic_peak_gpu_bytes");
+  c.simulated = j.contains("iteration_s");
+  if (c.simulated) {
+    c.iteration_s = j.at("iteration_s");
+    c.tokens_per_s = j.at("tokens_per_s");
+    c.forward_s = j.at("forward_s");
+    c.backward_s = j.at("backward_s");
+    c.exposed_optimizer_s = j.at("exposed_optimizer_s");
+    c.peak_gpu_bytes = j.at("peak_gpu_bytes");
+    c.peak_pinned_bytes = j.at("peak_pinned_bytes");
+    c.peak_pageable_bytes = j.at("peak_pageable_bytes");
+    c.bound_gpu_bytes = j.at("bound_gpu_bytes");
+  }
+  c.failure = j.value("failure", "");
+  return c;
+}
+
+nlohmann::json search_summary_to_json(const SearchResult& r) {
+  return {{"system", r.system},
+          {"found", r.found},
+          {"best", candidate_to_json(r.best)},
+          {"configurations", r.configurations},
+          {"pruned", r.pruned},
+          {"simulated", r.simulated},
+          {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
+          {"smallest_host_bytes", r.smallest_host_bytes},
+          {"least_gpu_bytes", r.least_gpu_bytes},
+          {"least_host_bytes", r.least_host_bytes},
+          {"seconds", r.seconds},
+          {"first_failure", r.first_failure}};
+}
+
+SearchResult search_summary_from_json(const nlohmann::json& j) {
+  SearchResult r;
+  r.system = j.at("system");
+  r.found = j.at("found");
+  r.best = candidate_from_json(j.at("best"));
+  r.configurations = j.at("configurations");
+  r.pruned = j.at("pruned");
+  r.simulated = j.at("simulated");
+  r.smallest_peak_gpu_bytes = j.at("smallest_peak_gpu_bytes");
+  r.smallest_host_bytes = j.at("smallest_host_bytes");
+  r.least_gpu_bytes = j.at("least_gpu_bytes");
+  r.least_host_bytes = j.at("least_host_bytes");
+  r.seconds = j.at("seconds");
+  r.first_failure = j.at("first_failure");
+  return r;
+}
+
 SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   find_system(o.system);

@@ -100,5 +100,12 @@ RankMemory rank_memory(const hw::Machine& m, int gpus, int nodes = 1);
 std::pair<int, int> place_ranks(const hw::HardwareCostModel& cost, int gpus, int nodes);
 
 nlohmann::json candidate_to_json(const Candidate& c);
+// The inverse of candidate_to_json (every field it writes; "simulated" when it has iteration_s).
+Candidate candidate_from_json(const nlohmann::json& j);
+
+// A search's outcome without its plan, report and Pareto front (system, found, best, the counts,
+// the needs of the closest setting, seconds), as it crosses MPI ranks; and back.
+nlohmann::json search_summary_to_json(const SearchResult& r);
+SearchResult search_summary_from_json(const nlohmann::json& j);
 
 }  // namespace protwin::sim

@@ -10,6 +10,7 @@
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "hwmodels/machine_edit.h"
+#include "sim/distributed/evaluate_points.h"
 #include "sim/policy/systems.h"
 #include "traces/error.h"
 
@@ -60,6 +61,37 @@ hw::Machine apply_all(const nlohmann::json& base, const std::string& source, con
   } catch (const Error& e) {
     throw Error("--set " + join(overrides, " --set ") + ": the machine is invalid with this value: " + e.what());
   }
+}
+
+// A point as it crosses MPI ranks: every field the table, the JSON and the CSV read.
+PointCodec<SweepPoint> sweep_point_codec() {
+  PointCodec<SweepPoint> c;
+  c.encode = [](const SweepPoint& p) {
+    return nlohmann::json{{"index", p.index}, {"overrides", p.overrides}, {"set", p.set}, {"system", p.system},
+                          {"found", p.found}, {"best", candidate_to_json(p.best)}, {"chunks", p.chunks},
+                          {"stream_busy_s", p.stream_busy_s}, {"configurations", p.configurations},
+                          {"simulated", p.simulated}, {"search_s", p.search_s},
+                          {"smallest_peak_gpu_bytes", p.smallest_peak_gpu_bytes},
+                          {"smallest_host_bytes", p.smallest_host_bytes}};
+  };
+  c.decode = [](const nlohmann::json& j) {
+    SweepPoint p;
+    p.index = j.at("index").get<std::vector<size_t>>();
+    p.overrides = j.at("overrides").get<std::vector<std::string>>();
+    p.set = j.at("set");
+    p.system = j.at("system");
+    p.found = j.at("found");
+    p.best = candidate_from_json(j.at("best"));
+    p.chunks = j.at("chunks");
+    p.stream_busy_s = j.at("stream_busy_s").get<std::map<std::string, double>>();
+    p.configurations = j.at("configurations");
+    p.simulated = j.at("simulated");
+    p.search_s = j.at("search_s");
+    p.smallest_peak_gpu_bytes = j.at("smallest_peak_gpu_bytes");
+    p.smallest_host_bytes = j.at("smallest_host_bytes");
+    return p;
+  };
+  return c;
 }
 
 }  // namespace
@@ -142,46 +174,47 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
       r.axis_values.back().push_back(a.keys.size() == 1 ? typed.front() : typed);
     }
   }
-  std::vector<size_t> idx(o.axes.size(), 0);
-  long done = 0;
-  for (;;) {
-    std::vector<std::string> ov;
-    for (size_t i = 0; i < o.axes.size(); ++i)
-      for (size_t k = 0; k < o.axes[i].keys.size(); ++k)
-        ov.push_back(o.axes[i].keys[k] + "=" + o.axes[i].values[idx[i]][k]);
-    nlohmann::json doc;
-    const hw::HardwareCostModel cost(apply_all(machine_json, source, ov, &doc));
-    nlohmann::json set = nlohmann::json::object();
-    for (const auto& a : o.axes)
-      for (const auto& k : a.keys) set[k] = doc.at(pointer_of(k));
-    for (const auto& system : o.systems) {
-      SearchOptions so = o.search;
-      so.system = system;
-      so.progress = nullptr;
-      const SearchResult s = search_policy(model, cost, so);
-      SweepPoint p;
-      p.index = idx;
-      p.overrides = ov;
-      p.set = set;
-      p.system = system;
-      p.found = s.found;
-      p.best = s.best;
-      p.chunks = static_cast<int64_t>(s.best_plan.chunks.chunks.size());
-      if (s.found)
-        for (const auto& st : s.best_report.streams) p.stream_busy_s[st.name] = st.busy.seconds();
-      p.configurations = s.configurations;
-      p.simulated = s.simulated;
-      p.search_s = s.seconds;
-      p.smallest_peak_gpu_bytes = s.smallest_peak_gpu_bytes;
-      p.smallest_host_bytes = s.smallest_host_bytes;
-      r.points.push_back(std::move(p));
-      if (o.progress) o.progress(++done, static_cast<long>(total));
-    }
-    // Next grid index, last axis fastest.
+  // The grid's indices, first axis slowest (the order of the points: systems fastest).
+  std::vector<std::vector<size_t>> grid;
+  for (std::vector<size_t> idx(o.axes.size(), 0);;) {
+    grid.push_back(idx);
     size_t i = o.axes.size();
     while (i > 0 && ++idx[i - 1] == o.axes[i - 1].values.size()) idx[--i] = 0;
     if (i == 0) break;
   }
+  const size_t systems = o.systems.size();
+  const std::function<SweepPoint(size_t)> search_point = [&](size_t n) {
+    SweepPoint p;
+    p.index = grid[n / systems];
+    p.system = o.systems[n % systems];
+    for (size_t i = 0; i < o.axes.size(); ++i)
+      for (size_t k = 0; k < o.axes[i].keys.size(); ++k)
+        p.overrides.push_back(o.axes[i].keys[k] + "=" + o.axes[i].values[p.index[i]][k]);
+    nlohmann::json doc;
+    const hw::HardwareCostModel cost(apply_all(machine_json, source, p.overrides, &doc));
+    p.set = nlohmann::json::object();
+    for (const auto& a : o.axes)
+      for (const auto& k : a.keys) p.set[k] = doc.at(pointer_of(k));
+    SearchOptions so = o.search;
+    so.system = p.system;
+    so.progress = nullptr;
+    const SearchResult s = search_policy(model, cost, so);
+    p.found = s.found;
+    p.best = s.best;
+    p.chunks = static_cast<int64_t>(s.best_plan.chunks.chunks.size());
+    if (s.found)
+      for (const auto& st : s.best_report.streams) p.stream_busy_s[st.name] = st.busy.seconds();
+    p.configurations = s.configurations;
+    p.simulated = s.simulated;
+    p.search_s = s.seconds;
+    p.smallest_peak_gpu_bytes = s.smallest_peak_gpu_bytes;
+    p.smallest_host_bytes = s.smallest_host_bytes;
+    return p;
+  };
+  // One point at a time on each rank (a search runs its own threads); a failing point fails the
+  // sweep, as it would in one process.
+  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, sweep_point_codec(), o.progress))
+    r.points.push_back(outcome.get());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -16,8 +16,9 @@
 
 namespace protwin::sim {
 
-// More points than this is refused: at ~0.3 s a search, 10000 points is already most of an hour.
-constexpr int64_t kMaxSweepPoints = 10000;
+// More points than this is refused: at ~0.3 s a search, 100000 points is a day on one core (use
+// mpirun, evaluate_points.h).
+constexpr int64_t kMaxSweepPoints = 100000;
 
 struct SweepAxis {
   std::vector<std::string> keys;                 // dotted machine paths, e.g. host.cores
@@ -38,7 +39,7 @@ struct SweepOptions {
   std::vector<SweepAxis> axes;
   std::vector<std::string> systems = {"protrain"};
   SearchOptions search;                          // every point's search (system set per point)
-  std::function<void(long done, long total)> progress;  // after each point
+  std::function<void(long done, long total)> progress;  // after each point (under mpirun: rank 0's)
 };
 
 struct SweepPoint {
@@ -68,7 +69,7 @@ struct SweepResult {
 
 // Checks every axis value against the machine (unknown path, wrong type, a value the machine
 // validation refuses, a key on two axes, too many points) before anything runs, then searches
-// each point. `machine_json` is the unmodified document (hw::load_machine_json), `source` its name.
+// each point (under mpirun split over the ranks: sim/distributed/evaluate_points.h). `machine_json` is the unmodified document (hw::load_machine_json), `source` its name.
 SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json, const std::string& source,
                       const SweepOptions& o);
 

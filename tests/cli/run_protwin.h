@@ -21,12 +21,14 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// `args` is appended to the command line as is (quote it yourself).
-inline CliResult run_protwin(const std::string& args) {
+// `args` is appended to the command line as is (quote it yourself); `launcher`, when given, goes
+// before the binary (e.g. "mpirun -np 2").
+inline CliResult run_protwin(const std::string& args, const std::string& launcher = "") {
   static int counter = 0;
   const std::string base = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/run" + std::to_string(::getpid()) +
                            "_" + std::to_string(counter++);
-  const std::string cmd = std::string(PROTWIN_BINARY_DIR) + "/cli/protwin " + args + " >" + base +
+  const std::string cmd = launcher + (launcher.empty() ? "" : " ") + std::string(PROTWIN_BINARY_DIR) +
+                          "/cli/protwin " + args + " >" + base +
                           ".out 2>" + base + ".err </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;

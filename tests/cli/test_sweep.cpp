@@ -196,13 +196,15 @@ TEST_CASE("sweep: bad --set axes, too large a grid and bad systems exit 2 naming
   REQUIRE(error_of(kBase + "--set host.cores=12,0").find(
               "--set host.cores=0: the machine is invalid with this value: rtx3090-server.json:/host/cores: "
               "expected an integer >= 1") != std::string::npos);
-  // 101 x 100 = 10100 points > 10000, refused before anything is searched.
-  std::string cores, rates;
+  // 101 x 100 x 10 = 101000 points > 100000, refused before anything is searched.
+  std::string cores, rates, mem;
   for (int i = 1; i <= 101; ++i) cores += (i > 1 ? "," : "") + std::to_string(i);
   for (int i = 1; i <= 100; ++i) rates += (i > 1 ? "," : "") + std::to_string(i);
-  REQUIRE(error_of(kBase + "--set host.cores=" + cores + " --set host_link.h2d.pinned_GBps=" + rates) ==
-          "protwin sweep: error: --set: the grid has 10100 points (101 x 100 x 1 system(s)), more than the 10000 "
-          "allowed; sweep fewer values\n");
+  for (int i = 1; i <= 10; ++i) mem += (i > 1 ? "," : "") + std::to_string(i) + "000000000";
+  REQUIRE(error_of(kBase + "--set host.cores=" + cores + " --set host_link.h2d.pinned_GBps=" + rates +
+                   " --set gpu.memory_bytes=" + mem) ==
+          "protwin sweep: error: --set: the grid has 101000 points (101 x 100 x 10 x 1 system(s)), more than the "
+          "100000 allowed; sweep fewer values\n");
   REQUIRE(error_of(kBase + "--set host.cores=12 --system protrain,foo").find("unknown system 'foo'") !=
           std::string::npos);
   REQUIRE(error_of(kBase + "--set host.cores=12 -o /nonexistent-protwin/s.json") ==

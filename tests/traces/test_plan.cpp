@@ -1,8 +1,11 @@
 // Plan IR v1: round trip and validate(), with the exact message for each bad input.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include "tests/traces/plan_fixtures.h"
 #include "traces/error.h"
+#include "traces/file_io.h"
 #include "traces/plan.h"
 
 using namespace protwin::traces;
@@ -105,4 +108,15 @@ TEST_CASE("memory effect on an unknown pool and a bad 'at'") {
   j = small_plan_json();
   j["ops"][1]["mem"][0]["at"] = "middle";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/ops/1/mem/0/at: expected \"start\" or \"end\", got \"middle\"");
+}
+
+TEST_CASE("write_plan streams the ops: the same bytes as plan_to_json(plan).dump(1), with and without ops") {
+  Plan p = parse(small_plan_json());
+  const std::string path = std::string(PROTWIN_BINARY_DIR) + "/tests/traces/streamed.plan.json";
+  for (int with_ops = 1; with_ops >= 0; --with_ops) {
+    if (!with_ops) p.ops.clear();
+    write_plan(p, path);
+    REQUIRE(protwin::traces::read_file(path) == plan_to_json(p).dump(1) + "\n");
+  }
+  std::remove(path.c_str());
 }

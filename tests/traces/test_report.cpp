@@ -1,7 +1,10 @@
 // Report round trip and Chrome-trace structure (one track per stream, one counter per pool).
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include "traces/chrome_trace.h"
+#include "traces/file_io.h"
 #include "traces/report.h"
 
 using namespace protwin;
@@ -62,4 +65,15 @@ TEST_CASE("chrome trace: a named track per stream, X events in microseconds, a c
   REQUIRE(threads == 2);
   REQUIRE(slices == 2);
   REQUIRE(counters == 3);
+}
+
+TEST_CASE("write_chrome_trace streams the events: the same bytes as chrome_trace(report).dump()") {
+  const std::string path = std::string(PROTWIN_BINARY_DIR) + "/tests/traces/streamed.trace.json";
+  Report r = sample_report();
+  for (int with_events = 1; with_events >= 0; --with_events) {
+    if (!with_events) r = Report{};
+    write_chrome_trace(r, path);
+    REQUIRE(read_file(path) == chrome_trace(r).dump() + "\n");
+  }
+  std::remove(path.c_str());
 }

@@ -55,6 +55,8 @@ TEST_CASE("published parameter counts", "[workload][zoo]") {
   CHECK(find_model("gpt2-10b").parameter_count() == 10279047168);
   CHECK(find_model("llama3.1-8b").parameter_count() == 8030261248);
   CHECK(find_model("llama3.1-70b").parameter_count() == 70553706496);
+  // Meta's model card (405B) and HF meta-llama/Llama-3.1-405B: 405,853,388,800 parameters.
+  CHECK(find_model("llama3.1-405b").parameter_count() == 405853388800);
   CHECK(find_model("mistral-7b").parameter_count() == 7241732096);
   CHECK(find_model("llama-13b").parameter_count() == 13015864320);
   // HF gpt2-medium (355M), built inline.
@@ -78,7 +80,7 @@ TEST_CASE("the zoo holds the models of the brief", "[workload][zoo]") {
   const std::vector<std::string> want = {"gpt2-tiny", "gpt2-small", "gpt2-1b",  "gpt2-10b",
                                          "gpt2-15b",  "gpt2-20b",   "gpt3-175b", "opt-13b",
                                          "opt-30b",   "llama-tiny", "mistral-7b", "llama3.1-8b",
-                                         "llama-13b", "llama-34b",  "llama3.1-70b"};
+                                         "llama-13b", "llama-34b",  "llama3.1-70b", "llama3.1-405b"};
   // Listed by family, then by size.
   CHECK(model_names() == want);
   // Runtime-sized models: a few million parameters.

@@ -1,0 +1,76 @@
+// evaluate_points in one process (the MPI split is tested end to end in tests/cli/test_mpi.cpp):
+// every point once, outcomes in point order whatever the threads, each failure kept with its point
+// and rethrown as it was thrown; the search results' codec round-trips what the CLIs print.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <stdexcept>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/machine.h"
+#include "sim/distributed/evaluate_points.h"
+#include "sim/search/search.h"
+#include "sim/workload/model_spec.h"
+#include "traces/error.h"
+
+using namespace protwin;
+using namespace protwin::sim;
+
+namespace {
+const PointCodec<int> kIntCodec{[](const int& v) { return nlohmann::json(v); },
+                                [](const nlohmann::json& j) { return j.get<int>(); }};
+}  // namespace
+
+TEST_CASE("evaluate_points: each point once, in order, on 1 to 4 threads, failures stay with their point") {
+  for (int threads = 1; threads <= 4; ++threads) {
+    std::atomic<int> calls{0};
+    const auto out = evaluate_points<int>(
+        50, threads,
+        [&](size_t i) {
+          ++calls;
+          if (i == 7) throw Error("point 7 refused");
+          if (i == 8) throw Error("point 8 broke", ErrorKind::kInternal);
+          if (i == 9) throw std::runtime_error("point 9 ran out");
+          return static_cast<int>(i * i);
+        },
+        kIntCodec);
+    REQUIRE(calls == 50);
+    REQUIRE(out.size() == 50);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (i >= 7 && i <= 9) continue;
+      REQUIRE(!out[i].error);
+      REQUIRE(out[i].get() == static_cast<int>(i * i));
+    }
+    REQUIRE(out[7].error->kind == PointError::Kind::kUser);
+    REQUIRE_THROWS_WITH(out[7].get(), "point 7 refused");
+    try {
+      out[8].get();
+      FAIL("no throw");
+    } catch (const Error& e) {
+      REQUIRE(e.kind() == ErrorKind::kInternal);
+      REQUIRE(std::string(e.what()) == "point 8 broke");
+    }
+    REQUIRE(out[9].error->kind == PointError::Kind::kOther);
+    REQUIRE_THROWS_AS(out[9].get(), std::runtime_error);
+  }
+  REQUIRE(evaluate_points<int>(0, 2, [](size_t) { return 1; }, kIntCodec).empty());
+  REQUIRE_THROWS_WITH(evaluate_points<int>(1, 0, [](size_t) { return 1; }, kIntCodec),
+                      "--threads 0: must be at least 1");
+}
+
+TEST_CASE("a search's summary crosses ranks intact: what compare and sweep print comes back bit for bit") {
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server", {}));
+  SearchOptions o;
+  o.batch = 4;
+  for (const char* system : {"protrain", "deepspeed", "ddp"}) {
+    o.system = system;
+    const SearchResult r = search_policy(find_model("gpt2-small"), cost, o);
+    const nlohmann::json j = search_summary_to_json(r);
+    // Through CBOR, as evaluate_points sends it.
+    const SearchResult back = search_summary_from_json(nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)));
+    REQUIRE(search_summary_to_json(back) == j);
+    REQUIRE(back.best.tokens_per_s == r.best.tokens_per_s);
+    REQUIRE(back.best.knobs.to_json() == r.best.knobs.to_json());
+    REQUIRE(back.found == r.found);
+  }
+}
