@@ -172,10 +172,10 @@ TEST_CASE("rates out of range are refused naming the file and the pointer", "[cl
   p["ops"][2]["work"]["flops"] = 1e30;
   const std::string huge = write("huge_flops.plan.json", p.dump());
   refused("simulate --plan " + huge + " --rates " + kRates,
-          "plan op 2 (forward, stream compute): 1e+30 flops and 0 bytes take longer than the simulator's horizon "
+          huge + ":/ops/2 (forward, stream compute): 1e+30 flops and 0 bytes take longer than the simulator's horizon "
           "of 2^62 ns (146 years) at the rates of " + kRates);
   refused("simulate --plan " + huge + " --machine rtx3090-server",
-          "plan op 2 (forward, stream compute): takes 9.22337e+09 s from");
+          huge + ":/ops/2 (forward, stream compute): takes 9.22337e+09 s from");
 }
 
 TEST_CASE("validate and simulate refuse unknown op kinds, missing chunks and huge memory effects", "[cli][errors]") {
