@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/refused.h"
 #include "tests/cli/run_protwin.h"
 
 namespace {
@@ -41,16 +42,6 @@ std::string write(const std::string& name, const std::string& text) {
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 bool have_runtime() { return exists(std::string(PROTWIN_BINARY_DIR) + "/cli/protwin-rt"); }
-
-// Runs `args`; requires exit 2 and that stderr contains `want`; returns stderr.
-std::string refused(const std::string& args, const std::string& want) {
-  const CliResult r = run_protwin(args);
-  INFO("protwin " << args << "\nstderr: " << r.err);
-  CHECK(r.code == 2);
-  CHECK(r.err.find(want) != std::string::npos);
-  CHECK(r.err.find("internal error") == std::string::npos);
-  return r.err;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/progress.h"
+#include "tests/cli/refused.h"
 #include "tests/cli/run_protwin.h"
 
 namespace {
@@ -38,16 +39,6 @@ std::string write(const std::string& name, const std::string& text) {
   const std::string path = scratch() + "/" + name;
   std::ofstream(path) << text;
   return path;
-}
-
-// Runs `args`; requires exit 2, that stderr contains `want`, and no internal error.
-std::string refused(const std::string& args, const std::string& want) {
-  const CliResult r = run_protwin(args);
-  INFO("protwin " << args << "\nstderr: " << r.err);
-  CHECK(r.code == 2);
-  CHECK(r.err.find(want) != std::string::npos);
-  CHECK(r.err.find("internal error") == std::string::npos);
-  return r.err;
 }
 
 }  // namespace
