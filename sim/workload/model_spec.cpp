@@ -169,6 +169,7 @@ nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
     PROTWIN_CHECK(key != "family", where, ": the family is given before ':'");
     PROTWIN_CHECK(std::find(kFields.begin(), kFields.end(), key) != kFields.end(), where,
                   ": unknown key '", key, "'; known keys: ", join(kFields));
+    PROTWIN_CHECK(!j.contains(key), where, ": '", key, "' given twice");  // as JSON's duplicate keys
     const bool digits = !value.empty() &&
                         std::all_of(value.begin() + (value[0] == '-' ? 1 : 0), value.end(),
                                     [](unsigned char c) { return std::isdigit(c); }) &&

@@ -65,6 +65,8 @@ TEST_CASE("a null model field is refused naming it, never a default or a crash",
     CHECK(err.find("got null\n") != std::string::npos);
     CHECK(err.find("null null") == std::string::npos);
   }
+  // An inline key given twice (found by fuzz_model) is refused like a duplicate JSON key.
+  refused("model 'gpt:hidden=1024,layers=2,,,,layers=24214,heads=16,'", "'layers' given twice");
   // A GPT model without learned positions would silently be a RoPE model.
   refused("model 'gpt:hidden=256,layers=2,heads=4,max_positions=0' --seq 1024",
           "/max_positions: expected an integer > 0 and <= 16777216, got integer 0");

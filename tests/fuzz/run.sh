@@ -13,7 +13,7 @@ LEN_FLAG=${MAX_LEN:+-max_len=$MAX_LEN}
 for r in $READERS; do
   mkdir -p "$OUT/$r/corpus"
   echo "== fuzz_$r: $RUNS runs, at most $SECONDS_MAX s"
-  build/fuzz/tests/fuzz/fuzz_$r -runs="$RUNS" -max_total_time="$SECONDS_MAX" -timeout=10 -rss_limit_mb=2048 \
+  build/fuzz/tests/fuzz/fuzz_$r -runs="$RUNS" -max_total_time="$SECONDS_MAX" -timeout=${TIMEOUT:-10} -rss_limit_mb=2048 \
     -print_final_stats=1 $LEN_FLAG -artifact_prefix="$OUT/$r/" "$OUT/$r/corpus" "tests/fuzz/corpus/$r" 2>&1 |
     grep -E "^(Done|#[0-9]+\s+DONE|stat::number_of_executed_units|stat::average_exec_per_sec|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)" || true
 done
