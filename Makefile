@@ -12,9 +12,9 @@ PACKAGES := cmake g++ make pkg-config zlib1g-dev \
   libtorch-dev libopenblas0-pthread \
   libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev \
   catch2 libbenchmark-dev python3-torch python3-matplotlib \
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev
 
-.PHONY: demo test deps configure build figures clean-build
+.PHONY: demo test deps configure build figures clean-build sanitize fuzz
 
 deps:
 	@missing=""; \
@@ -38,6 +38,24 @@ build: configure
 
 test: build
 	ctest --preset $(PRESET)
+
+# The simulator's, traces' and hardware models' tests under AddressSanitizer and
+# UndefinedBehaviorSanitizer (preset "debug", build/debug): only their test targets are built
+# (the runtime's LibTorch is not sanitised). CI runs it after `make test`.
+FUZZ_READERS := plan report machine policy model rates kineto checkpoint
+SANITIZED_TESTS := protwin_traces_tests traces_profiles_test test_hwmodels test_sim_engine \
+  sim_workload_test protwin_policy_tests test_estimate test_sim_parallel \
+  $(addprefix fuzz_replay_,$(FUZZ_READERS))
+sanitize: deps
+	cmake --preset debug
+	cmake --build --preset debug --target $(SANITIZED_TESTS)
+	ctest --preset debug -L "^($(subst $(eval) ,|,$(strip $(SANITIZED_TESTS))))$$"
+
+# libFuzzer targets for every reader (preset "fuzz", clang 14, build/fuzz/tests/fuzz/fuzz_<reader>);
+# run one with e.g. build/fuzz/tests/fuzz/fuzz_plan -runs=1000000 tests/fuzz/corpus/plan.
+fuzz: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz --target $(addprefix fuzz_,$(FUZZ_READERS))
 
 # The demo: ProTrain against the baselines for GPT-2 10B on ProTrain's 4 x RTX 3090 server (each
 # system searched at its best knobs and batch size), a Chrome trace of ProTrain's best plan, and the

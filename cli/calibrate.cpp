@@ -27,6 +27,7 @@
 #include "sim/search/search.h"
 #include "sim/workload/model_spec.h"
 #include "traces/error.h"
+#include "traces/json_reader.h"
 #include "traces/file_io.h"
 #include "traces/op_profile.h"
 #include "traces/report.h"
@@ -541,7 +542,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     }
     const double pg = static_cast<double>(r.pred_peak.count("gpu") ? r.pred_peak.at("gpu") : 0);
     const double mg = static_cast<double>(r.meas_peak.at("gpu"));
-    std::printf("%-3zu %-34s %9.3f %9.3f %+6.1f%% %10s %10s %+5.1f%%  %s\n", i, r.c.label.substr(0, 34).c_str(),
+    std::printf("%-3zu %-34s %9.3f %9.3f %+6.1f%% %10s %10s %+5.1f%%  %s\n", i, traces::utf8_prefix(r.c.label, 34).c_str(),
                 r.predicted_s, r.measured_s, 100 * rel(r.predicted_s, r.measured_s),
                 human_bytes(static_cast<int64_t>(pg)).c_str(), human_bytes(static_cast<int64_t>(mg)).c_str(),
                 100 * rel(pg, mg), diagnosis(r, 0.10).c_str());

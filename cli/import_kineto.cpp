@@ -7,6 +7,7 @@
 #include "cli/options.h"
 #include "cli/subcommand.h"
 #include "traces/error.h"
+#include "traces/json_reader.h"
 #include "traces/kineto_import.h"
 #include "traces/op_profile.h"
 
@@ -25,7 +26,7 @@ bool is_copy_kind(const std::string& k) {
 }
 
 std::string clip(const std::string& s, size_t n) {
-  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
+  return s.size() <= n ? s : traces::utf8_prefix(s, n - 3) + "...";
 }
 
 int run_import_kineto(const std::vector<std::string>& args) {

@@ -24,9 +24,7 @@ std::string fmt(const char* f, double v) {
 
 // At most `n` bytes of `s`, never splitting a UTF-8 sequence.
 std::string clip(const std::string& s, size_t n) {
-  if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n) + "...";
+  return s.size() <= n ? s : traces::utf8_prefix(s, n) + "...";
 }
 
 double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024 * 1024); }

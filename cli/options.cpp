@@ -1,7 +1,5 @@
 #include "cli/options.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -106,7 +104,7 @@ std::string command_of(const std::string& usage) {
 bool parse_options(const std::string& usage, po::options_description& desc,
                    const std::vector<std::string>& args, po::variables_map& vm,
                    const po::positional_options_description* positional) {
-  desc.add_options()("help,h", "show this help and exit");
+  desc.add_options()("help,h", "show this help and exit")("quiet", "no progress line on stderr");
   const std::string hint = "\nhint: see '" + command_of(usage) + " --help'";
   try {
     po::command_line_parser parser(args);
@@ -131,6 +129,7 @@ bool parse_options(const std::string& usage, po::options_description& desc,
   } catch (const po::error& e) {
     throw Error(std::string(e.what()) + hint);
   }
+  set_quiet(vm.count("quiet") > 0);
   check_numbers(vm);
   check_outputs(desc, vm);
   return true;
@@ -150,35 +149,5 @@ bool given(const po::variables_map& vm, const std::string& flag) {
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
-bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
-
-Progress::Progress(std::string label, long total)
-    : label_(std::move(label)), total_(total), enabled_(stderr_is_tty() && total > 0) {
-  draw();
-}
-
-void Progress::tick(long n) {
-  done_ += n;
-  draw();
-}
-
-void Progress::draw() {
-  if (!enabled_) return;
-  const int pct = static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_));
-  if (pct == last_percent_) return;
-  last_percent_ = pct;
-  const int width = 30, filled = pct * width / 100;
-  std::fprintf(stderr, "\r%s [%s%s] %3d%% (%ld/%ld)", label_.c_str(),
-               std::string(static_cast<size_t>(filled), '#').c_str(),
-               std::string(static_cast<size_t>(width - filled), '.').c_str(), pct, done_, total_);
-  std::fflush(stderr);
-}
-
-void Progress::done() {
-  if (enabled_ && !finished_) std::fprintf(stderr, "\n");
-  finished_ = true;
-}
-
-Progress::~Progress() { done(); }
 
 }  // namespace protwin::cli

@@ -8,6 +8,8 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/progress.h"
+
 namespace protwin::cli {
 
 namespace po = boost::program_options;
@@ -41,24 +43,5 @@ bool given(const po::variables_map& vm, const std::string& flag);
 
 // Prints JSON (2-space indent) to stdout.
 void print_json(const nlohmann::json& j);
-
-// True when stderr is a terminal: progress bars are shown only then (DESIGN §8).
-bool stderr_is_tty();
-
-// A one-line progress bar on stderr, drawn only on a terminal.
-class Progress {
- public:
-  Progress(std::string label, long total);
-  void tick(long n = 1);
-  void done();
-  ~Progress();
-
- private:
-  void draw();
-  std::string label_;
-  long total_, done_ = 0;
-  int last_percent_ = -1;
-  bool enabled_, finished_ = false;
-};
 
 }  // namespace protwin::cli

@@ -105,6 +105,12 @@ int run_simulate(const std::vector<std::string>& args) {
     }
     const sim::OffloadKnobs knobs = sim::knobs_from_json(policy, source);
     const sim::Workload w = sim::options_workload(in.model, in.search, batch);
+    try {  // a knob out of range names where it came from: the policy file or --knob
+      sim::check_knobs(w, sim::layout_for(w, knobs), knobs, in.search.gpus);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kInternal) throw;
+      throw Error(source + ": " + e.what());
+    }
     sim::CompiledPlan compiled;
     traces::Report simulated;
     const sim::Candidate c =
@@ -149,9 +155,10 @@ int run_simulate(const std::vector<std::string>& args) {
     if (candidate)
       std::printf("throughput:   %.1f tokens/s (forward %.3f s, backward %.3f s, exposed optimizer %.3f s)\n",
                   candidate->tokens_per_s, candidate->forward_s, candidate->backward_s, candidate->exposed_optimizer_s);
-    if (!plan_out.empty()) std::cout << "plan:         " << plan_out << "\n";
-    if (!out_path.empty()) std::cout << "report:       " << out_path << "\n";
-    if (!trace_path.empty()) std::cout << "chrome trace: " << trace_path << "  (open in ui.perfetto.dev)\n";
+    if (!plan_out.empty()) std::cout << "plan:         " << plan_out << written_size(plan_out) << "\n";
+    if (!out_path.empty()) std::cout << "report:       " << out_path << written_size(out_path) << "\n";
+    if (!trace_path.empty())
+      std::cout << "chrome trace: " << trace_path << written_size(trace_path) << "  (open in ui.perfetto.dev)\n";
   }
   return 0;
 }

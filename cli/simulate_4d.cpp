@@ -110,15 +110,15 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   if (!plan_out.empty()) traces::write_plan(plan.plan, plan_out);
   if (!out_path.empty()) traces::write_report(r.report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(r.report, trace_path);
-  if (vm.count("json")) {
-    print_json(sim::simulate_4d_to_json(r));
-    return 0;
-  }
-  print_result(std::cout, r);
   const std::pair<const char*, const std::string*> written[] = {
       {"plan", &plan_out}, {"report", &out_path}, {"chrome trace (open in ui.perfetto.dev)", &trace_path}};
+  // Outputs can be hundreds of MB: say how big (on stderr with --json, whose stdout is the JSON).
+  const bool json = vm.count("json") > 0;
+  if (json) print_json(sim::simulate_4d_to_json(r));
+  else print_result(std::cout, r);
+  std::ostream& os = json ? std::cerr : std::cout;
   for (const auto& [what, path] : written)
-    if (!path->empty()) std::cout << "wrote " << what << ": " << *path << "\n";
+    if (!path->empty() && !(json && quiet())) os << "wrote " << what << ": " << *path << written_size(*path) << "\n";
   return 0;
 }
 

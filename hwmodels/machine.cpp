@@ -317,7 +317,24 @@ Machine load_machine(const std::string& name_or_path, const std::vector<std::str
   std::string source;
   nlohmann::json j = load_machine_json(name_or_path, &source);
   for (const auto& o : overrides) apply_override(j, o);
-  return machine_from_json(j, source);
+  try {
+    return machine_from_json(j, source);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal || overrides.empty()) throw;
+    // The value that broke the machine came from a flag: blame the --set whose field the error
+    // names ("file:/gpu/count: ..."), else all of them.
+    const std::string msg = e.what();
+    for (const auto& o : overrides) {
+      std::string ptr = source + ":";
+      for (char c : o.substr(0, o.find('='))) ptr += c == '.' ? '/' : c;
+      ptr.insert(source.size() + 1, "/");
+      if (msg.compare(0, ptr.size(), ptr) == 0 && (msg.size() == ptr.size() || msg[ptr.size()] == ':' || msg[ptr.size()] == '/'))
+        throw Error("--set " + o + ": " + msg.substr(source.size() + 1));
+    }
+    std::string flags;
+    for (const auto& o : overrides) flags += (flags.empty() ? "--set " : " --set ") + o;
+    throw Error(flags + ": the machine is invalid with these values: " + msg);
+  }
 }
 
 }  // namespace protwin::hw

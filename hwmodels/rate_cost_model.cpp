@@ -111,6 +111,7 @@ RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::strin
   m.default_.tflops = 1;
   m.default_.GBps = 1;
   if (auto def = root.find("default")) m.default_ = read_rate(*def, false);
+  m.unlisted_is_error_ = root.has("streams") && !root.has("default");
   return m;
 }
 
@@ -123,10 +124,16 @@ const StreamRate& RateCostModel::rate_of(const std::string& stream) const {
   for (const auto& [name, rate] : streams_) {
     if (name.size() == stream.size() && name == stream) return rate;
   }
+  if (unlisted_is_error_) {
+    std::string listed;
+    for (const auto& [name, rate] : streams_) listed += (listed.empty() ? "" : ", ") + name;
+    PROTWIN_CHECK(false, source_, ":/streams: no rate for the plan's stream \"", stream, "\" (listed: ",
+                  listed.empty() ? "none" : listed, "); add it, or a \"default\" for unlisted streams");
+  }
   return default_;
 }
 
-OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& /*plan*/) const {
+OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
   const StreamRate& r = rate_of(op.stream);
   // 1 TFLOPS = 1e3 flops/ns; 1 GB/s = 1 byte/ns.
   double ns = r.latency_us * 1e3;
@@ -140,7 +147,7 @@ OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& /*plan*/) c
     c.max_GBps = r.max_GBps;
   }
   // Rounded up to whole ns, never to zero for a positive time (traces/units.h).
-  PROTWIN_CHECK(ns < static_cast<double>(kSimHorizonNs), traces::describe_op(op), ": ", op.work.flops, " flops and ",
+  PROTWIN_CHECK(ns < static_cast<double>(kSimHorizonNs), traces::describe_op(plan, op), ": ", op.work.flops, " flops and ",
                 op.work.bytes, " bytes take longer than the simulator's horizon of 2^62 ns (146 years) at the rates "
                 "of ", source_);
   c.fixed = ceil_ns(ns);

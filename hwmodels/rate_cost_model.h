@@ -51,6 +51,9 @@ class RateCostModel : public CostModel {
   // By name, in name order; plans have a handful of streams, so a scan beats hashing.
   std::vector<std::pair<std::string, StreamRate>> streams_;
   StreamRate default_;
+  // A document that lists streams but has no "default" prices only those: any other stream is an
+  // error naming the file, never a silent unit rate. (No streams at all: unit rates everywhere.)
+  bool unlisted_is_error_ = false;
 };
 
 }  // namespace protwin::hw

@@ -18,10 +18,45 @@ namespace protwin::traces {
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   PROTWIN_CHECK(in.good(), path, ": cannot open for reading (", std::strerror(errno), ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  struct stat st {};
+  const bool regular = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  PROTWIN_CHECK(!S_ISDIR(st.st_mode), path, ": is a folder; expected a file");
+  if (regular) {
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    PROTWIN_CHECK(!in.bad(), path, ": read failed");
+    return ss.str();
+  }
+  // A pipe or device (/dev/stdin, <(...), /dev/zero) has no size: read it up to a bound.
+  std::string out;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out.append(buf, static_cast<size_t>(in.gcount()));
+    PROTWIN_CHECK(out.size() <= kMaxStreamBytes, path, ": more than ", kMaxStreamBytes >> 20,
+                  " MiB from a file that is not a regular file");
+  }
   PROTWIN_CHECK(!in.bad(), path, ": read failed");
-  return ss.str();
+  return out;
+}
+
+std::string output_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string target = path;
+  // Write the file a link points to (following a chain of links, dangling ones too), keep the link.
+  fs::path p(path);
+  for (int hops = 0; fs::is_symlink(p, ec); ++hops) {
+    PROTWIN_CHECK(hops < 40, path, ": too many levels of symbolic links");
+    const fs::path next = fs::read_symlink(p, ec);
+    PROTWIN_CHECK(!ec, path, ": cannot read the symbolic link (", ec.message(), ")");
+    p = next.is_absolute() ? next : p.parent_path() / next;
+    target = p.string();
+  }
+  struct stat st {};
+  PROTWIN_CHECK(::stat(target.c_str(), &st) != 0 || S_ISREG(st.st_mode), path,
+                S_ISDIR(st.st_mode) ? ": is a folder; expected a file name"
+                                    : ": is not a regular file (a device, pipe or socket); refusing to replace it");
+  return target;
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
@@ -31,9 +66,9 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path)
-    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
+    : path_(output_target(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  PROTWIN_CHECK(fd_ >= 0, path, ": cannot write (", std::strerror(errno), ")");
+  PROTWIN_CHECK(fd_ >= 0, path_, ": cannot write (", std::strerror(errno), ")");
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -71,7 +106,13 @@ void AtomicFileWriter::commit() {
   }
 }
 
-void require_writable(const std::string& path, const std::string& flag) {
+void require_writable(const std::string& out_path, const std::string& flag) {
+  std::string path;
+  try {
+    path = output_target(out_path);
+  } catch (const Error& e) {
+    throw Error(flag + " " + e.what());
+  }
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   struct stat st {};

@@ -6,10 +6,18 @@
 
 namespace protwin::traces {
 
-// Reads a file; a missing or unreadable file is a user error naming the path.
+// Most bytes read from a file that is not a regular file (a pipe or a device such as /dev/zero).
+constexpr size_t kMaxStreamBytes = size_t{1} << 28;
+
+// Reads a file; a missing or unreadable file, or a folder, is a user error naming the path.
 std::string read_file(const std::string& path);
 
-// Writes `content` to `path` atomically (temporary file + fsync + rename).
+// The file an output path names: a symbolic link's target (the link is kept), else `path`.
+// A user error naming `path` if that is a folder or an existing special file (device, pipe, socket).
+std::string output_target(const std::string& path);
+
+// Writes `content` to `path` atomically (temporary file + fsync + rename). A symbolic link is
+// written through to its target; a special file such as /dev/full is refused, never replaced.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 // The same, piece by piece, so that a large output (a plan, a Chrome trace) is streamed and never

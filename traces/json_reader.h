@@ -30,9 +30,11 @@ class JsonNode {
   bool is_null() const { return value_->is_null(); }
 
   // Objects.
+  // A member that is present is read, even when null: "heads": null is "expected an integer, got
+  // null", never a silent default.
   bool has(const std::string& key) const;
   JsonNode at(const std::string& key) const;                   // required member
-  std::optional<JsonNode> find(const std::string& key) const;  // optional member (null = absent)
+  std::optional<JsonNode> find(const std::string& key) const;  // optional member
 
   // Arrays.
   size_t size() const;  // array length; fails if not an array
@@ -69,7 +71,11 @@ class JsonNode {
   std::string pointer_;
 };
 
-// A parsed document that owns its JSON; root() views it.
+// Deepest nesting a document may have (protwin's own formats use fewer than 10 levels).
+constexpr size_t kMaxJsonDepth = 256;
+
+// A parsed document that owns its JSON; root() views it. Duplicate keys and nesting deeper than
+// kMaxJsonDepth are errors naming the JSON pointer.
 class JsonDocument {
  public:
   // Parses text; `name` is what diagnostics call the source (usually the path).
@@ -84,6 +90,14 @@ class JsonDocument {
   std::shared_ptr<const nlohmann::json> json_;
   std::shared_ptr<const std::string> name_;
 };
+
+// How errors show a value: "integer -1", "string \"ab\"", "null", "array [1,2]". At most 40
+// bytes of its JSON are written, even for a huge or deep value, and the cut never falls inside a
+// UTF-8 character.
+std::string describe_json(const nlohmann::json& v);
+
+// The longest prefix of `s` of at most `max_bytes` bytes that does not cut a UTF-8 character.
+std::string utf8_prefix(const std::string& s, size_t max_bytes);
 
 // Name of a JSON value's type as users read it ("object", "string", ...).
 const char* json_type_name(const nlohmann::json& v);

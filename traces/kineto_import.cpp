@@ -29,6 +29,8 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+constexpr size_t kMaxTraceBytes = size_t{1} << 30;
+
 std::string gunzip(const std::string& data, const std::string& path) {
   z_stream zs{};
   // 16 + MAX_WBITS: expect a gzip header (not raw zlib).
@@ -43,6 +45,10 @@ std::string gunzip(const std::string& data, const std::string& path) {
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
     out.append(buf, sizeof buf - zs.avail_out);
+    if (out.size() > kMaxTraceBytes) {  // a trace this big would not fit in memory once parsed
+      inflateEnd(&zs);
+      PROTWIN_CHECK(false, path, ": more than ", kMaxTraceBytes >> 20, " MiB uncompressed");
+    }
     // Concatenated gzip members are legal: continue with the next one.
     if (rc == Z_STREAM_END && zs.avail_in > 0) rc = inflateReset(&zs);
     if (rc == Z_BUF_ERROR && zs.avail_in == 0) break;  // input ended early
@@ -370,6 +376,10 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
     if (timed || cat == "cuda_runtime") {
       if (e.has("dur")) e.get_nonneg_number("dur");  // µs: fails naming /dur when negative
       if (e.has("ts")) e.get_number("ts");
+      // Threads are keyed by pid/tid as written: a number or a name, never a container.
+      for (const char* key : {"pid", "tid"})
+        if (auto id = e.find(key); id && !id->raw().is_number() && !id->raw().is_string())
+          id->fail("expected a number or a string, got " + std::string(json_type_name(id->raw())));
     }
   }
 

@@ -322,6 +322,11 @@ std::string describe_op(const Op& op) {
   return "plan op " + std::to_string(op.id) + " (" + op.kind + ", stream " + op.stream + ")";
 }
 
+std::string describe_op(const Plan& plan, const Op& op) {
+  if (plan.source.empty()) return describe_op(op);
+  return plan.source + ":/ops/" + std::to_string(op.id) + " (" + op.kind + ", stream " + op.stream + ")";
+}
+
 Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   // JsonNode needs a stable document; wrap without copying the caller's json.
   auto file = std::make_shared<const std::string>(source);
@@ -361,6 +366,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
     if (plan.tensors[i].id != static_cast<int>(i))
       root.at("tensors").at(i).at("id").fail("tensor ids must be dense and in order: expected " +
                                              std::to_string(i));
+  plan.source = source;
   return plan;
 }
 
@@ -456,6 +462,11 @@ void write_plan(const Plan& plan, const std::string& path) {
 
 ValidationResult validate(const Plan& plan) {
   ValidationResult result;
+  // Where a plan-level error is: "p.json:/streams/2", or "plan stream 2" for a plan built in memory.
+  auto at = [&](const char* array, size_t i, const char* singular) {
+    return plan.source.empty() ? "plan " + std::string(singular) + " " + std::to_string(i)
+                               : plan.source + ":/" + array + "/" + std::to_string(i);
+  };
   const int n_ops = static_cast<int>(plan.ops.size());
   const int n_tensors = static_cast<int>(plan.tensors.size());
   const int n_pools = static_cast<int>(plan.pools.size());
@@ -463,17 +474,18 @@ ValidationResult validate(const Plan& plan) {
   // Names must be unique, or "stream x" would be ambiguous.
   for (size_t i = 0; i < plan.streams.size(); ++i) {
     PROTWIN_CHECK(plan.stream_index(plan.streams[i].name) == static_cast<int>(i),
-                  "plan stream ", i, ": duplicate stream name \"", plan.streams[i].name, "\"");
+                  at("streams", i, "stream"), ": duplicate stream name \"", plan.streams[i].name, "\"");
     for (const auto& p : plan.streams[i].reads_from)
-      PROTWIN_CHECK(plan.pool_index(p) >= 0, "plan stream ", plan.streams[i].name,
+      PROTWIN_CHECK(plan.pool_index(p) >= 0, at("streams", i, "stream"), " (", plan.streams[i].name, ")",
                     ": reads_from names unknown pool \"", p, "\"");
   }
   for (size_t i = 0; i < plan.pools.size(); ++i)
-    PROTWIN_CHECK(plan.pool_index(plan.pools[i].name) == static_cast<int>(i), "plan pool ", i,
+    PROTWIN_CHECK(plan.pool_index(plan.pools[i].name) == static_cast<int>(i), at("meta/pools", i, "pool"),
                   ": duplicate pool name \"", plan.pools[i].name, "\"");
-  for (const auto& t : plan.tensors) {
-    PROTWIN_CHECK(t.bytes.n >= 0, "plan tensor ", t.id, " (", t.name, "): negative bytes ", t.bytes.n);
-    PROTWIN_CHECK(t.home.empty() || plan.pool_index(t.home) >= 0, "plan tensor ", t.id, " (",
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const TensorSpec& t = plan.tensors[i];
+    PROTWIN_CHECK(t.bytes.n >= 0, at("tensors", i, "tensor"), " (", t.name, "): negative bytes ", t.bytes.n);
+    PROTWIN_CHECK(t.home.empty() || plan.pool_index(t.home) >= 0, at("tensors", i, "tensor"), " (",
                   t.name, "): unknown home pool \"", t.home, "\"");
   }
 
@@ -483,16 +495,16 @@ ValidationResult validate(const Plan& plan) {
   std::vector<int> stream_of(static_cast<size_t>(n_ops));
   for (const Op& op : plan.ops) {
     PROTWIN_CHECK(op.id >= 0 && op.id < n_ops && &plan.ops[static_cast<size_t>(op.id)] == &op,
-                  describe_op(op), ": op ids must be dense and equal to the op's position");
+                  describe_op(plan, op), ": op ids must be dense and equal to the op's position");
     const int s = plan.stream_index(op.stream);
-    PROTWIN_CHECK(s >= 0, describe_op(op), ": unknown stream \"", op.stream, "\"");
+    PROTWIN_CHECK(s >= 0, describe_op(plan, op), ": unknown stream \"", op.stream, "\"");
     stream_of[static_cast<size_t>(op.id)] = s;
-    PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(op),
+    PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(plan, op),
                   ": negative work (flops ", op.work.flops, ", bytes ", op.work.bytes, ", params ",
                   op.work.params, ")");
     for (int d : op.deps) {
-      PROTWIN_CHECK(d >= 0 && d < n_ops, describe_op(op), ": dependency on unknown op ", d);
-      PROTWIN_CHECK(d != op.id, describe_op(op), ": depends on itself");
+      PROTWIN_CHECK(d >= 0 && d < n_ops, describe_op(plan, op), ": dependency on unknown op ", d);
+      PROTWIN_CHECK(d != op.id, describe_op(plan, op), ": depends on itself");
       boost::add_edge(static_cast<size_t>(d), static_cast<size_t>(op.id), g);
     }
     if (last_on_stream[static_cast<size_t>(s)] >= 0)
@@ -500,13 +512,13 @@ ValidationResult validate(const Plan& plan) {
                       static_cast<size_t>(op.id), g);
     last_on_stream[static_cast<size_t>(s)] = op.id;
     for (int t : op.reads)
-      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(op), ": reads unknown tensor ", t);
+      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(plan, op), ": reads unknown tensor ", t);
     for (int t : op.writes)
-      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(op), ": writes unknown tensor ", t);
+      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(plan, op), ": writes unknown tensor ", t);
     for (const auto& m : op.mem) {
-      PROTWIN_CHECK(plan.pool_index(m.pool) >= 0, describe_op(op), ": memory effect on unknown pool \"",
+      PROTWIN_CHECK(plan.pool_index(m.pool) >= 0, describe_op(plan, op), ": memory effect on unknown pool \"",
                     m.pool, "\"");
-      PROTWIN_CHECK(m.tensor >= -1 && m.tensor < n_tensors, describe_op(op),
+      PROTWIN_CHECK(m.tensor >= -1 && m.tensor < n_tensors, describe_op(plan, op),
                     ": memory effect names unknown tensor ", m.tensor);
     }
   }
@@ -520,15 +532,15 @@ ValidationResult validate(const Plan& plan) {
     for (const Op& op : plan.ops)
       for (int d : op.deps)
         if (d > op.id)
-          PROTWIN_CHECK(false, describe_op(op), ": dependency cycle through op ", d,
+          PROTWIN_CHECK(false, describe_op(plan, op), ": dependency cycle through op ", d,
                         " (ops may only depend on earlier ops)");
-    PROTWIN_CHECK(false, "plan: dependency cycle (deps together with in-order streams)");
+    PROTWIN_CHECK(false, plan.source.empty() ? "plan" : plan.source, ": dependency cycle (deps together with in-order streams)");
   }
   result.topological_order.assign(reverse_topo.rbegin(), reverse_topo.rend());
   // Ids must also be topologically ordered (DESIGN §3), so id order is a valid execution order.
   for (const Op& op : plan.ops)
     for (int d : op.deps)
-      PROTWIN_CHECK(d < op.id, describe_op(op), ": depends on later op ", d,
+      PROTWIN_CHECK(d < op.id, describe_op(plan, op), ": depends on later op ", d,
                     " (op ids must be topologically ordered)");
 
   // Residency and pools below zero: walk the ops in id order (a valid execution order).
@@ -546,16 +558,16 @@ ValidationResult validate(const Plan& plan) {
     for (const auto& m : op.mem) {
       if (m.at != at) continue;
       const int p = plan.pool_index(m.pool);
-      PROTWIN_CHECK(m.delta_bytes >= -kMaxPlanBytes && m.delta_bytes <= kMaxPlanBytes, describe_op(op),
+      PROTWIN_CHECK(m.delta_bytes >= -kMaxPlanBytes && m.delta_bytes <= kMaxPlanBytes, describe_op(plan, op),
                     ": memory effect of ", m.delta_bytes, " bytes on pool ", m.pool, " is out of range (at most ",
                     kMaxPlanBytes, " bytes either way)");
       int64_t& c = churn[static_cast<size_t>(p)];
       c += m.delta_bytes < 0 ? -m.delta_bytes : m.delta_bytes;
-      PROTWIN_CHECK(c <= (int64_t{1} << 60), describe_op(op), ": the memory effects on pool ", m.pool,
+      PROTWIN_CHECK(c <= (int64_t{1} << 60), describe_op(plan, op), ": the memory effects on pool ", m.pool,
                     " add up to more than 2^60 bytes");
       int64_t& u = used[static_cast<size_t>(p)];
       u += m.delta_bytes;
-      PROTWIN_CHECK(u >= 0, describe_op(op), ": pool ", m.pool, " below zero (", u,
+      PROTWIN_CHECK(u >= 0, describe_op(plan, op), ": pool ", m.pool, " below zero (", u,
                     " bytes after a change of ", m.delta_bytes, ")");
       if (m.tensor >= 0) {
         const uint64_t bit = uint64_t{1} << p;
@@ -576,7 +588,7 @@ ValidationResult validate(const Plan& plan) {
         std::string pools;
         for (const auto& p : stream.reads_from) pools += (pools.empty() ? "" : " or ") + p;
         const TensorSpec& ts = plan.tensors[static_cast<size_t>(t)];
-        PROTWIN_CHECK(false, describe_op(op), ": reads tensor ", t, " (", ts.name,
+        PROTWIN_CHECK(false, describe_op(plan, op), ": reads tensor ", t, " (", ts.name,
                       ") which is not resident in ", pools.empty() ? "any pool" : pools);
       }
     }
@@ -585,7 +597,7 @@ ValidationResult validate(const Plan& plan) {
 
   result.pools = memory_high_water(plan, stream_of);
   for (const auto& hw : result.pools)
-    PROTWIN_CHECK(hw.high_water <= hw.capacity, describe_op(plan.ops[static_cast<size_t>(hw.op_at_high_water)]),
+    PROTWIN_CHECK(hw.high_water <= hw.capacity, describe_op(plan, plan.ops[static_cast<size_t>(hw.op_at_high_water)]),
                   ": pool ", hw.name, " over capacity: ", hw.high_water.n, " bytes needed, capacity ",
                   hw.capacity.n,
                   "\nhint: the plan does not fit this machine; offload more or shrink the batch");

@@ -106,6 +106,7 @@ struct Plan {
   std::vector<TensorSpec> tensors;
   std::vector<ChunkSpec> chunks;
   std::vector<Op> ops;
+  std::string source;  // the file it was read from ("" when built in memory); names it in errors
 
   int stream_index(const std::string& name) const;  // -1 if unknown
   int pool_index(const std::string& name) const;    // -1 if unknown
@@ -144,6 +145,8 @@ ValidationResult validate(const Plan& plan);
 
 // "plan op 17 (h2d, stream h2d)": how errors name an op.
 std::string describe_op(const Op& op);
+// "p.json:/ops/17 (h2d, stream h2d)" for a plan read from a file, else as above.
+std::string describe_op(const Plan& plan, const Op& op);
 
 const char* to_string(TensorKind k);
 TensorKind tensor_kind_from_string(const std::string& s, bool* ok);

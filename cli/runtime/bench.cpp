@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "cli/options.h"
 #include "cli/sample_stats.h"
 #include "cli/subcommand.h"
@@ -29,6 +31,10 @@ int bench_adam(const std::vector<std::string>& args) {
   if (!parse_options("protwin bench adam [--params N] [--threads T] [--repeat R] [--json]", desc, args, vm, &pos))
     return 0;
   PROTWIN_CHECK(params >= 1, "--params: expected at least 1, got ", params);
+  // Each run holds parameters, gradients and both moments in fp32: 16 B per parameter.
+  const int64_t ram = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+  PROTWIN_CHECK(params <= ram / 16, "--params ", params, ": needs ", static_cast<double>(params) * 16 / (1 << 30),
+                " GiB (16 B per parameter), more than this machine's ", ram >> 30, " GiB of memory");
   PROTWIN_CHECK(threads >= 1, "--threads: expected at least 1, got ", threads);
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
   const rt::AdamBenchResult r = rt::bench_adam(params, threads, repeat);

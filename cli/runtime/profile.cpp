@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
+#include "runtime/memory/copy_engine.h"
 #include "runtime/profile/profiler.h"
 #include "traces/error.h"
 #include "traces/file_io.h"
@@ -15,11 +16,13 @@ namespace {
 
 int run_profile(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  std::string machine_out = "hwmodels/machines/host-emulated.json", profile_out, name = "host-emulated";
+  std::string machine_out = "host-emulated.json", profile_out, name = "host-emulated";
   std::vector<std::string> plans;
   rt::ProfileOptions o;
   desc.add_options()
-      ("output,o", po::value(&machine_out)->default_value(machine_out), "machine file to write (protwin.machine)")
+      ("output,o", po::value(&machine_out)->default_value(machine_out),
+       "machine file to write (protwin.machine; default in the current folder, so a run from the repository root "
+       "never replaces the committed hwmodels/machines/host-emulated.json: name it with -o to update it)")
       ("profile-out", po::value(&profile_out),
        "op profile to write (protwin.profile; default: traces/profiles/<name>.json next to the machine's repo, "
        "or <output>.profile.json)")
@@ -37,7 +40,7 @@ int run_profile(const std::vector<std::string>& args) {
   if (!parse_options("protwin profile [-o machine.json] [--profile-out profile.json] [--plan P ...] "
                      "[--link-GBps X] [--json]", desc, args, vm))
     return 0;
-  PROTWIN_CHECK(o.link_gbps >= 0, "--link-GBps: expected a number >= 0, got ", o.link_gbps);
+  rt::check_link_gbps(o.link_gbps);
   PROTWIN_CHECK(o.min_seconds > 0, "--min-seconds: expected a number > 0, got ", o.min_seconds);
   if (profile_out.empty()) {
     const std::string suffix = "hwmodels/machines/" + name + ".json";

@@ -38,8 +38,9 @@ int run_train(const std::vector<std::string>& args) {
       ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
       ("json", "print JSON");
   po::variables_map vm;
-  if (!parse_options("protwin train --plan P.json --steps N [--data FILE] [--seed S] [--link-GBps X] "
-                     "[-o measured.json] [--chrome-trace t.json] [--checkpoint DIR] [--resume DIR] [--json]",
+  if (!parse_options("protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] "
+                     "[--device auto|cuda|emulated] [--compute-threads T] [-o measured.json] [--chrome-trace t.json] "
+                     "[--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
                      desc, args, vm))
     return 0;
   require(vm, "plan");

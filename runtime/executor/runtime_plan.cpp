@@ -1,6 +1,9 @@
 #include "runtime/executor/runtime_plan.h"
 
+#include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "traces/error.h"
 
@@ -110,6 +113,16 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
   rp.batch = int_field(m, "batch", meta);
   rp.seq = int_field(m, "seq", meta);
   PROTWIN_CHECK(rp.batch >= 1 && rp.seq >= 1, meta, ": batch and seq must be positive");
+  PROTWIN_CHECK(rp.batch <= 65536 && rp.seq <= (int64_t{1} << 20), meta, ": batch ", rp.batch, " x seq ", rp.seq,
+                " is out of range (batch at most 65536, seq at most 2^20, as the CLI's flags)");
+  // The ops were compiled for some batch x seq; the runtime allocates for meta's. The embedding's
+  // kept activation is the token ids (int64), so its size says which batch x seq the ops are for.
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    if (plan.tensors[i].name == "act.embedding" && plan.tensors[i].kind == traces::TensorKind::kActivation)
+      PROTWIN_CHECK(plan.tensors[i].bytes.n == rp.batch * rp.seq * 8, source, ":/tensors/", i,
+                    "/bytes: the embedding's activation (the token ids, 8 B each) is ", plan.tensors[i].bytes.n,
+                    " bytes, but meta.batch x meta.seq = ", rp.batch, " x ", rp.seq, " tokens need ",
+                    rp.batch * rp.seq * 8, ": the plan's meta disagrees with its ops");
   rp.model = model_config_from_spec(field(m, "model_spec", meta), rp.seq, meta + "/model_spec");
   PROTWIN_CHECK(plan.pool_index("gpu") >= 0, meta, "/pools: the plan has no \"gpu\" pool");
 
@@ -151,9 +164,21 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
       PROTWIN_CHECK(p.shape == s.shape, pw, "/shape: ", nlohmann::json(p.shape).dump(), " for ", p.name,
                     ", the runtime's model has ", nlohmann::json(s.shape).dump());
       PROTWIN_CHECK(rp.chunks.slots[it->second].chunk < 0, pw, "/name: ", p.name, " appears in two chunks");
-      PROTWIN_CHECK(p.offset >= 0, pw, "/offset: negative");
+      PROTWIN_CHECK(p.offset >= 0 && p.offset <= ch.bytes.n / 4, pw, "/offset: ", p.offset,
+                    " is outside the chunk's ", ch.bytes.n / 4, " fp32 elements");
       rp.chunks.slots[it->second] = ParamSlot{static_cast<int>(c), p.offset, s.numel()};
       used = std::max(used, p.offset + s.numel());
+    }
+    // Parameters share a chunk side by side: two that overlap would overwrite each other.
+    std::vector<std::pair<int64_t, size_t>> starts;  // (offset, index in params)
+    for (size_t j = 0; j < ch.params.size(); ++j) starts.emplace_back(ch.params[j].offset, j);
+    std::sort(starts.begin(), starts.end());
+    for (size_t j = 1; j < starts.size(); ++j) {
+      const traces::ChunkParam& prev = ch.params[starts[j - 1].second];
+      const int64_t prev_end = prev.offset + specs[index.at(prev.name)].numel();
+      PROTWIN_CHECK(starts[j].first >= prev_end, where, "/params/", starts[j].second, "/offset: ",
+                    ch.params[starts[j].second].name, " at element ", starts[j].first, " overlaps ", prev.name,
+                    " (elements ", prev.offset, " to ", prev_end, ")");
     }
     PROTWIN_CHECK(used * 4 <= ch.bytes.n, where, "/bytes: ", ch.bytes.n, " bytes cannot hold ", used,
                   " fp32 elements");
@@ -170,11 +195,11 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
   for (const traces::Op& op : plan.ops) {
     const std::string& k = op.kind;
     if (k == "forward" || k == "backward" || k == "recompute") {
-      PROTWIN_CHECK(op.block >= 0 && op.block <= rp.model.layers + 1, traces::describe_op(op), ": block ",
+      PROTWIN_CHECK(op.block >= 0 && op.block <= rp.model.layers + 1, traces::describe_op(plan, op), ": block ",
                     op.block, " is not a block of the model (0..", rp.model.layers + 1, ")");
       PROTWIN_CHECK(k != "recompute" || (op.block >= 1 && op.block <= rp.model.layers &&
                                          rp.layer_modes[static_cast<size_t>(op.block - 1)] == LayerMode::kCheckpoint),
-                    traces::describe_op(op), ": recompute of block ", op.block, ", which is not a ckpt layer");
+                    traces::describe_op(plan, op), ": recompute of block ", op.block, ", which is not a ckpt layer");
     } else if (k == "h2d" || k == "d2h") {
       const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
                                    ? op.attrs["what"].get<std::string>() : "";
@@ -182,37 +207,37 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
                                     what == "grad_roundtrip")
                                  : (what == "activation" || what == "grad_chunk" || what == "partial_grad_chunk" ||
                                     what == "grad_fp32");
-      PROTWIN_CHECK(ok, traces::describe_op(op), ": attrs.what \"", what, "\" is not a ", k, " the runtime replays");
+      PROTWIN_CHECK(ok, traces::describe_op(plan, op), ": attrs.what \"", what, "\" is not a ", k, " the runtime replays");
       if (what == "activation")
         PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers &&
                           rp.layer_modes[static_cast<size_t>(op.block - 1)] == LayerMode::kSwap,
-                      traces::describe_op(op), ": activation copy of block ", op.block, ", which is not a swap layer");
+                      traces::describe_op(plan, op), ": activation copy of block ", op.block, ", which is not a swap layer");
       else
-        PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
+        PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(plan, op),
                       ": chunk ", op.chunk, " does not exist");
       rp.offloads = true;
     } else if (k == "host_cast") {
       PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()) &&
                         !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],
-                    traces::describe_op(op), ": chunk ", op.chunk, " has no host gradient to cast");
+                    traces::describe_op(plan, op), ": chunk ", op.chunk, " has no host gradient to cast");
     } else if (k == "host_pass") {
       const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
                                    ? op.attrs["what"].get<std::string>() : "";
-      PROTWIN_CHECK(what == "overflow_scan" || what == "unscale" || what == "fp16_copy", traces::describe_op(op),
+      PROTWIN_CHECK(what == "overflow_scan" || what == "unscale" || what == "fp16_copy", traces::describe_op(plan, op),
                     ": attrs.what \"", what, "\" is not a host_pass the runtime replays");
       if (what != "overflow_scan")
         PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()) &&
                           !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],
-                      traces::describe_op(op), ": chunk ", op.chunk, " has no host optimizer state");
+                      traces::describe_op(plan, op), ": chunk ", op.chunk, " has no host optimizer state");
     } else if (k == "adam_cpu" || k == "adam_device") {
-      PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(op),
+      PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(plan, op),
                     ": chunk ", op.chunk, " does not exist");
       const bool on_device = rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)];
-      PROTWIN_CHECK(on_device == (k == "adam_device"), traces::describe_op(op), ": chunk ", op.chunk,
+      PROTWIN_CHECK(on_device == (k == "adam_device"), traces::describe_op(plan, op), ": chunk ", op.chunk,
                     on_device ? " has its optimizer state on the device" : " has its optimizer state on the host");
       if (k == "adam_cpu") rp.offloads = true;
     } else {
-      PROTWIN_CHECK(false, traces::describe_op(op), ": the runtime cannot replay op kind \"", k, "\"");
+      PROTWIN_CHECK(false, traces::describe_op(plan, op), ": the runtime cannot replay op kind \"", k, "\"");
     }
   }
   rp.validation = traces::validate(plan);  // over-capacity plans are refused here, op and pool named

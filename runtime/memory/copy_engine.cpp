@@ -16,6 +16,11 @@ namespace {
 constexpr size_t kSliceBytes = size_t{1} << 20;
 }  // namespace
 
+void check_link_gbps(double gbps) {
+  PROTWIN_CHECK(gbps == 0 || (gbps >= kMinLinkGBps && gbps <= kMaxLinkGBps), "--link-GBps ", gbps,
+                ": expected 0 (unthrottled) or a rate from ", kMinLinkGBps, " to ", kMaxLinkGBps, " GB/s");
+}
+
 CopyEngine::CopyEngine(double gbps) : gbps_(gbps) {}
 
 void CopyEngine::copy(void* dst, const void* src, size_t bytes) {

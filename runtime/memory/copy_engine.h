@@ -25,6 +25,12 @@
 
 namespace protwin::rt {
 
+// Rates a throttled link may have (GB/s): below 10 MB/s a plan's copies would take hours.
+inline constexpr double kMinLinkGBps = 0.01;
+inline constexpr double kMaxLinkGBps = 10000;
+// Refuses a --link-GBps that is neither 0 (unthrottled) nor within those bounds, naming the flag.
+void check_link_gbps(double gbps);
+
 class CopyEngine {
  public:
   // gbps <= 0: unthrottled (memcpy speed).

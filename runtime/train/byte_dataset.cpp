@@ -1,21 +1,23 @@
 #include "runtime/train/byte_dataset.h"
 
 #include <fstream>
-#include <sstream>
 
 #include <ATen/ATen.h>
 
 #include "traces/error.h"
+#include "traces/file_io.h"
 
 namespace protwin::rt {
 
 ByteDataset::ByteDataset(const std::string& path, int64_t seq, const std::string& flag)
     : path_(path), seq_(seq) {
-  std::ifstream in(path, std::ios::binary);
-  PROTWIN_CHECK(in.good(), flag, " ", path, ": cannot open the data file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  bytes_ = ss.str();
+  PROTWIN_CHECK(std::ifstream(path).good(), flag, " ", path, ": cannot open the data file");
+  // read_file refuses folders and bounds what a pipe or device (/dev/zero) may yield.
+  try {
+    bytes_ = traces::read_file(path);
+  } catch (const Error& e) {
+    throw Error(flag + " " + e.what());
+  }
   PROTWIN_CHECK(size() >= seq + 2, flag, " ", path, ": ", size(), " bytes, but a sequence of ", seq,
                 " needs at least ", seq + 2);
 }

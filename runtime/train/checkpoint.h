@@ -1,9 +1,8 @@
 // Training checkpoints: model weights, Adam m and v (flat fp32, param_specs order, so a checkpoint
 // written under one plan resumes under another plan of the same model), step and data position.
 //
-// One file, DIR/checkpoint.bin: "PROTWIN-CKPT v1\n", a uint64 header length, a JSON header
-// ({format, version, step, data_position, seed, model_spec, params, payload_bytes, fnv1a64}), then
-// the payload (params, m, v). It is written to DIR/checkpoint.bin.tmp, fsync'ed and renamed, so a
+// One file, DIR/checkpoint.bin: a header (checkpoint_header.h: magic, length, JSON with a checksum
+// over the header and the payload), then the payload (params, m, v). It is written to DIR/checkpoint.bin.tmp, fsync'ed and renamed, so a
 // crash while writing leaves the previous checkpoint intact. Reading checks magic, sizes and the
 // checksum; a damaged file is a user error naming it. Runtime header: includes ATen.
 #pragma once

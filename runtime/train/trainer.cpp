@@ -25,7 +25,7 @@ nlohmann::json architecture(nlohmann::json spec) {
 
 TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   PROTWIN_CHECK(o.steps >= 0, "--steps: expected at least 0, got ", o.steps);
-  PROTWIN_CHECK(o.link_gbps >= 0, "--link-GBps: expected a rate >= 0, got ", o.link_gbps);
+  check_link_gbps(o.link_gbps);
   PROTWIN_CHECK(o.checkpoint_every >= 0, "--checkpoint-every: expected at least 0, got ", o.checkpoint_every);
   PROTWIN_CHECK(rp.model.vocab >= 256, rp.source, ":/meta/model_spec/vocab: byte-level training needs a vocabulary of "
                 "at least 256, got ", rp.model.vocab);
@@ -39,6 +39,9 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
     resume = read_checkpoint(o.resume_dir);
     PROTWIN_CHECK(architecture(resume.model_spec) == architecture(spec), checkpoint_path(o.resume_dir),
                   ": checkpoint of another model (", resume.model_spec.dump(), ") than the plan's (", spec.dump(), ")");
+    PROTWIN_CHECK(o.steps > resume.step, "--steps ", o.steps, ": the checkpoint in ", o.resume_dir, " is at step ",
+                  resume.step, " already; nothing to train (--steps counts all steps, e.g. --steps ",
+                  resume.step + 10, " trains 10 more)");
   }
 
   ReplayOptions ro;

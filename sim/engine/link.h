@@ -25,7 +25,7 @@ struct LinkCapacity {
   double GBps = 0;  // bytes per ns
 };
 
-class LinkNetwork : public Handler {
+class LinkNetwork final : public Handler {
  public:
   static constexpr int kMaxRoute = 3;
 

@@ -140,12 +140,12 @@ void Run::compile() {
   int last_stream = -1;
   for (size_t i = 0; i < n_; ++i) {
     const traces::Op& op = ops[i];
-    PROTWIN_CHECK(op.id == static_cast<int>(i), traces::describe_op(op), ": op ids must be dense: ",
+    PROTWIN_CHECK(op.id == static_cast<int>(i), traces::describe_op(plan_, op), ": op ids must be dense: ",
                   "expected id ", i);
     int s = last_stream >= 0 && stream_names[static_cast<size_t>(last_stream)] == op.stream
                 ? last_stream
                 : find_name(stream_names, op.stream);
-    PROTWIN_CHECK(s >= 0, traces::describe_op(op), ": unknown stream \"", op.stream, "\"");
+    PROTWIN_CHECK(s >= 0, traces::describe_op(plan_, op), ": unknown stream \"", op.stream, "\"");
     last_stream = s;
     stream_of_[i] = s;
     priority_[i] = op.priority;
@@ -154,9 +154,9 @@ void Run::compile() {
     last_on_stream[static_cast<size_t>(s)] = static_cast<int32_t>(i);
     bool prev_listed = false;
     for (int d : op.deps) {
-      PROTWIN_CHECK(d >= 0 && d < static_cast<int>(n_), traces::describe_op(op), ": dependency on op ",
+      PROTWIN_CHECK(d >= 0 && d < static_cast<int>(n_), traces::describe_op(plan_, op), ": dependency on op ",
                     d, " which does not exist");
-      PROTWIN_CHECK(d != op.id, traces::describe_op(op), ": depends on itself");
+      PROTWIN_CHECK(d != op.id, traces::describe_op(plan_, op), ": depends on itself");
       if (d == prev) prev_listed = true;
       pred_from.push_back(static_cast<uint32_t>(d));
     }
@@ -164,8 +164,8 @@ void Run::compile() {
     waiting_[i] = static_cast<int32_t>(op.deps.size()) + (prev >= 0 && !prev_listed ? 1 : 0);
 
     const hw::OpCost c = cost_model_.cost(op, plan_);
-    PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(op), ": negative fixed time");
-    PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(op),
+    PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(plan_, op), ": negative fixed time");
+    PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(plan_, op),
                    ": negative transfer bytes or rate cap");
     times_[i] = OpTime{c.fixed.ns, c.link_bytes, c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1};
 
@@ -179,12 +179,12 @@ void Run::compile() {
       for (const auto& m : op.mem) {
         if (m.at != at) continue;
         const int p = find_name(pool_names, m.pool);
-        PROTWIN_CHECK(p >= 0, traces::describe_op(op), ": memory effect on unknown pool \"", m.pool, "\"");
+        PROTWIN_CHECK(p >= 0, traces::describe_op(plan_, op), ": memory effect on unknown pool \"", m.pool, "\"");
         int64_t delta = m.delta_bytes;
         size_t k = first;
         while (k < mem_.size() && (mem_[k] & (kMaxPools - 1)) != p) ++k;
         if (k < mem_.size()) delta += (mem_[k] - p) / kMaxPools;
-        PROTWIN_CHECK(delta < kMaxDelta && delta > -kMaxDelta, traces::describe_op(op),
+        PROTWIN_CHECK(delta < kMaxDelta && delta > -kMaxDelta, traces::describe_op(plan_, op),
                       ": memory effect of ", delta, " bytes is out of range");
         if (k < mem_.size()) {
           mem_[k] = delta * kMaxPools + p;
@@ -232,7 +232,7 @@ int32_t Run::route_id(const hw::OpCost& c, const traces::Op& op) {
     if (routes_[r].links == c.links && routes_[r].max_GBps == c.max_GBps) return static_cast<int32_t>(r);
   }
   for (int k = 0; k < c.n_links(); ++k) {
-    PROTWIN_ASSERT(c.links[static_cast<size_t>(k)] < network_->n_links(), traces::describe_op(op),
+    PROTWIN_ASSERT(c.links[static_cast<size_t>(k)] < network_->n_links(), traces::describe_op(plan_, op),
                    ": cost model names link ", c.links[static_cast<size_t>(k)], " of ",
                    network_->n_links());
   }
@@ -289,7 +289,7 @@ void Run::apply_mem(size_t i, bool at_end) {
     const int64_t m = mem_[k];
     const int64_t pool = m & (kMaxPools - 1);
     pools_[static_cast<size_t>(pool)].change((m - pool) / kMaxPools, now,
-                                             [&] { return traces::describe_op(plan_.ops[i]); });
+                                             [&] { return traces::describe_op(plan_, plan_.ops[i]); });
   }
 }
 
@@ -302,7 +302,7 @@ void Run::begin(size_t i) {
   } else {
     const bool transfer = t.route >= 0;
     const int64_t now = engine_.now().ns;
-    PROTWIN_CHECK(t.fixed <= kSimHorizonNs - now, traces::describe_op(plan_.ops[i]), ": takes ",
+    PROTWIN_CHECK(t.fixed <= kSimHorizonNs - now, traces::describe_op(plan_, plan_.ops[i]), ": takes ",
                   SimTime(t.fixed).seconds(), " s from ", engine_.now().seconds(), " s on, past the simulator's "
                   "horizon of 2^62 ns (146 years); the plan's work or the cost model's rates are out of range");
     engine_.schedule(SimTime(now + t.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
@@ -360,7 +360,7 @@ traces::Report Run::simulate() {
   loop_cpu_s_ = thread_cpu_s() - t0;
   if (finished_ != n_) {
     for (size_t i = 0; i < n_; ++i) {
-      PROTWIN_CHECK(end_[i] >= 0, traces::describe_op(plan_.ops[i]),
+      PROTWIN_CHECK(end_[i] >= 0, traces::describe_op(plan_, plan_.ops[i]),
                     ": never ran: its dependencies (deps and the in-order stream) form a cycle");
     }
   }

@@ -80,6 +80,17 @@ std::string one_of(const traces::JsonNode& root, const std::string& key, const s
 }
 }  // namespace
 
+namespace {
+// Counts of chunks, buffers and layers: far above any model's (layers are at most 2^16), and small
+// enough that no sum of them overflows an int. Larger values are refused, never wrapped.
+constexpr int64_t kMaxKnobCount = int64_t{1} << 24;
+constexpr int64_t kMaxKnobBytes = int64_t{1} << 50;  // chunk_bytes: 1 PiB
+
+int count_knob(const traces::JsonNode& root, const std::string& key, int fallback) {
+  return root.has(key) ? static_cast<int>(root.get_int_in(key, 0, kMaxKnobCount)) : fallback;
+}
+}  // namespace
+
 OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source) {
   auto file = std::make_shared<const std::string>(source);
   traces::JsonNode root(&j, file, "");
@@ -93,12 +104,12 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
       root.at(it.key()).fail("unknown knob; known knobs: " + joined(known));
-  k.chunk_bytes = root.get_nonneg_int("chunk_bytes", k.chunk_bytes);
-  k.n_persist = static_cast<int>(root.get_nonneg_int("n_persist", k.n_persist));
-  k.n_buffer = static_cast<int>(root.get_nonneg_int("n_buffer", k.n_buffer));
-  k.n_swap = static_cast<int>(root.get_nonneg_int("n_swap", k.n_swap));
-  k.n_checkpoint = static_cast<int>(root.get_nonneg_int("n_checkpoint", k.n_checkpoint));
-  k.swap_spacing = static_cast<int>(root.get_nonneg_int("swap_spacing", k.swap_spacing));
+  k.chunk_bytes = root.has("chunk_bytes") ? root.get_int_in("chunk_bytes", 0, kMaxKnobBytes) : k.chunk_bytes;
+  k.n_persist = count_knob(root, "n_persist", k.n_persist);
+  k.n_buffer = count_knob(root, "n_buffer", k.n_buffer);
+  k.n_swap = count_knob(root, "n_swap", k.n_swap);
+  k.n_checkpoint = count_knob(root, "n_checkpoint", k.n_checkpoint);
+  k.swap_spacing = count_knob(root, "swap_spacing", k.swap_spacing);
   k.per_block_chunks = root.get_bool("per_block_chunks", k.per_block_chunks);
   k.prefetch = root.get_bool("prefetch", k.prefetch);
   k.buffer_reuse = root.get_bool("buffer_reuse", k.buffer_reuse);
@@ -107,7 +118,8 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   k.persistent_gpu_adam = root.get_bool("persistent_gpu_adam", k.persistent_gpu_adam);
   k.offload = root.get_bool("offload", k.offload);
   k.grad_reuses_param_buffer = root.get_bool("grad_reuses_param_buffer", k.grad_reuses_param_buffer);
-  k.host_grad_bytes = static_cast<int>(root.get_nonneg_int("host_grad_bytes", k.host_grad_bytes));
+  k.host_grad_bytes = root.has("host_grad_bytes") ? static_cast<int>(root.get_int_in("host_grad_bytes", 0, 16))
+                                                  : k.host_grad_bytes;
   k.grad_roundtrip = root.get_bool("grad_roundtrip", k.grad_roundtrip);
   k.step_host_passes = root.get_bool("step_host_passes", k.step_host_passes);
   k.host_fp32_params = root.get_bool("host_fp32_params", k.host_fp32_params);

@@ -27,11 +27,7 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-std::string describe(const nlohmann::json& v) {
-  std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return std::string(traces::json_type_name(v)) + " " + s;
-}
+std::string describe(const nlohmann::json& v) { return traces::describe_json(v); }
 
 // "gpt" is accepted as a spelling of "gpt2" (GPT-3 has the same architecture).
 std::string canonical_family(const std::string& f) { return f == "gpt" ? "gpt2" : f; }
@@ -106,7 +102,8 @@ ModelSpec model_from_json(const nlohmann::json& j, const std::string& source) {
   // Family defaults: GPT-2 vocab 50257, OPT 50272 (HF configs), LLaMA-1/2 and Mistral 32000.
   m.vocab = int_field(root, "vocab", gpt ? 50257 : opt ? 50272 : 32000, 1, kMaxTokens);
   m.ffn_hidden = int_field(root, "ffn_hidden", llama ? llama_default_ffn(m.hidden) : 4 * m.hidden, 1);
-  m.max_positions = int_field(root, "max_positions", gpt ? 1024 : opt ? 2048 : 0, 0, kMaxTokens);
+  // GPT-2 and OPT learn their positions: 0 rows would silently make them RoPE models (0 = RoPE).
+  m.max_positions = int_field(root, "max_positions", gpt ? 1024 : opt ? 2048 : 0, gpt || opt ? 1 : 0, kMaxTokens);
   m.position_offset = int_field(root, "position_offset", opt ? 2 : 0, 0, kMaxTokens);
   m.tied_embeddings = root.get_bool("tied_embeddings", !llama);
   m.bias = root.get_bool("bias", !llama);
@@ -172,6 +169,7 @@ nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
     PROTWIN_CHECK(key != "family", where, ": the family is given before ':'");
     PROTWIN_CHECK(std::find(kFields.begin(), kFields.end(), key) != kFields.end(), where,
                   ": unknown key '", key, "'; known keys: ", join(kFields));
+    PROTWIN_CHECK(!j.contains(key), where, ": '", key, "' given twice");  // as JSON's duplicate keys
     const bool digits = !value.empty() &&
                         std::all_of(value.begin() + (value[0] == '-' ? 1 : 0), value.end(),
                                     [](unsigned char c) { return std::isdigit(c); }) &&

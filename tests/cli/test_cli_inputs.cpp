@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/refused.h"
 #include "tests/cli/run_protwin.h"
 
 namespace {
@@ -41,16 +42,6 @@ std::string write(const std::string& name, const std::string& text) {
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 bool have_runtime() { return exists(std::string(PROTWIN_BINARY_DIR) + "/cli/protwin-rt"); }
-
-// Runs `args`; requires exit 2 and that stderr contains `want`; returns stderr.
-std::string refused(const std::string& args, const std::string& want) {
-  const CliResult r = run_protwin(args);
-  INFO("protwin " << args << "\nstderr: " << r.err);
-  CHECK(r.code == 2);
-  CHECK(r.err.find(want) != std::string::npos);
-  CHECK(r.err.find("internal error") == std::string::npos);
-  return r.err;
-}
 
 }  // namespace
 
@@ -172,10 +163,10 @@ TEST_CASE("rates out of range are refused naming the file and the pointer", "[cl
   p["ops"][2]["work"]["flops"] = 1e30;
   const std::string huge = write("huge_flops.plan.json", p.dump());
   refused("simulate --plan " + huge + " --rates " + kRates,
-          "plan op 2 (forward, stream compute): 1e+30 flops and 0 bytes take longer than the simulator's horizon "
+          huge + ":/ops/2 (forward, stream compute): 1e+30 flops and 0 bytes take longer than the simulator's horizon "
           "of 2^62 ns (146 years) at the rates of " + kRates);
   refused("simulate --plan " + huge + " --machine rtx3090-server",
-          "plan op 2 (forward, stream compute): takes 9.22337e+09 s from");
+          huge + ":/ops/2 (forward, stream compute): takes 9.22337e+09 s from");
 }
 
 TEST_CASE("validate and simulate refuse unknown op kinds, missing chunks and huge memory effects", "[cli][errors]") {

@@ -77,9 +77,15 @@ TEST_CASE("what-if overrides take finite numbers, booleans and strings", "[hwmod
   const Machine m = machine_from_json(j, "x.json");
   CHECK(m.gpu.name == "Renamed GPU");
   CHECK(m.provenance_of("/gpu/name")["source"] == "--set gpu.name=Renamed GPU");
-  // Strings with a fixed set of values are checked when the machine is read.
+  // Strings with a fixed set of values are checked when the machine is read; the error names the
+  // --set that put the value there, then its pointer.
   CHECK_THROWS_WITH(load_machine("dgx-a100", {"collectives.intra_node.fabric=ring"}),
-                    "dgx-a100.json:/collectives/intra_node/fabric: expected \"switch\" or \"mesh\", got \"ring\"");
+                    "--set collectives.intra_node.fabric=ring: /collectives/intra_node/fabric: expected \"switch\" or "
+                    "\"mesh\", got \"ring\"");
+  // An error elsewhere than the fields set names every --set.
+  CHECK_THROWS_WITH(load_machine("dgx-a100", {"gpu.name=X", "collectives.intra_node.fabric=ring"}),
+                    "--set collectives.intra_node.fabric=ring: /collectives/intra_node/fabric: expected \"switch\" or "
+                    "\"mesh\", got \"ring\"");
 }
 
 TEST_CASE("a machine's unknown fields and counts out of range are refused with the pointer", "[hwmodels][errors]") {

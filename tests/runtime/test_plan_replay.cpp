@@ -183,7 +183,7 @@ TEST_CASE("a plan over the device capacity is refused before the first step", "[
     FAIL("an over-capacity plan was accepted");
   } catch (const Error& e) {
     const std::string msg = e.what();
-    CHECK(msg.rfind("plan op ", 0) == 0);
+    CHECK(msg.rfind("test-plan.json:/ops/", 0) == 0);  // the file and the op's pointer
     CHECK(msg.find("): pool gpu over capacity: ") != std::string::npos);
   }
 }

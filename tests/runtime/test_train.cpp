@@ -227,5 +227,92 @@ TEST_CASE("protwin train: JSON result, measured report, and exit 2 on bad input"
   fs::remove_all(dir);
 }
 
+// Issue #20's reproducers: each was a crash, a hang, exit 1 or a silent wrong answer.
+TEST_CASE("train refuses what it cannot do: a rate near zero, nothing left to train, overlapping parameters",
+          "[runtime][train][hardening]") {
+  const RuntimePlan rp = offload_plan();
+  TrainOptions slow = options(1);
+  slow.link_gbps = 1e-12;  // slept practically forever
+  CHECK_THROWS_WITH(train(rp, slow), "--link-GBps 1e-12: expected 0 (unthrottled) or a rate from 0.01 to 10000 GB/s");
+
+  // --resume with --steps at or below the checkpoint's step: said, not an empty table.
+  const std::string dir = temp_dir("nothing_left");
+  TrainOptions first = options(2);
+  first.checkpoint_dir = dir;
+  train(rp, first);
+  TrainOptions again = options(2);
+  again.resume_dir = dir;
+  CHECK_THROWS_WITH(train(rp, again), "--steps 2: the checkpoint in " + dir +
+                                          " is at step 2 already; nothing to train (--steps counts all steps, "
+                                          "e.g. --steps 12 trains 10 more)");
+
+  // Two parameters of one chunk at the same offset would overwrite each other.
+  nlohmann::json j = traces::plan_to_json(rp.plan);
+  auto& params = j["chunks"][0]["params"];
+  REQUIRE(params.size() >= 2);
+  params[1]["offset"] = params[0]["offset"];
+  const std::string first_name = params[0]["name"], second_name = params[1]["name"];
+  CHECK_THROWS_WITH(make_runtime_plan(traces::plan_from_json(j, "overlap.json"), "overlap.json"),
+                    Catch::StartsWith("overlap.json:/chunks/0/params/1/offset: " + second_name + " at element 0 overlaps " +
+                                      first_name));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the checkpoint's checksum covers its header: an edited step or version is refused",
+          "[runtime][train][hardening]") {
+  const RuntimePlan rp = offload_plan();
+  const std::string dir = temp_dir("header");
+  TrainOptions o = options(1);
+  o.checkpoint_dir = dir;
+  train(rp, o);
+  const std::string path = dir + "/checkpoint.bin";
+  const std::string good = slurp(path);
+  CHECK(read_checkpoint(dir).step == 1);
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string b = good;
+    const size_t at = b.find(from);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(from.size() == to.size());  // same length: the header length still matches
+    b.replace(at, from.size(), to);
+    traces::write_file_atomic(path, b);
+  };
+  edited("\"step\":1", "\"step\":7");
+  CHECK_THROWS_WITH(read_checkpoint(dir), path + ": corrupt checkpoint: checksum mismatch");
+  edited("\"version\":2", "\"version\":3");
+  CHECK_THROWS_WITH(read_checkpoint(dir), path + " (header):/version: expected 2 (the magic says v2)");
+  edited("PROTWIN-CKPT v2", "PROTWIN-CKPT v1");
+  CHECK_THROWS_WITH(read_checkpoint(dir), Catch::StartsWith(path + ": checkpoint format v1 from another protwin version"));
+  traces::write_file_atomic(path, good);
+  CHECK(read_checkpoint(dir).step == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("train --data refuses an endless device, and --help lists every flag", "[runtime][train][hardening][cli]") {
+  if (!fs::exists(std::string(PROTWIN_BINARY_DIR) + "/cli/protwin-rt")) {
+    WARN("SKIPPED: protwin-rt is not built");
+    return;
+  }
+  const std::string dir = temp_dir("cli_hardening");
+  const RuntimePlan rp = offload_plan();
+  traces::write_plan(rp.plan, dir + "/plan.json");
+  Cmd zero = run_cli("train --plan " + dir + "/plan.json --steps 1 --data /dev/zero", dir);
+  CHECK(zero.exit_code == 2);
+  CHECK(zero.err == "protwin train: error: --data /dev/zero: more than 256 MiB from a file that is not a regular file\n");
+  Cmd big = run_cli("bench adam --params 100000000000000", dir);
+  CHECK(big.exit_code == 2);
+  CHECK(big.err.rfind("protwin bench: error: --params 100000000000000: needs 1.49012e+06 GiB (16 B per parameter), "
+                      "more than this machine's ", 0) == 0);
+  Cmd help = run_cli("train --help", dir);
+  REQUIRE(help.exit_code == 0);
+  const std::string usage = help.out.substr(0, help.out.find('\n'));
+  for (const char* flag : {"--plan", "--steps", "--data", "--seed", "--lr", "--link-GBps", "--device", "--compute-threads",
+                           "-o", "--chrome-trace", "--checkpoint", "--checkpoint-every", "--resume", "--json"}) {
+    INFO(flag);
+    CHECK((usage.find(" " + std::string(flag)) != std::string::npos || usage.find("[" + std::string(flag)) != std::string::npos));
+    CHECK(help.out.find(std::string("  ") + flag) != std::string::npos);  // and in the option list
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace protwin::rt

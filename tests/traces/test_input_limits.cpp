@@ -81,7 +81,7 @@ TEST_CASE("memory effects that would overflow a pool are refused, not reported a
   Plan p = parse(small_plan_json());
   p.ops[0].mem[0].delta_bytes = std::numeric_limits<int64_t>::max();
   CHECK(error_of([&] { validate(p); }) ==
-        "plan op 0 (h2d, stream h2d): memory effect of 9223372036854775807 bytes on pool gpu is out of range (at most "
+        "p.json:/ops/0 (h2d, stream h2d): memory effect of 9223372036854775807 bytes on pool gpu is out of range (at most "
         "1125899906842624 bytes either way)");
   p = parse(small_plan_json());
   for (int i = 0; i < 1100; ++i) {

@@ -49,20 +49,20 @@ TEST_CASE("wrong format or version is refused with the pointer") {
 TEST_CASE("unknown stream") {
   auto j = small_plan_json();
   j["ops"][1]["stream"] = "gpu0";
-  REQUIRE(validate_error(j) == "plan op 1 (forward, stream gpu0): unknown stream \"gpu0\"");
+  REQUIRE(validate_error(j) == "p.json:/ops/1 (forward, stream gpu0): unknown stream \"gpu0\"");
 }
 
 TEST_CASE("unknown tensor") {
   auto j = small_plan_json();
   j["ops"][1]["reads"] = {7};
-  REQUIRE(validate_error(j) == "plan op 1 (forward, stream compute): reads unknown tensor 7");
+  REQUIRE(validate_error(j) == "p.json:/ops/1 (forward, stream compute): reads unknown tensor 7");
 }
 
 TEST_CASE("dependency cycle") {
   auto j = small_plan_json();
   j["ops"][0]["deps"] = {2};
   REQUIRE(validate_error(j) ==
-          "plan op 0 (h2d, stream h2d): dependency cycle through op 2 (ops may only depend on earlier ops)");
+          "p.json:/ops/0 (h2d, stream h2d): dependency cycle through op 2 (ops may only depend on earlier ops)");
 }
 
 TEST_CASE("negative bytes") {
@@ -79,7 +79,7 @@ TEST_CASE("pool over capacity names the op and the pool") {
   j["ops"][1]["mem"][0]["delta_bytes"] = 600;
   j["ops"][1]["mem"][1]["delta_bytes"] = -600;
   REQUIRE(validate_error(j) ==
-          "plan op 1 (forward, stream compute): pool gpu over capacity: 1100 bytes needed, capacity 1000\n"
+          "p.json:/ops/1 (forward, stream compute): pool gpu over capacity: 1100 bytes needed, capacity 1000\n"
           "hint: the plan does not fit this machine; offload more or shrink the batch");
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("a tensor read where it is not resident") {
   auto j = small_plan_json();
   j["ops"][0]["mem"][0].erase("tensor");  // the upload no longer makes chunk0.gpu resident
   REQUIRE(validate_error(j) ==
-          "plan op 1 (forward, stream compute): reads tensor 1 (chunk0.gpu) which is not resident in gpu");
+          "p.json:/ops/1 (forward, stream compute): reads tensor 1 (chunk0.gpu) which is not resident in gpu");
 }
 
 TEST_CASE("op ids must be dense, in order and topologically ordered") {
@@ -98,13 +98,13 @@ TEST_CASE("op ids must be dense, in order and topologically ordered") {
   j["ops"][0]["deps"] = {1};
   j["ops"][1]["deps"] = nlohmann::json::array();
   REQUIRE(validate_error(j) ==
-          "plan op 0 (h2d, stream h2d): depends on later op 1 (op ids must be topologically ordered)");
+          "p.json:/ops/0 (h2d, stream h2d): depends on later op 1 (op ids must be topologically ordered)");
 }
 
 TEST_CASE("memory effect on an unknown pool and a bad 'at'") {
   auto j = small_plan_json();
   j["ops"][1]["mem"][0]["pool"] = "hbm";
-  REQUIRE(validate_error(j) == "plan op 1 (forward, stream compute): memory effect on unknown pool \"hbm\"");
+  REQUIRE(validate_error(j) == "p.json:/ops/1 (forward, stream compute): memory effect on unknown pool \"hbm\"");
   j = small_plan_json();
   j["ops"][1]["mem"][0]["at"] = "middle";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/ops/1/mem/0/at: expected \"start\" or \"end\", got \"middle\"");
