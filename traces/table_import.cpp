@@ -1,9 +1,9 @@
 #include "traces/table_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "traces/error.h"
@@ -42,6 +42,24 @@ std::vector<std::string> split_csv(const std::string& line) {
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The rank count in an nccl-tests table's file name, "8gpu" or "GPU8" in any case (vTrain's
+// AR_GPU8_..., a100_all_reduce_8gpu...); 0 when there is none. Not std::regex: GCC 12 warns
+// (-Wmaybe-uninitialized) inside <regex> under the sanitised build.
+int ranks_in_name(const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto digits = [&](size_t b, size_t e) { return e > b && e - b <= 6 ? std::stoi(lower.substr(b, e - b)) : 0; };
+  for (size_t p = lower.find("gpu"); p != std::string::npos; p = lower.find("gpu", p + 1)) {
+    size_t b = p;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(lower[b - 1]))) --b;
+    if (const int n = digits(b, p)) return n;
+    size_t e = p + 3;
+    while (e < lower.size() && std::isdigit(static_cast<unsigned char>(lower[e]))) ++e;
+    if (const int n = digits(p + 3, e)) return n;
+  }
+  return 0;
 }
 
 // A CSV file's data rows, with the header (when it has one) as a column index.
@@ -275,12 +293,8 @@ struct Importer {
   void nccl_tests(const CsvTable& t, const std::string& path) {
     int ranks = opts.ranks;
     if (ranks <= 0) {
-      std::smatch mt;
-      const std::string name = base_name(path);
-      static const std::regex kGpus("(\\d+)gpu|GPU(\\d+)", std::regex::icase);
-      PROTWIN_CHECK(std::regex_search(name, mt, kGpus), path,
-                    ": cannot tell the number of ranks from the file name; give --ranks");
-      ranks = std::stoi(mt[1].matched ? mt[1].str() : mt[2].str());
+      ranks = ranks_in_name(base_name(path));
+      PROTWIN_CHECK(ranks > 0, path, ": cannot tell the number of ranks from the file name; give --ranks");
     }
     PROTWIN_CHECK(ranks >= 2, path, ": expected at least 2 ranks, got ", ranks);
     const size_t size = t.column("size(B)"), time = t.column("time(ns)");
