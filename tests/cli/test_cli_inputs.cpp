@@ -14,6 +14,7 @@
 
 #include "tests/cli/refused.h"
 #include "tests/cli/run_protwin.h"
+#include "tests/cli/scratch_files.h"
 
 namespace {
 
@@ -22,21 +23,10 @@ const std::string kPlan = kSrc + "/examples/prefetch_pipeline.plan.json";
 const std::string kRates = kSrc + "/examples/rates.json";
 
 // A scratch folder of this test process, removed with its files at exit.
-const std::string& scratch() {
-  static const std::string dir = [] {
-    const std::string d = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/inputs_" + std::to_string(::getpid());
-    ::mkdir(d.c_str(), 0755);
-    std::atexit([] { std::system(("rm -rf " + std::string(PROTWIN_BINARY_DIR) + "/tests/cli/inputs_" +
-                                  std::to_string(::getpid())).c_str()); });
-    return d;
-  }();
-  return dir;
-}
+const std::string& scratch() { return scratch_dir("inputs"); }
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = scratch() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return write_scratch("inputs", name, text);
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }

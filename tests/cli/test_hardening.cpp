@@ -17,6 +17,7 @@
 #include "cli/progress.h"
 #include "tests/cli/refused.h"
 #include "tests/cli/run_protwin.h"
+#include "tests/cli/scratch_files.h"
 
 namespace {
 
@@ -25,20 +26,10 @@ const std::string kSrc = PROTWIN_SOURCE_DIR;
 const std::string kPlan = kSrc + "/examples/prefetch_pipeline.plan.json";
 const std::string kRates = kSrc + "/examples/rates.json";
 
-const std::string& scratch() {
-  static const std::string dir = [] {
-    const std::string d = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/hardening_" + std::to_string(::getpid());
-    fs::create_directories(d);
-    std::atexit([] { fs::remove_all(std::string(PROTWIN_BINARY_DIR) + "/tests/cli/hardening_" + std::to_string(::getpid())); });
-    return d;
-  }();
-  return dir;
-}
+const std::string& scratch() { return scratch_dir("hardening"); }
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = scratch() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return write_scratch("hardening", name, text);
 }
 
 }  // namespace
