@@ -4,8 +4,11 @@
 
 namespace protwin::sim {
 
-void Engine::fail_schedule(SimTime at) const {
+void Engine::fail_schedule(SimTime at, int64_t priority) const {
   PROTWIN_ASSERT(at.ns >= now_, "event scheduled in the past: at ", at.ns, " ns, now ", now_, " ns");
+  PROTWIN_ASSERT(priority >= kMinPriority && priority <= kMaxPriority, "event priority ", priority,
+                 " outside ", kMinPriority, "..", kMaxPriority);
+  PROTWIN_ASSERT(next_sequence_ <= kMaxSequence, "more than ", kMaxSequence, " events scheduled");
   throw Error("internal error: event without a handler", ErrorKind::kInternal);
 }
 

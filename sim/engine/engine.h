@@ -18,11 +18,14 @@ class Engine {
  public:
   SimTime now() const { return SimTime(now_); }
 
-  // Schedules handler->on_event(payload) at `at` (>= now()). Returns the event's sequence number.
+  // Schedules handler->on_event(payload) at `at` (>= now()) with `priority` in
+  // [kMinPriority, kMaxPriority]. Returns the event's sequence number.
   uint64_t schedule(SimTime at, int64_t priority, Handler* handler, uint64_t payload) {
-    if (at.ns < now_ || handler == nullptr) fail_schedule(at);
+    if (at.ns < now_ || handler == nullptr || priority < kMinPriority || priority > kMaxPriority ||
+        next_sequence_ > kMaxSequence)
+      fail_schedule(at, priority);
     const uint64_t seq = next_sequence_++;
-    queue_.push(Event{at.ns, priority, seq, handler, payload});
+    queue_.push(at.ns, order_key(priority, seq), handler, payload);
     return seq;
   }
 
@@ -39,7 +42,7 @@ class Engine {
   void reserve(size_t n) { queue_.reserve(n); }
 
  private:
-  [[noreturn]] void fail_schedule(SimTime at) const;
+  [[noreturn]] void fail_schedule(SimTime at, int64_t priority) const;
 
   EventQueue queue_;
   int64_t now_ = 0;

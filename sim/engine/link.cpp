@@ -11,6 +11,9 @@ namespace protwin::sim {
 namespace {
 // Relative remaining bytes under which a transfer counts as done (float noise of rate changes).
 constexpr double kDoneRelative = 1e-12;
+// The fast path of reallocate() needs every link's capacity left over by the caps to exceed this
+// fraction of it.
+constexpr double kCapsMargin = 1e-9;
 }  // namespace
 
 LinkNetwork::LinkNetwork(Engine& engine, std::vector<LinkCapacity> links,
@@ -77,6 +80,25 @@ void LinkNetwork::reallocate() {
   }
   if (new_rate_.size() < n) new_rate_.resize(n);
   std::fill(new_rate_.begin(), new_rate_.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+  // Fast path, the common case: every transfer has a cap and on every link the caps add up to
+  // less than its capacity. Then progressive filling freezes each transfer exactly at its own cap
+  // (at each level the lowest remaining cap is below every link's fair share), so the rates are
+  // the caps, bit for bit. The margin keeps float rounding of the sums from deciding a tie.
+  bool all_capped = true;
+  for (size_t k = 0; k < n && all_capped; ++k) {
+    Transfer& t = slots_[static_cast<size_t>(active_[k])];
+    all_capped = t.cap > 0;
+    for (int i = 0; i < t.n_route; ++i) residual_[static_cast<size_t>(t.route[static_cast<size_t>(i)])] -= t.cap;
+  }
+  if (all_capped) {
+    for (size_t l = 0; l < nl && all_capped; ++l) all_capped = residual_[l] > links_[l].GBps * kCapsMargin;
+    if (all_capped) {
+      for (size_t k = 0; k < n; ++k) new_rate_[k] = slots_[static_cast<size_t>(active_[k])].cap;
+      apply_rates();
+      return;
+    }
+  }
+  for (size_t l = 0; l < nl; ++l) residual_[l] = links_[l].GBps;
   for (size_t k = 0; k < n; ++k) {
     Transfer& t = slots_[static_cast<size_t>(active_[k])];
     t.frozen = false;
@@ -119,6 +141,11 @@ void LinkNetwork::reallocate() {
     }
     PROTWIN_ASSERT(level > 0 && std::isfinite(level), "water-filling stalled at level ", level);
   }
+  apply_rates();
+}
+
+void LinkNetwork::apply_rates() {
+  const size_t n = active_.size();
   const int64_t now = engine_->now().ns;
   for (size_t k = 0; k < n; ++k) {
     Transfer& t = slots_[static_cast<size_t>(active_[k])];

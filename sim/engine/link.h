@@ -62,7 +62,8 @@ class LinkNetwork final : public Handler {
     uint64_t client_payload = 0;
   };
 
-  void reallocate();  // max-min fair rates for all active transfers; reschedules changed ones
+  void reallocate();   // max-min fair rates for all active transfers into new_rate_, then apply_rates()
+  void apply_rates();  // new_rate_ to the active transfers; reschedules the changed ones
   void schedule_completion(int slot);
 
   Engine* engine_;

@@ -36,7 +36,7 @@ enum EventKind : uint64_t { kDispatch = 0, kGranted = 1, kFixedDone = 2, kEnd = 
 constexpr uint64_t payload(EventKind kind, size_t op) { return (uint64_t{kind} << 32) | op; }
 
 // Memory effects are packed as delta * kMaxPools + pool in one int64.
-constexpr int64_t kMaxPools = 64;
+constexpr int64_t kMaxPools = 64;  // = 1 << 6 (apply_mem shifts by 6)
 constexpr int64_t kMaxDelta = int64_t{1} << 56;
 
 // What an op costs, compactly: 24 bytes instead of OpCost's 40 (a 1M-op plan streams it once).
@@ -288,7 +288,7 @@ void Run::apply_mem(size_t i, bool at_end) {
   for (uint32_t k = from; k < to; ++k) {
     const int64_t m = mem_[k];
     const int64_t pool = m & (kMaxPools - 1);
-    pools_[static_cast<size_t>(pool)].change((m - pool) / kMaxPools, now,
+    pools_[static_cast<size_t>(pool)].change(m >> 6, now,  // = (m - pool) / kMaxPools, exactly
                                              [&] { return traces::describe_op(plan_, plan_.ops[i]); });
   }
 }

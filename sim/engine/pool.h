@@ -7,6 +7,7 @@
 //   <who>: pool gpu below zero at 1500 ns: -1048576 bytes after -2097152
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -44,7 +45,14 @@ class Pool {
   // (time, bytes after the change); the first point is (0, initial).
   const std::vector<std::pair<SimTime, Bytes>>& curve() const { return curve_; }
   std::vector<std::pair<SimTime, Bytes>> take_curve() { return std::move(curve_); }
-  void reserve(size_t points) { reserve_huge(curve_, points); }
+  // Room for `points` curve points, its pages faulted in now (before the event loop, which then
+  // only writes to memory it owns).
+  void reserve(size_t points) {
+    reserve_huge(curve_, points);
+    const size_t n = curve_.size();
+    curve_.resize(std::max(points, n));
+    curve_.resize(n);
+  }
 
  private:
   [[noreturn]] void fail(const std::string& who, int64_t delta, SimTime now) const;
