@@ -122,6 +122,7 @@ int run_estimate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name;
   int64_t seq = 0, mbs = 1, tp = 1, cp = 1, pp = 1, dp = 1, gbs = 0, gpus = 0;
+  int64_t first_layers = 0, last_layers = 0;
   double gpu_mem = 0;
   SwitchFlags sw;
   desc.add_options()
@@ -132,6 +133,10 @@ int run_estimate(const std::vector<std::string>& args) {
       ("cp", po::value(&cp)->default_value(1), "context-parallel size")
       ("pp", po::value(&pp)->default_value(1), "pipeline-parallel size")
       ("dp", po::value(&dp)->default_value(1), "data-parallel size")
+      ("first-stage-layers", po::value(&first_layers)->default_value(0),
+       "decoder layers on the first pipeline stage, the others split the rest (0: even; fujii only)")
+      ("last-stage-layers", po::value(&last_layers)->default_value(0),
+       "decoder layers on the last pipeline stage (0: even); the estimate is then the largest stage's")
       ("gbs", po::value(&gbs), "global batch size (checks GBS % (MBS*DP))")
       ("gpus", po::value(&gpus), "total GPUs (checks TP*CP*PP*DP)")
       ("gpu-memory-GB", po::value(&gpu_mem),
@@ -149,6 +154,7 @@ int run_estimate(const std::vector<std::string>& args) {
   sim::ParallelConfig cfg;
   cfg.seq = vm.count("seq") ? seq : spec.default_seq;
   cfg.mbs = mbs, cfg.tp = tp, cfg.cp = cp, cfg.pp = pp, cfg.dp = dp;
+  cfg.split = {first_layers, last_layers};
   if (vm.count("gbs")) {
     PROTWIN_CHECK(gbs >= 1, "--gbs ", gbs, ": must be at least 1");
     cfg.gbs = gbs;
@@ -178,6 +184,9 @@ int run_estimate(const std::vector<std::string>& args) {
             << "layout      TP " << cfg.tp << "  CP " << cfg.cp << "  PP " << cfg.pp << "  DP "
             << cfg.dp << "  MBS " << cfg.mbs << "  seq " << cfg.seq << "  ("
             << cfg.tp * cfg.cp * cfg.pp * cfg.dp << " GPUs)\n"
+            << (cfg.split.uneven() ? "stage       " + std::to_string(e.stage) + " of an uneven split (" +
+                                         std::to_string(e.stage_layers) + " layers), the largest\n"
+                                   : std::string())
             << "parameters  " << fixed(static_cast<double>(e.params_total) / 1e9, 3)
             << " B total (V " << e.vocab_used << "), " << fixed(e.params_per_gpu / 1e9, 3)
             << " B on this GPU, " << fixed(e.bytes_per_param, 3) << " bytes each\n\n"

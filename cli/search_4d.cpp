@@ -26,6 +26,10 @@ void print_ranked(std::ostream& os, const sim::Search4dResult& r, size_t top) {
                  static_cast<long long>(c.dp), static_cast<long long>(c.mbs), static_cast<long long>(s.microbatches),
                  s.iteration_s, s.tokens_per_s, s.tflops_per_gpu, 100 * s.mfu, 100 * s.bubble_fraction,
                  s.memory.total_gib());
+    if (c.split.uneven())  // after the row's newline, so even rows print as before
+      os << format("       PP %lld above: %lld layers on the first stage, %lld on the last, the rest even\n",
+                   static_cast<long long>(c.pp), static_cast<long long>(c.split.first),
+                   static_cast<long long>(c.split.last));
   }
   if (static_cast<size_t>(r.simulated) > shown)
     os << "  ... " << static_cast<size_t>(r.simulated) - shown << " more (--top K, --json)\n";
@@ -69,12 +73,14 @@ int run_search_4d(const std::vector<std::string>& args) {
       ("nodes", po::value(&nodes), "nodes (all their GPUs are used)")
       ("top", po::value(&top), "list the K fastest layouts (default 10 in the table, all in JSON)")
       ("mbs-max", po::value(&mbs_max), "largest micro-batch size to try (default: up to GBS/DP)")
-      ("threads", po::value(&threads)->default_value(2), "threads simulating layouts");
+      ("threads", po::value(&threads)->default_value(2), "threads simulating layouts")
+      ("uneven-stages", "also try PP sizes that divide layers + 2, the first and last stage one layer short "
+                        "(Llama 3 405B: 126 layers at PP 16 = 7 + 14 x 8 + 7)");
   add_parallel_options(desc, pa);
   desc.add_options()("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("protwin search-4d --model M --machine NODE --nodes N --seq S --gbs G [--top K] "
-                     "[--mbs-max B] [--recompute none|selective|full] [--threads 2] [--json]",
+                     "[--mbs-max B] [--uneven-stages] [--recompute none|selective|full] [--threads 2] [--json]",
                      desc, args, vm))
     return 0;
   require(vm, "nodes");
@@ -87,6 +93,7 @@ int run_search_4d(const std::vector<std::string>& args) {
   o.base = in.options;
   o.gpu_memory_gb = in.gpu_memory_gb;
   o.threads = threads;
+  o.uneven_stages = vm.count("uneven-stages") > 0;
   // Created when the number of layouts to simulate is known; `done` may jump (other threads).
   std::unique_ptr<Progress> bar;
   long shown = 0;

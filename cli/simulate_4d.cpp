@@ -29,6 +29,11 @@ void print_result(std::ostream& os, const sim::Simulate4dResult& r) {
                static_cast<long long>(o.sizes.pp), static_cast<long long>(o.sizes.dp), o.vpp,
                static_cast<long long>(o.mbs), static_cast<long long>(o.gbs), static_cast<long long>(o.seq),
                static_cast<long long>(r.microbatches), sim::recompute_name(o.recompute), o.dtype.c_str());
+  if (o.split.uneven())
+    os << "stages      uneven: first stage "
+       << (o.split.first > 0 ? std::to_string(o.split.first) + " layers" : std::string("as the middle ones"))
+       << ", last stage " << (o.split.last > 0 ? std::to_string(o.split.last) + " layers" : std::string("as the middle ones"))
+       << ", the middle ones split the rest evenly\n";
   os << "groups     ";
   for (const sim::GroupPlacement* g : {&pl.tp, &pl.cp, &pl.dp_cp, &pl.pp})
     os << format(" %s %lld (%lld/node, %s)", g->name.c_str(), static_cast<long long>(g->size),
@@ -40,8 +45,10 @@ void print_result(std::ostream& os, const sim::Simulate4dResult& r) {
                r.tflops_per_gpu, 100 * r.mfu, r.peak_tflops, r.hw_tflops_per_gpu)
      << format("bubble          %10.1f %% of the pipeline window (mean over stages; stage 0: %.1f %%)\n",
                100 * r.bubble_fraction, 100 * r.bubble_fraction_stage0)
-     << format("memory          %10.2f GiB per GPU (Fujii et al., first stage): %s 80 %% of %.0f GB (%.1f GiB)\n",
-               r.memory.total_gib(), r.fits_80pct ? "fits under" : "does NOT fit under", r.gpu_memory_gb,
+     << format("memory          %10.2f GiB per GPU (Fujii et al., %s): %s 80 %% of %.0f GB (%.1f GiB)\n",
+               r.memory.total_gib(),
+               o.split.uneven() ? format("largest stage: %lld", static_cast<long long>(r.memory.stage)).c_str()
+                                : "first stage", r.fits_80pct ? "fits under" : "does NOT fit under", r.gpu_memory_gb,
                r.memory_limit_gib)
      << "\nbusy seconds per stage and stream (the simulated rank of each stage):\n";
   // Streams are named stage<s>.<role>: one row per stage, one column per role.
@@ -72,6 +79,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   ParallelArgs pa;
   int64_t nodes = 0, tp = 1, pp = 1, cp = 1, dp = 1, mbs = 1;
   int vpp = 1;
+  int64_t first_layers = 0, last_layers = 0;
   std::string trace_path, out_path, plan_out;
   desc.add_options()
       ("nodes", po::value(&nodes), "nodes (default: as many as TP*PP*CP*DP GPUs need)")
@@ -80,7 +88,12 @@ int run_simulate_4d(const std::vector<std::string>& args) {
       ("cp", po::value(&cp)->default_value(1), "context-parallel size")
       ("dp", po::value(&dp)->default_value(1), "data-parallel size")
       ("mbs", po::value(&mbs)->default_value(1), "micro-batch size")
-      ("vpp", po::value(&vpp)->default_value(1), "model chunks per stage (interleaved 1F1B when > 1)");
+      ("vpp", po::value(&vpp)->default_value(1), "model chunks per stage (interleaved 1F1B when > 1)")
+      ("first-stage-layers", po::value(&first_layers)->default_value(0),
+       "decoder layers on the first stage, the others split the rest (Megatron-LM's "
+       "--decoder-first-pipeline-num-layers; 0: even)")
+      ("last-stage-layers", po::value(&last_layers)->default_value(0),
+       "decoder layers on the last stage (Megatron-LM's --decoder-last-pipeline-num-layers; 0: even)");
   add_parallel_options(desc, pa);
   desc.add_options()
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (one track per stream per stage)")
@@ -89,7 +102,8 @@ int run_simulate_4d(const std::vector<std::string>& args) {
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("protwin simulate-4d --model M --machine NODE [--nodes N] --tp T --pp P --cp C --dp D "
-                     "--mbs B --gbs G --seq S [--vpp V] [--recompute none|selective|full] "
+                     "--mbs B --gbs G --seq S [--vpp V] [--first-stage-layers F] [--last-stage-layers L] "
+                     "[--recompute none|selective|full] "
                      "[--chrome-trace t.json] [-o report.json] [--json]",
                      desc, args, vm))
     return 0;
@@ -99,6 +113,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   cfg.options.sizes = {tp, cp, pp, dp};
   cfg.options.mbs = mbs;
   cfg.options.vpp = vpp;
+  cfg.options.split = {first_layers, last_layers};
   cfg.options.expand_kernels = !plan_out.empty();
   cfg.nodes = nodes;
   PROTWIN_CHECK(!vm.count("nodes") || nodes >= 1, "--nodes ", nodes, ": must be at least 1");

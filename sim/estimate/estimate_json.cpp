@@ -4,6 +4,10 @@ namespace protwin::sim {
 
 using nlohmann::json;
 
+json stage_layers_json(const StageSplit& s) {
+  return {{"first", s.first > 0 ? json(s.first) : json(nullptr)}, {"last", s.last > 0 ? json(s.last) : json(nullptr)}};
+}
+
 json estimate_to_json(const MemoryEstimate& e, std::optional<double> gpu_memory_gb) {
   json j;
   j["method"] = method_name(e.method);
@@ -53,6 +57,7 @@ json config_to_json(const ParallelConfig& c) {
   json j = {{"seq", c.seq}, {"mbs", c.mbs}, {"tp", c.tp}, {"cp", c.cp}, {"pp", c.pp}, {"dp", c.dp}};
   j["gbs"] = c.gbs > 0 ? json(c.gbs) : json(nullptr);
   j["gpus"] = c.gpus > 0 ? json(c.gpus) : json(c.tp * c.cp * c.pp * c.dp);
+  if (c.split.uneven()) j["stage_layers"] = stage_layers_json(c.split);
   return j;
 }
 
@@ -60,6 +65,7 @@ json candidate_to_json(const SearchCandidate& c, double gpu_memory_gb) {
   json j = {{"tp", c.tp}, {"cp", c.cp}, {"pp", c.pp}};
   j["dp"] = c.dp > 0 ? json(c.dp) : json(nullptr);
   j["mbs"] = c.mbs > 0 ? json(c.mbs) : json(nullptr);
+  if (c.split.uneven()) j["stage_layers"] = stage_layers_json(c.split);
   if (c.feasible) {
     const MemoryEstimate& e = c.estimate;
     j["params_per_gpu"] = e.params_per_gpu;

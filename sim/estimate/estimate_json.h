@@ -18,6 +18,8 @@ nlohmann::json estimate_to_json(const MemoryEstimate& e,
                                 std::optional<double> gpu_memory_gb = std::nullopt);
 nlohmann::json options_to_json(const EstimateOptions& o);
 nlohmann::json config_to_json(const ParallelConfig& c);
+// {"first": N or null, "last": N or null}: the layers of uneven first/last stages.
+nlohmann::json stage_layers_json(const StageSplit& s);
 // One row: {"tp", "cp", "pp", "dp", "mbs", ...estimate fields..., "reason"?}
 nlohmann::json candidate_to_json(const SearchCandidate& c, double gpu_memory_gb);
 

@@ -12,6 +12,11 @@ void fujii_model_states(const EstimateModel& m, const ParallelConfig& c, const E
                         MemoryEstimate& out);
 void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out);
+// Fujii et al.'s formulas for one stage of an uneven split (stage_layers.h): model states and
+// activations of `stage` holding `stage_layers` decoder layers. For stage 0 of an even split this
+// is the first-stage estimate above, term for term.
+void fujii_stage(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o, int64_t stage,
+                 int64_t stage_layers, MemoryEstimate& out);
 void megatron_estimate(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out);
 void korthikanti_activations(const EstimateModel& m, const ParallelConfig& c,

@@ -37,13 +37,16 @@ void fujii_model_states(const EstimateModel& m, const ParallelConfig& c, const E
   out.weights_grads_optimizer_bytes = n * out.bytes_per_param;
 }
 
-void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
-                       MemoryEstimate& out) {
+namespace {
+
+// One layer's activation bytes for one micro-batch, before the division by TP: the per-layer term
+// of the authors' code (and the full-recompute extension).
+double layer_activation_bytes(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                              MemoryEstimate& out) {
   const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);  // s' = s / CP
   const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden);
   const double a = static_cast<double>(m.heads), k = static_cast<double>(m.kv_heads);
-  const double f = static_cast<double>(m.ffn_hidden), t = static_cast<double>(c.tp);
-  const double p = static_cast<double>(c.pp), v = static_cast<double>(out.vocab_used);
+  const double f = static_cast<double>(m.ffn_hidden);
   const bool no_scores = o.recompute == Recompute::kSelective || o.flash_attention;
   const bool hidden_dropout = o.hidden_dropout != 0.0, attention_dropout = o.attention_dropout != 0.0;
 
@@ -70,6 +73,32 @@ void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const Es
             + 4 * 2 * b * s * f                                        // SwiGLU intermediates
             + (hidden_dropout ? b * s * h : 0);                        // MLP dropout mask
   }
+  if (!m.swiglu || !m.rmsnorm)
+    out.notes.push_back("the authors' activation formula is written for Llama (RMSNorm, SwiGLU, no "
+                        "biases); this model is approximated by it");
+  return layer;
+}
+
+// Embedding input (and its dropout mask) of ONE micro-batch on the first stage.
+double embedding_activation_bytes(const ParallelConfig& c, const EstimateModel& m, const EstimateOptions& o) {
+  const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);
+  const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden), t = static_cast<double>(c.tp);
+  const double input = o.embedding_input == EmbeddingInputTerm::kAuthors ? 8 * s * b * h / t  // int64 ids x h
+                                                                         : 8 * s * b / t;     // upstream
+  // Embedding dropout mask: full sequence, not divided by TP, as in the authors' code.
+  return input + (o.hidden_dropout != 0.0 ? static_cast<double>(c.seq) * b * h : 0.0);
+}
+
+}  // namespace
+
+void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                       MemoryEstimate& out) {
+  const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);  // s' = s / CP
+  const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden);
+  const double t = static_cast<double>(c.tp);
+  const double p = static_cast<double>(c.pp), v = static_cast<double>(out.vocab_used);
+  const bool hidden_dropout = o.hidden_dropout != 0.0;
+  const double layer = layer_activation_bytes(m, c, o, out);
   // L, not L/p: the first 1F1B stage holds p micro-batches of L/p layers.
   const double layers = layer * static_cast<double>(m.layers) / t;
   const double embedding_input = o.embedding_input == EmbeddingInputTerm::kAuthors
@@ -84,9 +113,38 @@ void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const Es
   out.activation_embedding_bytes = (embedding_input + embedding_dropout) * factor;
   // Without PP: final-norm output and fp32 logits for the cross entropy.
   out.activation_output_bytes = c.pp == 1 ? 4 * s * b * h * (1 + v / h) / t : 0.0;
-  if (!m.swiglu || !m.rmsnorm)
-    out.notes.push_back("the authors' activation formula is written for Llama (RMSNorm, SwiGLU, no "
-                        "biases); this model is approximated by it");
+}
+
+void fujii_stage(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o, int64_t stage,
+                 int64_t stage_layers, MemoryEstimate& out) {
+  const double h = static_cast<double>(m.hidden), t = static_cast<double>(c.tp);
+  const double d = static_cast<double>(c.dp), cp = static_cast<double>(c.cp);
+  const double s = static_cast<double>(c.seq) / cp, b = static_cast<double>(c.mbs);
+  const double v = static_cast<double>(out.vocab_used);
+  const bool first = stage == 0, last = stage == c.pp - 1;
+  // Model states: this stage's layers (P_tr less the final norm, per layer), the embedding on the
+  // first stage, the final norm and the LM head on the last (Megatron keeps a copy of a tied
+  // embedding there for the head).
+  const double per_layer = static_cast<double>(transformer_parameter_count(m) - m.hidden) /
+                           static_cast<double>(m.layers);
+  const double n = (static_cast<double>(stage_layers) * per_layer + (first ? h * v : 0.0) +
+                    (last ? h * v + h : 0.0)) / t;
+  const double g = o.fp32_grad_accum ? 4.0 : 2.0;
+  out.params_per_gpu = n;
+  out.bytes_per_param = o.distributed_optimizer ? (2.0 + g) + 12.0 / d / cp : 2.0 + g + 12.0;
+  out.weights_grads_optimizer_bytes = n * out.bytes_per_param;
+  // Activations: 1F1B stage s holds min(p - s, m) micro-batches in flight (p - s when m is not
+  // given); the first stage also the embedding input, the last the final norm and fp32 logits of
+  // the one micro-batch it works on.
+  const int64_t in_flight_i = o.num_microbatches > 0 ? std::min(c.pp - stage, o.num_microbatches) : c.pp - stage;
+  const double in_flight = static_cast<double>(in_flight_i);
+  const double layer = layer_activation_bytes(m, c, o, out);
+  out.activation_schedule_factor = in_flight / static_cast<double>(c.pp - stage);
+  out.activation_layers_bytes = layer * static_cast<double>(stage_layers) * in_flight / t;
+  out.activation_embedding_bytes = first ? embedding_activation_bytes(c, m, o) * in_flight : 0.0;
+  out.activation_output_bytes = last ? 4 * s * b * h * (1 + v / h) / t : 0.0;
+  out.stage = stage;
+  out.stage_layers = stage_layers;
 }
 
 }  // namespace protwin::sim::estimate_detail

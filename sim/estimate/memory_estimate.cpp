@@ -79,6 +79,23 @@ MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig&
   e.vocab_used = padded_vocab(model.vocab, opt.pad_vocab_multiple, cfg.tp);
   e.params_total = parameter_count(model, e.vocab_used);
   namespace d = estimate_detail;
+  if (cfg.split.uneven()) {
+    PROTWIN_CHECK(opt.method == EstimateMethod::kFujii, "--first-stage-layers/--last-stage-layers: only the fujii ",
+                  "method estimates uneven stages, not ", method_name(opt.method));
+    // Every stage by Fujii's per-stage formulas; the largest is the layout's estimate.
+    const std::vector<int64_t> layers = stage_layers(model.layers, cfg.pp, cfg.split);
+    MemoryEstimate best;
+    for (int64_t s = 0; s < cfg.pp; ++s) {
+      MemoryEstimate x = e;
+      d::fujii_stage(model, cfg, opt, s, layers[static_cast<size_t>(s)], x);
+      x.activations_bytes = x.activation_layers_bytes + x.activation_embedding_bytes + x.activation_output_bytes;
+      x.total_bytes = x.weights_grads_optimizer_bytes + x.activations_bytes;
+      if (s == 0 || x.total_bytes > best.total_bytes) best = std::move(x);
+    }
+    best.notes.push_back(protwin::detail::concat("uneven stages (first ", layers.front(), ", last ", layers.back(),
+                                                 " layers): the largest stage, ", best.stage, ", by Fujii's formulas per stage"));
+    return best;
+  }
   switch (opt.method) {
     case EstimateMethod::kFujii:
       d::fujii_model_states(model, cfg, opt, e);
@@ -95,6 +112,7 @@ MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig&
       d::zero_model_states(model, cfg, opt, e);
       break;
   }
+  e.stage_layers = model.layers / cfg.pp;
   e.activations_bytes =
       e.activation_layers_bytes + e.activation_embedding_bytes + e.activation_output_bytes;
   e.total_bytes = e.weights_grads_optimizer_bytes + e.activations_bytes;

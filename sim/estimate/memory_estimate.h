@@ -1,4 +1,5 @@
-// Analytic per-GPU memory of 4D-parallel (DP, TP+SP, PP, CP) LLM training, first pipeline stage.
+// Analytic per-GPU memory of 4D-parallel (DP, TP+SP, PP, CP) LLM training, first pipeline stage
+// (with uneven first/last stages, Fujii's formulas per stage and the largest stage; fujii only).
 //
 // Default method: Fujii, Watanabe, Yokota, arXiv 2411.06465, as coded by the authors in
 // okoge-kaz/Megatron-LM megatron/training/theoretical_memory_usage.py (REFERENCE §3). Alternatives:
@@ -9,6 +10,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "sim/estimate/stage_layers.h"
 
 namespace protwin::sim {
 
@@ -39,6 +42,7 @@ struct ParallelConfig {
   int64_t dp = 1;   // d
   int64_t gbs = 0;
   int64_t gpus = 0;
+  StageSplit split;  // uneven first/last stages (stage_layers.h); default: L / p each
 };
 
 // The largest world size (TP·CP·PP·DP) and vocabulary padding multiple the estimators accept:
@@ -86,6 +90,8 @@ struct MemoryEstimate {
   double activation_schedule_factor = 1;   // interleave penalty × min(1, m/p)
   double activations_bytes = 0;
   double total_bytes = 0;
+  int64_t stage = 0;             // the pipeline stage estimated: 0, or for uneven splits the largest
+  int64_t stage_layers = 0;      // its decoder layers
   std::vector<std::string> notes;          // what the method leaves out or assumes
 
   static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

@@ -64,8 +64,8 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
     return bad(K::kWorldSize, concat("--tp/--cp/--pp/--dp: TP*CP*PP*DP = ", c.tp, "*", c.cp, "*", c.pp, "*",
                                      c.dp, " is more than ", kMaxWorldSize, " GPUs"));
 
-  if (m.layers % c.pp != 0)
-    return bad(K::kLayersPp, concat("--pp ", c.pp, ": layers ", m.layers, " is not divisible by PP ", c.pp));
+  if (std::string problem = stage_split_problem(m.layers, c.pp, c.split); !problem.empty())
+    return bad(K::kLayersPp, std::move(problem));
   if (m.heads % c.tp != 0)
     return bad(K::kHeadsTp, concat("--tp ", c.tp, ": heads ", m.heads, " is not divisible by TP ", c.tp));
   if (m.kv_heads % c.tp != 0)
@@ -75,6 +75,9 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
   if (c.cp > 1 && c.seq % (2 * c.cp) != 0)
     return bad(K::kSeqCp, concat("--cp ", c.cp, ": sequence ", c.seq, " is not divisible by 2*CP ",
                                  2 * c.cp));
+  if (opt.virtual_stages > 1 && c.split.uneven())
+    return bad(K::kVirtualStages, concat("--virtual-stages ", opt.virtual_stages,
+                                         ": uneven first/last stages need the non-interleaved schedule"));
   if (opt.virtual_stages > 1 && (m.layers / c.pp) % opt.virtual_stages != 0)
     return bad(K::kVirtualStages,
                concat("--virtual-stages ", opt.virtual_stages, ": layers per stage ", m.layers / c.pp,

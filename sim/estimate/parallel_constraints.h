@@ -1,5 +1,5 @@
 // The feasibility rules of a 4D-parallel layout, checked before any estimate (REFERENCE §3):
-// L % PP, heads % TP, KV heads % TP, seq % (2·CP) when CP > 1, GBS % (MBS·DP), TP·CP·PP·DP = GPUs,
+// L % PP (or the uneven first/last split, stage_layers.h), heads % TP, KV heads % TP, seq % (2·CP) when CP > 1, GBS % (MBS·DP), TP·CP·PP·DP = GPUs,
 // and (interleaved schedule) layers per stage % virtual stages.
 #pragma once
 
@@ -13,7 +13,7 @@ namespace protwin::sim {
 enum class ConstraintKind {
   kPositive,       // a size is < 1
   kModelSize,      // the model has more than kMaxParameters parameters (int64 counts would overflow)
-  kLayersPp,       // L % PP
+  kLayersPp,       // L % PP, or an uneven split that does not fit
   kHeadsTp,        // a % TP
   kKvHeadsTp,      // k % TP
   kSeqCp,          // s % (2·CP)

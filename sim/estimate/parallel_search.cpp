@@ -59,11 +59,20 @@ ParallelSearchResult search_parallel_configs(const EstimateModel& model, const S
     r.rejected.push_back(std::move(c));
   };
 
+  // PP sizes: the divisors of L (even split), and with uneven_stages those with one-short ends.
+  std::vector<std::pair<int64_t, StageSplit>> pipelines;
+  for (int64_t pp : divisors(model.layers)) pipelines.push_back({pp, {}});
+  if (space.uneven_stages)
+    for (int64_t pp : divisors(model.layers + 2))
+      if (const StageSplit split = one_short_ends(model.layers, pp); split.uneven()) pipelines.push_back({pp, split});
+  std::sort(pipelines.begin(), pipelines.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+
   for (int64_t tp : space.tp_sizes)
     for (int64_t cp : space.cp_sizes)
-      for (int64_t pp : divisors(model.layers)) {
+      for (const auto& [pp, split] : pipelines) {
         SearchCandidate base;
-        base.tp = tp, base.cp = cp, base.pp = pp;
+        base.tp = tp, base.cp = cp, base.pp = pp, base.split = split;
         if (tp * cp > space.gpus_per_node) {
           reject(base, constraint_key(ConstraintKind::kTpCpPerNode),
                  concat("--tp ", tp, " --cp ", cp, ": TP*CP ", tp * cp, " exceeds ",
@@ -91,7 +100,7 @@ ParallelSearchResult search_parallel_configs(const EstimateModel& model, const S
           c.mbs = mbs;
           ParallelConfig cfg;
           cfg.seq = space.seq, cfg.mbs = mbs, cfg.tp = tp, cfg.cp = cp, cfg.pp = pp;
-          cfg.dp = c.dp, cfg.gbs = space.gbs, cfg.gpus = space.gpus;
+          cfg.dp = c.dp, cfg.gbs = space.gbs, cfg.gpus = space.gpus, cfg.split = split;
           if (auto v = find_violation(model, cfg, opt)) {
             reject(c, constraint_key(v->kind), v->message);
             continue;

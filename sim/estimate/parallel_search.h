@@ -22,12 +22,16 @@ struct SearchSpace {
   double fit_fraction = 0.8;  // the authors' safety rule
   std::vector<int64_t> tp_sizes{1, 2, 4, 8};
   std::vector<int64_t> cp_sizes{1, 2, 4, 8};
+  // Also PP sizes that do not divide L but divide L + 2, with the first and last stage one layer
+  // short (Llama 3 405B's split, stage_layers.h: one_short_ends).
+  bool uneven_stages = false;
 };
 
 // One enumerated candidate. dp is 0 when GPUs is not a multiple of TP·CP·PP; mbs is 0 when the
 // whole (TP, CP, PP) triple was rejected before micro-batch sizes were generated.
 struct SearchCandidate {
   int64_t tp = 1, cp = 1, pp = 1, dp = 0, mbs = 0;
+  StageSplit split;           // uneven first/last stages (uneven_stages only)
   bool feasible = false;      // passed every constraint (estimate is set)
   bool fits = false;          // feasible and total ≤ fit_fraction · memory
   std::string reason_key;     // constraint_key() or "over_80pct"; empty when it fits

@@ -382,13 +382,23 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
   PROTWIN_CHECK(v == 1 || p > 1, "--vpp ", v, ": the interleaved schedule needs --pp > 1");
   PROTWIN_CHECK(o.gbs >= 1 && o.gbs % (o.mbs * z.dp) == 0, "--gbs ", o.gbs,
                 ": global batch is not a positive multiple of MBS*DP ", o.mbs * z.dp);
-  PROTWIN_CHECK(model.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ", model.layers,
-                " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
+  PROTWIN_CHECK(v == 1 || !o.split.uneven(), "--vpp ", v, ": uneven first/last stages need the non-interleaved ",
+                "schedule (--vpp 1)");
+  PROTWIN_CHECK(o.split.uneven() || model.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ",
+                model.layers, " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
   const int64_t m = o.gbs / (o.mbs * z.dp);
   out.microbatches = m;
   out.model_flops_per_token = model_flops_per_token(model, o.seq, o.dtype);
-  const int64_t per_vstage = model.layers / (static_cast<int64_t>(p) * v);
   const int n_vstages = p * v;
+  // First layer of each virtual stage (and L at the end): L / (p v) each, or the uneven split.
+  std::vector<int64_t> vstage_begin(static_cast<size_t>(n_vstages) + 1, 0);
+  {
+    const std::vector<int64_t> per_stage =
+        o.split.uneven() ? stage_layers(model.layers, p, o.split)
+                         : std::vector<int64_t>(static_cast<size_t>(n_vstages), model.layers / n_vstages);
+    for (int vs = 0; vs < n_vstages; ++vs)
+      vstage_begin[static_cast<size_t>(vs) + 1] = vstage_begin[static_cast<size_t>(vs)] + per_stage[static_cast<size_t>(vs)];
+  }
 
   WorkloadOptions wo;
   wo.batch = o.mbs;
@@ -421,6 +431,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
   plan.meta["microbatches"] = m;
   plan.meta["recompute"] = recompute_name(o.recompute);
   plan.meta["rank_classes"] = "one rank per pipeline stage";
+  if (o.split.uneven()) plan.meta["stage_layers"] = {{"first", o.split.first}, {"last", o.split.last}};
 
   TemplateBank bank;
   const int64_t act_bytes = static_cast<int64_t>(e) * w.tokens * model.hidden;
@@ -460,7 +471,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
       const int vs = k * p + s;
       Chunk& c = S.chunks[static_cast<size_t>(k)];
       if (vs == 0) c.units.push_back({BlockKind::kEmbedding, 0, ceil_div(emb.param_count, z.tp)});
-      for (int64_t i = vs * per_vstage; i < (vs + 1) * per_vstage; ++i)
+      for (int64_t i = vstage_begin[static_cast<size_t>(vs)]; i < vstage_begin[static_cast<size_t>(vs) + 1]; ++i)
         c.units.push_back({BlockKind::kDecoder, static_cast<int>(i + 1), ceil_div(layer.param_count, z.tp)});
       if (vs == n_vstages - 1)
         c.units.push_back({BlockKind::kHead, static_cast<int>(model.layers + 1), head_params});

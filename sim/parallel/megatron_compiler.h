@@ -47,6 +47,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/estimate/memory_estimate.h"
+#include "sim/estimate/stage_layers.h"
 #include "sim/parallel/placement.h"
 #include "sim/workload/model_spec.h"
 #include "traces/plan.h"
@@ -59,6 +60,7 @@ struct MegatronOptions {
   int64_t gbs = 0;
   int64_t seq = 0;                   // 0: the model's default_seq
   int vpp = 1;                       // model chunks per stage (interleaved 1F1B when > 1)
+  StageSplit split;                  // uneven first/last stages (vpp 1 only; stage_layers.h)
   Recompute recompute = Recompute::kNone;
   std::string dtype = "bf16";
   bool flash_attention = true;

@@ -19,7 +19,8 @@ PointCodec<Simulate4dResult> search_row_codec() {
   PointCodec<Simulate4dResult> c;
   c.encode = [](const Simulate4dResult& s) {
     const ParallelSizes& z = s.options.sizes;
-    return nlohmann::json{{"sizes", {z.tp, z.cp, z.pp, z.dp}}, {"gpus_per_node", s.placement.gpus_per_node},
+    return nlohmann::json{{"sizes", {z.tp, z.cp, z.pp, z.dp}}, {"split", {s.options.split.first, s.options.split.last}},
+                          {"gpus_per_node", s.placement.gpus_per_node},
                           {"nodes", s.placement.nodes}, {"microbatches", s.microbatches},
                           {"iteration_s", s.iteration_s}, {"tokens_per_s", s.tokens_per_s},
                           {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
@@ -30,6 +31,7 @@ PointCodec<Simulate4dResult> search_row_codec() {
     Simulate4dResult s;
     const auto z = j.at("sizes");
     s.options.sizes = {z.at(0), z.at(1), z.at(2), z.at(3)};
+    s.options.split = {j.at("split").at(0), j.at("split").at(1)};
     s.placement = place_groups(s.options.sizes, j.at("gpus_per_node"), j.at("nodes"));
     s.microbatches = j.at("microbatches");
     s.iteration_s = j.at("iteration_s");
@@ -74,6 +76,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
   eo.recompute = o.base.recompute;
   eo.distributed_optimizer = o.base.distributed_optimizer;
   eo.flash_attention = o.base.flash_attention;
+  space.uneven_stages = o.uneven_stages;
   r.enumeration = search_parallel_configs(to_estimate_model(model), space, eo);
   r.options = o.base;
   r.options.seq = space.seq;
@@ -96,6 +99,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
     cfg.options.seq = space.seq;
     cfg.options.sizes = {rows[i].candidate.tp, rows[i].candidate.cp, rows[i].candidate.pp, rows[i].candidate.dp};
     cfg.options.mbs = rows[i].candidate.mbs;
+    cfg.options.split = rows[i].candidate.split;
     cfg.nodes = o.nodes;
     cfg.gpu_memory_gb = r.gpu_memory_gb;
     return simulate_4d(model, cost, cfg);
@@ -128,6 +132,7 @@ nlohmann::json search_4d_to_json(const Search4dResult& r, size_t top) {
   for (const auto& row : r.ranked) {
     const SearchCandidate& c = row.candidate;
     nlohmann::json layout = {{"tp", c.tp}, {"cp", c.cp}, {"pp", c.pp}, {"dp", c.dp}, {"mbs", c.mbs}};
+    if (c.split.uneven()) layout["stage_layers"] = stage_layers_json(c.split);
     if (!row.simulated) {
       layout["failure"] = row.failure;
       failures.push_back(layout);

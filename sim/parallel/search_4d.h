@@ -22,6 +22,7 @@ struct Search4dOptions {
   int64_t mbs_max = 0;         // 0: every power of two with MBS*DP <= GBS, as Fujii et al.
   MegatronOptions base;        // gbs, seq, recompute, dtype, switches (sizes and mbs are searched)
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
+  bool uneven_stages = false;  // also PP with the first and last stage one layer short (parallel_search.h)
   int threads = 2;
   std::function<void(long done, long total)> progress;  // called from the calling thread (rank 0: its layouts)
 };

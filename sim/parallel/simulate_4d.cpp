@@ -62,10 +62,16 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   PROTWIN_CHECK(o.vpp >= 1, "--vpp ", o.vpp, ": must be at least 1");
   PROTWIN_CHECK(o.vpp == 1 || z.pp > 1, "--vpp ", o.vpp, ": the interleaved schedule needs --pp > 1");
   check_tokens_per_iteration(o.gbs, o.seq);
-  PROTWIN_CHECK(model.layers % z.pp == 0, "--pp ", z.pp, ": layers ", model.layers, " are not divisible by PP ",
-                z.pp);
-  PROTWIN_CHECK(model.layers % (z.pp * o.vpp) == 0, "--vpp ", o.vpp, ": layers ", model.layers,
-                " are not divisible by PP*VPP = ", z.pp, "*", o.vpp, " = ", z.pp * o.vpp);
+  if (o.split.uneven()) {
+    const std::string problem = stage_split_problem(model.layers, z.pp, o.split);
+    PROTWIN_CHECK(problem.empty(), problem);
+    PROTWIN_CHECK(o.vpp == 1, "--vpp ", o.vpp, ": uneven first/last stages need the non-interleaved schedule (--vpp 1)");
+  } else {
+    PROTWIN_CHECK(model.layers % z.pp == 0, "--pp ", z.pp, ": layers ", model.layers, " are not divisible by PP ",
+                  z.pp);
+    PROTWIN_CHECK(model.layers % (z.pp * o.vpp) == 0, "--vpp ", o.vpp, ": layers ", model.layers,
+                  " are not divisible by PP*VPP = ", z.pp, "*", o.vpp, " = ", z.pp * o.vpp);
+  }
   PROTWIN_CHECK(machine.gpu.compute.count(o.dtype), "--dtype ", o.dtype, ": machine ", machine.name,
                 " has no /gpu/compute entry for it");
 
@@ -73,7 +79,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   const EstimateModel em = to_estimate_model(model);
   ParallelConfig pc;
   pc.seq = o.seq, pc.mbs = o.mbs, pc.tp = z.tp, pc.cp = z.cp, pc.pp = z.pp, pc.dp = z.dp;
-  pc.gbs = o.gbs, pc.gpus = z.world();
+  pc.gbs = o.gbs, pc.gpus = z.world(), pc.split = o.split;
   EstimateOptions eo;
   eo.recompute = o.recompute;
   eo.distributed_optimizer = o.distributed_optimizer;
@@ -165,7 +171,7 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
                        {"busy_s", s.busy.seconds()},
                        {"utilization", r.iteration_s > 0 ? s.busy.seconds() / r.iteration_s : 0.0},
                        {"ops", s.ops}});
-  return {{"model", r.model},
+  nlohmann::json j = {{"model", r.model},
           {"machine", r.machine},
           {"config",
            {{"tp", o.sizes.tp}, {"cp", o.sizes.cp}, {"pp", o.sizes.pp}, {"dp", o.sizes.dp},
@@ -194,6 +200,8 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
           {"memory", estimate_to_json(r.memory, r.gpu_memory_gb)},
           {"ops", r.ops},
           {"streams", streams}};
+  if (o.split.uneven()) j["config"]["stage_layers"] = stage_layers_json(o.split);
+  return j;
 }
 
 }  // namespace protwin::sim

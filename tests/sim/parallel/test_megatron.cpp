@@ -349,3 +349,56 @@ TEST_CASE("search_4d refuses an iteration too large up front, and survives refus
   for (const auto& row : r.ranked)
     if (!row.simulated) CHECK(row.failure.rfind("--gbs 524288: ", 0) == 0);
 }
+
+TEST_CASE("uneven first/last stages: layers per stage, stage busy time m L_s (F + B), the even split unchanged",
+          "[parallel][closed-form][stages]") {
+  // 10 layers: the uneven splits put L_s layers on stage s; with only decoder layers costing time,
+  // stage s's compute stream is busy m L_s (F + B) (+ F L_s m with full recompute).
+  const ModelSpec m = resolve_model("llama:hidden=512,layers=10,heads=8,kv_heads=4,vocab=1000");
+  const LayerCostModel cost(1000, 2000);
+  struct Case {
+    StageSplit split;
+    int64_t p, mb;
+    Recompute rc;
+    std::vector<int64_t> layers;
+  };
+  for (const Case& c : {Case{{1, 1}, 4, 8, Recompute::kNone, {1, 4, 4, 1}}, Case{{4, 0}, 3, 4, Recompute::kFull, {4, 3, 3}},
+                        Case{{0, 1}, 4, 2, Recompute::kNone, {3, 3, 3, 1}}, Case{{3, 7}, 2, 6, Recompute::kNone, {3, 7}}}) {
+    MegatronOptions o = options({1, 1, c.p, 2}, 1, c.mb * 2, 256);  // TP 1: one compute op per layer
+    o.split = c.split;
+    o.recompute = c.rc;
+    const Simulated s = run(m, o, cost);
+    INFO("first " << c.split.first << " last " << c.split.last << " p " << c.p);
+    REQUIRE_NOTHROW(traces::validate(s.plan.plan));
+    REQUIRE(s.plan.stages.size() == c.layers.size());
+    int64_t first_layer = 1;
+    for (size_t st = 0; st < c.layers.size(); ++st) {
+      CHECK(s.plan.stages[st].layers == c.layers[st]);
+      // The stage's forward compute ops name exactly its layers, in order.
+      std::vector<int> blocks;
+      for (const auto& op : s.plan.plan.ops)
+        if (op.stream == s.plan.stages[st].compute_stream && op.kind == "forward" && op.block >= 1 &&
+            op.block <= m.layers && (blocks.empty() || blocks.back() != op.block))
+          if (std::find(blocks.begin(), blocks.end(), op.block) == blocks.end()) blocks.push_back(op.block);
+      REQUIRE(blocks.size() == static_cast<size_t>(c.layers[st]));
+      for (int64_t k = 0; k < c.layers[st]; ++k) CHECK(blocks[static_cast<size_t>(k)] == first_layer + k);
+      first_layer += c.layers[st];
+      const traces::StreamRecord* busy = s.report.stream(s.plan.stages[st].compute_stream);
+      REQUIRE(busy);
+      const int64_t per_mb = c.rc == Recompute::kFull ? 2 * 1000 + 2000 : 1000 + 2000;
+      CHECK(busy->busy.ns == c.mb * c.layers[st] * per_mb);
+    }
+  }
+  // An explicit split equal to the even one compiles the even plan, op for op.
+  MegatronOptions o = options({1, 1, 2, 1}, 1, 4, 256);
+  const Simulated even = run(m, o, cost);
+  o.split = {5, 5};
+  Simulated same = run(m, o, cost);
+  CHECK(same.report.meta["plan"]["stage_layers"] == nlohmann::json{{"first", 5}, {"last", 5}});
+  same.report.meta["plan"].erase("stage_layers");  // the only difference the split makes
+  CHECK(traces::report_to_string(same.report) == traces::report_to_string(even.report));
+  // Uneven stages with the interleaved schedule are refused, naming --vpp.
+  o.vpp = 2;
+  o.gbs = 4;
+  CHECK_THROWS_WITH(compile_megatron_plan(m, o, place_groups(o.sizes, 8, 1)), Catch::Contains("--vpp 2: uneven"));
+}
