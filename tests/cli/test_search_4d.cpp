@@ -52,3 +52,51 @@ TEST_CASE("search-4d table and flag errors", "[cli][4d][errors]") {
   CHECK(r.code == 2);
   CHECK(r.err == "protwin search-4d: error: --top 0: must be at least 1\n");
 }
+
+TEST_CASE("search-4d --uneven-stages: the one-short-ends layouts, each equal to simulate-4d and estimate with the "
+          "flags", "[cli][4d][stages]") {
+  // 6 layers: PP 4 divides 6 + 2, so stages of 1, 2, 2, 1 layers join the even PP 1, 2, 3, 6.
+  const std::string six = "'llama:hidden=512,layers=6,heads=8,kv_heads=4,vocab=1000'";
+  const auto r = run_protwin("search-4d --model " + six + " --machine dgx-a100 --nodes 1 --seq 1024 --gbs 16 "
+                             "--mbs-max 1 --uneven-stages --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto plain = run_protwin("search-4d --model " + six + " --machine dgx-a100 --nodes 1 --seq 1024 --gbs 16 "
+                                 "--mbs-max 1 --json");
+  REQUIRE(plain.code == 0);
+  CHECK(j["counts"]["fit"].get<int64_t>() > nlohmann::json::parse(plain.out)["counts"]["fit"].get<int64_t>());
+  const nlohmann::json* uneven = nullptr;
+  for (const auto& row : j["configurations"]) {
+    if (!row.contains("stage_layers")) {
+      CHECK(row["pp"].get<int64_t>() != 4);
+      continue;
+    }
+    CHECK(row["pp"] == 4);
+    CHECK(row["stage_layers"] == nlohmann::json{{"first", 1}, {"last", 1}});
+    uneven = &row;
+  }
+  REQUIRE(uneven);
+  const auto& u = *uneven;
+  const auto s = run_protwin("simulate-4d --model " + six + " --machine dgx-a100 --nodes 1 --seq 1024 --gbs 16" +
+                             " --tp " + u["tp"].dump() + " --cp " + u["cp"].dump() + " --pp 4 --dp " + u["dp"].dump() +
+                             " --mbs 1 --first-stage-layers 1 --last-stage-layers 1 --json");
+  REQUIRE(s.code == 0);
+  const auto sj = nlohmann::json::parse(s.out);
+  CHECK(sj["iteration_s"] == u["iteration_s"]);
+  CHECK(sj["config"]["stage_layers"] == u["stage_layers"]);
+  const auto e = run_protwin("estimate --model " + six + " --seq 1024 --mbs 1 --tp " + u["tp"].dump() + " --cp " +
+                             u["cp"].dump() + " --pp 4 --dp " + u["dp"].dump() + " --num-microbatches " +
+                             sj["config"]["microbatches"].dump() + " --first-stage-layers 1 --last-stage-layers 1 --json");
+  REQUIRE(e.code == 0);
+  CHECK(sj["memory_GiB"].get<double>() == Approx(nlohmann::json::parse(e.out)["total_GiB"].get<double>()));
+  // Splits that do not fit name the flag, exit 2.
+  auto bad = run_protwin("simulate-4d --model " + six + " --machine dgx-a100 --pp 4 --dp 2 --gbs 16 --seq 1024 "
+                         "--first-stage-layers 2");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--first-stage-layers: the other 3 stages cannot split the remaining 4 layers") !=
+        std::string::npos);
+  bad = run_protwin("simulate-4d --model " + six + " --machine dgx-a100 --pp 4 --dp 2 --gbs 16 --seq 1024 --vpp 2 "
+                    "--first-stage-layers 1 --last-stage-layers 1");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("non-interleaved") != std::string::npos);
+}
