@@ -90,3 +90,18 @@ TEST_CASE("scheduling in the past is an internal error", "[engine]") {
   CHECK_THROWS_WITH(e.schedule(SimTime(9), 0, &r, 0),
                     Catch::Contains("event scheduled in the past: at 9 ns, now 10 ns"));
 }
+
+TEST_CASE("priorities outside 16 bits and a handler-less event are internal errors", "[engine]") {
+  Engine e;
+  Recorder r;
+  r.engine = &e;
+  CHECK_NOTHROW(e.schedule(SimTime(0), kMinPriority, &r, 0));
+  CHECK_NOTHROW(e.schedule(SimTime(0), kMaxPriority, &r, 1));
+  CHECK_THROWS_WITH(e.schedule(SimTime(0), kMaxPriority + 1, &r, 2), Catch::Contains("event priority 32768 outside"));
+  CHECK_THROWS_WITH(e.schedule(SimTime(0), kMinPriority - 1, &r, 2), Catch::Contains("event priority -32769 outside"));
+  CHECK_THROWS(e.schedule(SimTime(0), 0, nullptr, 2));
+  e.run();
+  REQUIRE(r.seen.size() == 2);
+  CHECK(r.seen[0].second == 0);  // the lowest priority first
+  CHECK(r.seen[1].second == 1);
+}

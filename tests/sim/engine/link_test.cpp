@@ -98,3 +98,21 @@ TEST_CASE("max-min fairness across links of different speeds", "[engine][link]")
   // T1 ends at 1000. Then T2 and T3 still share Y at 2 each: they end at 4000.
   CHECK(d.done == std::vector<int64_t>{1000, 4000, 4000});
 }
+
+TEST_CASE("capped transfers whose caps fit every link run at their caps; at or over capacity they share",
+          "[engine][link]") {
+  // The fast path (caps fit: rates are the caps) and progressive filling agree with the closed forms.
+  // Host DRAM 40 shared by H2D (cap 12) and D2H (cap 13): 25 < 40, each at its cap.
+  Driver fit({{"h2d", 16}, {"d2h", 16}, {"dram", 40}}, {{0, {0, 2}, 1200, 12}, {0, {1, 2}, 1300, 13}});
+  fit.engine.run();
+  CHECK(fit.done == std::vector<int64_t>{100, 100});
+  // Caps adding up to exactly the link (12 + 13 = 25): still each at its cap (max-min fair).
+  Driver tie({{"dram", 25}}, {{0, {0}, 1200, 12}, {0, {0}, 1300, 13}});
+  tie.engine.run();
+  CHECK(tie.done == std::vector<int64_t>{100, 100});
+  // Over the link (12 + 13 > 20): 10 each until A ends at 120; B's last 100 B alone at its cap 13:
+  // 120 + ceil(100 / 13) = 128.
+  Driver over({{"dram", 20}}, {{0, {0}, 1200, 12}, {0, {0}, 1300, 13}});
+  over.engine.run();
+  CHECK(over.done == std::vector<int64_t>{120, 128});
+}
