@@ -9,7 +9,7 @@
 // An event is a plain struct (handler pointer + 64-bit payload): no std::function, no allocation
 // per event once the heap has grown. Priority and sequence share one 64-bit key (priority in the
 // top 16 bits, offset to be unsigned; sequence below), so an order test is two compares and an
-// event is 32 bytes: half a cache line, which is what bench engine's heap loop is bound by.
+// event is 32 bytes.
 #pragma once
 
 #include <cstddef>
@@ -43,9 +43,6 @@ struct Event {
   uint64_t key = 0;  // order_key(priority, sequence): lower first at equal time
   Handler* handler = nullptr;
   uint64_t payload = 0;
-
-  int64_t priority() const { return static_cast<int64_t>(key >> kSequenceBits) + kMinPriority; }
-  uint64_t sequence() const { return key & kMaxSequence; }
 };
 
 // True if `a` runs before `b`.

@@ -75,7 +75,7 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
   if (c.cp > 1 && c.seq % (2 * c.cp) != 0)
     return bad(K::kSeqCp, concat("--cp ", c.cp, ": sequence ", c.seq, " is not divisible by 2*CP ",
                                  2 * c.cp));
-  if (opt.virtual_stages > 1 && c.split.uneven())
+  if (opt.virtual_stages > 0 && c.split.uneven())
     return bad(K::kVirtualStages, concat("--virtual-stages ", opt.virtual_stages,
                                          ": uneven first/last stages need the non-interleaved schedule"));
   if (opt.virtual_stages > 1 && (m.layers / c.pp) % opt.virtual_stages != 0)

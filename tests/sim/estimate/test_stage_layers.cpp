@@ -127,8 +127,10 @@ TEST_CASE("uneven stages: only the fujii method, only without virtual stages", "
   o.method = EstimateMethod::kMegatron;
   CHECK_THROWS_WITH(estimate_memory(llama31_8b(), c, o), Catch::Contains("only the fujii method"));
   o.method = EstimateMethod::kFujii;
-  o.virtual_stages = 2;
-  CHECK_THROWS_WITH(estimate_memory(llama31_8b(), c, o), Catch::Contains("non-interleaved"));
+  for (int64_t v : {1, 2}) {
+    o.virtual_stages = v;
+    CHECK_THROWS_WITH(estimate_memory(llama31_8b(), c, o), Catch::Contains("non-interleaved"));
+  }
 }
 
 TEST_CASE("search: Llama 3.1 405B on 2,048 x 8 H100 fits only with uneven stages (Meta: PP 16, 7 + 14 x 8 + 7)",
