@@ -54,6 +54,14 @@ TEST_CASE("mpi: search-4d on 2 and 3 ranks prints what one process prints", "[cl
   same_as_one_process(kSmall4d + " --json", 3);
 }
 
+TEST_CASE("mpi: search-4d --uneven-stages on 2 ranks prints what one process prints (the split crosses ranks)",
+          "[cli][mpi][stages]") {
+  const std::string six = "search-4d --model 'llama:hidden=512,layers=6,heads=8,kv_heads=4,vocab=1000' "
+                          "--machine dgx-a100 --nodes 1 --seq 1024 --gbs 16 --mbs-max 1 --uneven-stages";
+  same_as_one_process(six + " --top 100", 2);
+  same_as_one_process(six + " --json", 2);
+}
+
 TEST_CASE("mpi: compare (6 systems) on 4 ranks prints what one process prints, the trace written once",
           "[cli][mpi]") {
   const std::string trace = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/mpi_compare.trace.json";
