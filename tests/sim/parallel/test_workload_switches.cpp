@@ -197,7 +197,7 @@ TEST_CASE("the gradient reduction moves params x the reduction dtype's bytes", "
   }
 }
 
-TEST_CASE("--framework presets set the switches as each code base does", "[parallel][switches]") {
+TEST_CASE("the framework presets (--framework) set the switches as each code base does", "[parallel][switches]") {
   MegatronOptions core;
   apply_framework_preset(core, "megatron-core");
   CHECK(core.sequence_parallel);
