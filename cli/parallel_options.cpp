@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "traces/error.h"
+#include "traces/op_signature.h"
 
 namespace protwin::cli {
 
@@ -21,8 +22,30 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
       ("no-distributed-optimizer", "all-reduce gradients and replicate Adam (no ZeRO-1 sharding)")
       ("no-overlap-grad-reduce", "reduce gradients after the whole backward")
       ("no-overlap-param-gather", "gather parameters after the optimizer step")
-      ("no-flash", "unfused attention (not with --cp > 1)");
+      ("no-flash", "unfused attention (not with --cp > 1)")
+      ("framework", po::value(&a.framework)->default_value(a.framework),
+       "code base whose switches to run: megatron-core (sequence parallel, no dropout, fp32 gradient "
+       "reduction), megatron-lm (the SC'21 code) or megatron-deepspeed (no sequence parallelism, dropout 0.1, "
+       "fp16 runs reduce fp16 gradients, vocab-parallel loss passes, vocabulary padded to 128*TP)")
+      ("sequence-parallel", po::value(&a.sequence_parallel), "on | off (overrides --framework)")
+      ("dropout", po::value(&a.dropout), "on | off: hidden and attention-probability dropout (overrides --framework)")
+      ("grad-reduce-dtype", po::value(&a.grad_reduce_dtype), "fp32 | fp16 | bf16: dtype of the gradient "
+       "reduction (overrides --framework)")
+      ("vocab-parallel-loss", po::value(&a.vocab_parallel_loss),
+       "on | off: Megatron's vocab-parallel cross-entropy as its passes (overrides --framework)")
+      ("pad-vocab", po::value(&a.pad_vocab), "on | off: vocabulary padded to a multiple of 128*TP (overrides --framework)");
 }
+
+namespace {
+
+// An on|off flag given by the user overrides the preset's value.
+void on_off(const po::variables_map& vm, const char* flag, const std::string& value, bool& target) {
+  if (!vm.count(flag)) return;
+  PROTWIN_CHECK(value == "on" || value == "off", "--", flag, ": expected on or off, got '", value, "'");
+  target = value == "on";
+}
+
+}  // namespace
 
 ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variables_map& vm) {
   for (const char* flag : {"model", "machine", "gbs"}) require(vm, flag);
@@ -41,6 +64,17 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   o.distributed_optimizer = !vm.count("no-distributed-optimizer");
   o.overlap_grad_reduce = !vm.count("no-overlap-grad-reduce");
   o.overlap_param_gather = !vm.count("no-overlap-param-gather");
+  sim::apply_framework_preset(o, a.framework);
+  on_off(vm, "sequence-parallel", a.sequence_parallel, o.sequence_parallel);
+  on_off(vm, "dropout", a.dropout, o.dropout);
+  on_off(vm, "vocab-parallel-loss", a.vocab_parallel_loss, o.vocab_parallel_loss);
+  on_off(vm, "pad-vocab", a.pad_vocab, o.pad_vocab);
+  if (vm.count("grad-reduce-dtype")) {
+    const std::string& g = a.grad_reduce_dtype;
+    PROTWIN_CHECK(g == "fp32" || g == "fp16" || g == "bf16", "--grad-reduce-dtype: expected fp32, fp16 or bf16, got '",
+                  g, "'");
+    o.grad_bytes = traces::dtype_bytes(g);
+  }
   if (vm.count("gpu-memory-GB")) {
     PROTWIN_CHECK(a.gpu_memory_gb > 0, "--gpu-memory-GB ", a.gpu_memory_gb, ": must be positive");
     in.gpu_memory_gb = a.gpu_memory_gb;

@@ -19,6 +19,7 @@ struct ParallelArgs {
   std::vector<std::string> set;
   int64_t seq = 0, gbs = 0;
   std::string recompute = "none", dtype = "bf16";
+  std::string framework = "megatron-core", sequence_parallel, dropout, grad_reduce_dtype, vocab_parallel_loss, pad_vocab;
   double gpu_memory_gb = 0;
 };
 

@@ -102,6 +102,8 @@ int run_search(const std::vector<std::string>& args) {
                         {"analytic_peak_gpu_bytes", b.analytic_peak_gpu_bytes},
                         {"peak_pinned_bytes", b.peak_pinned_bytes},
                         {"peak_pageable_bytes", b.peak_pageable_bytes},
+                        {"init_gpu_bytes", b.init_gpu_bytes},
+                        {"init_host_bytes", b.init_host_bytes},
                         {"configurations", r.configurations},
                         {"pruned", r.pruned},
                         {"simulated", r.simulated},
@@ -125,6 +127,8 @@ int run_search(const std::vector<std::string>& args) {
   std::printf("  peak memory     GPU %s (analytic %s), pinned %s, pageable %s\n", human_bytes(b.peak_gpu_bytes).c_str(),
               human_bytes(b.analytic_peak_gpu_bytes).c_str(), human_bytes(b.peak_pinned_bytes).c_str(),
               human_bytes(b.peak_pageable_bytes).c_str());
+  std::printf("  initialisation  GPU %s, host %s per rank while the model is built and sharded\n",
+              human_bytes(b.init_gpu_bytes).c_str(), human_bytes(b.init_host_bytes).c_str());
   std::printf("  search          %ld settings, %ld pruned by the peak model, %ld simulated, %.3f s\n", r.configurations,
               r.pruned, r.simulated, r.seconds);
   if (vm.count("pareto")) {

@@ -32,7 +32,7 @@ int run_simulate(const std::vector<std::string>& args) {
   std::vector<std::string> set, knob_args;
   int gpus = 0, nodes = 0;
   int64_t batch = 1, seq = 0;
-  bool flash = false;
+  bool flash = false, hf_eager = false;
   desc.add_options()
       ("plan", po::value(&plan_path), "Plan to simulate (protwin.plan JSON)")
       ("rates", po::value(&rates_path),
@@ -50,6 +50,8 @@ int run_simulate(const std::vector<std::string>& args) {
       ("seq", po::value(&seq)->default_value(0), "sequence length for --model (0: the model's default)")
       ("dtype", po::value(&dtype)->default_value("fp16"), "compute dtype for --model: fp16, bf16, fp32")
       ("flash", po::bool_switch(&flash), "FlashAttention for --model")
+      ("hf-eager", po::bool_switch(&hf_eager),
+       "GPT-2 family, with --model: HuggingFace GPT2Block's eager kernels and its dropout 0.1")
       ("set", po::value(&set)->composing(), "override a machine field (repeatable)")
       ("plan-out", po::value(&plan_out), "write the compiled plan (with --model)")
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON) here")
@@ -65,7 +67,7 @@ int run_simulate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(!(vm.count("rates") && vm.count("machine")), "--rates and --machine exclude each other");
   if (vm.count("plan")) {
     // A plan is simulated as it is: the flags that compile one would be silently ignored.
-    for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "nodes", "seq", "flash", "plan-out"})
+    for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "nodes", "seq", "flash", "hf-eager", "plan-out"})
       PROTWIN_CHECK(!given(vm, flag), "--", flag, ": only with --model (a --plan is simulated as it is)");
     PROTWIN_CHECK(!vm.count("set") || vm.count("machine"),
                   "--set: only with --machine (it overrides machine fields; --rates and a plan's meta.rates have none)");
@@ -86,6 +88,7 @@ int run_simulate(const std::vector<std::string>& args) {
     pa.seq = seq;
     pa.set = set;
     pa.flash = flash;
+    pa.hf_eager = hf_eager;
     pa.dtype = dtype;
     PolicyInputs in = resolve_policy_inputs(pa);
     nlohmann::json policy = nlohmann::json::object();

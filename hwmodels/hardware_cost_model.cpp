@@ -275,31 +275,27 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
       tflops = gemm_tflops(flops * 1e-9, dtype);  // no flash data: as fast as one GEMM of its size
     return std::max(flops / (tflops * 1e12), machine_.gpu.launch_floor_us * 1e-6);
   }
-  // Unfused: S = Q K^T, P = softmax(S), O = P V, each a batched GEMM or a pass over S.
+  // Unfused: the batched GEMMs S = Q K^T and O = P V (backward dP = dO V^T, dV = P^T dO,
+  // dQ = dS K, dK = dS^T Q). The softmax between them is a kernel of its own in every workload
+  // (sim/workload "softmax"), priced there: not again here.
   const double gemm_flops = 2 * bh * sq * sk * d;
   const double gemm_bytes = bh * (sq * d + sk * d + sq * sk) * eb;
   const double t_gemm = gemm_call_seconds(*this, machine_, gemm_flops, gemm_bytes, dtype);
-  const double s_bytes = bh * sq * sk * eb;
-  if (!backward) return 2 * t_gemm + memory_seconds(2 * s_bytes);
-  // dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q; softmax backward reads P and dP, writes dS.
-  return 4 * t_gemm + memory_seconds(3 * s_bytes);
+  return (backward ? 4 : 2) * t_gemm;
 }
 
 KernelTime HardwareCostModel::shaped_attention(const std::vector<int64_t>& shape, const std::string& dtype,
                                                bool backward) const {
-  // Unfused: S = Q K^T [sq x sk over d], P = softmax(S), O = P V [sq x d over sk]; backward
+  // Unfused: the batched GEMMs S = Q K^T [sq x sk over d] and O = P V [sq x d over sk]; backward
   // dP = dO V^T [sq x sk over d], dV = P^T dO [sk x d over sq], dQ = dS K [sq x d over sk],
-  // dK = dS^T Q [sk x d over sq], softmax backward reads P and dP and writes dS.
+  // dK = dS^T Q [sk x d over sq]. The softmax (and its backward) is a kernel of its own in every
+  // workload (sim/workload "softmax"), priced there, so not here (it once was: charged twice).
   const int64_t bh = shape[0], sq = shape[1], sk = shape[2], d = shape[3];
-  const double s_bytes = static_cast<double>(bh) * sq * sk * elem_bytes(dtype);
   std::vector<KernelTime> parts = {gemm_time(bh, sq, sk, d, dtype), gemm_time(bh, sq, d, sk, dtype)};
   if (backward) {
     parts.push_back(gemm_time(bh, sk, d, sq, dtype));
     parts.push_back(gemm_time(bh, sk, d, sq, dtype));
   }
-  const double pass_bytes = (backward ? 3 : 2) * s_bytes;
-  const traces::OpSignature softmax{"softmax", {bh * sq * sk}, dtype};
-  parts.push_back(corrected(softmax, pass_bytes, memory_model_seconds(machine_, pass_bytes)));
   KernelTime total{0, KernelSource::kProfile};
   for (const auto& p : parts) {
     total.seconds += p.seconds;

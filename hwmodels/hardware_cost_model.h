@@ -77,7 +77,8 @@ class HardwareCostModel : public CostModel {
   // Achieved TFLOPS of one GEMM call of `gflop` (the curve, or sustained above it).
   double gemm_tflops(double gflop, const std::string& dtype) const;
   double memory_seconds(double bytes) const;
-  // shape {batch*heads, seq_q, seq_k, head_dim}.
+  // shape {batch*heads, seq_q, seq_k, head_dim}. Unfused: the batched GEMMs only (the softmax
+  // is a kernel of its own); flash: the fused kernel.
   double attention_seconds(const std::vector<int64_t>& shape, const std::string& dtype, bool flash,
                            bool backward) const;
   // One run of a kernel (profile first); `backward` selects the backward of attention kernels

@@ -72,6 +72,8 @@ def main():
             args += ["--vpp", r["vpp"]]
         if not r["overlap_grad_reduce"]:
             args.append("--no-overlap-grad-reduce")
+        if m.get("framework"):
+            args += ["--framework", m["framework"]]
         res, wall, _ = _protwin.run(args + ["--json"])
         flops = megatron_flops_per_iteration(r, m["seq"], m["vocab"])
         sim = flops / (res["iteration_s"] * r["gpus"]) / 1e12
@@ -110,11 +112,18 @@ def main():
               "within", "iteration_s", "bubble_fraction", "protwin_mfu", "protwin_hw_tflops_per_gpu"]
     _protwin.write_csv(os.path.join(out_dir, "comparison.csv"), rows, fields)
     n_in = sum(r["within"] for r in rows)
-    print(f"{n_in} of {len(rows)} within +-{100 * tol:.0f} %")
+    mean_err = sum(r["rel_err"] for r in rows) / len(rows)
+    print(f"{n_in} of {len(rows)} within +-{100 * tol:.0f} %, mean signed error {100 * mean_err:+.1f} %")
     for r in rows:
         print(f"  {r['set']:9s} {r['name']:24s} published {r['published']:8.3f} simulated "
               f"{r['simulated']:8.3f} ({100 * r['rel_err']:+6.1f} %){'' if r['within'] else '  MISS'}")
+    crit = cfg["criterion"]
+    ok = n_in >= crit["min_rows_within"] and abs(mean_err) <= crit["max_abs_mean_signed_error"]
+    if not ok:
+        print(f"criterion MISSED: needs >= {crit['min_rows_within']} of {len(rows)} rows within "
+              f"+-{100 * tol:.0f} % and |mean signed error| <= {100 * crit['max_abs_mean_signed_error']:.0f} %")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

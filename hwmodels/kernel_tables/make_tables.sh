@@ -23,7 +23,7 @@ imp --format nccl-tests --source "VIA-Research/vTrain@f8dda84 trace/a100/AR_GPU{
     --device "NVIDIA A100 (8-GPU node)" --per-octave 4 "$data"/vtrain-nccl/a100_all_reduce_{2,3,4,5,6,7,8}gpu.lut.gz \
     -o "$here/vtrain-a100-nccl.json"
 NEUSIGHT="sitar-lab/NeuSight@6945927 scripts/asplos/data/dataset/test"
-for pair in "a100-pcie-40gb:NVIDIA A100-PCIE-40GB" "h100:NVIDIA H100 80GB HBM3"; do
+for pair in "a100-pcie-40gb:NVIDIA A100-PCIE-40GB" "a100-80g-pcie:NVIDIA A100 80GB PCIe" "h100:NVIDIA H100 80GB HBM3"; do
   name="${pair%%:*}"; dev="${pair#*:}"
   imp --format neusight --source "$NEUSIGHT/{linear,elem,ln,softmax}.csv" --device "$dev" \
       "$data"/neusight/test_{linear,elem,ln,softmax}.csv.gz -o "$here/neusight-$name.json"

@@ -132,8 +132,9 @@ class ProgramBuilder {
  public:
   // act_bytes: a gathered activation (tokens x h); kv_bytes: one rank's K and V block.
   ProgramBuilder(TemplateBank& bank, const Placement& pl, int64_t act_bytes, int64_t kv_bytes,
-                 int64_t loss_stat_bytes)
-      : bank_(bank), pl_(pl), act_bytes_(act_bytes), kv_bytes_(kv_bytes), loss_bytes_(loss_stat_bytes) {}
+                 int64_t loss_stat_bytes, bool sequence_parallel)
+      : bank_(bank), pl_(pl), act_bytes_(act_bytes), kv_bytes_(kv_bytes), loss_bytes_(loss_stat_bytes),
+        sp_(sequence_parallel) {}
 
   // kind "forward" or "recompute".
   Program forward(const Block& b, const std::string& kind) {
@@ -143,7 +144,7 @@ class ProgramBuilder {
     Section prev = Section::kShard;
     for (const Segment& seg : segments(b.forward, b.forward_tags)) {
       const Section sec = seg.section;
-      if (tp && sec == Section::kColumn && prev != Section::kColumn) {
+      if (tp && sp_ && sec == Section::kColumn && prev != Section::kColumn) {
         flush(p, pending, kind, b, "before all-gather");
         p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input"), kCompute, {}, false});
       }
@@ -155,7 +156,10 @@ class ProgramBuilder {
       }
       if (tp && (sec == Section::kRow || sec == Section::kEmbedding)) {
         flush(p, pending, kind, b, section_name(sec));
-        p.push_back({tp_coll("reduce_scatter", kCompute, act_bytes_, "sequence-parallel output"), kCompute, {}, false});
+        // Without sequence parallelism: reduce_from_tensor_model_parallel_region, an all-reduce.
+        p.push_back({sp_ ? tp_coll("reduce_scatter", kCompute, act_bytes_, "sequence-parallel output")
+                         : tp_coll("all_reduce", kCompute, act_bytes_, "row-parallel output"),
+                     kCompute, {}, false});
       }
       if (tp && sec == Section::kLoss) {
         flush(p, pending, kind, b, "loss");
@@ -177,7 +181,7 @@ class ProgramBuilder {
     Section prev = Section::kShard;
     for (const Segment& seg : segments(b.backward, b.backward_tags)) {
       const Section sec = seg.section;
-      if (tp && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
+      if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
         flush(p, pending, "backward", b, "before all-gather");
         p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient"), kCompute, {}, false});
       }
@@ -193,6 +197,15 @@ class ProgramBuilder {
       if (sec == Section::kAttention && cp) {
         flush(p, pending, "backward", b, "attention output gradient");
         ring(p, seg.kernels, "backward", b, true);
+        continue;
+      }
+      if (tp && !sp_ && sec == Section::kColumn) {
+        // Without sequence parallelism (Megatron-LM 2021 and Megatron-DeepSpeed, mpu/layers.py
+        // ColumnParallelLinear.forward: copy_to_tensor_model_parallel_region): autograd runs the
+        // linear's dX and dW, then the copy's backward all-reduces dX, synchronously.
+        pending.insert(pending.end(), seg.kernels.begin(), seg.kernels.end());
+        flush(p, pending, "backward", b, "column");
+        p.push_back({tp_coll("all_reduce", kCompute, act_bytes_, "input gradient"), kCompute, {}, false});
         continue;
       }
       if (tp && sec == Section::kColumn) {
@@ -263,6 +276,7 @@ class ProgramBuilder {
   TemplateBank& bank_;
   const Placement& pl_;
   int64_t act_bytes_, kv_bytes_, loss_bytes_;
+  bool sp_;
 };
 
 // A unit of a virtual stage: the embedding, one decoder layer or the head.
@@ -366,12 +380,34 @@ double model_flops_per_token(const ModelSpec& model, int64_t seq, const std::str
   return 3 * fwd / static_cast<double>(w.tokens);
 }
 
-ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options,
+void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
+  if (framework == "megatron-core") return;
+  PROTWIN_CHECK(framework == "megatron-lm" || framework == "megatron-deepspeed",
+                "--framework: expected megatron-core, megatron-lm or megatron-deepspeed, got '", framework, "'");
+  // Both code bases (Megatron-LM at examples/sc21's commit 6985e58, microsoft/Megatron-DeepSpeed):
+  // - no sequence parallelism (it came with Korthikanti et al. 2022); mpu/layers.py
+  //   ColumnParallelLinear / RowParallelLinear all-reduce (mappings.py _CopyToModelParallelRegion,
+  //   _ReduceFromModelParallelRegion);
+  // - arguments.py: --hidden-dropout 0.1 and --attention-dropout 0.1 by default; transformer.py
+  //   ParallelTransformerLayer fuses bias, dropout and residual add (bias_dropout_add_fused_train);
+  // - gradients reduced in their own dtype: fp16 runs keep fp16 grads (examples/sc21/CONFIG.sh
+  //   passes --fp16 without --accumulate-allreduce-grads-in-fp32; DeepSpeed's fp16 engine
+  //   all-reduces the fp16 grads); bf16 forces fp32 accumulation and reduction;
+  // - mpu/cross_entropy.py _VocabParallelCrossEntropy on logits.float();
+  // - tokenizer.py _vocab_size_with_padding (--make-vocab-size-divisible-by 128, times TP).
+  o.sequence_parallel = false;
+  o.dropout = true;
+  o.grad_bytes = o.dtype == "fp16" ? 2 : 4;
+  o.vocab_parallel_loss = true;
+  o.pad_vocab = true;
+}
+
+ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOptions& options,
                                    const Placement& pl, const nlohmann::json& meta) {
   ParallelPlan out;
   out.options = options;
   MegatronOptions& o = out.options;
-  if (o.seq == 0) o.seq = model.default_seq;
+  if (o.seq == 0) o.seq = unpadded.default_seq;
   const ParallelSizes& z = o.sizes;
   PROTWIN_ASSERT(pl.sizes.tp == z.tp && pl.sizes.cp == z.cp && pl.sizes.pp == z.pp && pl.sizes.dp == z.dp,
                  "placement of other sizes");
@@ -384,11 +420,14 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
                 ": global batch is not a positive multiple of MBS*DP ", o.mbs * z.dp);
   PROTWIN_CHECK(v == 1 || !o.split.uneven(), "--vpp ", v, ": uneven first/last stages need the non-interleaved ",
                 "schedule (--vpp 1)");
-  PROTWIN_CHECK(o.split.uneven() || model.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ",
-                model.layers, " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
+  PROTWIN_CHECK(o.split.uneven() || unpadded.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ",
+                unpadded.layers, " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
   const int64_t m = o.gbs / (o.mbs * z.dp);
   out.microbatches = m;
-  out.model_flops_per_token = model_flops_per_token(model, o.seq, o.dtype);
+  // Model flops count the real vocabulary (the published formulas' V); the kernels the padded one.
+  out.model_flops_per_token = model_flops_per_token(unpadded, o.seq, o.dtype);
+  ModelSpec model = unpadded;
+  if (o.pad_vocab) model.vocab = padded_vocab(unpadded.vocab, 128, z.tp);
   const int n_vstages = p * v;
   // First layer of each virtual stage (and L at the end): L / (p v) each, or the uneven split.
   std::vector<int64_t> vstage_begin(static_cast<size_t>(n_vstages) + 1, 0);
@@ -408,6 +447,10 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
   wo.tp = z.tp;
   wo.cp = z.cp;
   wo.fused_projections = true;
+  wo.sequence_parallel = o.sequence_parallel;
+  wo.dropout = o.dropout;
+  wo.fused_bias_dropout_add = o.dropout;
+  wo.vocab_parallel_loss = o.vocab_parallel_loss;
   const Workload w = build_workload(model, wo);
   const int e = traces::dtype_bytes(o.dtype);
   const Block& emb = w.blocks.front();
@@ -436,7 +479,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
   TemplateBank bank;
   const int64_t act_bytes = static_cast<int64_t>(e) * w.tokens * model.hidden;
   const int64_t kv_bytes = 2 * static_cast<int64_t>(e) * w.tokens * (model.kv_dim() / z.tp);
-  ProgramBuilder pb(bank, pl, act_bytes, kv_bytes, 3 * 4 * w.tokens);
+  ProgramBuilder pb(bank, pl, act_bytes, kv_bytes, 3 * 4 * w.tokens, o.sequence_parallel);
   const Program emb_fwd = pb.forward(emb, "forward"), emb_bwd = pb.backward(emb, false);
   const Program head_fwd = pb.forward(head, "forward"), head_bwd = pb.backward(head, false);
   const Program layer_fwd = pb.forward(layer, "forward");

@@ -69,8 +69,23 @@ struct MegatronOptions {
   bool overlap_param_gather = true;
   int64_t bucket_params = 0;         // gradient bucket size; 0: Megatron's max(40M, 1M * DP*CP)
   int grad_bytes = 4;                // main gradients reduced in fp32 (Megatron with bf16)
+  // What older code bases ran (framework_preset sets them as each does):
+  bool sequence_parallel = true;     // false: TP all-reduces after row-parallel GEMMs (forward) and
+                                     // after column-parallel ones (backward), norms and residual
+                                     // work replicated over the TP ranks
+  bool dropout = false;              // hidden and attention-probability dropout (p > 0)
+  bool vocab_parallel_loss = false;  // Megatron's vocab-parallel cross-entropy as its passes
+  bool pad_vocab = false;            // vocabulary padded to a multiple of 128 * TP (Megatron's
+                                     // _vocab_size_with_padding, --make-vocab-size-divisible-by 128)
   bool expand_kernels = false;
 };
+
+// Sets the switches of `o` as the code base `framework` ran them: "megatron-core" (today's
+// Megatron-Core defaults: sequence parallelism, no dropout, fp32 gradient reduction, one fused
+// loss kernel, unpadded vocabulary: nothing changes), "megatron-lm" (Megatron-LM at the SC'21
+// commit, examples/sc21) or "megatron-deepspeed" (microsoft/Megatron-DeepSpeed). Needs o.dtype.
+// An unknown name is an error naming --framework.
+void apply_framework_preset(MegatronOptions& o, const std::string& framework);
 
 // What the simulated rank of one stage does.
 struct StageInfo {

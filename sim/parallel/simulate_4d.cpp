@@ -86,6 +86,11 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   eo.flash_attention = o.flash_attention;
   eo.virtual_stages = o.vpp > 1 ? o.vpp : 0;
   eo.num_microbatches = o.gbs / (o.mbs * z.dp);
+  // The workload switches, as the estimator knows them (Fujii's formulas assume SP on).
+  eo.sequence_parallel = o.sequence_parallel;
+  eo.hidden_dropout = eo.attention_dropout = o.dropout ? 0.1 : 0.0;
+  eo.fp32_grad_accum = o.grad_bytes == 4;
+  eo.pad_vocab_multiple = o.pad_vocab ? 128 : 0;
   check_constraints(em, pc, eo);
 
   Simulate4dResult r;
@@ -181,7 +186,12 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
             {"gpus_per_node", r.placement.gpus_per_node},
             {"distributed_optimizer", o.distributed_optimizer},
             {"overlap_grad_reduce", o.overlap_grad_reduce},
-            {"overlap_param_gather", o.overlap_param_gather}}},
+            {"overlap_param_gather", o.overlap_param_gather},
+            {"sequence_parallel", o.sequence_parallel},
+            {"dropout", o.dropout},
+            {"grad_reduce_bytes", o.grad_bytes},
+            {"vocab_parallel_loss", o.vocab_parallel_loss},
+            {"pad_vocab", o.pad_vocab}}},
           {"placement", placement_to_json(r.placement)},
           {"iteration_s", r.iteration_s},
           {"tokens_per_s", r.tokens_per_s},

@@ -10,8 +10,10 @@
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/analytic_model.h"
 #include "sim/policy/block_layout.h"
+#include "sim/policy/init_memory.h"
 #include "sim/policy/systems.h"
 #include "traces/error.h"
+#include "traces/units.h"
 
 namespace protwin::sim {
 
@@ -112,7 +114,17 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
   c.batch = w.options.batch;
   try {
     nlohmann::json meta = {{"machine", cost.machine().name}, {"dtype", w.options.dtype}};
-    CompiledPlan plan = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus, nodes), k, meta, nodes);
+    const RankMemory cap = rank_memory(cost.machine(), gpus, nodes);
+    // Building the model comes first: it must fit before the steady state matters.
+    const InitMemory init = init_memory(w, k);
+    c.init_gpu_bytes = init.gpu_bytes;
+    c.init_host_bytes = init.host_bytes;
+    auto gib = [](int64_t b) { return std::to_string(static_cast<double>(b) / static_cast<double>(kGiB)) + " GiB"; };
+    PROTWIN_CHECK(init.host_bytes <= cap.host_bytes && init.gpu_bytes <= cap.gpu_bytes, "initialisation (", init.how,
+                  ") does not fit: building the model needs ", gib(init.host_bytes), " of host memory per rank (the rank has ",
+                  gib(cap.host_bytes), ") and ", gib(init.gpu_bytes), " of GPU memory (the GPU has ", gib(cap.gpu_bytes),
+                  ")");
+    CompiledPlan plan = compile_offload_plan(w, gpus, cap, k, meta, nodes);
     // The capacity check on the plan's memory bound under any schedule (DESIGN §3).
     const traces::ValidationResult v = traces::validate(plan.plan);
     for (const auto& p : v.pools)
@@ -153,6 +165,8 @@ nlohmann::json candidate_to_json(const Candidate& c) {
     j["peak_pinned_bytes"] = c.peak_pinned_bytes;
     j["peak_pageable_bytes"] = c.peak_pageable_bytes;
     j["bound_gpu_bytes"] = c.bound_gpu_bytes;
+    j["init_gpu_bytes"] = c.init_gpu_bytes;
+    j["init_host_bytes"] = c.init_host_bytes;
   }
   if (!c.failure.empty()) j["failure"] = c.failure;
   return j;
@@ -175,6 +189,8 @@ Candidate candidate_from_json(const nlohmann::json& j) {
     c.peak_pinned_bytes = j.at("peak_pinned_bytes");
     c.peak_pageable_bytes = j.at("peak_pageable_bytes");
     c.bound_gpu_bytes = j.at("bound_gpu_bytes");
+    c.init_gpu_bytes = j.at("init_gpu_bytes");
+    c.init_host_bytes = j.at("init_host_bytes");
   }
   c.failure = j.value("failure", "");
   return c;

@@ -54,6 +54,7 @@ struct Candidate {
   double forward_s = 0, backward_s = 0, exposed_optimizer_s = 0;
   int64_t peak_gpu_bytes = 0, peak_pinned_bytes = 0, peak_pageable_bytes = 0;
   int64_t bound_gpu_bytes = 0;  // validate(): the GPU high-water under any schedule
+  int64_t init_gpu_bytes = 0, init_host_bytes = 0;  // while the system builds the model (init_memory.h)
   std::string failure;  // why the simulator refused it, if it did
 };
 

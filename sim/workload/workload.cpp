@@ -57,7 +57,7 @@ class BlockBuilder {
  public:
   BlockBuilder(const ModelSpec& m, const WorkloadOptions& o)
       : m_(m), o_(o), dt_(o.dtype), e_(traces::dtype_bytes(o.dtype)),
-        t_(o.batch * (o.seq / o.cp)), ts_(t_ / o.tp), h_(m.hidden) {}
+        t_(o.batch * (o.seq / o.cp)), ts_(o.sequence_parallel ? t_ / o.tp : t_), h_(m.hidden) {}
 
   // Ops added from now on belong to section `s`.
   void section(Section s) { section_ = s; }
@@ -153,6 +153,16 @@ void norm(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t b
 void dropout(BlockBuilder& bb, const std::string& name, int64_t n, int64_t fwd_live,
              int64_t bwd_live) {
   bb.pointwise("dropout", n, kDropoutFlops, 1, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
+               static_cast<double>(n));
+  bb.save(name + ".mask", n);
+}
+
+// Megatron's bias_dropout_add_fused_train (one jit-fused kernel): reads the branch and the
+// residual, writes the sum and the 1-byte mask; backward reads dy and the mask, writes the branch
+// gradient (the skip gradient is dy itself). Saves the mask.
+void fused_dropout_add(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
+  const int64_t n = bb.ts_ * bb.h_;
+  bb.pointwise("dropout", n, kDropoutFlops + kAddFlops, 2, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
                static_cast<double>(n));
   bb.save(name + ".mask", n);
 }
@@ -300,8 +310,12 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   bb.section(Section::kRow);
   bb.gemm(t, h, hq, e * n, e * (n + nq));  // output projection
   bb.section(Section::kShard);
-  if (drop) dropout(bb, "attn.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
-  residual_add(bb, e * n_s, 2 * e * n_s);
+  if (drop && o.fused_bias_dropout_add) {
+    fused_dropout_add(bb, "attn.resid_dropout", e * n_s, 2 * e * n_s);
+  } else {
+    if (drop) dropout(bb, "attn.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
+    residual_add(bb, e * n_s, 2 * e * n_s);
+  }
 
   // --- MLP ---
   norm(bb, "norm_2", 0, 2 * e * n_s);
@@ -357,8 +371,12 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   bb.section(Section::kRow);
   bb.gemm(t, h, f, e * n, e * (n + t * f));  // down / fc2
   bb.section(Section::kShard);
-  if (drop) dropout(bb, "mlp.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
-  residual_add(bb, e * n_s, 2 * e * n_s);
+  if (drop && o.fused_bias_dropout_add) {
+    fused_dropout_add(bb, "mlp.resid_dropout", e * n_s, 2 * e * n_s);
+  } else {
+    if (drop) dropout(bb, "mlp.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
+    residual_add(bb, e * n_s, 2 * e * n_s);
+  }
 
   Block blk;
   blk.name = p;
@@ -385,10 +403,28 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
   // writes fp32 dlogits, cast back to the compute dtype.
   bb.section(Section::kLoss);
   const double ce = kCrossEntropyFlops * static_cast<double>(t) * V;
-  bb.push({kernel("cross_entropy", {t, V}, "fp32", ce, (e + 4.0 + 4.0) * t * V + 4.0 * t),
-           {kernel("cross_entropy", {t, V}, "fp32", kBackwardFactor * ce, (4.0 + 4.0 + e) * t * V)},
-           (e + 4) * t * V, (4 + e) * t * V});
-  bb.save("loss.log_probs", 4 * t * V);
+  if (o.vocab_parallel_loss) {
+    // Megatron's _VocabParallelCrossEntropy (megatron/mpu/cross_entropy.py, forward/backward) on
+    // logits.float() (gpt_model.py post_language_model_processing, fp16_lm_cross_entropy off):
+    // the cast (read e, write 4 per logit; none in fp32), then in place on the fp32 logits max
+    // (read), sub_ (read + write), exp (read + write), sum (read), div_ (read + write); the
+    // softmax is saved. Backward: grad_input.mul_ (read + write) and the cast back to the
+    // compute dtype (read 4, write e). One flop per logit and pass.
+    const int64_t tv = t * V;
+    const double dtv = static_cast<double>(tv);
+    if (e != 4) bb.push({kernel("elementwise", {tv}, "fp32", 0, (e + 4.0) * dtv),
+                         {kernel("elementwise", {tv}, "fp32", 0, (4.0 + e) * dtv)}, (e + 4) * tv, (4 + e) * tv});
+    const double passes[][2] = {{1, 0}, {1, 1}, {1, 1}, {1, 0}, {1, 1}};  // max, sub_, exp, sum, div_
+    for (const auto& rw : passes)
+      bb.push({kernel("elementwise", {tv}, "fp32", dtv, 4.0 * (rw[0] + rw[1]) * dtv + 4.0 * t), {}, 4 * tv, 0});
+    bb.push({Kernel{}, {kernel("elementwise", {tv}, "fp32", dtv, 8.0 * dtv)}, 0, 4 * tv});
+    bb.save("loss.softmax", 4 * tv);
+  } else {
+    bb.push({kernel("cross_entropy", {t, V}, "fp32", ce, (e + 4.0 + 4.0) * t * V + 4.0 * t),
+             {kernel("cross_entropy", {t, V}, "fp32", kBackwardFactor * ce, (4.0 + 4.0 + e) * t * V)},
+             (e + 4) * t * V, (4 + e) * t * V});
+    bb.save("loss.log_probs", 4 * t * V);
+  }
   bb.save("loss.targets", 8 * t);
   Block b;
   b.name = "head";
@@ -487,7 +523,7 @@ Workload build_workload(const ModelSpec& m, const WorkloadOptions& opt) {
                 "GPT-2 family only; model '", m.name, "' is family ", m.family);
   PROTWIN_CHECK(o.cp == 1 || o.flash_attention, "--cp ", o.cp,
                 ": context parallelism needs FlashAttention (its ring runs flash blocks)");
-  PROTWIN_CHECK((o.batch * (o.seq / o.cp)) % o.tp == 0, "--tp ", o.tp, ": the ",
+  PROTWIN_CHECK(!o.sequence_parallel || (o.batch * (o.seq / o.cp)) % o.tp == 0, "--tp ", o.tp, ": the ",
                 o.batch * (o.seq / o.cp), " tokens of a micro-batch on one CP rank are not divisible "
                 "by TP (sequence parallelism shards them)");
 

@@ -14,8 +14,9 @@
 //   GEMMs (Q/K/V, gate/up/fc1, LM head) split N by t, row-parallel ones (attention output,
 //   down/fc2) split K by t, attention keeps a/t heads and runs as c ring steps {b*a/t, s/c, s/c, d}
 //   (one kernel with count c: FlashAttention only), norms, residual adds and dropout run on the
-//   sequence-parallel shard of b*s/(c*t) tokens, the vocabulary is split into ceil(V/t) rows
-//   (no padding). Saved and temporary bytes follow the same shapes (the 4D estimator in
+//   sequence-parallel shard of b*s/(c*t) tokens (all b*s/c tokens, replicated, without sequence
+//   parallelism), the vocabulary is split into ceil(V/t) rows (the 4D compiler pads V first when
+//   asked). Saved and temporary bytes follow the same shapes (the 4D estimator in
 //   sim/estimate is the memory model for such layouts). The collectives between the pieces are
 //   not kernels: the 4D compiler (sim/parallel) adds them at the Section boundaries below.
 //   At tp = cp = 1 every kernel, byte and count is exactly the unsharded workload.
@@ -50,6 +51,14 @@ struct WorkloadOptions {
   bool hf_eager = false;  // GPT-2 family only: HuggingFace GPT2Block's eager kernels (gelu_new as its
                           // 8 elementwise ops and what autograd keeps of them; the attention scale
                           // and causal-mask where as passes of their own before the softmax)
+  // Megatron switches (workload of one TP rank; see the 4D compiler for the collectives):
+  bool sequence_parallel = true;  // false (Megatron-LM 2021, Megatron-DeepSpeed): norms, residual
+                                  // adds and dropout run replicated on all b*s/cp tokens
+  bool vocab_parallel_loss = false;  // Megatron's _VocabParallelCrossEntropy as its passes (the
+                                     // .float() cast, max, subtract, exp, sum, divide; backward
+                                     // multiply and the cast back) instead of one fused kernel
+  bool fused_bias_dropout_add = false;  // with dropout: Megatron's bias_dropout_add_fused_train,
+                                        // dropout and residual add as one kernel
 };
 
 // Where a kernel sits as Megatron's tensor parallelism cuts a block; the 4D compiler puts the

@@ -99,3 +99,30 @@ TEST_CASE("simulate-4d errors name the flags", "[cli][4d][errors]") {
         "protwin simulate-4d: error: --recompute some: unknown recompute granularity; expected none, selective or "
         "full\n");
 }
+
+TEST_CASE("simulate-4d --framework and the workload switches: JSON config, overrides, bad values", "[cli][4d][switches]") {
+  const std::string base = "--model " + kSmall + " --machine dgx-a100 --tp 2 --dp 2 --mbs 1 --gbs 8 --seq 1024 --dtype fp16";
+  const auto core = run_protwin("simulate-4d " + base + " --json");
+  REQUIRE(core.code == 0);
+  const auto c = nlohmann::json::parse(core.out)["config"];
+  CHECK(c["sequence_parallel"] == true);
+  CHECK(c["dropout"] == false);
+  CHECK(c["grad_reduce_bytes"] == 4);
+  // The SC'21 code's switches, one of them overridden after the preset.
+  const auto lm = run_protwin("simulate-4d " + base + " --framework megatron-lm --dropout off --json");
+  REQUIRE(lm.code == 0);
+  const auto j = nlohmann::json::parse(lm.out);
+  CHECK(j["config"]["sequence_parallel"] == false);
+  CHECK(j["config"]["dropout"] == false);
+  CHECK(j["config"]["grad_reduce_bytes"] == 2);
+  CHECK(j["config"]["vocab_parallel_loss"] == true);
+  CHECK(j["config"]["pad_vocab"] == true);
+  // Replicated norms and TP all-reduces only add work: the iteration cannot get shorter.
+  CHECK(j["iteration_s"].get<double>() > nlohmann::json::parse(core.out)["iteration_s"].get<double>());
+  CHECK(err_of(base + " --framework megatron-2").find("--framework: expected megatron-core, megatron-lm or megatron-deepspeed") !=
+        std::string::npos);
+  CHECK(err_of(base + " --sequence-parallel yes").find("--sequence-parallel: expected on or off, got 'yes'") !=
+        std::string::npos);
+  CHECK(err_of(base + " --grad-reduce-dtype int8").find("--grad-reduce-dtype: expected fp32, fp16 or bf16") !=
+        std::string::npos);
+}

@@ -121,3 +121,31 @@ TEST_CASE("a machine naming a table that does not exist is refused", "[hwmodels]
   CHECK_THROWS_WITH(HardwareCostModel(load_machine("dgx-a100", {"kernel_tables.names.0=nope"})),
                     Catch::Contains("/kernel_tables/names") && Catch::Contains("nope"));
 }
+
+TEST_CASE("unfused attention is its batched GEMMs only: the softmax is charged once, as its own kernel",
+          "[hwmodels][kernel]") {
+  // Every workload emits the softmax (and its backward) as a kernel of its own next to the
+  // "attention" kernel, so the attention kernel must not price a pass over the scores again.
+  const std::vector<int64_t> shape = {32, 1024, 1024, 64};  // b*a, s_q, s_k, d
+  {
+    const HardwareCostModel cost(load_machine("dgx-a100"));  // shape-aware model
+    const double fwd = cost.gemm_time(32, 1024, 1024, 64, "fp16").seconds + cost.gemm_time(32, 1024, 64, 1024, "fp16").seconds;
+    const double bwd = fwd + 2 * cost.gemm_time(32, 1024, 64, 1024, "fp16").seconds;
+    protwin::traces::Kernel k;
+    k.sig = {"attention", shape, "fp16"};
+    CHECK(cost.kernel_seconds(k, false) == Approx(fwd).epsilon(1e-12));
+    CHECK(cost.kernel_seconds(k, true) == Approx(bwd).epsilon(1e-12));
+  }
+  {
+    const HardwareCostModel cost(load_machine("host-emulated"));  // curves (no SMs)
+    const double gemm_flops = 2.0 * 32 * 1024 * 1024 * 64;
+    const double gemm_bytes = 32.0 * (1024 * 64 + 1024 * 64 + 1024 * 1024) * 4;
+    protwin::traces::Kernel call;  // one batched GEMM call of these flops and bytes (no {m,n,k} shape)
+    call.sig = {"gemm", {32}, "fp32"};
+    call.flops = gemm_flops;
+    call.bytes = gemm_bytes;
+    const double t = cost.kernel_seconds(call, false);
+    CHECK(cost.attention_seconds(shape, "fp32", false, false) == Approx(2 * t).epsilon(1e-12));
+    CHECK(cost.attention_seconds(shape, "fp32", false, true) == Approx(4 * t).epsilon(1e-12));
+  }
+}

@@ -16,8 +16,8 @@ nlohmann::json embedded(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("the ten machines are embedded and validate", "[hwmodels]") {
-  const std::vector<std::string> expected = {"a100-40g-pcie-server", "a100-server", "abci-a100",
+TEST_CASE("the eleven machines are embedded and validate", "[hwmodels]") {
+  const std::vector<std::string> expected = {"a100-40g-pcie-server", "a100-80g-pcie-server", "a100-server", "abci-a100",
                                              "dgx-a100", "h100-server", "h200-server", "hgx-h100",
                                              "host-emulated", "rtx3090-server", "tsubame-h100"};
   CHECK(machine_names() == expected);
@@ -41,15 +41,21 @@ TEST_CASE("machine facts match the ProTrain testbeds (hardware.md §1)", "[hwmod
   CHECK(a.gpu.memory_bytes == 80LL * 1024 * 1024 * 1024);
   CHECK(a.host.cores == 112);
   CHECK(a.inter_node.has_value());
-  for (const char* n : {"a100-40g-pcie-server", "h100-server", "h200-server"})
+  for (const char* n : {"a100-40g-pcie-server", "a100-80g-pcie-server", "h100-server", "h200-server"})
     CHECK(load_machine(n).gpu.count == 8);
+  // The A100 80GB PCIe (issue #18): its own HBM and memory, not the SXM part's (A100DS, NeuSight's
+  // device config: 1935 GB/s, 108 SMs).
+  const Machine p = load_machine("a100-80g-pcie-server");
+  CHECK(p.gpu.hbm_peak_GBps == 1935);
+  CHECK(p.gpu.sms == 108);
+  CHECK(p.gpu.memory_bytes == 80LL * 1024 * 1024 * 1024);
   CHECK(a.provenance_of("/host_link/h2d/pinned_GBps")["kind"] == "measured");
   CHECK(a.provenance_of("/collectives/intra_node/all_reduce/busbw_GBps")["kind"] == "derived");
 }
 
 TEST_CASE("an unknown machine lists the known ones", "[hwmodels][errors]") {
   CHECK_THROWS_WITH(load_machine("dgx-9000"),
-                    "unknown machine 'dgx-9000'; known machines: a100-40g-pcie-server, a100-server, "
+                    "unknown machine 'dgx-9000'; known machines: a100-40g-pcie-server, a100-80g-pcie-server, a100-server, "
                     "abci-a100, dgx-a100, h100-server, h200-server, hgx-h100, host-emulated, "
                     "rtx3090-server, tsubame-h100\n"
                     "hint: pass a path to a machine file (with '/' or ending in .json) to load one "

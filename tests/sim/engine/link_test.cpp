@@ -99,7 +99,7 @@ TEST_CASE("max-min fairness across links of different speeds", "[engine][link]")
   CHECK(d.done == std::vector<int64_t>{1000, 4000, 4000});
 }
 
-TEST_CASE("capped transfers whose caps fit every link run at their caps; at or over capacity they share",
+TEST_CASE("capped transfers whose caps fit every link run at their caps, at or over capacity they share",
           "[engine][link]") {
   // The fast path (caps fit: rates are the caps) and progressive filling agree with the closed forms.
   // Host DRAM 40 shared by H2D (cap 12) and D2H (cap 13): 25 < 40, each at its cap.
