@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
+#include "runtime/comm/rank_group.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
@@ -19,13 +20,15 @@ int run_train(const std::vector<std::string>& args) {
   std::string plan_path, out_path, trace_path;
   rt::TrainOptions o;
   desc.add_options()
-      ("plan", po::value(&plan_path), "Plan to replay (protwin.plan JSON, fp32, 1 GPU)")
+      ("plan", po::value(&plan_path), "Plan to replay (protwin.plan JSON, fp32; N GPUs: under mpirun -np N)")
       ("steps", po::value(&o.steps)->default_value(o.steps), "train until this many optimizer steps are done")
       ("data", po::value(&o.data)->default_value(o.data), "text file for byte-level language modelling")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the weights and the data start")
       ("lr", po::value(&o.lr)->default_value(o.lr), "Adam learning rate")
       ("link-GBps", po::value(&o.link_gbps)->default_value(o.link_gbps),
        "throttle each host<->device copy direction to this rate (0: memcpy speed)")
+      ("net-GBps", po::value(&o.net_gbps)->default_value(o.net_gbps),
+       "cap each collective's bus bandwidth between the ranks at this rate (0: uncapped)")
       ("device", po::value(&o.device)->default_value("auto"),
        "auto (CUDA when this build and machine have it, else the emulated device), cuda, or emulated")
       ("compute-threads", po::value(&o.compute_threads)->default_value(0),
@@ -38,7 +41,7 @@ int run_train(const std::vector<std::string>& args) {
       ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
       ("json", "print JSON");
   po::variables_map vm;
-  if (!parse_options("protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] "
+  if (!parse_options("[mpirun -np G] protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] [--net-GBps Y] "
                      "[--device auto|cuda|emulated] [--compute-threads T] [-o measured.json] [--chrome-trace t.json] "
                      "[--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
                      desc, args, vm))
@@ -46,8 +49,9 @@ int run_train(const std::vector<std::string>& args) {
   require(vm, "plan");
   require(vm, "steps");
   PROTWIN_CHECK(o.lr > 0 && o.lr <= 1000, "--lr ", o.lr, ": expected a learning rate > 0 (and at most 1000)");
-  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path);
+  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, rt::RankGroup::world().size());
   const rt::TrainResult r = rt::train(rp, o);
+  if (r.rank != 0) return 0;  // rank 0 reports (its own device; the losses are the global batch's)
 
   if (!out_path.empty()) traces::write_report(r.last_report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(r.last_report, trace_path);
@@ -56,6 +60,7 @@ int run_train(const std::vector<std::string>& args) {
                 {"model", rp.plan.meta.value("model", "")},
                 {"device", r.device},
                 {"batch", rp.batch},
+                {"ranks", r.ranks},
                 {"seq", rp.seq},
                 {"first_step", r.first_step},
                 {"last_step", r.last_step},
@@ -67,12 +72,13 @@ int run_train(const std::vector<std::string>& args) {
                 {"device_capacity_bytes", r.device_capacity},
                 {"peak_host_bytes", r.peak_host_bytes},
                 {"compute_threads", r.compute_threads},
-                {"link_GBps", o.link_gbps}});
+                {"link_GBps", o.link_gbps},
+                {"net_GBps", o.net_gbps}});
     return 0;
   }
-  std::printf("plan %s: %s, batch %lld x seq %lld, %d compute threads\n", plan_path.c_str(),
+  std::printf("plan %s: %s, batch %lld x seq %lld, %d rank(s), %d compute threads\n", plan_path.c_str(),
               rp.plan.meta.value("model", std::string("?")).c_str(), static_cast<long long>(rp.batch),
-              static_cast<long long>(rp.seq), r.compute_threads);
+              static_cast<long long>(rp.seq), r.ranks, r.compute_threads);
   std::printf("%6s  %10s  %10s\n", "step", "loss", "seconds");
   for (size_t i = 0; i < r.losses.size(); ++i)
     std::printf("%6lld  %10.6f  %10.4f\n", static_cast<long long>(r.first_step + static_cast<int64_t>(i)),

@@ -19,6 +19,7 @@ struct TrainOptions {
   std::string data = kDefaultDataFile;
   uint64_t seed = 0;             // weights and the data start position
   double link_gbps = 0;          // 0 = unthrottled copies
+  double net_gbps = 0;           // collectives' bus bandwidth cap (N ranks); 0 = uncapped
   int compute_threads = 0;       // 0 = ThreadSplit::choose
   double lr = 1e-3;
   std::string checkpoint_dir;    // "" = no checkpoints
@@ -39,10 +40,16 @@ struct TrainResult {
   int64_t plan_device_high_water = 0;
   int64_t device_capacity = 0;
   int compute_threads = 0;
+  int ranks = 1;                 // processes replaying the plan (mpirun -np)
+  int rank = 0;                  // this process's rank; losses are the mean over ranks, memory this rank's
   std::string device;            // the device that replayed the plan
   traces::Report last_report;    // measured report of the last step
 };
 
+// On N ranks (rp.ranks, RankGroup::world() under mpirun) every rank calls this: each trains on its
+// rows r*B .. (r+1)*B - 1 of the global batch of N*B sequences (the 1-rank plan of batch N*B sees
+// the same data), the reported loss is the mean of the ranks' losses, and rank 0 writes the
+// checkpoints.
 TrainResult train(const RuntimePlan& rp, const TrainOptions& options);
 
 }  // namespace protwin::rt
