@@ -68,6 +68,10 @@ int run_train(const std::vector<std::string>& args) {
                 {"iteration_s", r.iteration_s},
                 {"tokens_per_s", r.tokens_per_s},
                 {"peak_device_bytes", r.peak_device_bytes},
+                {"peak_device_reserved_bytes", r.peak_device_reserved_bytes},
+                {"peak_pinned_bytes", r.peak_pinned_bytes},
+                {"peak_pageable_bytes", r.peak_pageable_bytes},
+                {"plan_peak_device_bytes", r.plan_peak_device_bytes},
                 {"plan_device_high_water_bytes", r.plan_device_high_water},
                 {"device_capacity_bytes", r.device_capacity},
                 {"peak_host_bytes", r.peak_host_bytes},
@@ -84,10 +88,14 @@ int run_train(const std::vector<std::string>& args) {
     std::printf("%6lld  %10.6f  %10.4f\n", static_cast<long long>(r.first_step + static_cast<int64_t>(i)),
                 r.losses[i], r.iteration_s[i]);
   std::printf("tokens/s:          %.1f\n", r.tokens_per_s);
-  std::printf("peak device bytes: %lld (plan high-water %lld, capacity %lld)\n",
-              static_cast<long long>(r.peak_device_bytes), static_cast<long long>(r.plan_device_high_water),
+  std::printf("peak device bytes: %lld measured (%lld reserved); the plan's: %lld at the real times, high-water "
+              "%lld, capacity %lld\n",
+              static_cast<long long>(r.peak_device_bytes), static_cast<long long>(r.peak_device_reserved_bytes),
+              static_cast<long long>(r.plan_peak_device_bytes), static_cast<long long>(r.plan_device_high_water),
               static_cast<long long>(r.device_capacity));
-  std::printf("peak host bytes:   %lld\n", static_cast<long long>(r.peak_host_bytes));
+  std::printf("peak host bytes:   %lld pinned + %lld pageable measured; the plan's: %lld\n",
+              static_cast<long long>(r.peak_pinned_bytes), static_cast<long long>(r.peak_pageable_bytes),
+              static_cast<long long>(r.peak_host_bytes));
   if (!out_path.empty()) std::cout << "report:       " << out_path << "\n";
   if (!trace_path.empty()) std::cout << "chrome trace: " << trace_path << "  (open in ui.perfetto.dev)\n";
   if (!o.checkpoint_dir.empty()) std::cout << "checkpoint:   " << o.checkpoint_dir << "/checkpoint.bin\n";

@@ -145,12 +145,23 @@ StepResult PlanReplayer::step(const at::Tensor& tokens, const at::Tensor& target
   PROTWIN_ASSERT(loss_.defined(), "the plan ran no head forward");
   r.loss = loss_.item<double>();
   loss_ = x_ = dx_ = tokens_ = targets_ = at::Tensor();
-  r.peak_device_bytes = ledger.peak("gpu");
+  r.plan_peak_device_bytes = ledger.peak("gpu");
   r.peak_host_bytes = ledger.host_peak();
+  const MeasuredMemory mem = device_->measured_memory();
+  r.peak_device_bytes = mem.measured ? mem.device_allocated_peak : r.plan_peak_device_bytes;
+  r.peak_device_reserved_bytes = mem.device_reserved_peak;
+  r.peak_pinned_bytes = mem.pinned_peak;
+  r.peak_pageable_bytes = mem.pageable_peak;
   nlohmann::json meta = rp_.plan.meta;
   meta["source"] = "runtime";
   meta["plan"] = rp_.source;
   device_->describe(meta);
+  if (mem.measured)
+    meta["measured_memory"] = {{"device_allocated_peak_bytes", mem.device_allocated_peak},
+                               {"device_reserved_peak_bytes", mem.device_reserved_peak},
+                               {"pinned_peak_bytes", mem.pinned_peak},
+                               {"pageable_peak_bytes", mem.pageable_peak},
+                               {"plan_device_peak_bytes", r.plan_peak_device_bytes}};
   meta["adam_step"] = adam_step;
   r.report.meta = meta;
   return r;

@@ -44,9 +44,15 @@ struct ReplayOptions {
 
 struct StepResult {
   double loss = 0;
-  traces::Report report;     // measured, meta.source = "runtime"
+  traces::Report report;     // measured, meta.source = "runtime"; meta.measured_memory: the allocators'
+  // Memory the device's allocators really held (DeviceOps::measured_memory); where the device does
+  // not count, the plan's bytes (peak_device_bytes = plan_peak_device_bytes).
   int64_t peak_device_bytes = 0;
-  int64_t peak_host_bytes = 0;
+  int64_t peak_device_reserved_bytes = 0;
+  int64_t peak_pinned_bytes = 0, peak_pageable_bytes = 0;
+  // The plan's own bytes charged at the ops' real times (PoolLedger): the report's pool curves.
+  int64_t plan_peak_device_bytes = 0;
+  int64_t peak_host_bytes = 0;  // the plan's pinned + pageable bytes
 };
 
 // The device seam: what the training loop drives, whichever device replays the plan. Both

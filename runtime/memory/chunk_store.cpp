@@ -275,7 +275,7 @@ void ChunkStore::grad_to_pageable(int c) {
   }
   PROTWIN_ASSERT(scratch.defined(), "grad_fp32 of chunk ", c, " without its grad_roundtrip");
   device_.used_here(scratch);
-  ch.pageable_grad = at::empty({scratch.numel()}, at::kFloat);  // plain (pageable) host memory
+  ch.pageable_grad = device_.pageable_empty({scratch.numel()}, at::kFloat);
   device_.copy(ch.pageable_grad, scratch, Link::kD2H);
   device_.wait_copies();  // ATen's copy_ into pageable memory returns when the bytes are there
 }
@@ -283,7 +283,7 @@ void ChunkStore::grad_to_pageable(int c) {
 void ChunkStore::cast_grad(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(ch.pageable_grad.defined(), "host_cast of chunk ", c, " without its grad_fp32 copy");
-  if (!ch.host_grad_fp32.defined()) ch.host_grad_fp32 = at::empty({ch.pageable_grad.numel()}, at::kFloat);
+  if (!ch.host_grad_fp32.defined()) ch.host_grad_fp32 = device_.pageable_empty({ch.pageable_grad.numel()}, at::kFloat);
   ch.host_grad_fp32.copy_(ch.pageable_grad);  // the runtime trains in fp32: the cast is a copy
   ch.pageable_grad = at::Tensor();
   ch.host_grad_fp32_valid = true;
@@ -307,7 +307,7 @@ void ChunkStore::unscale_grad(int c) {
 void ChunkStore::copy_to_half(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   const at::Tensor& m = master(c);
-  if (!ch.host_half.defined()) ch.host_half = at::empty({m.numel()}, m.options().dtype(at::kHalf));
+  if (!ch.host_half.defined()) ch.host_half = device_.pageable_empty({m.numel()}, at::kHalf);
   rt::copy_to_half(ch.host_half, m);
 }
 

@@ -116,6 +116,10 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
     r.losses.push_back(ranks.size() > 1 ? loss / ranks.size() : s.loss);
     r.iteration_s.push_back(secs);
     r.peak_device_bytes = std::max(r.peak_device_bytes, s.peak_device_bytes);
+    r.peak_device_reserved_bytes = std::max(r.peak_device_reserved_bytes, s.peak_device_reserved_bytes);
+    r.peak_pinned_bytes = std::max(r.peak_pinned_bytes, s.peak_pinned_bytes);
+    r.peak_pageable_bytes = std::max(r.peak_pageable_bytes, s.peak_pageable_bytes);
+    r.plan_peak_device_bytes = std::max(r.plan_peak_device_bytes, s.plan_peak_device_bytes);
     r.peak_host_bytes = std::max(r.peak_host_bytes, s.peak_host_bytes);
     s.report.meta["step"] = step;
     r.last_report = std::move(s.report);

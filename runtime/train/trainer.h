@@ -35,8 +35,11 @@ struct TrainResult {
   std::vector<double> iteration_s;
   int64_t tokens_per_step = 0;
   double tokens_per_s = 0;       // over the steps after the first (warm-up), else all
-  int64_t peak_device_bytes = 0;
-  int64_t peak_host_bytes = 0;
+  int64_t peak_device_bytes = 0;           // measured (StepResult), max over steps
+  int64_t peak_device_reserved_bytes = 0;
+  int64_t peak_pinned_bytes = 0, peak_pageable_bytes = 0;
+  int64_t plan_peak_device_bytes = 0;      // the plan's bytes at the real times
+  int64_t peak_host_bytes = 0;             // the plan's host bytes at the real times
   int64_t plan_device_high_water = 0;
   int64_t device_capacity = 0;
   int compute_threads = 0;

@@ -76,13 +76,14 @@ bool have_runtime() {
 std::vector<protwin::sim::OffloadKnobs> policies(const protwin::sim::Workload& w) {
   std::vector<protwin::sim::OffloadKnobs> out;
   protwin::sim::OffloadKnobs k;
-  k.chunk_bytes = int64_t{1} << 20;
+  k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
-  k.n_buffer = 2;
+  k.n_buffer = 3;
   out.push_back(k);  // sharded chunks, CPU Adam overlapped
   k.persistent_gpu_adam = false;
-  k.n_persist = 2;
-  out.push_back(k);  // ZeRO-Offload's persistent chunks
+  k.n_persist = static_cast<int>(protwin::sim::layout_for(w, k).chunks.size()) - 1;
+  k.n_buffer = 1;
+  out.push_back(k);  // ZeRO-Offload's persistent chunks (host Adam), one sharded chunk
   protwin::sim::OffloadKnobs b;
   b.per_block_chunks = true;
   b.chunk_bytes = 0;
