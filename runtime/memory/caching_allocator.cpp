@@ -109,24 +109,18 @@ void CachingAllocator::release(Block* b) {
   Pool& pool = b->small ? small_ : large_;
   b->in_use = false;
   allocated_.add(-static_cast<int64_t>(b->size));
-  // Merge with free neighbours (the segment's first block keeps its identity).
-  if (b->next && !b->next->in_use) {
-    Block* n = b->next;
-    pool.erase(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (b->next) b->next->prev = b;
-    delete n;
-  }
-  if (b->prev && !b->prev->in_use) {
-    Block* p = b->prev;
-    pool.erase(p);
-    p->size += b->size;
-    p->next = b->next;
-    if (p->next) p->next->prev = p;
-    delete b;
-    b = p;
-  }
+  // Merge with free neighbours (the left one survives: a segment's first block keeps its identity).
+  auto absorb = [&pool](Block* left, Block* right) {
+    pool.erase(left);  // re-keyed by its new size below
+    pool.erase(right);
+    left->size += right->size;
+    left->next = right->next;
+    if (left->next) left->next->prev = left;
+    delete right;
+    return left;
+  };
+  if (b->next && !b->next->in_use) b = absorb(b, b->next);
+  if (b->prev && !b->prev->in_use) b = absorb(b->prev, b);
   pool.insert(b);
 }
 
