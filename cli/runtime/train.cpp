@@ -49,8 +49,18 @@ int run_train(const std::vector<std::string>& args) {
   require(vm, "plan");
   require(vm, "steps");
   PROTWIN_CHECK(o.lr > 0 && o.lr <= 1000, "--lr ", o.lr, ": expected a learning rate > 0 (and at most 1000)");
-  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, rt::RankGroup::world().size());
-  const rt::TrainResult r = rt::train(rp, o);
+  rt::RankGroup& ranks = rt::RankGroup::world();
+  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, ranks.size());
+  rt::TrainResult r;
+  try {
+    r = rt::train(rp, o);
+  } catch (const Error& e) {
+    if (ranks.size() == 1) throw;
+    // Its peers may wait in a collective for this rank: say why, then end them all.
+    std::fprintf(stderr, "protwin train: error: rank %d: %s\n", ranks.rank(), e.what());
+    ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);
+    throw;
+  }
   if (r.rank != 0) return 0;  // rank 0 reports (its own device; the losses are the global batch's)
 
   if (!out_path.empty()) traces::write_report(r.last_report, out_path);

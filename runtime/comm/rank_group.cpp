@@ -23,6 +23,7 @@ struct Plugin {
   decltype(&protwin_mpi_alltoallv_f32) alltoallv = nullptr;
   decltype(&protwin_mpi_bcast_f32) bcast = nullptr;
   decltype(&protwin_mpi_allgather_f64) allgather_f64 = nullptr;
+  decltype(&protwin_mpi_abort) abort = nullptr;
   decltype(&protwin_mpi_finalize) finalize = nullptr;
 };
 Plugin g_mpi;
@@ -58,6 +59,7 @@ RankGroup& RankGroup::world() {
     g_mpi.alltoallv = mpi_plugin_function<decltype(&protwin_mpi_alltoallv_f32)>(lib, "protwin_mpi_alltoallv_f32");
     g_mpi.bcast = mpi_plugin_function<decltype(&protwin_mpi_bcast_f32)>(lib, "protwin_mpi_bcast_f32");
     g_mpi.allgather_f64 = mpi_plugin_function<decltype(&protwin_mpi_allgather_f64)>(lib, "protwin_mpi_allgather_f64");
+    g_mpi.abort = mpi_plugin_function<decltype(&protwin_mpi_abort)>(lib, "protwin_mpi_abort");
     g_mpi.finalize = mpi_plugin_function<decltype(&protwin_mpi_finalize)>(lib, "protwin_mpi_finalize");
     const int rc = init(&g->rank_, &g->size_);
     PROTWIN_CHECK(rc == 0, "mpirun: MPI_Init_thread failed", rc == 2 ? " (this MPI has no MPI_THREAD_SERIALIZED)" : "");
@@ -137,6 +139,10 @@ std::vector<double> RankGroup::all_gather(double mine) {
   std::vector<double> all(static_cast<size_t>(size_), mine);
   if (size_ > 1) check(g_mpi.allgather_f64(mine, all.data()), "all-gather of a value");
   return all;
+}
+
+void RankGroup::abort_all(int code) const {
+  if (size_ > 1) g_mpi.abort(code);
 }
 
 int cores_per_rank(int host_cores) {

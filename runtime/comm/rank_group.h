@@ -55,6 +55,9 @@ class RankGroup {
   void broadcast(const at::Tensor& full, int root);
   // One value from every rank, in rank order.
   std::vector<double> all_gather(double mine);
+  // Ends every rank with exit code `code` (MPI_Abort): a rank that failed mid-step must not leave
+  // its peers waiting in a collective. Returns only with one rank (then it does nothing).
+  void abort_all(int code) const;
 
  private:
   void throttle(double bus_bytes, int64_t start_ns) const;

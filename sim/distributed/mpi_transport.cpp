@@ -98,6 +98,8 @@ int protwin_mpi_allgather_f64(double mine, double* all) {
   return complete(request);
 }
 
+void protwin_mpi_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
 void protwin_mpi_free(unsigned char* p) { std::free(p); }
 
 void protwin_mpi_finalize(void) {

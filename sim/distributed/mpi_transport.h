@@ -27,6 +27,8 @@ int protwin_mpi_alltoallv_f32(const float* send, const int* send_counts, const i
 int protwin_mpi_bcast_f32(float* buf, int n, int root);
 // One double from every rank, in rank order (all has one entry per rank).
 int protwin_mpi_allgather_f64(double mine, double* all);
+// MPI_Abort of every rank with `code` (a rank that failed while its peers wait in a collective).
+void protwin_mpi_abort(int code);
 // MPI_Finalize, unless already finalised.
 void protwin_mpi_finalize(void);
 }
