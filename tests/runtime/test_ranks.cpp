@@ -3,6 +3,7 @@
 // (2 x 2 sequences) trains to the same losses within 1e-6 relative; a rerun gives bitwise the same
 // losses (fixed reduction order); a checkpoint of 2 ranks resumes on 1 rank and the reverse, to the
 // uninterrupted run's losses. Without mpirun a 2-GPU plan is refused with the mpirun command.
+// --net-GBps: every collective takes at least its bus bytes over the rate.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "tests/cli/run_protwin.h"
 #include "tests/runtime/plan_fixtures.h"
+#include "traces/report.h"
 
 namespace {
 
@@ -160,4 +162,29 @@ TEST_CASE("ranks: without mpirun a 2-GPU plan is refused with the mpirun command
   CHECK(r.err.find(p + ":/meta/gpus: the runtime replays one GPU per process, and this plan has 2 GPUs but 1 "
                    "process is running") != std::string::npos);
   CHECK(r.err.find("hint: start one process per GPU: mpirun -np 2 protwin train --plan " + p) != std::string::npos);
+}
+
+TEST_CASE("ranks: --net-GBps caps each collective at its bus bytes over the rate", "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const protwin::sim::Workload w = tiny_workload("gpt2-tiny");
+  const std::string p = write(compile_plan(w, policies(w)[0], kGpuBytes, kRanks), "net.json");
+  const std::string measured = scratch("net.measured.json");
+  const double gbps = 0.2;
+  const CliResult r = run_protwin("train --plan " + p + " --steps 1 --net-GBps 0.2 -o " + measured, mpirun(kRanks));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const protwin::traces::Plan plan = protwin::traces::read_plan(p);
+  const protwin::traces::Report rep = protwin::traces::read_report(measured);
+  int collectives = 0;
+  for (const protwin::traces::Op& op : plan.ops) {
+    if (op.kind != "all_gather" && op.kind != "reduce_scatter" && op.kind != "all_reduce") continue;
+    ++collectives;
+    // The plan's bytes are the chunk's; a rank sends and receives (N-1)/N of them per pass (an
+    // all-reduce, and a reduce-scatter of a replicated chunk, makes two passes). 1 GB/s = 1 B/ns.
+    const protwin::traces::OpRecord& rec = rep.ops[static_cast<size_t>(op.id)];
+    const double bus = static_cast<double>(op.work.bytes) * (kRanks - 1) / kRanks;
+    INFO(op.kind << " of chunk " << op.chunk << ": " << rec.end.ns - rec.start.ns << " ns");
+    CHECK(static_cast<double>(rec.end.ns - rec.start.ns) >= 0.99 * bus / gbps);
+  }
+  CHECK(collectives > 0);
 }
