@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "cli/calibration.h"
+#include "cli/calibration_ranks.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/runtime_process.h"
@@ -200,7 +201,8 @@ std::string find_plot_script() {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
-  int cases = 12, steps = 4, threads = 2, rounds = 3;
+  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0;
+  double net_gbps = 1;
   int64_t batch = 4, seq = 0;
   double link = 0.25, device_mb = 0;
   std::string plot_script;
@@ -224,6 +226,9 @@ int run_calibrate(const std::vector<std::string>& args) {
                        "so the profile and the runs see the same machine")
       ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
+      ("ranks", po::value(&ranks)->default_value(0),
+       "also run every system's plan for this many GPUs under mpirun -np (0: none; cli/calibration_ranks.h)")
+      ("net-GBps", po::value(&net_gbps)->default_value(net_gbps), "collective bandwidth cap of the --ranks cases")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
        "folder for plans, reports, calibration.json and the plot (created, with its parents)")
@@ -240,6 +245,8 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(link > 0, "--link-GBps: expected a number > 0, got ", link);
   PROTWIN_CHECK(device_mb >= 0, "--device-memory-MB: expected a number >= 0, got ", device_mb);
   PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
+  PROTWIN_CHECK(ranks == 0 || (ranks >= 2 && ranks <= 64), "--ranks: expected 0 or 2 to 64, got ", ranks);
+  PROTWIN_CHECK(net_gbps >= 0.01 && net_gbps <= 10000, "--net-GBps: expected 0.01 to 10000, got ", net_gbps);
   const std::string rt = runtime_binary_path();
   PROTWIN_CHECK(!rt.empty(), "calibrate needs the LibTorch runtime (protwin-rt next to protwin), which was not built");
   const bool json_out = vm.count("json") > 0;
@@ -464,6 +471,22 @@ int run_calibrate(const std::vector<std::string>& args) {
     traces::write_file_atomic(out_dir + "/machine-fitted.json", fm.json.dump(2) + "\n");
   }
 
+  // 5b. --ranks: every system's N-GPU plan under mpirun.
+  nlohmann::json rank_section;
+  if (ranks > 1) {
+    say("running every system's " + std::to_string(ranks) + "-GPU plan under mpirun...");
+    RankCalibrationOptions ro;
+    ro.ranks = ranks;
+    ro.steps = steps;
+    ro.link_gbps = link;
+    ro.net_gbps = net_gbps;
+    ro.out_dir = out_dir;
+    ro.runtime = rt;
+    ro.threads = threads;
+    rank_section = calibrate_rank_cases(
+        w, machine, [&](const hw::Machine& m) { return make_cost(m, profile ? &*profile : nullptr); }, ro);
+  }
+
   // 6. JSON, plot, table.
   nlohmann::json jc = nlohmann::json::array();
   for (const auto& r : results) {
@@ -509,6 +532,7 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"machine_noise_gflops", noise.to_json()},
               {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}});
   if (!fit_json.is_null()) out["fit"] = fit_json;
+  if (!rank_section.is_null()) out["rank_cases"] = rank_section;
   const std::string json_path = out_dir + "/calibration.json";
   traces::write_file_atomic(json_path, out.dump(2) + "\n");
 
@@ -574,6 +598,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                 noise.n, noise.median, 100 * noise.relative, noise.p10, noise.p90,
                 noise.relative > 0.10 ? "; noisier than the 5 % target resolves: rerun on a quieter machine" : "");
   for (const auto& s : sel.skipped) std::printf("skipped: %s\n", s.c_str());
+  if (!rank_section.is_null()) print_rank_cases(rank_section);
   std::printf("results: %s%s\n", json_path.c_str(), out.contains("plot") ? ("  plot: " + out["plot"].get<std::string>()).c_str() : "");
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
+#include "runtime/comm/rank_group.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
@@ -19,13 +20,15 @@ int run_train(const std::vector<std::string>& args) {
   std::string plan_path, out_path, trace_path;
   rt::TrainOptions o;
   desc.add_options()
-      ("plan", po::value(&plan_path), "Plan to replay (protwin.plan JSON, fp32, 1 GPU)")
+      ("plan", po::value(&plan_path), "Plan to replay (protwin.plan JSON, fp32; N GPUs: under mpirun -np N)")
       ("steps", po::value(&o.steps)->default_value(o.steps), "train until this many optimizer steps are done")
       ("data", po::value(&o.data)->default_value(o.data), "text file for byte-level language modelling")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the weights and the data start")
       ("lr", po::value(&o.lr)->default_value(o.lr), "Adam learning rate")
       ("link-GBps", po::value(&o.link_gbps)->default_value(o.link_gbps),
        "throttle each host<->device copy direction to this rate (0: memcpy speed)")
+      ("net-GBps", po::value(&o.net_gbps)->default_value(o.net_gbps),
+       "cap each collective's bus bandwidth between the ranks at this rate (0: uncapped)")
       ("device", po::value(&o.device)->default_value("auto"),
        "auto (CUDA when this build and machine have it, else the emulated device), cuda, or emulated")
       ("compute-threads", po::value(&o.compute_threads)->default_value(0),
@@ -38,7 +41,7 @@ int run_train(const std::vector<std::string>& args) {
       ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
       ("json", "print JSON");
   po::variables_map vm;
-  if (!parse_options("protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] "
+  if (!parse_options("[mpirun -np G] protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] [--net-GBps Y] "
                      "[--device auto|cuda|emulated] [--compute-threads T] [-o measured.json] [--chrome-trace t.json] "
                      "[--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
                      desc, args, vm))
@@ -46,8 +49,19 @@ int run_train(const std::vector<std::string>& args) {
   require(vm, "plan");
   require(vm, "steps");
   PROTWIN_CHECK(o.lr > 0 && o.lr <= 1000, "--lr ", o.lr, ": expected a learning rate > 0 (and at most 1000)");
-  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path);
-  const rt::TrainResult r = rt::train(rp, o);
+  rt::RankGroup& ranks = rt::RankGroup::world();
+  const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, ranks.size());
+  rt::TrainResult r;
+  try {
+    r = rt::train(rp, o);
+  } catch (const Error& e) {
+    if (ranks.size() == 1) throw;
+    // Its peers may wait in a collective for this rank: say why, then end them all.
+    std::fprintf(stderr, "protwin train: error: rank %d: %s\n", ranks.rank(), e.what());
+    ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);
+    throw;
+  }
+  if (r.rank != 0) return 0;  // rank 0 reports (its own device; the losses are the global batch's)
 
   if (!out_path.empty()) traces::write_report(r.last_report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(r.last_report, trace_path);
@@ -56,6 +70,7 @@ int run_train(const std::vector<std::string>& args) {
                 {"model", rp.plan.meta.value("model", "")},
                 {"device", r.device},
                 {"batch", rp.batch},
+                {"ranks", r.ranks},
                 {"seq", rp.seq},
                 {"first_step", r.first_step},
                 {"last_step", r.last_step},
@@ -63,25 +78,34 @@ int run_train(const std::vector<std::string>& args) {
                 {"iteration_s", r.iteration_s},
                 {"tokens_per_s", r.tokens_per_s},
                 {"peak_device_bytes", r.peak_device_bytes},
+                {"peak_device_reserved_bytes", r.peak_device_reserved_bytes},
+                {"peak_pinned_bytes", r.peak_pinned_bytes},
+                {"peak_pageable_bytes", r.peak_pageable_bytes},
+                {"plan_peak_device_bytes", r.plan_peak_device_bytes},
                 {"plan_device_high_water_bytes", r.plan_device_high_water},
                 {"device_capacity_bytes", r.device_capacity},
                 {"peak_host_bytes", r.peak_host_bytes},
                 {"compute_threads", r.compute_threads},
-                {"link_GBps", o.link_gbps}});
+                {"link_GBps", o.link_gbps},
+                {"net_GBps", o.net_gbps}});
     return 0;
   }
-  std::printf("plan %s: %s, batch %lld x seq %lld, %d compute threads\n", plan_path.c_str(),
+  std::printf("plan %s: %s, batch %lld x seq %lld, %d rank(s), %d compute threads\n", plan_path.c_str(),
               rp.plan.meta.value("model", std::string("?")).c_str(), static_cast<long long>(rp.batch),
-              static_cast<long long>(rp.seq), r.compute_threads);
+              static_cast<long long>(rp.seq), r.ranks, r.compute_threads);
   std::printf("%6s  %10s  %10s\n", "step", "loss", "seconds");
   for (size_t i = 0; i < r.losses.size(); ++i)
     std::printf("%6lld  %10.6f  %10.4f\n", static_cast<long long>(r.first_step + static_cast<int64_t>(i)),
                 r.losses[i], r.iteration_s[i]);
   std::printf("tokens/s:          %.1f\n", r.tokens_per_s);
-  std::printf("peak device bytes: %lld (plan high-water %lld, capacity %lld)\n",
-              static_cast<long long>(r.peak_device_bytes), static_cast<long long>(r.plan_device_high_water),
+  std::printf("peak device bytes: %lld measured (%lld reserved); the plan's: %lld at the real times, high-water "
+              "%lld, capacity %lld\n",
+              static_cast<long long>(r.peak_device_bytes), static_cast<long long>(r.peak_device_reserved_bytes),
+              static_cast<long long>(r.plan_peak_device_bytes), static_cast<long long>(r.plan_device_high_water),
               static_cast<long long>(r.device_capacity));
-  std::printf("peak host bytes:   %lld\n", static_cast<long long>(r.peak_host_bytes));
+  std::printf("peak host bytes:   %lld pinned + %lld pageable measured; the plan's: %lld\n",
+              static_cast<long long>(r.peak_pinned_bytes), static_cast<long long>(r.peak_pageable_bytes),
+              static_cast<long long>(r.peak_host_bytes));
   if (!out_path.empty()) std::cout << "report:       " << out_path << "\n";
   if (!trace_path.empty()) std::cout << "chrome trace: " << trace_path << "  (open in ui.perfetto.dev)\n";
   if (!o.checkpoint_dir.empty()) std::cout << "checkpoint:   " << o.checkpoint_dir << "/checkpoint.bin\n";

@@ -40,6 +40,9 @@ const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::kCuda
 
 std::unique_ptr<Replayer> make_replayer(const RuntimePlan& rp, const ReplayOptions& options, DeviceKind kind) {
   if (kind == DeviceKind::kEmulated) return std::make_unique<PlanReplayer>(rp, options);
+  // The ranks' collectives pass host pointers to MPI: a CUDA device would need a CUDA-aware MPI.
+  PROTWIN_CHECK(rp.ranks == 1, "--device cuda: plans of more than one GPU (", rp.ranks,
+                " ranks) are replayed on the emulated device only\nhint: --device emulated");
 #ifdef PROTWIN_WITH_CUDA
   return std::make_unique<PlanReplayer>(rp, options, std::make_unique<CudaDevice>(rp));
 #else

@@ -8,6 +8,13 @@
 
 namespace protwin::rt {
 
+namespace {
+RankGroup& ranks_of(const ReplayOptions& o) {
+  static RankGroup one_rank;
+  return o.ranks ? *o.ranks : one_rank;
+}
+}  // namespace
+
 PlanReplayer::PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options)
     : PlanReplayer(rp, options, std::make_unique<EmulatedDevice>(options.link_gbps, options.threads.compute)) {
   options_.threads.apply();
@@ -17,7 +24,7 @@ PlanReplayer::PlanReplayer(const RuntimePlan& rp, const ReplayOptions& options, 
     : rp_(rp),
       options_(options),
       device_(std::move(device)),
-      chunks_(rp.model, rp.chunks, *device_),
+      chunks_(rp.model, rp.chunks, *device_, ranks_of(options)),
       acts_(rp.model.layers, *device_),
       executor_(rp.plan) {
   for (const traces::TensorSpec& t : rp.plan.tensors) {
@@ -97,8 +104,14 @@ void PlanReplayer::run_semantics(const traces::Op& op) {
     } else if (what == "grad_fp32") {
       chunks_.grad_to_pageable(op.chunk);
     } else {  // grad_chunk, partial_grad_chunk
-      chunks_.offload_grad(op.chunk);
+      chunks_.offload_grad(op.chunk, what == "partial_grad_chunk");
     }
+  } else if (k == "all_gather") {
+    chunks_.gather_params(op.chunk);
+  } else if (k == "reduce_scatter" || k == "all_reduce") {
+    chunks_.reduce_grad(op.chunk, k == "all_reduce");
+  } else if (k == "broadcast") {
+    chunks_.broadcast_params(op.chunk);
   } else if (k == "host_cast") {
     chunks_.cast_grad(op.chunk);
   } else if (k == "host_pass") {
@@ -132,12 +145,23 @@ StepResult PlanReplayer::step(const at::Tensor& tokens, const at::Tensor& target
   PROTWIN_ASSERT(loss_.defined(), "the plan ran no head forward");
   r.loss = loss_.item<double>();
   loss_ = x_ = dx_ = tokens_ = targets_ = at::Tensor();
-  r.peak_device_bytes = ledger.peak("gpu");
+  r.plan_peak_device_bytes = ledger.peak("gpu");
   r.peak_host_bytes = ledger.host_peak();
+  const MeasuredMemory mem = device_->measured_memory();
+  r.peak_device_bytes = mem.measured ? mem.device_allocated_peak : r.plan_peak_device_bytes;
+  r.peak_device_reserved_bytes = mem.device_reserved_peak;
+  r.peak_pinned_bytes = mem.pinned_peak;
+  r.peak_pageable_bytes = mem.pageable_peak;
   nlohmann::json meta = rp_.plan.meta;
   meta["source"] = "runtime";
   meta["plan"] = rp_.source;
   device_->describe(meta);
+  if (mem.measured)
+    meta["measured_memory"] = {{"device_allocated_peak_bytes", mem.device_allocated_peak},
+                               {"device_reserved_peak_bytes", mem.device_reserved_peak},
+                               {"pinned_peak_bytes", mem.pinned_peak},
+                               {"pageable_peak_bytes", mem.pageable_peak},
+                               {"plan_device_peak_bytes", r.plan_peak_device_bytes}};
   meta["adam_step"] = adam_step;
   r.report.meta = meta;
   return r;

@@ -7,6 +7,8 @@
 //   host_pass                   DeepSpeed's CPU passes around Adam: overflow scan, unscale, fp16 copy
 //   h2d/d2h activation          activation store swap in / out
 //   adam_cpu / adam_device      chunk store optimizer steps
+//   all_gather / reduce_scatter the chunk's parameters or gradient across the ranks (RankGroup)
+//   / all_reduce / broadcast
 // Buffers the plan releases at the end of a forward run (a mem effect freeing "chunk<c>.buffer")
 // are dropped then. What differs per device (allocation, copies, streams and events, device
 // Adam) is a DeviceOps (runtime/memory/copy_engine.h): EmulatedDevice there (throttled memcpy,
@@ -21,6 +23,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "runtime/comm/rank_group.h"
 #include "runtime/executor/plan_executor.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/memory/activation_store.h"
@@ -36,13 +39,20 @@ struct ReplayOptions {
   ThreadSplit threads;
   double link_gbps = 0;  // host<->device copy rate per direction; 0 = unthrottled
   AdamConfig adam;
+  RankGroup* ranks = nullptr;  // the plan's ranks (must outlive the replayer); nullptr = one rank
 };
 
 struct StepResult {
   double loss = 0;
-  traces::Report report;     // measured, meta.source = "runtime"
+  traces::Report report;     // measured, meta.source = "runtime"; meta.measured_memory: the allocators'
+  // Memory the device's allocators really held (DeviceOps::measured_memory); where the device does
+  // not count, the plan's bytes (peak_device_bytes = plan_peak_device_bytes).
   int64_t peak_device_bytes = 0;
-  int64_t peak_host_bytes = 0;
+  int64_t peak_device_reserved_bytes = 0;
+  int64_t peak_pinned_bytes = 0, peak_pageable_bytes = 0;
+  // The plan's own bytes charged at the ops' real times (PoolLedger): the report's pool curves.
+  int64_t plan_peak_device_bytes = 0;
+  int64_t peak_host_bytes = 0;  // the plan's pinned + pageable bytes
 };
 
 // The device seam: what the training loop drives, whichever device replays the plan. Both

@@ -99,14 +99,19 @@ int64_t RuntimePlan::gpu_high_water() const {
   return 0;
 }
 
-RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
+RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int ranks) {
   RuntimePlan rp;
   rp.source = source;
   const std::string meta = source + ":/meta";
   const nlohmann::json& m = plan.meta;
   const int64_t gpus = int_field(m, "gpus", meta);
-  PROTWIN_CHECK(gpus == 1, meta, "/gpus: the runtime replays one rank on one (emulated) device; got ",
-                gpus, " GPUs (collectives are not emulated)\nhint: search or compile the plan with --gpus 1");
+  PROTWIN_CHECK(gpus >= 1, meta, "/gpus: expected at least 1, got ", gpus);
+  PROTWIN_CHECK(gpus == ranks, meta, "/gpus: the runtime replays one GPU per process, and this plan has ", gpus,
+                " GPUs but ", ranks, ranks == 1 ? " process is" : " processes are", " running",
+                ranks == 1 ? "\nhint: start one process per GPU: mpirun -np " + std::to_string(gpus) +
+                                 " protwin train --plan " + source + " ... (or compile the plan with --gpus 1)"
+                           : "\nhint: mpirun -np " + std::to_string(gpus));
+  rp.ranks = static_cast<int>(gpus);
   const std::string dtype = str_field(m, "dtype", meta);
   PROTWIN_CHECK(dtype == "fp32", meta, "/dtype: the runtime replays fp32 plans, got \"", dtype,
                 "\"\nhint: compile the plan with --dtype fp32");
@@ -192,6 +197,7 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
                   " of the runtime's model is in no chunk");
 
   // Ops the runtime can replay.
+  std::string collective_stream;
   for (const traces::Op& op : plan.ops) {
     const std::string& k = op.kind;
     if (k == "forward" || k == "backward" || k == "recompute") {
@@ -236,6 +242,14 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
       PROTWIN_CHECK(on_device == (k == "adam_device"), traces::describe_op(plan, op), ": chunk ", op.chunk,
                     on_device ? " has its optimizer state on the device" : " has its optimizer state on the host");
       if (k == "adam_cpu") rp.offloads = true;
+    } else if (k == "all_gather" || k == "reduce_scatter" || k == "all_reduce" || k == "broadcast") {
+      PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()), traces::describe_op(plan, op),
+                    ": chunk ", op.chunk, " does not exist");
+      // Every rank must issue its collectives in one order: the listed order of one stream.
+      if (collective_stream.empty()) collective_stream = op.stream;
+      PROTWIN_CHECK(op.stream == collective_stream, traces::describe_op(plan, op), ": collectives on stream \"",
+                    op.stream, "\" and \"", collective_stream,
+                    "\"; the runtime issues them in the listed order of one stream");
     } else {
       PROTWIN_CHECK(false, traces::describe_op(plan, op), ": the runtime cannot replay op kind \"", k, "\"");
     }
@@ -245,8 +259,8 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source) {
   return rp;
 }
 
-RuntimePlan load_runtime_plan(const std::string& path) {
-  return make_runtime_plan(traces::read_plan(path), path);
+RuntimePlan load_runtime_plan(const std::string& path, int ranks) {
+  return make_runtime_plan(traces::read_plan(path), path, ranks);
 }
 
 }  // namespace protwin::rt

@@ -27,6 +27,7 @@ struct RuntimePlan {
   std::vector<LayerMode> layer_modes;  // per decoder layer
   ChunkLayout chunks;
   bool offloads = false;           // has host-side work (CPU Adam or copies)
+  int ranks = 1;                   // meta.gpus: one process (mpirun rank) per GPU
 
   int64_t gpu_capacity() const;
   int64_t gpu_high_water() const;  // validate()'s high-water of pool "gpu"
@@ -36,7 +37,8 @@ struct RuntimePlan {
 // ("plan.json:/meta/model_spec"). Refuses what the runtime does not implement.
 ModelConfig model_config_from_spec(const nlohmann::json& spec, int64_t seq, const std::string& where);
 
-RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source);
-RuntimePlan load_runtime_plan(const std::string& path);
+// `ranks`: the processes replaying the plan (mpirun -np); meta.gpus must equal it.
+RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int ranks = 1);
+RuntimePlan load_runtime_plan(const std::string& path, int ranks = 1);
 
 }  // namespace protwin::rt

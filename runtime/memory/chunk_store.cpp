@@ -8,8 +8,8 @@
 
 namespace protwin::rt {
 
-ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device)
-    : cfg_(cfg), specs_(param_specs(cfg)), layout_(std::move(layout)), device_(device) {
+ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device, RankGroup& ranks)
+    : cfg_(cfg), specs_(param_specs(cfg)), layout_(std::move(layout)), device_(device), ranks_(ranks) {
   PROTWIN_ASSERT(layout_.slots.size() == specs_.size(), "chunk layout has ", layout_.slots.size(),
                  " slots for ", specs_.size(), " parameters");
   const size_t n = layout_.chunk_numel.size();
@@ -27,16 +27,22 @@ ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& de
       ch.dev_m = device_.device_zeros(e);
       ch.dev_v = device_.device_zeros(e);
     } else {
-      ch.host_params = device_.host_zeros(e);
-      ch.host_grad = device_.host_zeros(e);
-      ch.host_m = device_.host_zeros(e);
-      ch.host_v = device_.host_zeros(e);
+      const int64_t shard = host_shard(static_cast<int>(c)).count;
+      ch.host_params = device_.host_zeros(shard);
+      ch.host_grad = device_.host_zeros(shard);
+      ch.host_m = device_.host_zeros(shard);
+      ch.host_v = device_.host_zeros(shard);
     }
   }
   device_.synchronize();
 }
 
 bool ChunkStore::host_owned(int c) const { return !layout_.device_optimizer[static_cast<size_t>(c)]; }
+
+Shard ChunkStore::host_shard(int c) const {
+  const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
+  return host_owned(c) ? ranks_.shard(n) : Shard{0, n};
+}
 
 at::Tensor& ChunkStore::master(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
@@ -56,8 +62,22 @@ const at::Tensor& ChunkStore::state(int c, StateKind kind) const {
 
 at::Tensor ChunkStore::export_flat(StateKind kind) const {
   device_.synchronize();  // host-side reads see every queued copy and kernel
+  std::vector<at::Tensor> whole;  // each chunk's state, every rank's shard gathered
+  for (int c = 0; c < chunks(); ++c) {
+    const at::Tensor mine = state(c, kind).cpu();
+    const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
+    if (mine.numel() == n) {
+      whole.push_back(mine);
+      continue;
+    }
+    at::Tensor all = at::zeros({n}, at::kFloat);
+    const Shard s = host_shard(c);
+    all.narrow(0, s.begin, s.count).copy_(mine);
+    ranks_.all_gather(all);
+    whole.push_back(all);
+  }
   std::vector<at::Tensor> parts;
-  for (const ParamSlot& s : layout_.slots) parts.push_back(state(s.chunk, kind).narrow(0, s.offset, s.numel).cpu());
+  for (const ParamSlot& s : layout_.slots) parts.push_back(whole[static_cast<size_t>(s.chunk)].narrow(0, s.offset, s.numel));
   return at::cat(parts);
 }
 
@@ -67,17 +87,20 @@ void ChunkStore::import_flat(StateKind kind, const at::Tensor& flat) {
   PROTWIN_CHECK(flat.dim() == 1 && flat.numel() == total && flat.scalar_type() == at::kFloat,
                 "runtime chunk store: expected ", total, " fp32 values, got ", flat.numel());
   device_.synchronize();
+  std::vector<at::Tensor> whole;
+  for (int64_t n : layout_.chunk_numel) whole.push_back(at::zeros({n}, at::kFloat));
   int64_t off = 0;
   for (const ParamSlot& s : layout_.slots) {
-    at::Tensor dst = state(s.chunk, kind);  // handle to the chunk's storage
-    dst.narrow(0, s.offset, s.numel).copy_(flat.narrow(0, off, s.numel));
+    whole[static_cast<size_t>(s.chunk)].narrow(0, s.offset, s.numel).copy_(flat.narrow(0, off, s.numel));
     off += s.numel;
   }
-  if (kind == StateKind::kParams) {
-    // A ZeRO-Offload chunk keeps a device copy of the master.
-    for (size_t c = 0; c < chunks_.size(); ++c)
-      if (layout_.device_resident[c] && host_owned(static_cast<int>(c)))
-        chunks_[c].dev_params.copy_(chunks_[c].host_params);
+  for (int c = 0; c < chunks(); ++c) {
+    const Shard s = host_shard(c);
+    at::Tensor dst = state(c, kind);  // handle to the chunk's storage
+    dst.copy_(whole[static_cast<size_t>(c)].narrow(0, s.begin, s.count));
+    // A ZeRO-Offload chunk keeps a device copy of the (whole) master.
+    if (kind == StateKind::kParams && layout_.device_resident[static_cast<size_t>(c)] && host_owned(c))
+      chunks_[static_cast<size_t>(c)].dev_params.copy_(whole[static_cast<size_t>(c)]);
   }
   device_.synchronize();
 }
@@ -104,20 +127,65 @@ void ChunkStore::upload(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(!layout_.device_resident[static_cast<size_t>(c)], "upload of persistent chunk ", c);
   at::Tensor buf = device_.device_empty({layout_.chunk_numel[static_cast<size_t>(c)]}, at::kFloat);
-  device_.copy(buf, ch.host_params, Link::kH2D);
+  const Shard s = host_shard(c);
+  device_.copy(buf.narrow(0, s.begin, s.count), ch.host_params, Link::kH2D);
   device_.used_by_compute(buf);  // read by forward/backward
   std::lock_guard<std::mutex> lock(mu_);
   ch.buffers.push_back(buf);
+  if (ranks_.size() > 1) ch.ungathered.push_back(buf);
+}
+
+void ChunkStore::gather_params(int c) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  at::Tensor target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (layout_.device_resident[static_cast<size_t>(c)]) {
+      target = ch.dev_params;
+    } else {
+      PROTWIN_ASSERT(!ch.ungathered.empty(), "all_gather of chunk ", c, " that was not uploaded");
+      target = ch.ungathered.front();
+      ch.ungathered.pop_front();
+    }
+  }
+  ranks_.all_gather(target);
+}
+
+void ChunkStore::reduce_grad(int c, bool everywhere) {
+  Chunk& ch = chunks_[static_cast<size_t>(c)];
+  at::Tensor grad;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    grad = ch.dev_grad;
+  }
+  PROTWIN_ASSERT(grad.defined(), "reduction of chunk ", c, " that has no gradient");
+  if (ch.host_partial_valid) {  // the tied gradient's earlier pieces (offload_grad)
+    grad.add_(ch.host_partial);
+    ch.host_partial_valid = false;
+  }
+  if (everywhere || !host_owned(c)) ranks_.all_reduce_mean(grad);
+  else ranks_.reduce_scatter_mean(grad);
+}
+
+void ChunkStore::broadcast_params(int c) {
+  at::Tensor target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    target = device_params_locked(c);
+  }
+  PROTWIN_ASSERT(target.defined(), "broadcast of chunk ", c, " that is not on the device");
+  ranks_.broadcast(target, 0);
 }
 
 void ChunkStore::upload_updated(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(ch.dev_params.defined() && ch.host_params.defined(), "updated_params of chunk ", c,
                  " without a device and a host copy");
-  device_.copy(ch.dev_params, ch.host_params, Link::kH2D);
+  const Shard s = host_shard(c);
+  device_.copy(ch.dev_params.narrow(0, s.begin, s.count), ch.host_params, Link::kH2D);
 }
 
-void ChunkStore::offload_grad(int c) {
+void ChunkStore::offload_grad(int c, bool partial) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(host_owned(c), "gradient offload of chunk ", c, " whose optimizer is on the device");
   at::Tensor grad;
@@ -127,15 +195,20 @@ void ChunkStore::offload_grad(int c) {
   }
   PROTWIN_ASSERT(grad.defined(), "gradient offload of chunk ", c, " that has no gradient");
   device_.used_here(grad);  // allocated for compute, read by this copy
-  if (!ch.host_grad_valid) {
-    device_.copy(ch.host_grad, grad, Link::kD2H);
-    ch.host_grad_valid = true;
+  const bool unreduced = partial && ranks_.size() > 1;  // reduced later with the rest of the gradient
+  const Shard s = unreduced ? Shard{0, grad.numel()} : host_shard(c);
+  at::Tensor& host = unreduced ? ch.host_partial : ch.host_grad;
+  bool& valid = unreduced ? ch.host_partial_valid : ch.host_grad_valid;
+  if (!host.defined()) host = device_.host_zeros(grad.numel());
+  if (!valid) {
+    device_.copy(host, grad.narrow(0, s.begin, s.count), Link::kD2H);
+    valid = true;
   } else {
     // A tied gradient arriving in pieces: summed on the host once its bytes are there.
-    at::Tensor staging = device_.host_empty({ch.host_grad.numel()}, at::kFloat);
-    device_.copy(staging, grad, Link::kD2H);
+    at::Tensor staging = device_.host_empty({s.count}, at::kFloat);
+    device_.copy(staging, grad.narrow(0, s.begin, s.count), Link::kD2H);
     device_.wait_copies();
-    ch.host_grad.add_(staging);
+    host.add_(staging);
   }
   if (layout_.device_resident[static_cast<size_t>(c)]) {
     grad.zero_();  // after the copy (same stream)
@@ -202,7 +275,7 @@ void ChunkStore::grad_to_pageable(int c) {
   }
   PROTWIN_ASSERT(scratch.defined(), "grad_fp32 of chunk ", c, " without its grad_roundtrip");
   device_.used_here(scratch);
-  ch.pageable_grad = at::empty({scratch.numel()}, at::kFloat);  // plain (pageable) host memory
+  ch.pageable_grad = device_.pageable_empty({scratch.numel()}, at::kFloat);
   device_.copy(ch.pageable_grad, scratch, Link::kD2H);
   device_.wait_copies();  // ATen's copy_ into pageable memory returns when the bytes are there
 }
@@ -210,7 +283,7 @@ void ChunkStore::grad_to_pageable(int c) {
 void ChunkStore::cast_grad(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(ch.pageable_grad.defined(), "host_cast of chunk ", c, " without its grad_fp32 copy");
-  if (!ch.host_grad_fp32.defined()) ch.host_grad_fp32 = at::empty({ch.pageable_grad.numel()}, at::kFloat);
+  if (!ch.host_grad_fp32.defined()) ch.host_grad_fp32 = device_.pageable_empty({ch.pageable_grad.numel()}, at::kFloat);
   ch.host_grad_fp32.copy_(ch.pageable_grad);  // the runtime trains in fp32: the cast is a copy
   ch.pageable_grad = at::Tensor();
   ch.host_grad_fp32_valid = true;
@@ -234,7 +307,7 @@ void ChunkStore::unscale_grad(int c) {
 void ChunkStore::copy_to_half(int c) {
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   const at::Tensor& m = master(c);
-  if (!ch.host_half.defined()) ch.host_half = at::empty({m.numel()}, m.options().dtype(at::kHalf));
+  if (!ch.host_half.defined()) ch.host_half = device_.pageable_empty({m.numel()}, at::kHalf);
   rt::copy_to_half(ch.host_half, m);
 }
 
@@ -264,7 +337,7 @@ void ChunkStore::adam_device(int c, const AdamConfig& cfg, int64_t step, int thr
 }
 
 void ChunkStore::begin_iteration() {
-  for (Chunk& ch : chunks_) ch.host_grad_valid = ch.host_grad_fp32_valid = false;
+  for (Chunk& ch : chunks_) ch.host_grad_valid = ch.host_grad_fp32_valid = ch.host_partial_valid = false;
 }
 
 }  // namespace protwin::rt

@@ -10,6 +10,15 @@
 //                                   device: a buffer (+ its gradient) between fetch and release
 // One store for every device: allocation, copies and stream bookkeeping go through DeviceOps
 // (copy_engine.h), so the emulated device and CUDA share these semantics.
+//
+// On N ranks (RankGroup, runtime/comm/rank_group.h) every host-owned state is this rank's shard
+// of the chunk (ZeRO-3): a fetch uploads the shard into its slice of the device buffer and the
+// plan's all_gather fills the rest; the plan's reduce_scatter leaves the mean gradient in this
+// rank's slice, which is offloaded and updated by CPU Adam. Chunks whose optimizer is on the device
+// are replicated: their reduction is an all-reduce and every rank runs the same Adam, so the
+// replicas stay bitwise equal. A tied gradient offloaded in pieces (partial_grad_chunk) is kept
+// whole on the host and added to the device gradient before the chunk's reduction.
+// Checkpoint export and import gather and split the shards, so checkpoints do not depend on N.
 // Runtime header: includes ATen.
 #pragma once
 
@@ -20,6 +29,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "runtime/comm/rank_group.h"
 #include "runtime/memory/copy_engine.h"
 #include "runtime/model/model_config.h"
 #include "runtime/optim/cpu_adam.h"
@@ -44,14 +54,14 @@ enum class StateKind { kParams, kExpAvg, kExpAvgSq };
 
 class ChunkStore {
  public:
-  // `device` must outlive the store.
-  ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device);
+  // `device` and `ranks` must outlive the store.
+  ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device, RankGroup& ranks);
 
   const ChunkLayout& layout() const { return layout_; }
   int chunks() const { return static_cast<int>(layout_.chunk_numel.size()); }
 
   // States as one flat CPU fp32 tensor in param_specs order (a copy; for checkpoints and tests).
-  // These synchronize the device.
+  // These synchronize the device; on N ranks every rank must call them (export gathers shards).
   at::Tensor export_flat(StateKind kind) const;
   void import_flat(StateKind kind, const at::Tensor& flat);
   // Convenience: weights given per parameter (param_specs order); Adam states zeroed.
@@ -65,8 +75,17 @@ class ChunkStore {
   void upload_updated(int c);
   // d2h grad_chunk / partial_grad_chunk: host grad = device grad (first offload of the iteration)
   // or += (a tied parameter's gradient arriving in pieces). A buffer is freed; a persistent
-  // chunk's device grad is zeroed for the next iteration.
-  void offload_grad(int c);
+  // chunk's device grad is zeroed for the next iteration. On N ranks a partial gradient goes to
+  // the whole-chunk host_partial instead (reduce_grad adds it before the reduction).
+  void offload_grad(int c, bool partial);
+  // Collectives (the plan's collective stream), on the chunk's device tensors:
+  //   all_gather      the oldest buffer not yet gathered (or the persistent params) completed
+  //   reduce_scatter  mean gradient in this rank's shard; all_reduce (and any reduction of a
+  //   all_reduce      chunk whose optimizer is on the device): mean gradient everywhere
+  //   broadcast       the chunk's params from rank 0
+  void gather_params(int c);
+  void reduce_grad(int c, bool everywhere);
+  void broadcast_params(int c);
   // DeepSpeed's gradient path (knob grad_roundtrip), after offload_grad:
   //   h2d grad_roundtrip  the host gradient copied back to a device scratch (for its norm)
   //   d2h grad_fp32       that scratch copied into a pageable host temporary
@@ -111,6 +130,9 @@ class ChunkStore {
     at::Tensor host_params, host_grad, host_m, host_v;  // pinned on CUDA
     at::Tensor dev_params, dev_grad, dev_m, dev_v;  // dev_params: persistent chunks only
     std::deque<at::Tensor> buffers;                 // non-persistent: live device buffers, oldest first
+    std::deque<at::Tensor> ungathered;              // N ranks: uploaded buffers awaiting their all_gather
+    at::Tensor host_partial;                        // N ranks: a tied gradient's first pieces, whole chunk
+    bool host_partial_valid = false;
     bool host_grad_valid = false;  // host_grad holds this iteration's (partial) gradient
     at::Tensor dev_grad_copy, pageable_grad, host_grad_fp32;  // grad_roundtrip's path
     bool host_grad_fp32_valid = false;  // host_grad_fp32 holds this iteration's gradient
@@ -119,6 +141,7 @@ class ChunkStore {
   at::Tensor& adam_grad(Chunk& ch) { return ch.host_grad_fp32_valid ? ch.host_grad_fp32 : ch.host_grad; }
   at::Tensor device_params_locked(int c) const;
   bool host_owned(int c) const;
+  Shard host_shard(int c) const;  // the elements of chunk c this rank's host states hold
   at::Tensor& master(int c);
   const at::Tensor& state(int c, StateKind kind) const;
 
@@ -126,6 +149,7 @@ class ChunkStore {
   std::vector<ParamSpec> specs_;
   ChunkLayout layout_;
   DeviceOps& device_;
+  RankGroup& ranks_;
   std::vector<Chunk> chunks_;
   mutable std::mutex mu_;  // device-side handles (buffers, gradients) change on several streams
 };

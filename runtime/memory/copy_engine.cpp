@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 
 #include "traces/error.h"
 
@@ -41,21 +42,63 @@ void CopyEngine::copy(void* dst, const void* src, size_t bytes) {
   bytes_copied_ += static_cast<int64_t>(bytes);
 }
 
-EmulatedDevice::EmulatedDevice(double gbps, int compute_threads)
-    : h2d_(gbps), d2h_(gbps), compute_threads_(compute_threads) {}
-
-at::Tensor EmulatedDevice::device_zeros(int64_t n) {
-  return at::zeros({n}, at::TensorOptions().dtype(at::kFloat));
-}
-
-at::Tensor EmulatedDevice::device_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
+at::Tensor DeviceOps::pageable_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
   return at::empty(sizes, at::TensorOptions().dtype(dtype));
 }
 
-at::Tensor EmulatedDevice::host_zeros(int64_t n) { return device_zeros(n); }
+namespace {
+at::Tensor empty_from(c10::Allocator& allocator, at::IntArrayRef sizes, at::ScalarType dtype) {
+  return at::Tensor(at::detail::empty_generic(sizes, &allocator, c10::DispatchKeySet(c10::DispatchKey::CPU), dtype,
+                                              c10::nullopt));
+}
+// Ops whose work is the host's (cpu_optim stream): their temporaries are not device memory.
+bool host_op(const traces::Op& op) {
+  return op.kind == "adam_cpu" || op.kind == "host_cast" || op.kind == "host_pass";
+}
+}  // namespace
+
+EmulatedDevice::EmulatedDevice(double gbps, int compute_threads)
+    : h2d_(gbps), d2h_(gbps), compute_threads_(compute_threads) {}
+
+at::Tensor EmulatedDevice::device_zeros(int64_t n) { return device_empty({n}, at::kFloat).zero_(); }
+
+at::Tensor EmulatedDevice::device_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
+  return empty_from(device_memory_, sizes, dtype);
+}
+
+at::Tensor EmulatedDevice::host_zeros(int64_t n) { return host_empty({n}, at::kFloat).zero_(); }
 
 at::Tensor EmulatedDevice::host_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
-  return device_empty(sizes, dtype);
+  return empty_from(pinned_memory_, sizes, dtype);
+}
+
+at::Tensor EmulatedDevice::pageable_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
+  return empty_from(pageable_memory_, sizes, dtype);
+}
+
+void EmulatedDevice::run_op(const traces::Op& op, const std::function<void()>& body) {
+  if (host_op(op)) {
+    body();
+    return;
+  }
+  AllocateOnThread on_device(&device_memory_);
+  body();
+}
+
+void EmulatedDevice::begin_iteration() {
+  device_memory_.reset_peaks();
+  pinned_memory_.reset_peak();
+  pageable_memory_.reset_peak();
+}
+
+MeasuredMemory EmulatedDevice::measured_memory() const {
+  MeasuredMemory m;
+  m.measured = true;
+  m.device_allocated_peak = device_memory_.allocated().peak;
+  m.device_reserved_peak = device_memory_.reserved().peak;
+  m.pinned_peak = pinned_memory_.counter().peak;
+  m.pageable_peak = pageable_memory_.counter().peak;
+  return m;
 }
 
 void EmulatedDevice::copy(const at::Tensor& dst, const at::Tensor& src, Link link) {

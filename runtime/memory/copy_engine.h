@@ -9,6 +9,10 @@
 // EmulatedDevice: the CPU plays the device. Copies are real memcpys through a CopyEngine, one
 // per direction (h2d, d2h), each used by that stream's single worker thread, optionally throttled
 // to a link bandwidth so a direction behaves like PCIe; ops run synchronously on their worker.
+// Its memory is measured: device tensors, and every tensor ATen allocates while a device op runs
+// (outputs, saved activations, temporaries), come from a CachingAllocator (the CUDA caching
+// allocator's rounding and segments, caching_allocator.h); pinned and pageable host tensors from
+// CountingAllocators. Host ops (adam_cpu, host_cast, host_pass) allocate from plain host memory.
 // Runtime header: includes ATen.
 #pragma once
 
@@ -19,6 +23,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/optim/cpu_adam.h"
 #include "traces/plan.h"
 #include "traces/report.h"
@@ -50,6 +55,16 @@ class CopyEngine {
 
 enum class Link { kH2D, kD2H };
 
+// Bytes the device's allocators really held in one iteration (high water since begin_iteration,
+// including what stays allocated across iterations). `measured` false: the device does not count.
+struct MeasuredMemory {
+  bool measured = false;
+  int64_t device_allocated_peak = 0;  // blocks in use, rounded as the CUDA caching allocator does
+  int64_t device_reserved_peak = 0;   // its segments (fragmentation included)
+  int64_t pinned_peak = 0;            // host_zeros / host_empty
+  int64_t pageable_peak = 0;          // pageable_empty
+};
+
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -63,6 +78,8 @@ class DeviceOps {
   // Host tensors (pinned on CUDA, so copies to and from them are asynchronous).
   virtual at::Tensor host_zeros(int64_t n) = 0;
   virtual at::Tensor host_empty(at::IntArrayRef sizes, at::ScalarType dtype) = 0;
+  // Plain (pageable) host memory.
+  virtual at::Tensor pageable_empty(at::IntArrayRef sizes, at::ScalarType dtype);
   // dst = src (contiguous, same bytes), issued over `link` by the calling op.
   virtual void copy(const at::Tensor& dst, const at::Tensor& src, Link link) = 0;
   // Keep `t`'s memory until the calling op's stream (used_here) or the compute stream
@@ -87,6 +104,7 @@ class DeviceOps {
   virtual at::Tensor to_compute(const at::Tensor& host) { return host; }
   // Device facts for the report's meta.
   virtual void describe(nlohmann::json& meta) const { (void)meta; }
+  virtual MeasuredMemory measured_memory() const { return {}; }
 };
 
 class EmulatedDevice : public DeviceOps {
@@ -99,7 +117,11 @@ class EmulatedDevice : public DeviceOps {
   at::Tensor device_empty(at::IntArrayRef sizes, at::ScalarType dtype) override;
   at::Tensor host_zeros(int64_t n) override;
   at::Tensor host_empty(at::IntArrayRef sizes, at::ScalarType dtype) override;
+  at::Tensor pageable_empty(at::IntArrayRef sizes, at::ScalarType dtype) override;
   void copy(const at::Tensor& dst, const at::Tensor& src, Link link) override;
+  void run_op(const traces::Op& op, const std::function<void()>& body) override;
+  void begin_iteration() override;
+  MeasuredMemory measured_memory() const override;
   void adam(const AdamConfig& cfg, int64_t step, at::Tensor& param, at::Tensor& grad, at::Tensor& exp_avg,
             at::Tensor& exp_avg_sq, int threads) override;
   void describe(nlohmann::json& meta) const override;
@@ -107,6 +129,8 @@ class EmulatedDevice : public DeviceOps {
  private:
   CopyEngine h2d_, d2h_;
   int compute_threads_;
+  CachingAllocator device_memory_;
+  CountingAllocator pinned_memory_, pageable_memory_;
 };
 
 }  // namespace protwin::rt

@@ -26,6 +26,12 @@ nlohmann::json architecture(nlohmann::json spec) {
 TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   PROTWIN_CHECK(o.steps >= 0, "--steps: expected at least 0, got ", o.steps);
   check_link_gbps(o.link_gbps);
+  PROTWIN_CHECK(o.net_gbps == 0 || (o.net_gbps >= kMinLinkGBps && o.net_gbps <= kMaxLinkGBps), "--net-GBps ",
+                o.net_gbps, ": expected 0 (uncapped) or a rate from ", kMinLinkGBps, " to ", kMaxLinkGBps, " GB/s");
+  RankGroup& ranks = RankGroup::world();
+  PROTWIN_CHECK(rp.ranks == ranks.size(), rp.source, ":/meta/gpus: ", rp.ranks, " GPUs, but ", ranks.size(),
+                " processes are running (mpirun -np ", rp.ranks, ")");
+  const int64_t global_batch = rp.batch * ranks.size();
   PROTWIN_CHECK(o.checkpoint_every >= 0, "--checkpoint-every: expected at least 0, got ", o.checkpoint_every);
   PROTWIN_CHECK(rp.model.vocab >= 256, rp.source, ":/meta/model_spec/vocab: byte-level training needs a vocabulary of "
                 "at least 256, got ", rp.model.vocab);
@@ -45,8 +51,10 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   }
 
   ReplayOptions ro;
-  ro.threads = ThreadSplit::choose(ThreadSplit::host_cores(), rp.offloads, o.compute_threads);
+  ro.threads = ThreadSplit::choose(cores_per_rank(ThreadSplit::host_cores()), rp.offloads, o.compute_threads);
   ro.link_gbps = o.link_gbps;
+  ranks.set_net_gbps(o.net_gbps);
+  ro.ranks = &ranks;
   ro.adam.lr = o.lr;
   const std::unique_ptr<Replayer> replayer = make_replayer(rp, ro, resolve_device(o.device));
 
@@ -79,27 +87,39 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
     ck.params = replayer->export_flat(StateKind::kParams);
     ck.exp_avg = replayer->export_flat(StateKind::kExpAvg);
     ck.exp_avg_sq = replayer->export_flat(StateKind::kExpAvgSq);
-    write_checkpoint(o.checkpoint_dir, ck);
+    if (ranks.rank() == 0) write_checkpoint(o.checkpoint_dir, ck);
   };
 
   TrainResult r;
   r.first_step = step + 1;
-  r.tokens_per_step = rp.batch * rp.seq;
+  r.tokens_per_step = global_batch * rp.seq;
   r.plan_device_high_water = rp.gpu_high_water();
   r.device_capacity = rp.gpu_capacity();
   r.compute_threads = ro.threads.compute;
+  r.ranks = ranks.size();
+  r.rank = ranks.rank();
   r.device = replayer->device_name();
   while (step < o.steps) {
     at::Tensor tokens, targets;
-    data.batch(pos, rp.batch, tokens, targets);
+    data.batch(pos, global_batch, tokens, targets);
+    if (ranks.size() > 1) {  // this rank's rows
+      tokens = tokens.narrow(0, rp.batch * ranks.rank(), rp.batch).contiguous();
+      targets = targets.narrow(0, rp.batch * ranks.rank(), rp.batch).contiguous();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     StepResult s = replayer->step(tokens, targets, step + 1);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++step;
-    pos = data.next_position(pos, rp.batch);
-    r.losses.push_back(s.loss);
+    pos = data.next_position(pos, global_batch);
+    double loss = 0;  // the global batch's mean loss, summed in rank order
+    for (double l : ranks.all_gather(s.loss)) loss += l;
+    r.losses.push_back(ranks.size() > 1 ? loss / ranks.size() : s.loss);
     r.iteration_s.push_back(secs);
     r.peak_device_bytes = std::max(r.peak_device_bytes, s.peak_device_bytes);
+    r.peak_device_reserved_bytes = std::max(r.peak_device_reserved_bytes, s.peak_device_reserved_bytes);
+    r.peak_pinned_bytes = std::max(r.peak_pinned_bytes, s.peak_pinned_bytes);
+    r.peak_pageable_bytes = std::max(r.peak_pageable_bytes, s.peak_pageable_bytes);
+    r.plan_peak_device_bytes = std::max(r.plan_peak_device_bytes, s.plan_peak_device_bytes);
     r.peak_host_bytes = std::max(r.peak_host_bytes, s.peak_host_bytes);
     s.report.meta["step"] = step;
     r.last_report = std::move(s.report);

@@ -19,6 +19,7 @@ struct TrainOptions {
   std::string data = kDefaultDataFile;
   uint64_t seed = 0;             // weights and the data start position
   double link_gbps = 0;          // 0 = unthrottled copies
+  double net_gbps = 0;           // collectives' bus bandwidth cap (N ranks); 0 = uncapped
   int compute_threads = 0;       // 0 = ThreadSplit::choose
   double lr = 1e-3;
   std::string checkpoint_dir;    // "" = no checkpoints
@@ -34,15 +35,24 @@ struct TrainResult {
   std::vector<double> iteration_s;
   int64_t tokens_per_step = 0;
   double tokens_per_s = 0;       // over the steps after the first (warm-up), else all
-  int64_t peak_device_bytes = 0;
-  int64_t peak_host_bytes = 0;
+  int64_t peak_device_bytes = 0;           // measured (StepResult), max over steps
+  int64_t peak_device_reserved_bytes = 0;
+  int64_t peak_pinned_bytes = 0, peak_pageable_bytes = 0;
+  int64_t plan_peak_device_bytes = 0;      // the plan's bytes at the real times
+  int64_t peak_host_bytes = 0;             // the plan's host bytes at the real times
   int64_t plan_device_high_water = 0;
   int64_t device_capacity = 0;
   int compute_threads = 0;
+  int ranks = 1;                 // processes replaying the plan (mpirun -np)
+  int rank = 0;                  // this process's rank; losses are the mean over ranks, memory this rank's
   std::string device;            // the device that replayed the plan
   traces::Report last_report;    // measured report of the last step
 };
 
+// On N ranks (rp.ranks, RankGroup::world() under mpirun) every rank calls this: each trains on its
+// rows r*B .. (r+1)*B - 1 of the global batch of N*B sequences (the 1-rank plan of batch N*B sees
+// the same data), the reported loss is the mean of the ranks' losses, and rank 0 writes the
+// checkpoints.
 TrainResult train(const RuntimePlan& rp, const TrainOptions& options);
 
 }  // namespace protwin::rt

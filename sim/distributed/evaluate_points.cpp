@@ -1,8 +1,5 @@
 #include "sim/distributed/evaluate_points.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -16,6 +13,7 @@
 
 #include "sim/distributed/mpi_transport.h"
 #include "traces/error.h"
+#include "traces/mpi_plugin.h"
 
 namespace protwin::sim {
 
@@ -30,39 +28,13 @@ struct Transport {
 };
 Transport g_transport;
 
-bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
-// libprotwin_mpi.so beside the running executable (cli/CMakeLists.txt puts it there).
-std::string plugin_path() {
-  std::string self(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  PROTWIN_CHECK(n > 0, "mpirun: cannot locate this executable (/proc/self/exe) to find libprotwin_mpi.so");
-  self.resize(static_cast<size_t>(n));
-  return self.substr(0, self.rfind('/') + 1) + "libprotwin_mpi.so";
-}
-
-template <class F>
-F resolve(void* lib, const char* name, const std::string& path) {
-  void* sym = ::dlsym(lib, name);
-  PROTWIN_CHECK(sym, "mpirun: ", path, " has no ", name);
-  return reinterpret_cast<F>(sym);
-}
-
 MpiRanks start_mpi() {
-  if (!launched_by_mpirun()) return {};
-  const std::string path = plugin_path();
-  // RTLD_GLOBAL: Open MPI's own components (dlopen'ed by libmpi) resolve libmpi's symbols.
-  void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  PROTWIN_CHECK(lib, "mpirun: this process was started by mpirun but cannot load ", path, ": ", ::dlerror(),
-                "\nhint: build protwin with MPI (Debian: libopenmpi-dev; `make build` installs it)");
-  g_transport.init = resolve<decltype(&protwin_mpi_init)>(lib, "protwin_mpi_init", path);
-  g_transport.gather = resolve<decltype(&protwin_mpi_gather)>(lib, "protwin_mpi_gather", path);
-  g_transport.free = resolve<decltype(&protwin_mpi_free)>(lib, "protwin_mpi_free", path);
-  g_transport.finalize = resolve<decltype(&protwin_mpi_finalize)>(lib, "protwin_mpi_finalize", path);
+  if (!traces::launched_by_mpirun()) return {};
+  void* lib = traces::open_mpi_plugin();
+  g_transport.init = traces::mpi_plugin_function<decltype(&protwin_mpi_init)>(lib, "protwin_mpi_init");
+  g_transport.gather = traces::mpi_plugin_function<decltype(&protwin_mpi_gather)>(lib, "protwin_mpi_gather");
+  g_transport.free = traces::mpi_plugin_function<decltype(&protwin_mpi_free)>(lib, "protwin_mpi_free");
+  g_transport.finalize = traces::mpi_plugin_function<decltype(&protwin_mpi_finalize)>(lib, "protwin_mpi_finalize");
   MpiRanks r;
   PROTWIN_CHECK(g_transport.init(&r.rank, &r.size) == 0, "mpirun: MPI_Init failed");
   std::atexit([] { g_transport.finalize(); });

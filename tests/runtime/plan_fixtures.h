@@ -27,24 +27,26 @@ inline sim::Workload tiny_workload(const std::string& model, int64_t batch = kPl
   return sim::build_workload(sim::resolve_model(model), o);
 }
 
-inline traces::Plan compile_plan(const sim::Workload& w, const sim::OffloadKnobs& k, int64_t gpu_bytes = kGpuBytes) {
+// `gpus` > 1: a data-parallel plan for `gpus` ranks (replayed under mpirun -np gpus).
+inline traces::Plan compile_plan(const sim::Workload& w, const sim::OffloadKnobs& k, int64_t gpu_bytes = kGpuBytes,
+                                 int gpus = 1) {
   const sim::RankMemory mem{gpu_bytes, int64_t{1} << 34, int64_t{1} << 36};
-  const traces::Plan p = sim::compile_offload_plan(w, 1, mem, k).plan;
+  const traces::Plan p = sim::compile_offload_plan(w, gpus, mem, k).plan;
   return traces::plan_from_json(traces::plan_to_json(p), "test-plan.json");
 }
 
 // Every chunk persistent, every activation kept: the reference the offloaded plans must match.
-inline traces::Plan resident_plan(const sim::Workload& w) {
+inline traces::Plan resident_plan(const sim::Workload& w, int gpus = 1) {
   sim::OffloadKnobs k;
   k.n_persist = static_cast<int>(sim::layout_for(w, k).chunks.size());
   k.n_buffer = 0;
-  return compile_plan(w, k);
+  return compile_plan(w, k, kGpuBytes, gpus);
 }
 
 // A random valid policy (seeded): chunk size, persistent/offloaded chunks, buffers, swap,
 // checkpoint, prefetch/reuse/overlap switches, CPU Adam flavour, ZeRO-Offload, DeepSpeed's
 // gradient round trip and step passes, the pinned allocator.
-inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng) {
+inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng, int gpus = 1) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int attempt = 0; attempt < 1000; ++attempt) {
     sim::OffloadKnobs k;
@@ -70,7 +72,7 @@ inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng)
     const char* allocs[] = {"exact", "torch_per_chunk", "torch_flat"};
     k.pinned_alloc = allocs[pick(0, 2)];
     try {
-      compile_plan(w, k);
+      compile_plan(w, k, kGpuBytes, gpus);
       return k;
     } catch (const Error&) {
       // an invalid combination (e.g. too few buffers for a block): draw again

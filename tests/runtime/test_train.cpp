@@ -175,7 +175,8 @@ TEST_CASE("protwin train: JSON result, measured report, and exit 2 on bad input"
   CHECK(j["losses"].size() == 2);
   CHECK(j["iteration_s"].size() == 2);
   CHECK(j["tokens_per_s"].get<double>() > 0);
-  CHECK(j["peak_device_bytes"].get<int64_t>() <= j["plan_device_high_water_bytes"].get<int64_t>());
+  CHECK(j["plan_peak_device_bytes"].get<int64_t>() <= j["plan_device_high_water_bytes"].get<int64_t>());
+  CHECK(j["peak_device_reserved_bytes"].get<int64_t>() >= j["peak_device_bytes"].get<int64_t>());
   CHECK(j["peak_host_bytes"].get<int64_t>() > 0);
   CHECK(traces::read_report(dir + "/measured.json").meta["source"] == "runtime");
   CHECK(fs::exists(dir + "/trace.json"));

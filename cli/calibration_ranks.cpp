@@ -1,0 +1,197 @@
+#include "cli/calibration_ranks.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <vector>
+
+#include "cli/calibration.h"
+#include "cli/policy_options.h"
+#include "cli/runtime_process.h"
+#include "cli/sample_stats.h"
+#include "sim/policy/systems.h"
+#include "sim/search/search.h"
+#include "traces/error.h"
+#include "traces/file_io.h"
+#include "traces/plan.h"
+#include "traces/report.h"
+
+namespace protwin::cli {
+namespace {
+
+const char* const kRankStreams[] = {"compute", "h2d", "d2h", "collective", "cpu_optim"};
+
+// mpirun on PATH, or "".
+std::string find_mpirun() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = dirs.find(':', start);
+    const std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string p = (d.empty() ? "." : d) + "/mpirun";
+    if (::access(p.c_str(), X_OK) == 0) return p;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return "";
+}
+
+// The calibration machine with `ranks` GPUs whose collectives run at the --net-GBps cap (the
+// runtime's throttle is the link's specification, as --link-GBps is for the copies).
+hw::Machine with_ranks(const hw::Machine& m, int ranks, double net_gbps) {
+  nlohmann::json j = m.json;
+  j["gpu"]["count"] = ranks;
+  for (auto& [kind, c] : j["collectives"]["intra_node"].items())
+    if (c.is_object() && c.contains("busbw_GBps")) c["busbw_GBps"] = net_gbps;
+  return hw::machine_from_json(j, m.source + " (" + std::to_string(ranks) + " ranks)");
+}
+
+double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
+
+}  // namespace
+
+nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& machine, const CostFactory& cost_of,
+                                    const RankCalibrationOptions& o) {
+  nlohmann::json section = {{"ranks", o.ranks}, {"net_GBps", o.net_gbps}, {"steps", o.steps}};
+  const std::string mpirun = find_mpirun();
+  if (mpirun.empty()) {
+    section["error"] = "mpirun not found on PATH (Debian: openmpi-bin)";
+    return section;
+  }
+  ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);  // containers forbid CMA's ptrace
+  const hw::Machine m = with_ranks(machine, o.ranks, o.net_gbps);
+  const std::unique_ptr<hw::HardwareCostModel> cost = cost_of(m);
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu;
+  for (const std::string& system : sim::system_names()) {
+    const std::string dir = o.out_dir + "/ranks-" + system;
+    traces::create_folders(dir, "-o");
+    nlohmann::json c = {{"system", system}, {"plan", dir + "/plan.json"}};
+    sim::SearchOptions so;
+    so.system = system;
+    so.gpus = o.ranks;
+    so.batch = w.options.batch;
+    so.seq = w.options.seq;
+    so.dtype = "fp32";
+    so.flash_attention = false;
+    so.threads = o.threads;
+    const sim::SearchResult sr = sim::search_policy(w.model, *cost, so);
+    if (!sr.found) {
+      c["error"] = "no plan of " + system + " fits";
+      cases.push_back(c);
+      continue;
+    }
+    traces::write_plan(sr.best_plan.plan, dir + "/plan.json");
+    traces::write_report(sr.best_report, dir + "/simulated.json");
+    std::vector<std::string> args;
+    if (::geteuid() == 0) args.push_back("--allow-run-as-root");
+    args.insert(args.end(), {"--oversubscribe", "-np", std::to_string(o.ranks), o.runtime, "train", "--plan",
+                             dir + "/plan.json", "--steps", std::to_string(o.steps), "--link-GBps",
+                             std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps), "-o",
+                             dir + "/measured.json", "--json"});
+    const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
+    c["knobs"] = sr.best.knobs.to_json();
+    c["predicted_s"] = sr.best.iteration_s;
+    if (p.exit_code != 0) {
+      c["error"] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
+      cases.push_back(c);
+      continue;
+    }
+    const nlohmann::json j = nlohmann::json::parse(p.out);
+    const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();
+    const double measured = quantile(std::vector<double>(it.begin() + (it.size() > 1 ? 1 : 0), it.end()), 0.5);
+    const traces::Report mr = traces::read_report(dir + "/measured.json");
+    nlohmann::json busy;
+    for (const char* st : kRankStreams) {
+      const auto* ps = sr.best_report.stream(st);
+      const auto* ms = mr.stream(st);
+      if (!ps && !ms) continue;
+      const double pb = ps ? ps->busy.seconds() : 0, mb = ms ? ms->busy.seconds() : 0;
+      busy[st] = {{"predicted_s", pb}, {"measured_s", mb}, {"error", rel_error(pb, mb)}};
+    }
+    nlohmann::json memory;
+    const std::map<std::string, std::string> measured_field = {
+        {"gpu", "peak_device_bytes"}, {"pinned", "peak_pinned_bytes"}, {"pageable", "peak_pageable_bytes"}};
+    for (const auto& [pool, field] : measured_field) {
+      const auto* pp = sr.best_report.pool(pool);
+      const int64_t pb = pp ? pp->peak.n : 0, mb = j.at(field).get<int64_t>();
+      memory[pool] = {{"predicted_bytes", pb}, {"measured_bytes", mb},
+                      {"error", rel_error(static_cast<double>(pb), static_cast<double>(mb))}};
+    }
+    const int64_t analytic = sr.best.analytic_peak_gpu_bytes;
+    memory["gpu"]["analytic_bytes"] = analytic;
+    memory["gpu"]["analytic_error"] =
+        rel_error(static_cast<double>(analytic), static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
+    memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
+    c.update({{"measured_s", measured},
+              {"measured_steps_s", it},
+              {"iteration_error", rel_error(sr.best.iteration_s, measured)},
+              {"busy", busy},
+              {"memory", memory}});
+    pred_s.push_back(sr.best.iteration_s);
+    meas_s.push_back(measured);
+    pred_gpu.push_back(static_cast<double>(memory["gpu"]["predicted_bytes"].get<int64_t>()));
+    meas_gpu.push_back(static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
+    analytic_gpu.push_back(static_cast<double>(analytic));
+    cases.push_back(c);
+  }
+  section["cases"] = cases;
+  if (!pred_s.empty())
+    section["metrics"] = {{"cases", pred_s.size()},
+                          {"iteration_time_mape", mape(pred_s, meas_s)},
+                          {"iteration_time_max_error", max_relative_error(pred_s, meas_s)},
+                          {"spearman", pred_s.size() > 1 ? spearman(pred_s, meas_s) : 0.0},
+                          {"peak_device_mape", mape(pred_gpu, meas_gpu)},
+                          {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
+                          {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)}};
+  return section;
+}
+
+void print_rank_cases(const nlohmann::json& s) {
+  std::printf("\n%d-rank cases (mpirun -np %d, collectives capped at %g GB/s): each system's searched plan\n",
+              s.at("ranks").get<int>(), s.at("ranks").get<int>(), s.at("net_GBps").get<double>());
+  if (s.contains("error")) {
+    std::printf("  not run: %s\n", s["error"].get<std::string>().c_str());
+    return;
+  }
+  std::printf("%-13s %9s %9s %7s  %-44s %10s %10s %7s %8s\n", "system", "pred (s)", "meas (s)", "err",
+              "busy error: compute h2d d2h collective cpu_optim", "pred GPU", "meas GPU", "err", "analytic");
+  for (const auto& c : s.at("cases")) {
+    const std::string sys = c.at("system");
+    if (c.contains("error")) {
+      std::printf("%-13s  %s\n", sys.c_str(), c["error"].get<std::string>().c_str());
+      continue;
+    }
+    std::string busy;
+    for (const char* st : kRankStreams) {
+      char b[24];
+      if (c["busy"].contains(st)) std::snprintf(b, sizeof b, " %+.0f%%", 100 * c["busy"][st]["error"].get<double>());
+      else std::snprintf(b, sizeof b, " -");
+      busy += b;
+    }
+    const auto& g = c["memory"]["gpu"];
+    std::printf("%-13s %9.3f %9.3f %+6.1f%%  %-44s %10s %10s %+6.1f%% %+7.1f%%\n", sys.c_str(),
+                c["predicted_s"].get<double>(), c["measured_s"].get<double>(),
+                100 * c["iteration_error"].get<double>(), busy.c_str(),
+                human_bytes(g["predicted_bytes"].get<int64_t>()).c_str(),
+                human_bytes(g["measured_bytes"].get<int64_t>()).c_str(), 100 * g["error"].get<double>(),
+                100 * g["analytic_error"].get<double>());
+  }
+  if (!s.contains("metrics")) return;
+  const auto& m = s["metrics"];
+  auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
+  std::printf("%d-rank: iteration MAPE %.1f%% (<= 5%%: %s), max %.1f%% (<= 10%%: %s), Spearman %.3f (>= 0.9: %s); "
+              "measured peak device vs simulator MAPE %.1f%%, max %.1f%% (<= 5%%: %s); ProTrain's analytic model "
+              "MAPE %.1f%%\n",
+              s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
+              verdict(m["iteration_time_mape"].get<double>() <= 0.05), 100 * m["iteration_time_max_error"].get<double>(),
+              verdict(m["iteration_time_max_error"].get<double>() <= 0.10), m["spearman"].get<double>(),
+              verdict(m["spearman"].get<double>() >= 0.9), 100 * m["peak_device_mape"].get<double>(),
+              100 * m["peak_device_max_error"].get<double>(), verdict(m["peak_device_max_error"].get<double>() <= 0.05),
+              100 * m["analytic_peak_device_mape"].get<double>());
+}
+
+}  // namespace protwin::cli

@@ -1,0 +1,40 @@
+// calibrate's multi-rank cases (issue 23): each system's searched best plan for N GPUs of the
+// calibration model, run on the runtime under `mpirun -np N` (one emulated device per rank,
+// collectives over MPI capped at --net-GBps), against the simulator: iteration time, busy time per
+// stream (compute, copies, collectives, CPU Adam), and measured memory per pool (the caching
+// allocator's device peak, pinned and pageable peaks) beside ProTrain's analytic peak model.
+// Kept apart from calibrate's single-rank loop: its own cases, its own report section.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/machine.h"
+#include "sim/workload/workload.h"
+
+namespace protwin::cli {
+
+struct RankCalibrationOptions {
+  int ranks = 2;
+  int steps = 4;           // per run; the first is warm-up
+  double link_gbps = 0;    // the runtime's copy throttle (per rank and direction)
+  double net_gbps = 1;     // the collectives' bus-bandwidth cap, and the machine's collective rate
+  std::string out_dir;     // cases go into out_dir/ranks-<system>/
+  std::string runtime;     // protwin-rt
+  int threads = 2;         // search threads
+};
+
+using CostFactory = std::function<std::unique_ptr<hw::HardwareCostModel>(const hw::Machine&)>;
+
+// `machine`: the calibration's (profiled, capacity and link set) one-GPU machine; it is given
+// `ranks` GPUs and collectives at net_gbps. Returns the section's JSON ("cases", "metrics").
+nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& machine, const CostFactory& cost,
+                                    const RankCalibrationOptions& o);
+// The section as a table on stdout.
+void print_rank_cases(const nlohmann::json& section);
+
+}  // namespace protwin::cli
