@@ -3,6 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "cli/host_dispatch_option.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -22,13 +23,14 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
       ("no-overlap-grad-reduce", "reduce gradients after the whole backward")
       ("no-overlap-param-gather", "gather parameters after the optimizer step")
       ("no-flash", "unfused attention (not with --cp > 1)");
+  add_host_dispatch_option(desc, a.no_host_dispatch);
 }
 
 ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variables_map& vm) {
   for (const char* flag : {"model", "machine", "gbs"}) require(vm, flag);
   ParallelInputs in;
   in.model = sim::resolve_model(a.model);
-  in.cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(a.machine, a.set));
+  in.cost = std::make_unique<hw::HardwareCostModel>(load_sim_machine(a.machine, a.set, a.no_host_dispatch));
   PROTWIN_CHECK(a.seq >= 0, "--seq ", a.seq, ": must be at least 1 (0: the model's default)");
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");
