@@ -1,4 +1,7 @@
-# Cost of one Python module hook call (empty forward pre-hook + forward hook) on this CPU.
+#!/usr/bin/python3
+# Cost of one Python module hook call (empty forward pre-hook + forward hook) on this CPU: the
+# source of host_dispatch.module_hook_us in the machine files (2026-11-25: 4.9 us, torch 1.13).
+# usage: /usr/bin/python3 experiments/host-dispatch/module_hook_bench.py
 import time, torch
 torch.set_num_threads(1)
 m = torch.nn.Identity()

@@ -36,7 +36,7 @@ TEST_CASE("host_dispatch: a negative or non-finite host cost names the file and 
       FAIL("no error");
     } catch (const Error& e) {
       CHECK(e.exit_code() == 2);
-      CHECK(std::string(e.what()).rfind(std::string("bad.json:/host_dispatch/") + key + ": expected a number >= 0, got -1", 0) == 0);
+      CHECK(std::string(e.what()).rfind(std::string("bad.json:/host_dispatch/") + key + ": expected a number >= 0, got number -1.0", 0) == 0);
     }
     j["host_dispatch"][key] = std::numeric_limits<double>::infinity();
     CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
