@@ -28,7 +28,7 @@ const GoldenCase kCases[] = {
 };
 }  // namespace
 
-TEST_CASE("--no-host-dispatch reproduces the pre-host-dispatch reports byte for byte, host dispatch on adds a host") {
+TEST_CASE("host dispatch off (--no-host-dispatch) reproduces the pre-host-dispatch reports byte for byte, on it adds a host") {
   for (const auto& c : kCases) {
     INFO(c.golden);
     const std::string off = scratch_dir(kTag) + "/" + c.golden + ".off.json";
