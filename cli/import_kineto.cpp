@@ -8,6 +8,8 @@
 #include "cli/subcommand.h"
 #include "traces/error.h"
 #include "traces/json_reader.h"
+#include "traces/file_io.h"
+#include "traces/host_dispatch_import.h"
 #include "traces/kineto_import.h"
 #include "traces/op_profile.h"
 
@@ -31,7 +33,7 @@ std::string clip(const std::string& s, size_t n) {
 
 int run_import_kineto(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  std::string trace_path, out_path, source;
+  std::string trace_path, out_path, source, host_out;
   int top = 15;
   desc.add_options()
       ("trace", po::value(&trace_path), "Kineto trace (.json or .json.gz), also the first positional argument")
@@ -39,6 +41,9 @@ int run_import_kineto(const std::vector<std::string>& args) {
       ("top", po::value(&top)->default_value(15), "how many ops to list, by total time")
       ("no-cpu-ops", "leave out host-side ATen ops (cat cpu_op)")
       ("source", po::value(&source), "provenance source to record (default: the trace's file name)")
+      ("host-dispatch", po::value(&host_out),
+       "also write the trace's host-dispatch costs (launch, copy call, eager op with and without autograd, "
+       "backward node, collective call) as a machine fragment for `protwin machine merge`")
       ("json", "print the summary as JSON");
   po::positional_options_description pos;
   pos.add("trace", 1);
@@ -53,8 +58,17 @@ int run_import_kineto(const std::vector<std::string>& args) {
   traces::KinetoImportOptions opts;
   opts.cpu_ops = !vm.count("no-cpu-ops");
   opts.source = source;
-  const traces::OpProfile profile = traces::import_kineto(trace_path, opts);
+  const traces::JsonDocument doc = traces::JsonDocument::parse(traces::read_file_maybe_gzip(trace_path), trace_path);
+  const std::string file_name = trace_path.substr(trace_path.find_last_of('/') + 1);
+  const traces::OpProfile profile = traces::import_kineto(doc.root(), file_name, opts);
   profile.save(out_path);
+  std::map<std::string, traces::HostCostSample> host;
+  if (!host_out.empty()) {
+    host = traces::host_dispatch_costs(doc.root());
+    PROTWIN_CHECK(!host.empty(), trace_path, ": no host events to derive host-dispatch costs from (cuda_runtime "
+                  "cudaLaunchKernel or cudaMemcpyAsync, cpu_op)");
+    traces::write_file_atomic(host_out, traces::host_dispatch_fragment(host, source.empty() ? file_name : source).dump(2) + "\n");
+  }
 
   // Top ops by total time.
   std::vector<const traces::OpProfileEntry*> sorted;
@@ -94,6 +108,7 @@ int run_import_kineto(const std::vector<std::string>& args) {
                              {"aggregate_GBps", gbps(c.bytes, c.us)},
                              {"largest_bytes", c.largest_bytes},
                              {"largest_GBps", gbps(c.largest_bytes, c.largest_mean_us)}});
+    for (const auto& [key, s] : host) j["host_dispatch"][key] = {{"median_us", s.median_us}, {"count", s.count}};
     print_json(j);
     return 0;
   }
@@ -105,6 +120,11 @@ int run_import_kineto(const std::vector<std::string>& args) {
   for (const auto* e : sorted)
     std::printf("  %-64s %7lld %11.3f %10.2f %10.2f %10.2f\n", clip(e->sig.key(), 64).c_str(),
                 static_cast<long long>(e->us.count), total(e) / 1e3, e->us.mean, e->us.min, e->us.max);
+  if (!host.empty()) {
+    std::printf("\nhost dispatch (%s)\n", host_out.c_str());
+    for (const auto& [key, s] : host)
+      std::printf("  %-22s %9.2f us  (median of %lld)\n", key.c_str(), s.median_us, static_cast<long long>(s.count));
+  }
   if (!copies.empty()) {
     std::printf("\ncopies\n");
     std::printf("  %-14s %7s %12s %11s %10s %14s %12s\n", "kind", "count", "MB", "total_ms", "GB/s",

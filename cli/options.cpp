@@ -73,7 +73,7 @@ void check_numbers(const po::variables_map& vm) {
 }
 
 // Output files and folders, checked before any work.
-constexpr const char* kOutputFlags[] = {"output", "chrome-trace", "plan-out", "csv", "profile-out"};
+constexpr const char* kOutputFlags[] = {"output", "chrome-trace", "plan-out", "csv", "profile-out", "host-dispatch"};
 
 void check_outputs(const po::options_description& desc, const po::variables_map& vm) {
   for (const char* flag : kOutputFlags) {

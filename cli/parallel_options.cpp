@@ -3,6 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "cli/host_dispatch_option.h"
 #include "traces/error.h"
 #include "traces/op_signature.h"
 
@@ -34,6 +35,7 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
       ("vocab-parallel-loss", po::value(&a.vocab_parallel_loss),
        "on | off: Megatron's vocab-parallel cross-entropy as its passes (overrides --framework)")
       ("pad-vocab", po::value(&a.pad_vocab), "on | off: vocabulary padded to a multiple of 128*TP (overrides --framework)");
+  add_host_dispatch_option(desc, a.no_host_dispatch);
 }
 
 namespace {
@@ -51,7 +53,7 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   for (const char* flag : {"model", "machine", "gbs"}) require(vm, flag);
   ParallelInputs in;
   in.model = sim::resolve_model(a.model);
-  in.cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(a.machine, a.set));
+  in.cost = std::make_unique<hw::HardwareCostModel>(load_sim_machine(a.machine, a.set, a.no_host_dispatch));
   PROTWIN_CHECK(a.seq >= 0, "--seq ", a.seq, ": must be at least 1 (0: the model's default)");
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");

@@ -17,6 +17,7 @@ namespace protwin::cli {
 struct ParallelArgs {
   std::string model, machine;
   std::vector<std::string> set;
+  bool no_host_dispatch = false;
   int64_t seq = 0, gbs = 0;
   std::string recompute = "none", dtype = "bf16";
   std::string framework = "megatron-core", sequence_parallel, dropout, grad_reduce_dtype, vocab_parallel_loss, pad_vocab;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "cli/host_dispatch_option.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -24,12 +25,13 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
        "GPT-2 family: HuggingFace GPT2Block's eager kernels (gelu_new unfused, separate attention scale and mask) "
        "and its default dropout 0.1, as the papers' systems ran it (default: fused kernels, no dropout)")
       ("threads", po::value(&a.threads)->default_value(2), "threads simulating candidates");
+  add_host_dispatch_option(desc, a.no_host_dispatch);
 }
 
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   PolicyInputs in;
   in.model = sim::resolve_model(a.model);
-  in.cost = std::make_unique<hw::HardwareCostModel>(hw::load_machine(a.machine, a.set));
+  in.cost = std::make_unique<hw::HardwareCostModel>(load_sim_machine(a.machine, a.set, a.no_host_dispatch));
   std::tie(in.search.gpus, in.search.nodes) = sim::place_ranks(*in.cost, a.gpus, a.nodes);
   if (a.batch == "auto") {
     in.search.batch = 0;

@@ -23,6 +23,7 @@ struct PolicyArgs {
   std::vector<std::string> set;  // machine overrides "path=value"
   bool flash = false;
   bool hf_eager = false;
+  bool no_host_dispatch = false;
   std::string dtype = "fp16";
   int threads = 2;
 };

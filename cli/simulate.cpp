@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/host_dispatch_option.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
@@ -57,6 +58,8 @@ int run_simulate(const std::vector<std::string>& args) {
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON) here")
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (open in ui.perfetto.dev)")
       ("json", "print the summary as JSON");
+  bool no_host_dispatch = false;
+  add_host_dispatch_option(desc, no_host_dispatch);
   po::variables_map vm;
   if (!parse_options("protwin simulate (--plan P.json [--rates R.json | --machine H] | --model M --machine H "
                      "[--policy knobs.json] [--batch B]) [-o report.json] [--chrome-trace trace.json] [--json]",
@@ -90,6 +93,7 @@ int run_simulate(const std::vector<std::string>& args) {
     pa.flash = flash;
     pa.hf_eager = hf_eager;
     pa.dtype = dtype;
+    pa.no_host_dispatch = no_host_dispatch;
     PolicyInputs in = resolve_policy_inputs(pa);
     nlohmann::json policy = nlohmann::json::object();
     std::string source = "--knob";
@@ -126,7 +130,7 @@ int run_simulate(const std::vector<std::string>& args) {
   } else {
     plan = traces::read_plan(plan_path);
     if (vm.count("machine")) {
-      auto hardware = std::make_unique<hw::HardwareCostModel>(hw::load_machine(machine, set));
+      auto hardware = std::make_unique<hw::HardwareCostModel>(load_sim_machine(machine, set, no_host_dispatch));
       const nlohmann::json& meta_machine = plan.meta.contains("machine") ? plan.meta["machine"] : nlohmann::json();
       const std::string compiled_for = meta_machine.is_string() ? meta_machine.get<std::string>() : "";
       const std::string costed_with = hardware->machine().name;

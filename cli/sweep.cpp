@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli/host_dispatch_option.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
@@ -105,7 +106,8 @@ int run_sweep(const std::vector<std::string>& args) {
   PolicyInputs in = resolve_policy_inputs(base);
   o.search = in.search;
   std::string source;
-  const nlohmann::json machine_json = hw::load_machine_json(pa.machine, &source);
+  nlohmann::json machine_json = hw::load_machine_json(pa.machine, &source);
+  if (pa.no_host_dispatch) turn_off_host_dispatch(machine_json);
 
   Progress bar("sweeping", sim::sweep_points(o.axes, o.systems.size()));
   o.progress = [&](long, long) { bar.tick(); };

@@ -26,6 +26,12 @@ struct OpCost {
   std::array<int, kMaxLinks> links{-1, -1, -1};  // indices into CostModel::links(); -1 = unused
   double link_bytes = 0;                // bytes that then flow over every listed link at once
   double max_GBps = 0;                  // the transfer's own rate cap (0 = none)
+  // Host dispatch (DESIGN §4): CPU time the rank's host thread spends issuing this op (framework
+  // dispatch, hooks, the CUDA/NCCL call); zero = not issued by the host thread. The op starts no
+  // earlier than its launch ends.
+  SimTime host;
+  bool host_sync = false;               // the host blocks until the op ends (.item(), blocking copy)
+  bool cpu_work = false;                // runs on the CPU: a launch depending on it waits for it
 
   int n_links() const {
     int n = 0;
@@ -39,6 +45,10 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual std::vector<LinkSpec> links() const { return {}; }
   virtual OpCost cost(const traces::Op& op, const traces::Plan& plan) const = 0;
+  // Launches a host thread may have issued that have not finished before its next launch blocks:
+  // the CUDA driver's pending-launch queue, commonly measured at about 1024 entries (an
+  // undocumented driver limit; machine files set it in host_dispatch.launch_queue_depth).
+  virtual int launch_queue_depth() const { return 1024; }
 };
 
 }  // namespace protwin::hw

@@ -38,6 +38,17 @@ traces::OpSignature collective_sig(const std::string& kind, double bytes, int ra
   return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
 }
 
+// A copy is pageable when attrs.pinned is false or, without it, a read tensor lives in "pageable".
+bool copy_is_pinned(const traces::Op& op, const traces::Plan& plan) {
+  if (op.attrs.is_object() && op.attrs.contains("pinned") && op.attrs["pinned"].is_boolean()) {
+    return op.attrs["pinned"].get<bool>();
+  }
+  for (int t : op.reads)
+    for (const auto& ts : plan.tensors)
+      if (ts.id == t && ts.home == "pageable") return false;
+  return true;
+}
+
 int meta_int(const nlohmann::json& j, const char* key, int fallback) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer()) return fallback;
   return static_cast<int>(j[key].get<int64_t>());
@@ -472,18 +483,68 @@ double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const
 }
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
+  OpCost c = device_cost(op, plan);
+  if (machine_.host_dispatch.enabled) add_host_cost(op, plan, &c);
+  return c;
+}
+
+int HardwareCostModel::launch_queue_depth() const { return machine_.host_dispatch.launch_queue_depth; }
+
+// What the rank's host thread spends issuing `op` (machine host_dispatch): every kernel is one
+// eager ATen op (dispatch, with autograd recording in forward and recompute; an autograd-engine
+// node in backward) plus its cudaLaunchKernel; a copy is one cudaMemcpyAsync, a collective one c10d call, a device optimizer
+// step its multi-tensor launches; attrs.host adds the system's own host work (hooks, extra small
+// ops and copies; sim/policy/host_work.h). CPU work (CPU Adam, host passes) is marked so
+// launches that need its result wait for it. A copy from or to pageable memory blocks the host
+// until it is done (CUDA runtime API, "API synchronization behavior"); so does attrs.host_sync.
+void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {
+  const HostDispatchSpec& h = machine_.host_dispatch;
+  if (op.kind == "adam_cpu" || op.kind == "host_cast" || op.kind == "host_pass") {
+    c->cpu_work = true;
+    return;
+  }
+  if (op.kind == "alloc" || op.kind == "free") return;
+  double us = 0;
+  CollectiveKind coll;
+  if (op.kind == "h2d" || op.kind == "d2h") {
+    us = h.copy_call_us;
+    c->host_sync = !copy_is_pinned(op, plan);
+  } else if (collective_from_string(op.kind, &coll) || op.kind == "send_recv") {
+    us = h.collective_call_us;
+  } else if (op.kind == "adam_device") {
+    us = h.optimizer_launch_us * static_cast<double>(std::max<int64_t>(1, meta_int(op.attrs, "launches", 1)));
+  } else {
+    // Forward and recompute record autograd; backward kernels run as autograd-engine nodes.
+    const double op_us = op.kind == "forward" || op.kind == "recompute" ? h.eager_op_autograd_us
+                         : op.kind == "backward"                         ? h.backward_op_us
+                                                                         : h.eager_op_us;
+    const double per_kernel = op_us + h.kernel_launch_us;
+    int64_t n = 0;
+    if (op.attrs.is_object() && op.attrs.contains("kernels") && op.attrs["kernels"].is_array()) {
+      for (const auto& k : op.attrs["kernels"]) n += k.is_object() ? k.value("count", int64_t{1}) : 1;
+    } else if (op.work.flops > 0 || op.work.bytes > 0) {
+      n = 1;
+    }
+    us = static_cast<double>(n) * per_kernel;
+  }
+  if (op.attrs.is_object() && op.attrs.contains("host") && op.attrs["host"].is_object()) {
+    const nlohmann::json& w = op.attrs["host"];
+    const int hooks = meta_int(w, "hooks", 0), eager = meta_int(w, "eager_ops", 0), copies = meta_int(w, "copies", 0);
+    PROTWIN_CHECK(hooks >= 0 && eager >= 0 && copies >= 0, traces::describe_op(plan, op),
+                  ": attrs.host counts (hooks, eager_ops, copies) must be >= 0");
+    us += hooks * h.module_hook_us + eager * (h.eager_op_us + h.kernel_launch_us) + copies * h.copy_call_us;
+    if (w.value("sync", false)) c->host_sync = true;
+  }
+  if (op.attrs.is_object() && op.attrs.value("host_sync", false)) c->host_sync = true;
+  c->host = SimTime(std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3))));
+}
+
+OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& plan) const {
   OpCost c;
   const double bytes = static_cast<double>(op.work.bytes);
   if (op.kind == "h2d" || op.kind == "d2h") {
     const bool h2d = op.kind == "h2d";
-    bool pinned = true;
-    if (op.attrs.is_object() && op.attrs.contains("pinned") && op.attrs["pinned"].is_boolean()) {
-      pinned = op.attrs["pinned"].get<bool>();
-    } else {
-      for (int t : op.reads)
-        for (const auto& ts : plan.tensors)
-          if (ts.id == t && ts.home == "pageable") pinned = false;
-    }
+    const bool pinned = copy_is_pinned(op, plan);
     if (bytes <= 0) return c;
     const CopyDirectionSpec& d = h2d ? machine_.host_link.h2d : machine_.host_link.d2h;
     const double latency = (pinned ? d.pinned_latency_us : d.pageable_latency_us) * 1e-6;

@@ -70,7 +70,10 @@ class HardwareCostModel : public CostModel {
   // update work.params; host_cast moves work.bytes through host DRAM; alloc/free cost nothing (steady-state caching allocator); other ops with
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
   std::vector<LinkSpec> links() const override;
+  // With the machine's host_dispatch section (DESIGN §4) the cost also says what the host thread
+  // spends issuing the op (add_host_cost).
   OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
+  int launch_queue_depth() const override;
 
   // Direct functions for analytic models; all return seconds.
   double gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
@@ -123,6 +126,8 @@ class HardwareCostModel : public CostModel {
   const CollectiveModel& collectives() const { return collectives_; }
 
  private:
+  OpCost device_cost(const traces::Op& op, const traces::Plan& plan) const;
+  void add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
   const DtypeCompute& compute_for(const std::string& dtype) const;
   double roofline_seconds(double flops, double bytes, const std::string& dtype) const;
   const CollectiveSpec& collective_spec(CollectiveKind kind, CollectiveScope scope) const;

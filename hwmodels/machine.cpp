@@ -238,6 +238,23 @@ bool looks_like_path(const std::string& s) {
          (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
+HostDispatchSpec read_host_dispatch(const JsonNode& n) {
+  n.check_keys({"enabled", "eager_op_us", "eager_op_autograd_us", "backward_op_us", "kernel_launch_us", "copy_call_us",
+                "collective_call_us", "optimizer_launch_us", "module_hook_us", "launch_queue_depth"});
+  HostDispatchSpec h;
+  h.enabled = n.has("enabled") ? n.at("enabled").as_bool() : true;
+  h.eager_op_us = n.get_nonneg_number("eager_op_us");
+  h.eager_op_autograd_us = n.get_nonneg_number("eager_op_autograd_us");
+  h.backward_op_us = n.get_nonneg_number("backward_op_us");
+  h.kernel_launch_us = n.get_nonneg_number("kernel_launch_us");
+  h.copy_call_us = n.get_nonneg_number("copy_call_us");
+  h.collective_call_us = n.get_nonneg_number("collective_call_us");
+  h.optimizer_launch_us = n.get_nonneg_number("optimizer_launch_us");
+  h.module_hook_us = n.get_nonneg_number("module_hook_us");
+  h.launch_queue_depth = static_cast<int>(n.get_int_in("launch_queue_depth", 1, 1000000));
+  return h;
+}
+
 }  // namespace
 
 nlohmann::json Machine::provenance_of(const std::string& pointer) const {
@@ -255,7 +272,8 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
     root.at("version").fail("unsupported version " + std::to_string(version) + " (this build reads " +
                             std::to_string(kMachineVersion) + ")");
   root.check_keys({"format", "version", "name", "description", "gpu", "host", "host_link", "cpu_adam",
-                   "host_passes", "gpu_adam", "collectives", "network", "kernel_tables", "provenance"});
+                   "host_passes", "host_dispatch", "gpu_adam", "collectives", "network", "kernel_tables",
+                   "provenance"});
   Machine m;
   m.source = source;
   m.name = root.get_string("name");
@@ -276,6 +294,7 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
     m.host_passes.unscale_ns_per_elem = hp->get_nonneg_number("unscale_ns_per_elem");
     m.host_passes.fp16_copy_ns_per_elem = hp->get_nonneg_number("fp16_copy_ns_per_elem");
   }
+  if (auto hd = root.find("host_dispatch")) m.host_dispatch = read_host_dispatch(*hd);
   root.at("gpu_adam").check_keys({"bytes_per_param"});
   m.gpu_adam.bytes_per_param = root.at("gpu_adam").get_positive_number("bytes_per_param");
   const JsonNode coll = root.at("collectives");

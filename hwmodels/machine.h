@@ -99,6 +99,22 @@ struct HostPassSpec {
   double fp16_copy_ns_per_elem = 0;
 };
 
+// The CPU cost of issuing GPU work (section "host_dispatch"; DESIGN §4, host dispatch), measured
+// from PyTorch profiler traces (protwin import-kineto --host-dispatch) or the runtime (protwin
+// profile). Absent, or enabled false (--no-host-dispatch): no host thread is simulated.
+struct HostDispatchSpec {
+  bool enabled = false;
+  double eager_op_us = 0;           // one ATen op's dispatch without autograd recording (backward), launch excluded
+  double eager_op_autograd_us = 0;  // the same while autograd records the graph (forward, recompute)
+  double backward_op_us = 0;        // one autograd-engine node launching one kernel (backward), launch excluded
+  double kernel_launch_us = 0;      // cudaLaunchKernel
+  double copy_call_us = 0;          // cudaMemcpyAsync
+  double collective_call_us = 0;    // a c10d collective's host side (NCCL enqueue)
+  double optimizer_launch_us = 0;   // one fused / multi-tensor optimizer launch
+  double module_hook_us = 0;        // one Python hook call (module or parameter hook) of a system
+  int launch_queue_depth = 1024;    // unfinished launches before the host blocks
+};
+
 struct GpuAdamSpec {
   double bytes_per_param = 0;
 };
@@ -163,6 +179,7 @@ struct Machine {
   HostLinkSpec host_link;
   CpuAdamSpec cpu_adam;
   HostPassSpec host_passes;
+  HostDispatchSpec host_dispatch;               // "host_dispatch" (optional)
   GpuAdamSpec gpu_adam;
   CollectiveDomainSpec intra_node;
   std::optional<CollectiveDomainSpec> inter_node;

@@ -27,11 +27,26 @@ void trace_events(const Report& report, Emit&& emit) {
           {"args", {{"name", report.streams[i].name}}}});
     emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t}, {"args", {{"sort_index", t}}}});
   }
+  // One track per host-dispatch thread (one per rank), after the streams: the launches.
+  std::map<std::string, int> host_tid;
+  for (size_t i = 0; i < report.hosts.size(); ++i) {
+    const int t = static_cast<int>(report.streams.size() + i) + 1;
+    host_tid[report.hosts[i].name] = t;
+    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t}, {"args", {{"name", report.hosts[i].name}}}});
+    emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t}, {"args", {{"sort_index", t}}}});
+  }
   for (const auto& op : report.ops) {
     auto it = tid.find(op.stream);
     const int t = it == tid.end() ? 0 : it->second;
     emit({{"ph", "X"}, {"name", op.kind}, {"cat", op.stream}, {"pid", kPid}, {"tid", t}, {"ts", us(op.start)},
           {"dur", us(op.end - op.start)}, {"args", {{"op", op.id}}}});
+  }
+  for (const auto& op : report.ops) {
+    if (!op.launch) continue;
+    auto it = host_tid.find(host_of_stream(op.stream));
+    emit({{"ph", "X"}, {"name", "launch " + op.kind}, {"cat", "host"}, {"pid", kPid},
+          {"tid", it == host_tid.end() ? 0 : it->second}, {"ts", us(op.launch->first)},
+          {"dur", us(op.launch->second - op.launch->first)}, {"args", {{"op", op.id}}}});
   }
   // One counter track per memory pool (bytes over time).
   for (const auto& pool : report.pools) {

@@ -2,6 +2,7 @@
 target_sources(protwin_traces PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/op_profile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kineto_import.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/host_dispatch_import.cpp
   ${CMAKE_CURRENT_LIST_DIR}/table_import.cpp)
 
 # Kineto traces usually come gzipped.

@@ -42,6 +42,12 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
     rec.start = SimTime(o.get_nonneg_int("start_ns"));
     rec.end = SimTime(o.get_nonneg_int("end_ns"));
     if (rec.end < rec.start) o.at("end_ns").fail("op ends before it starts");
+    if (auto l = o.find("launch_ns")) {
+      if (l->size() != 2) l->fail("expected [start_ns, end_ns]");
+      const int64_t a = l->at(size_t{0}).as_int(), b = l->at(size_t{1}).as_int();
+      if (a < 0 || b < a || b > rec.start.ns) l->fail("launch must be a non-negative interval ending by the op's start");
+      rec.launch = std::make_pair(SimTime(a), SimTime(b));
+    }
     r.ops.push_back(std::move(rec));
   }
   JsonNode streams = root.at("streams");
@@ -49,6 +55,12 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
     JsonNode s = streams.at(i);
     r.streams.push_back({s.get_string("name"), SimTime(s.get_nonneg_int("busy_ns")),
                          s.get_nonneg_int("ops", 0)});
+  }
+  if (auto hosts = root.find("hosts")) {
+    for (size_t i = 0; i < hosts->size(); ++i) {
+      JsonNode h = hosts->at(i);
+      r.hosts.push_back({h.get_string("name"), SimTime(h.get_nonneg_int("busy_ns")), h.get_nonneg_int("ops", 0)});
+    }
   }
   JsonNode pools = root.at("pools");
   for (size_t i = 0; i < pools.size(); ++i) {
@@ -70,6 +82,11 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
   return r;
 }
 
+std::string host_of_stream(const std::string& stream) {
+  const size_t dot = stream.rfind('.');
+  return dot == std::string::npos ? "host" : stream.substr(0, dot + 1) + "host";
+}
+
 Report read_report(const std::string& path) {
   JsonDocument doc = JsonDocument::load(path);
   return report_from_json(doc.json(), path);
@@ -78,9 +95,11 @@ Report read_report(const std::string& path) {
 nlohmann::json report_to_json(const Report& r) {
   using nlohmann::json;
   json ops = json::array();
-  for (const auto& o : r.ops)
+  for (const auto& o : r.ops) {
     ops.push_back({{"id", o.id}, {"kind", o.kind}, {"stream", o.stream}, {"start_ns", o.start.ns},
                    {"end_ns", o.end.ns}});
+    if (o.launch) ops.back()["launch_ns"] = {o.launch->first.ns, o.launch->second.ns};
+  }
   json streams = json::array();
   for (const auto& s : r.streams)
     streams.push_back({{"name", s.name}, {"busy_ns", s.busy.ns}, {"ops", s.ops}});
@@ -91,8 +110,14 @@ nlohmann::json report_to_json(const Report& r) {
     pools.push_back({{"name", p.name}, {"capacity_bytes", p.capacity.n}, {"peak_bytes", p.peak.n},
                      {"peak_at_ns", p.peak_at.ns}, {"curve", curve}});
   }
-  return {{"format", kReportFormat}, {"version", kReportVersion}, {"meta", r.meta},
-          {"iteration_ns", r.iteration.ns}, {"ops", ops}, {"streams", streams}, {"pools", pools}};
+  json j = {{"format", kReportFormat}, {"version", kReportVersion}, {"meta", r.meta},
+            {"iteration_ns", r.iteration.ns}, {"ops", ops}, {"streams", streams}, {"pools", pools}};
+  if (!r.hosts.empty()) {
+    json hosts = json::array();
+    for (const auto& h : r.hosts) hosts.push_back({{"name", h.name}, {"busy_ns", h.busy.ns}, {"ops", h.ops}});
+    j["hosts"] = std::move(hosts);
+  }
+  return j;
 }
 
 std::string report_to_string(const Report& r) { return report_to_json(r).dump(1) + "\n"; }

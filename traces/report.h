@@ -2,12 +2,13 @@
 // schema, so the two can be compared op by op.
 //
 // JSON: {"format": "protwin.report", "version": 1, "meta": {...}, "iteration_ns": T,
-//        "ops": [{"id", "kind", "stream", "start_ns", "end_ns"}],
-//        "streams": [{"name", "busy_ns", "ops"}],
+//        "ops": [{"id", "kind", "stream", "start_ns", "end_ns", "launch_ns"?: [start, end]}],
+//        "streams": [{"name", "busy_ns", "ops"}], "hosts"?: [{"name", "busy_ns", "ops"}],
 //        "pools": [{"name", "capacity_bytes", "peak_bytes", "peak_at_ns", "curve": [[t_ns, bytes], ...]}]}
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,8 @@ struct OpRecord {
   std::string stream;
   SimTime start;
   SimTime end;
+  // When a host thread issued the op (host dispatch, DESIGN §4): its launch interval.
+  std::optional<std::pair<SimTime, SimTime>> launch = std::nullopt;
 };
 
 struct StreamRecord {
@@ -49,11 +52,16 @@ struct Report {
   SimTime iteration;                               // end of the last op
   std::vector<OpRecord> ops;                       // indexed by op id
   std::vector<StreamRecord> streams;
+  std::vector<StreamRecord> hosts;                 // host-dispatch threads (busy = launch time); empty: off
   std::vector<PoolRecord> pools;
 
   const StreamRecord* stream(const std::string& name) const;
   const PoolRecord* pool(const std::string& name) const;
 };
+
+// The host-dispatch thread that issues a stream's ops: one per rank, named by the stream's prefix
+// before its last '.' ("compute" -> "host", "stage1.compute" -> "stage1.host").
+std::string host_of_stream(const std::string& stream);
 
 Report report_from_json(const nlohmann::json& j, const std::string& source);
 Report read_report(const std::string& path);

@@ -39,6 +39,35 @@ def common_args(model, machine, seq, gbs, dtype, recompute, flash, dist_opt):
     return a
 
 
+def megatron_args(m, r):
+    """simulate-4d arguments (without --json) of one Megatron-LM row `r` of config `m`."""
+    spec = "gpt:hidden={},layers={},heads={},vocab={},max_positions={}".format(
+        r["hidden"], r["layers"], r["heads"], m["vocab"], m["seq"])
+    args = common_args(spec, m["machine"], m["seq"], r["gbs"], m["dtype"], m["recompute"],
+                       m["flash_attention"], m["distributed_optimizer"])
+    args += ["--tp", r["tp"], "--pp", r["pp"], "--cp", 1, "--dp", r["dp"], "--mbs", r["mbs"]]
+    if r["vpp"] > 1:
+        args += ["--vpp", r["vpp"]]
+    if not r["overlap_grad_reduce"]:
+        args.append("--no-overlap-grad-reduce")
+    if m.get("framework"):
+        args += ["--framework", m["framework"]]
+    return args
+
+
+def mosaic_args(mo, r):
+    """simulate-4d arguments (without --json) of one MosaicML row `r` of config `mo`."""
+    spec = "gpt:hidden={},layers={},heads={},vocab={},max_positions={},bias=false".format(
+        r["d_model"], r["n_layers"], r["n_heads"], mo["vocab"], mo["seq"])
+    recompute = "full" if r["activation_checkpointing"] else "none"
+    args = common_args(spec, r["machine"], mo["seq"], r["gbs"], mo["dtype"], recompute,
+                       mo["flash_attention"], True)
+    args += ["--tp", 1, "--pp", 1, "--cp", 1, "--dp", r["dp"], "--mbs", r["mbs"]]
+    for s in r.get("machine_overrides", []):
+        args += ["--set", s]
+    return args
+
+
 def safe(name):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
@@ -63,18 +92,7 @@ def main():
 
     m = cfg["megatron"]
     for r in m["rows"]:
-        spec = "gpt:hidden={},layers={},heads={},vocab={},max_positions={}".format(
-            r["hidden"], r["layers"], r["heads"], m["vocab"], m["seq"])
-        args = common_args(spec, m["machine"], m["seq"], r["gbs"], m["dtype"], m["recompute"],
-                           m["flash_attention"], m["distributed_optimizer"])
-        args += ["--tp", r["tp"], "--pp", r["pp"], "--cp", 1, "--dp", r["dp"], "--mbs", r["mbs"]]
-        if r["vpp"] > 1:
-            args += ["--vpp", r["vpp"]]
-        if not r["overlap_grad_reduce"]:
-            args.append("--no-overlap-grad-reduce")
-        if m.get("framework"):
-            args += ["--framework", m["framework"]]
-        res, wall, _ = _protwin.run(args + ["--json"])
+        res, wall, _ = _protwin.run(megatron_args(m, r) + ["--json"])
         flops = megatron_flops_per_iteration(r, m["seq"], m["vocab"])
         sim = flops / (res["iteration_s"] * r["gpus"]) / 1e12
         record(out_dir, rows, res, {"published": r, "narayanan_flops_per_iteration": flops,
@@ -86,15 +104,8 @@ def main():
 
     mo = cfg["mosaicml"]
     for r in mo["rows"]:
-        spec = "gpt:hidden={},layers={},heads={},vocab={},max_positions={},bias=false".format(
-            r["d_model"], r["n_layers"], r["n_heads"], mo["vocab"], mo["seq"])
         recompute = "full" if r["activation_checkpointing"] else "none"
-        args = common_args(spec, r["machine"], mo["seq"], r["gbs"], mo["dtype"], recompute,
-                           mo["flash_attention"], True)
-        args += ["--tp", 1, "--pp", 1, "--cp", 1, "--dp", r["dp"], "--mbs", r["mbs"]]
-        for s in r.get("machine_overrides", []):
-            args += ["--set", s]
-        res, wall, _ = _protwin.run(args + ["--json"])
+        res, wall, _ = _protwin.run(mosaic_args(mo, r) + ["--json"])
         tokens_per_s_per_gpu = r["gbs"] * mo["seq"] / res["iteration_s"] / r["gpus"]
         mfu = mosaic_flops_per_token(r, mo["seq"]) * tokens_per_s_per_gpu / (r["peak_tflops"] * 1e12)
         record(out_dir, rows, res, {"published": r, "simulated_tokens_per_s_per_gpu": tokens_per_s_per_gpu,

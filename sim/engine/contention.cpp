@@ -40,6 +40,7 @@ class ScaledCostModel : public hw::CostModel {
  public:
   ScaledCostModel(const hw::CostModel& base, const std::vector<double>& scale) : base_(base), scale_(scale) {}
   std::vector<hw::LinkSpec> links() const override { return base_.links(); }
+  int launch_queue_depth() const override { return base_.launch_queue_depth(); }
   hw::OpCost cost(const traces::Op& op, const traces::Plan& plan) const override {
     hw::OpCost c = base_.cost(op, plan);
     const double s = static_cast<size_t>(op.id) < scale_.size() ? scale_[op.id] : 1.0;

@@ -32,7 +32,7 @@ constexpr int64_t kPrioTransfer = 1;
 constexpr int64_t kPrioDispatch = 2;
 
 // Payload = kind << 32 | op index.
-enum EventKind : uint64_t { kDispatch = 0, kGranted = 1, kFixedDone = 2, kEnd = 3, kTransferDone = 4 };
+enum EventKind : uint64_t { kDispatch = 0, kGranted = 1, kFixedDone = 2, kEnd = 3, kTransferDone = 4, kLaunched = 5 };
 constexpr uint64_t payload(EventKind kind, size_t op) { return (uint64_t{kind} << 32) | op; }
 
 // Memory effects are packed as delta * kMaxPools + pool in one int64.
@@ -50,6 +50,18 @@ struct Route {
   std::array<int, hw::OpCost::kMaxLinks> links;
   int n_links;
   double max_GBps;
+};
+
+// One rank's host thread (DESIGN §4, host dispatch): it issues its ops in op-id order, each for
+// its host time; it waits while launch_queue_depth launches are unfinished, after a host_sync op
+// until that op ends, and before an op that depends on CPU work until that work ends.
+struct Host {
+  std::string name;              // "host", or "stage0.host" for streams "stage0.*"
+  std::vector<uint32_t> ops;     // the ops it issues, in id order
+  size_t next = 0;               // ops[next] is the next to issue
+  int64_t pending = 0;           // issued, not finished
+  bool busy = false;             // launching, or blocked until a host_sync op ends
+  int64_t busy_ns = 0;
 };
 
 // Plans have a handful of streams and pools: a linear scan beats hashing.
@@ -82,6 +94,9 @@ class Run final : public Handler {
   void after_fixed(size_t i);
   void finish(size_t i);
   void apply_mem(size_t i, bool at_end);
+  void compile_hosts(const std::vector<std::string>& stream_names);
+  void try_launch(size_t h);
+  void launched(size_t i);
   traces::Report report();  // moves the pool curves out
 
   const traces::Plan& plan_;
@@ -97,6 +112,14 @@ class Run final : public Handler {
   std::vector<uint32_t> mem_begin_, mem_split_;  // op i: start effects [begin, split), end [split, begin[i+1])
   std::vector<int64_t> mem_;  // delta_bytes * kMaxPools + pool
   std::vector<int32_t> waiting_;  // unfinished dependencies per op
+  // Host dispatch (empty when no op has a host time).
+  std::vector<int64_t> host_ns_;
+  std::vector<uint8_t> host_flags_;  // kSync | kCpuWork | kCpuDep
+  std::vector<int32_t> host_of_;     // host index per op (-1: not issued by a host)
+  std::vector<int32_t> wakes_;       // host_sync op: its host index + 1 while the host waits for it
+  std::vector<int64_t> launch_start_, launch_end_;
+  std::vector<Host> hosts_;
+  int64_t queue_depth_ = 1024;
 
   // Run state.
   Engine engine_;
@@ -110,6 +133,8 @@ class Run final : public Handler {
   std::vector<int64_t> busy_, stream_ops_;
   size_t finished_ = 0;
 };
+
+enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
 
 void Run::compile() {
   const auto& ops = plan_.ops;
@@ -168,6 +193,15 @@ void Run::compile() {
     PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(plan_, op),
                    ": negative transfer bytes or rate cap");
     times_[i] = OpTime{c.fixed.ns, c.link_bytes, c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1};
+    PROTWIN_ASSERT(c.host.ns >= 0, traces::describe_op(plan_, op), ": negative host time");
+    if (c.host.ns > 0 || c.host_sync || c.cpu_work) {
+      if (host_ns_.empty()) {
+        host_ns_.assign(n_, 0);
+        host_flags_.assign(n_, 0);
+      }
+      host_ns_[i] = c.host.ns;
+      host_flags_[i] = static_cast<uint8_t>((c.host_sync ? kSync : 0) | (c.cpu_work ? kCpuWork : 0));
+    }
 
     mem_begin_[i] = static_cast<uint32_t>(mem_.size());
     // Start effects first, then end effects. The effects at one instant are summed per pool (in
@@ -213,6 +247,7 @@ void Run::compile() {
     }
   }
 
+  if (!host_ns_.empty()) compile_hosts(stream_names);
   streams_.reserve(stream_names.size());
   for (size_t s = 0; s < stream_names.size(); ++s) streams_.emplace_back(engine_, 1);
   pools_.reserve(plan_.pools.size());
@@ -225,6 +260,34 @@ void Run::compile() {
   resize_huge(end_, n_, int64_t{-1});
   busy_.assign(stream_names.size(), 0);
   stream_ops_.assign(stream_names.size(), 0);
+}
+
+// Gives every op with a host time to its stream's host and makes it wait for its launch.
+void Run::compile_hosts(const std::vector<std::string>& stream_names) {
+  queue_depth_ = cost_model_.launch_queue_depth();
+  PROTWIN_ASSERT(queue_depth_ >= 1, "launch queue depth ", queue_depth_, " < 1");
+  std::vector<int32_t> host_of_stream(stream_names.size(), -1);
+  host_of_.assign(n_, -1);
+  wakes_.assign(n_, 0);
+  launch_start_.assign(n_, -1);
+  launch_end_.assign(n_, -1);
+  for (size_t i = 0; i < n_; ++i) {
+    if (host_ns_[i] == 0) continue;
+    const auto s = static_cast<size_t>(stream_of_[i]);
+    if (host_of_stream[s] < 0) {
+      const std::string name = traces::host_of_stream(stream_names[s]);
+      size_t h = 0;
+      while (h < hosts_.size() && hosts_[h].name != name) ++h;
+      if (h == hosts_.size()) hosts_.push_back(Host{name, {}, 0, 0, false, 0});
+      host_of_stream[s] = static_cast<int32_t>(h);
+    }
+    host_of_[i] = host_of_stream[s];
+    hosts_[static_cast<size_t>(host_of_[i])].ops.push_back(static_cast<uint32_t>(i));
+    ++waiting_[i];  // the launch
+    for (int d : plan_.ops[i].deps) {
+      if (host_flags_[static_cast<size_t>(d)] & kCpuWork) host_flags_[i] |= kCpuDep;
+    }
+  }
 }
 
 int32_t Run::route_id(const hw::OpCost& c, const traces::Op& op) {
@@ -281,6 +344,36 @@ void Run::dispatch() {
   batch_.clear();
 }
 
+void Run::try_launch(size_t h) {
+  Host& host = hosts_[h];
+  if (host.busy || host.next == host.ops.size() || host.pending >= queue_depth_) return;
+  const uint32_t i = host.ops[host.next];
+  if (host_flags_[i] & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
+    for (int d : plan_.ops[i].deps) {
+      if ((host_flags_[static_cast<size_t>(d)] & kCpuWork) && end_[static_cast<size_t>(d)] < 0) return;
+    }
+  }
+  host.busy = true;
+  launch_start_[i] = engine_.now().ns;
+  engine_.schedule(SimTime(engine_.now().ns + host_ns_[i]), kPrioEnd, this, payload(kLaunched, i));
+}
+
+void Run::launched(size_t i) {
+  const auto h = static_cast<size_t>(host_of_[i]);
+  Host& host = hosts_[h];
+  launch_end_[i] = engine_.now().ns;
+  host.busy_ns += launch_end_[i] - launch_start_[i];
+  ++host.next;
+  ++host.pending;
+  if (--waiting_[i] == 0) make_ready(i);
+  if (host_flags_[i] & kSync) {
+    wakes_[i] = static_cast<int32_t>(h) + 1;  // blocked until the op ends
+  } else {
+    host.busy = false;
+    try_launch(h);
+  }
+}
+
 void Run::apply_mem(size_t i, bool at_end) {
   const SimTime now = engine_.now();
   const uint32_t from = at_end ? mem_split_[i] : mem_begin_[i];
@@ -330,6 +423,22 @@ void Run::finish(size_t i) {
   ++stream_ops_[s];
   streams_[s].release();
   ++finished_;
+  if (!host_ns_.empty()) {
+    if (host_of_[i] >= 0) {
+      const auto h = static_cast<size_t>(host_of_[i]);
+      --hosts_[h].pending;
+      if (wakes_[i] == 0) try_launch(h);
+    }
+    if (wakes_[i] != 0) {  // the end of a host_sync op
+      const auto h = static_cast<size_t>(wakes_[i] - 1);
+      wakes_[i] = 0;
+      hosts_[h].busy = false;
+      try_launch(h);
+    }
+    if (host_flags_[i] & kCpuWork) {  // CPU work (rare): any host may wait for it
+      for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
+    }
+  }
   for (uint32_t k = succ_begin_[i]; k < succ_begin_[i + 1]; ++k) {
     const uint32_t j = succ_[k];
     if (--waiting_[j] == 0) make_ready(j);
@@ -344,6 +453,7 @@ void Run::on_event(uint64_t p) {
     case kFixedDone: after_fixed(i); break;
     case kEnd:
     case kTransferDone: finish(i); break;
+    case kLaunched: launched(i); break;
   }
   flush_ready();
 }
@@ -354,6 +464,7 @@ traces::Report Run::simulate() {
   for (size_t i = 0; i < n_; ++i) {
     if (waiting_[i] == 0) make_ready(i);
   }
+  for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
   flush_ready();
   const double t0 = thread_cpu_s();
   engine_.run();
@@ -382,7 +493,10 @@ traces::Report Run::report() {
   reserve_huge(r.ops, n_);
   for (size_t i = 0; i < n_; ++i) {
     const traces::Op& op = plan_.ops[i];
-    r.ops.push_back(traces::OpRecord{op.id, op.kind, op.stream, SimTime(start_[i]), SimTime(end_[i])});
+    r.ops.push_back(traces::OpRecord{op.id, op.kind, op.stream, SimTime(start_[i]), SimTime(end_[i]), std::nullopt});
+    if (!launch_start_.empty() && launch_start_[i] >= 0) {
+      r.ops.back().launch = {SimTime(launch_start_[i]), SimTime(launch_end_[i])};
+    }
     iteration = std::max(iteration, end_[i]);
   }
   r.iteration = SimTime(iteration);
@@ -391,6 +505,9 @@ traces::Report Run::report() {
     r.streams[s].name = plan_.streams[s].name;
     r.streams[s].busy = SimTime(busy_[s]);
     r.streams[s].ops = stream_ops_[s];
+  }
+  for (const Host& h : hosts_) {
+    r.hosts.push_back(traces::StreamRecord{h.name, SimTime(h.busy_ns), static_cast<int64_t>(h.ops.size())});
   }
   r.pools.resize(pools_.size());
   for (size_t p = 0; p < pools_.size(); ++p) {

@@ -20,6 +20,7 @@ class TemplateCostModel : public hw::CostModel {
                     const traces::Plan& plan);
 
   std::vector<hw::LinkSpec> links() const override { return base_->links(); }
+  int launch_queue_depth() const override { return base_->launch_queue_depth(); }
   hw::OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
 
   const hw::OpCost& template_cost(size_t i) const { return costs_[i]; }

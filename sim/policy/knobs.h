@@ -28,6 +28,8 @@ struct OffloadKnobs {
   bool prefetch = true;               // upload ahead of use (false: only when compute reaches it)
   bool buffer_reuse = true;           // chunks still in a buffer after forward serve backward
   bool cpu_adam_overlap = true;       // CPU Adam per chunk during backward (false: after backward)
+  std::string host_work = "protrain";  // whose hooks run around each block (sim/policy/host_work.h);
+                                       // set from the system, not a JSON knob
   std::string cpu_adam_impl = "simd"; // "simd" (DeepSpeedCPUAdam/ProTrain) | "torch" (torch.optim.Adam)
   bool persistent_gpu_adam = true;    // persistent chunks' Adam on the GPU (false: ZeRO-Offload)
   bool offload = true;                // false: DDP, everything on the GPU

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/policy/block_layout.h"
+#include "sim/policy/host_work.h"
 #include "sim/policy/model_state_bytes.h"
 #include "traces/error.h"
 #include "traces/units.h"
@@ -298,6 +299,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     op.work.bytes = static_cast<int64_t>(bl.forward_bytes());
     op.work.params = bl.param_count;
     op.attrs = {{"kernels", kernels_json(bl.forward)}, {"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
+    if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
     b.mem(f, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
@@ -407,6 +409,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.work.flops = total_flops(bl.recompute);
       op.work.bytes = static_cast<int64_t>(total_bytes(bl.recompute));
       op.attrs = {{"kernels", kernels_json(bl.recompute)}, {"block", bl.name}};
+      if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {ckpt_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
       b.mem(rc, "gpu", bl.forward_transient_bytes, MemAt::kStart);
@@ -424,6 +427,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
       op.work.params = bl.param_count;
       op.attrs = {{"kernels", kernels_json(bl.backward)}, {"block", bl.name}};
+      if (auto h = host_work_json(block_host_work(k.host_work, bl, true)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     }

@@ -69,6 +69,7 @@ const SystemInfo& find_system(const std::string& name) {
 OffloadKnobs base_knobs(const std::string& system) {
   find_system(system);
   OffloadKnobs k;
+  k.host_work = system;
   if (system == "deepspeed") {
     k.per_block_chunks = true;      // parameters gathered per submodule (transformer block)
     k.cpu_adam_overlap = false;     // optimizer.step() after backward

@@ -90,6 +90,14 @@ int64_t kernels_ns(const hw::HardwareCostModel& c, const std::vector<traces::Ker
 
 }  // namespace
 
+namespace {
+// The machine without its host thread (the device timeline's closed forms).
+hw::Machine without_host_dispatch(hw::Machine m) {
+  m.host_dispatch.enabled = false;
+  return m;
+}
+}  // namespace
+
 TEST_CASE("1F1B with equal stages and free communication: bubble = (p-1)/(m+p-1)", "[parallel][closed-form]") {
   const ModelSpec m = small_llama();
   const LayerCostModel cost(1000, 2000);
@@ -133,7 +141,8 @@ TEST_CASE("interleaved 1F1B with equal stages and free communication: bubble = (
 
 TEST_CASE("TP = PP = CP = 1 is the data-parallel plan: m (F + B) + reduce-scatter + Adam + all-gather", "[parallel][closed-form]") {
   const ModelSpec m = small_llama();
-  const hw::HardwareCostModel cost(hw::load_machine("dgx-a100"));
+  // The device timeline's closed form: no host thread (DESIGN §4.1 has its own tests).
+  const hw::HardwareCostModel cost(without_host_dispatch(hw::load_machine("dgx-a100")));
   const int64_t d = 4, mbs = 2, gbs = 24, seq = 512;
   // The workload's blocks priced one op per block and phase, as the cost model prices an op.
   WorkloadOptions wo;

@@ -31,6 +31,14 @@ Workload workload(const std::string& model, int64_t batch, const std::string& dt
 }
 }  // namespace
 
+namespace {
+// The machine without its host thread (the device timeline's closed forms).
+hw::Machine without_host_dispatch(hw::Machine m) {
+  m.host_dispatch.enabled = false;
+  return m;
+}
+}  // namespace
+
 TEST_CASE("plans of every system on every machine validate, and the simulated peak stays under the bound") {
   for (const auto& machine : hw::machine_names()) {
     const hw::HardwareCostModel cost(hw::load_machine(machine));
@@ -102,7 +110,8 @@ TEST_CASE("random valid ProTrain settings compile to valid plans that simulate w
 }
 
 TEST_CASE("without offload (DDP, 1 GPU) the iteration is the sum of the compute ops (closed form)") {
-  const hw::HardwareCostModel cost(hw::load_machine("a100-server"));
+  // The device timeline's closed form: no host thread (DESIGN §4.1 has its own tests).
+  const hw::HardwareCostModel cost(without_host_dispatch(hw::load_machine("a100-server")));
   const Workload w = workload("gpt2-small", 4);
   const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), base_knobs("ddp"));
   SimTime expected;
@@ -253,7 +262,8 @@ TEST_CASE("an unknown pinned_alloc is refused with the valid values") {
 TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks the next backward") {
   // stage3.py partition_grads: D2H into the pinned fp16 buffer, H2D back for the norm, a blocking
   // D2H into a pageable fp16 temporary, a CPU cast into the fp32 gradient (read 2 B, write 4 B).
-  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  // Device and link times only: no host thread (its launches would add to the bound below).
+  const hw::HardwareCostModel cost(without_host_dispatch(hw::load_machine("rtx3090-server")));
   const Workload w = workload("gpt2-small", 2);
   OffloadKnobs k = base_knobs("deepspeed");
   REQUIRE(k.grad_roundtrip);

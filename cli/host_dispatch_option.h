@@ -1,0 +1,23 @@
+// The --no-host-dispatch flag of the simulating subcommands (DESIGN §4, host dispatch).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/options.h"
+#include "hwmodels/machine.h"
+
+namespace protwin::cli {
+
+// --no-host-dispatch, on every subcommand that simulates with a machine: no host thread issues the
+// GPU work (the machine's host_dispatch section is turned off), which gives the predictions of the
+// simulator before host dispatch (DESIGN §4).
+void add_host_dispatch_option(po::options_description& desc, bool& no_host_dispatch);
+// load_machine, with host dispatch turned off when `no_host_dispatch`.
+hw::Machine load_sim_machine(const std::string& name, const std::vector<std::string>& set, bool no_host_dispatch);
+// The same on a raw machine document (sweep applies its axes to it).
+void turn_off_host_dispatch(nlohmann::json& machine_json);
+
+}  // namespace protwin::cli

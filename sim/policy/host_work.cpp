@@ -1,0 +1,57 @@
+#include "sim/policy/host_work.h"
+
+#include <set>
+
+namespace protwin::sim {
+
+namespace {
+
+// Modules of a block: every dotted prefix of its parameters' names but the bare "layers" list.
+int modules_of(const Block& block, bool with_params_only) {
+  std::set<std::string> modules;
+  for (const auto& p : block.params) {
+    size_t dot = p.name.rfind('.');
+    if (dot == std::string::npos) continue;
+    std::string m = p.name.substr(0, dot);
+    modules.insert(m);
+    if (with_params_only) continue;
+    while ((dot = m.rfind('.')) != std::string::npos) {
+      m = m.substr(0, dot);
+      if (m != "layers") modules.insert(m);
+    }
+  }
+  return static_cast<int>(modules.size());
+}
+
+}  // namespace
+
+HostWork block_host_work(const std::string& system, const Block& block, bool backward) {
+  const int params = static_cast<int>(block.params.size());
+  HostWork w;
+  if (params == 0) return w;
+  if (system == "deepspeed") {
+    w.hooks = 2 * modules_of(block, false) + (backward ? params : 0);
+    w.eager_ops = params + (backward ? params : 0);
+    w.copies = backward ? 2 * params : 0;
+  } else if (system == "fsdp") {
+    w.hooks = 2;
+  } else if (system == "colossalai") {
+    w.hooks = 2 * modules_of(block, true) + (backward ? params : 0);
+    w.eager_ops = backward ? params : 0;
+  } else if (system == "protrain") {
+    w.hooks = 2;
+  } else if (system == "ddp") {
+    w.eager_ops = backward ? params : 0;
+  }
+  return w;
+}
+
+nlohmann::json host_work_json(const HostWork& w) {
+  nlohmann::json j = nlohmann::json::object();
+  if (w.hooks) j["hooks"] = w.hooks;
+  if (w.eager_ops) j["eager_ops"] = w.eager_ops;
+  if (w.copies) j["copies"] = w.copies;
+  return j.empty() ? nlohmann::json() : j;
+}
+
+}  // namespace protwin::sim

@@ -1,0 +1,49 @@
+// Each system's own host work per block (issue #18 part 3): the Python hooks, small eager ops and
+// small copies its code runs around a block's forward and backward, beyond the block's kernels.
+// The offload compiler puts them in the block's op as attrs.host {hooks, eager_ops, copies};
+// HardwareCostModel prices them with the machine's host_dispatch section.
+//
+// Counted from the systems' code (modules and parameters from the block's parameter names: a
+// module is every dotted prefix of a parameter's name but the bare "layers" list, so
+// parameter-free modules such as dropout are left out and the counts are lower bounds):
+//  - DeepSpeed ZeRO-3 (deepspeed/runtime/zero/parameter_offload.py,
+//    DeepSpeedZeRoOffload._register_hooks_recursively): every module gets a forward pre-hook and
+//    a forward hook (_pre_forward_module_hook -> PartitionedParameterCoordinator.fetch_sub_module,
+//    _post_forward_module_hook -> release_sub_module) and, through _apply_to_tensors_only's
+//    PreBackwardFunction / PostBackwardFunction, a backward pre and post hook doing the same:
+//    2 hooks per module each way; fetch and release touch each parameter (its ds_tensor view and
+//    param.partition(): one eager op each way). stage3.py create_reduce_and_remove_grad_hooks
+//    puts a hook on every parameter's gradient accumulator (reduce_partition_and_remove_grads):
+//    1 hook, the copy into the IPG bucket (one eager op) and, with offload_optimizer,
+//    partition_grads' two small copies per parameter (grad_buffer.copy_, fp32_grad_tensor.copy_).
+//  - PyTorch FSDP (torch/distributed/fsdp/_runtime_utils.py): per unit (one per block here)
+//    _pre_forward and _post_forward, _pre_backward_hook and _post_backward_hook: 2 hooks each
+//    way; one flat parameter per unit, so no per-parameter work.
+//  - Colossal-AI Gemini (colossalai/zero/gemini/gemini_hook.py GeminiZeROHook, through
+//    colossalai/tensor/param_op_hook.py ColoParamOpHook): pre_op and post_op around every op that
+//    uses parameters (one per parameterised module) in forward, pre_backward / post_backward in
+//    backward: 2 hooks per such module each way; gemini_ddp.py GeminiDDP.grad_handle per
+//    parameter in backward (1 hook and its copy into the gradient chunk: one eager op).
+//  - ProTrain (REFERENCE §1): hooks on the block (chunk prefetch and release): 2 each way.
+//  - DDP (torch/nn/parallel/distributed.py, reducer.cpp): the per-parameter autograd hook is C++
+//    (no Python hook); it copies each gradient into its bucket: one eager op per parameter.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/workload/workload.h"
+
+namespace protwin::sim {
+
+struct HostWork {
+  int hooks = 0, eager_ops = 0, copies = 0;
+};
+
+// `system`: a name of systems.h; unknown names and zoo blocks without parameters: no work.
+HostWork block_host_work(const std::string& system, const Block& block, bool backward);
+// {"hooks", "eager_ops", "copies"} of the non-zero counts; null when there is no work.
+nlohmann::json host_work_json(const HostWork& w);
+
+}  // namespace protwin::sim

@@ -1,0 +1,99 @@
+// The machine's host_dispatch section (DESIGN §4): validation with file and pointer, and the host
+// time HardwareCostModel gives each op kind against closed forms of the section's values.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/machine.h"
+#include "traces/error.h"
+#include "traces/json_reader.h"
+
+using namespace protwin;
+using namespace protwin::hw;
+
+namespace {
+nlohmann::json a100() { return traces::JsonDocument::parse(embedded_machine_json("a100-server"), "a100-server").json(); }
+
+traces::Op op_of(const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
+  traces::Op op;
+  op.kind = kind;
+  op.stream = "compute";
+  op.attrs = std::move(attrs);
+  return op;
+}
+}  // namespace
+
+TEST_CASE("host_dispatch: a negative or non-finite host cost names the file and pointer (exit 2)", "[hwmodels][errors]") {
+  for (const char* key : {"eager_op_us", "eager_op_autograd_us", "backward_op_us", "kernel_launch_us", "copy_call_us",
+                          "collective_call_us", "optimizer_launch_us", "module_hook_us"}) {
+    INFO(key);
+    nlohmann::json j = a100();
+    j["host_dispatch"][key] = -1.0;
+    try {
+      machine_from_json(j, "bad.json");
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.exit_code() == 2);
+      CHECK(std::string(e.what()).rfind(std::string("bad.json:/host_dispatch/") + key + ": expected a number >= 0, got number -1.0", 0) == 0);
+    }
+    j["host_dispatch"][key] = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                      Catch::Matchers::StartsWith(std::string("bad.json:/host_dispatch/") + key +
+                                                  ": expected a finite number, got inf"));
+  }
+  nlohmann::json j = a100();
+  j["host_dispatch"]["launch_queue_depth"] = 0;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"), Catch::Matchers::StartsWith("bad.json:/host_dispatch/launch_queue_depth"));
+  j = a100();
+  j["host_dispatch"]["hook_us"] = 1.0;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"), Catch::Matchers::Contains("hook_us"));
+}
+
+TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[hwmodels]") {
+  const Machine m = load_machine("a100-server");
+  REQUIRE(m.host_dispatch.enabled);
+  const HostDispatchSpec& h = m.host_dispatch;
+  const HardwareCostModel cm(m);
+  traces::Plan plan;
+  plan.meta = {{"gpus", 4}};
+  auto host_us = [&](const traces::Op& op) { return static_cast<double>(cm.cost(op, plan).host.ns) / 1e3; };
+  const nlohmann::json kernels = nlohmann::json::array(
+      {{{"kind", "gemm"}, {"shape", {1024, 1024, 1024}}, {"dtype", "fp16"}, {"count", 2}},
+       {{"kind", "layernorm"}, {"shape", {1024, 1024}}, {"dtype", "fp16"}, {"count", 3}}});
+  // 5 kernels: forward records autograd, backward runs as autograd-engine nodes.
+  CHECK(host_us(op_of("forward", {{"kernels", kernels}})) == Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us)));
+  CHECK(host_us(op_of("recompute", {{"kernels", kernels}})) == Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us)));
+  CHECK(host_us(op_of("backward", {{"kernels", kernels}})) == Approx(5 * (h.backward_op_us + h.kernel_launch_us)));
+  // A system's own host work on top: 4 hooks, 2 eager ops, 3 small copies.
+  CHECK(host_us(op_of("forward", {{"kernels", kernels}, {"host", {{"hooks", 4}, {"eager_ops", 2}, {"copies", 3}}}})) ==
+        Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us) + 4 * h.module_hook_us +
+               2 * (h.eager_op_us + h.kernel_launch_us) + 3 * h.copy_call_us));
+  traces::Op copy = op_of("h2d", {{"pinned", true}});
+  copy.work.bytes = 1 << 20;
+  CHECK(host_us(copy) == Approx(h.copy_call_us));
+  CHECK_FALSE(cm.cost(copy, plan).host_sync);
+  copy.attrs["pinned"] = false;  // a pageable copy blocks the host
+  CHECK(cm.cost(copy, plan).host_sync);
+  traces::Op ag = op_of("all_gather");
+  ag.work.bytes = 1 << 20;
+  CHECK(host_us(ag) == Approx(h.collective_call_us));
+  CHECK(host_us(op_of("adam_device", {{"launches", 3}})) == Approx(3 * h.optimizer_launch_us));
+  // CPU work is not issued by the host thread but marks the handoff.
+  const OpCost adam = cm.cost(op_of("adam_cpu"), plan);
+  CHECK(adam.host.ns == 0);
+  CHECK(adam.cpu_work);
+  CHECK(cm.cost(op_of("alloc"), plan).host.ns == 0);
+  CHECK(cm.launch_queue_depth() == h.launch_queue_depth);
+  // Turned off: no host time at all, the device time unchanged.
+  Machine off = m;
+  off.host_dispatch.enabled = false;
+  const HardwareCostModel cm_off(off);
+  const traces::Op f = op_of("forward", {{"kernels", kernels}});
+  CHECK(cm_off.cost(f, plan).host.ns == 0);
+  CHECK(cm_off.cost(f, plan).fixed == cm.cost(f, plan).fixed);
+  // Negative system counts in a plan are refused naming the op.
+  CHECK_THROWS_WITH(cm.cost(op_of("forward", {{"kernels", kernels}, {"host", {{"hooks", -1}}}}), plan),
+                    Catch::Matchers::Contains("attrs.host counts"));
+}
