@@ -242,6 +242,10 @@ struct Importer {
       PROTWIN_CHECK(h % a == 0, t.file, ": row ", r + 1,
                     ": n_embd must be a multiple of n_head, got ", h, " and ", a);
       const int64_t d = h / a;
+      // Tensor parallelism shards the heads and the FFN evenly; a degree that does not divide
+      // them would give fractional (or zero) GEMM sizes.
+      PROTWIN_CHECK(h % p == 0 && f % p == 0, t.file, ": row ", r + 1, ": num_tensor_parallel_workers ", p,
+                    " must divide n_embd (", h, ") and n_expanded_embd (", f, ")");
       const bool is_gated = t.field(r, gated) == "True" || t.field(r, gated) == "true" || t.field(r, gated) == "1";
       auto op = [&](const std::string& name, const std::string& kind, std::vector<int64_t> shape, double bytes) {
         const std::string pre = "time_stats." + name + ".";

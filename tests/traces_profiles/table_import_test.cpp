@@ -155,6 +155,14 @@ TEST_CASE("import_table refuses sizes whose products overflow", "[traces][table_
                     Catch::Contains("n.csv: row 1: sizes too large"));
 }
 
+TEST_CASE("import_table refuses a tensor-parallel degree that does not divide the layer", "[traces][table_import][fuzz]") {
+  // 11008 / 20000 was 0: an mlp_up_proj GEMM of shape 16 x 0 x 4096 was imported silently.
+  std::string v = vidur_row("4096", "16", "0.02");
+  v.replace(v.find(",1,True"), 7, ",20000,True");
+  CHECK_THROWS_WITH(import_table({TableBytes{"v.csv", v}}, opts("vidur")),
+                    Catch::Contains("v.csv: row 1: num_tensor_parallel_workers 20000 must divide"));
+}
+
 TEST_CASE("import_table refuses infinite, huge and NUL-cut times", "[traces][table_import][fuzz]") {
   // LLMCompass's time was read with a bare strtod: "infms" became an infinite kernel time.
   CHECK_THROWS_WITH(import_table({TableBytes{"m.csv", "64, 128, 128, infms, 1Tflops\n"}}, opts("llmcompass")),
