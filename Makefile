@@ -42,7 +42,7 @@ test: build
 # The simulator's, traces' and hardware models' tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer (preset "debug", build/debug): only their test targets are built
 # (the runtime's LibTorch is not sanitised). CI runs it after `make test`.
-FUZZ_READERS := plan report machine policy model rates kineto checkpoint
+FUZZ_READERS := plan report machine policy model rates kineto checkpoint table
 SANITIZED_TESTS := protwin_traces_tests traces_profiles_test test_hwmodels test_sim_engine \
   sim_workload_test protwin_policy_tests test_estimate test_sim_parallel \
   $(addprefix fuzz_replay_,$(FUZZ_READERS))

@@ -35,9 +35,6 @@ int run_import_table(const std::vector<std::string>& args) {
   require(vm, "format");
   require(vm, "output");
   PROTWIN_CHECK(!files.empty(), "import-table: expected at least one FILE");
-  PROTWIN_CHECK(opts.ranks >= 0, "--ranks: expected an integer >= 0, got ", opts.ranks);
-  PROTWIN_CHECK(opts.per_octave >= 0 && opts.per_octave <= 1000, "--per-octave: expected an integer in [0, 1000], got ",
-                opts.per_octave);
   const traces::OpProfile profile = traces::import_table(files, opts);
   profile.save(out_path, traces::OpProfile::kOneOpPerLine);
 

@@ -262,8 +262,9 @@ std::string event_string(const JsonNode& event, const char* key) {
 
 }  // namespace
 
-std::string read_file_maybe_gzip(const std::string& path) {
-  std::string data = read_file(path);
+std::string read_file_maybe_gzip(const std::string& path) { return maybe_gunzip(read_file(path), path); }
+
+std::string maybe_gunzip(std::string data, const std::string& path) {
   const bool gz = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
                   static_cast<unsigned char>(data[1]) == 0x8b;
   if (gz) return gunzip(data, path);

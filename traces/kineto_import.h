@@ -33,6 +33,8 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
 
 // Reads a file and gunzips it when it starts with the gzip magic bytes (1f 8b).
 std::string read_file_maybe_gzip(const std::string& path);
+// The same for bytes already read from the file `name` (named in errors).
+std::string maybe_gunzip(std::string data, const std::string& name);
 
 // Kind of a GPU kernel by its name: gemm, conv, adam, flash_attention, layernorm, rmsnorm,
 // softmax, all_reduce, all_gather, reduce_scatter, broadcast, send_recv; otherwise

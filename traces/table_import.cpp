@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "traces/error.h"
+#include "traces/file_io.h"
 #include "traces/kineto_import.h"
 
 namespace protwin::traces {
@@ -39,6 +40,32 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
+// Offset of the first byte of `s` that is not well-formed UTF-8 (Unicode Table 3-7: no overlong
+// forms, surrogates or code points past U+10FFFF, as nlohmann::json requires to write a string),
+// or npos when all of it is.
+size_t utf8_error_at(const std::string& s) {
+  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned c = byte(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence's length and the range of its second byte; later bytes are 80..BF.
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return i;
+    if (byte(i + 1) < lo || byte(i + 1) > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -62,6 +89,8 @@ int ranks_in_name(const std::string& name) {
   return 0;
 }
 
+constexpr double kMaxMs = 1e9;
+
 // A CSV file's data rows, with the header (when it has one) as a column index.
 struct CsvTable {
   std::string file;   // for errors
@@ -82,19 +111,35 @@ struct CsvTable {
                   rows[r].size());
     return rows[r][c];
   }
-  double number(size_t r, size_t c) const {
-    const std::string& s = field(r, c);
+  // Field c of row r as a number, without its last `unit_chars` characters (a unit such as "ms").
+  double number(size_t r, size_t c, size_t unit_chars = 0) const {
+    const std::string& f = field(r, c);
+    const std::string s = f.substr(0, f.size() - std::min(unit_chars, f.size()));
     std::string what = header.empty() ? "field " + std::to_string(c + 1) : "column \"" + header[c] + "\"";
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
-    PROTWIN_CHECK(!s.empty() && end && *end == '\0' && std::isfinite(v), file, ": row ", r + 1, " ", what,
-                  ": expected a finite number, got \"", s, "\"");
+    PROTWIN_CHECK(!s.empty() && end == s.c_str() + s.size() && std::isfinite(v), file, ": row ", r + 1, " ", what,
+                  ": expected a finite number, got \"", f, "\"");
     return v;
   }
-  double nonneg(size_t r, size_t c) const {
-    const double v = number(r, c);
+  double nonneg(size_t r, size_t c, size_t unit_chars = 0) const {
+    const double v = number(r, c, unit_chars);
     PROTWIN_CHECK(v >= 0, file, ": row ", r + 1, " column ", c + 1, ": expected a number >= 0, got ", v);
     return v;
+  }
+  // A kernel time in ms: finite, >= 0 and below 1e9 ms (11 days), so its µs, variance and pooled
+  // statistics stay finite.
+  double time_ms(size_t r, size_t c, size_t unit_chars = 0) const {
+    const double v = nonneg(r, c, unit_chars);
+    PROTWIN_CHECK(v <= kMaxMs, file, ": row ", r + 1, " column ", c + 1, ": expected a time below 1e9 ms, got ", v);
+    return v;
+  }
+  // a * b for sizes of row r; a shape past 2^62 elements is no kernel's and would overflow.
+  int64_t times(size_t r, int64_t a, int64_t b) const {
+    int64_t out = 0;
+    PROTWIN_CHECK(!__builtin_mul_overflow(a, b, &out) && out <= (int64_t{1} << 62), file, ": row ", r + 1,
+                  ": sizes too large (", a, " x ", b, ")");
+    return out;
   }
   int64_t positive_int(size_t r, size_t c) const {
     const double v = number(r, c);
@@ -133,13 +178,17 @@ class Thinning {
   std::map<std::string, std::vector<int64_t>> sizes_, kept_;
 };
 
-CsvTable read_csv(const std::string& path, bool has_header) {
+CsvTable read_csv(const TableBytes& table, bool has_header) {
+  const std::string& path = table.name;
   CsvTable t;
   t.file = path;
-  std::istringstream in(read_file_maybe_gzip(path));
+  std::istringstream in(maybe_gunzip(table.bytes, path));
   std::string line;
   bool first = true;
-  while (std::getline(in, line)) {
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    // Text fields (op and kernel names) go into the profile's JSON, which must be UTF-8.
+    const size_t bad = utf8_error_at(line);
+    PROTWIN_CHECK(bad == std::string::npos, path, ": line ", n, " byte ", bad + 1, ": not UTF-8 text");
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (first && has_header) {
       t.header = split_csv(line);
@@ -161,6 +210,7 @@ struct Importer {
            double min_ms, double max_ms, double std_ms, const std::string& file, size_t row, double bytes = 0,
            nlohmann::json extra = nlohmann::json::object()) {
     PROTWIN_CHECK(mean_ms > 0, file, ": row ", row, " (", kind, "): expected a time > 0, got ", mean_ms, " ms");
+    PROTWIN_ASSERT(mean_ms <= kMaxMs && max_ms <= kMaxMs && std_ms <= kMaxMs, "times are checked by CsvTable::time_ms");
     OpProfileEntry e;
     e.sig = OpSignature{kind, std::move(shape), dtype};
     e.us.count = 1;
@@ -192,27 +242,31 @@ struct Importer {
       PROTWIN_CHECK(h % a == 0, t.file, ": row ", r + 1,
                     ": n_embd must be a multiple of n_head, got ", h, " and ", a);
       const int64_t d = h / a;
+      // Tensor parallelism shards the heads and the FFN evenly; a degree that does not divide
+      // them would give fractional (or zero) GEMM sizes.
+      PROTWIN_CHECK(h % p == 0 && f % p == 0, t.file, ": row ", r + 1, ": num_tensor_parallel_workers ", p,
+                    " must divide n_embd (", h, ") and n_expanded_embd (", f, ")");
       const bool is_gated = t.field(r, gated) == "True" || t.field(r, gated) == "true" || t.field(r, gated) == "1";
       auto op = [&](const std::string& name, const std::string& kind, std::vector<int64_t> shape, double bytes) {
         const std::string pre = "time_stats." + name + ".";
         if (!t.has_column(pre + "mean")) return;
-        add(kind, std::move(shape), "fp16", t.nonneg(r, t.column(pre + "mean")), t.nonneg(r, t.column(pre + "min")),
-            t.nonneg(r, t.column(pre + "max")), t.nonneg(r, t.column(pre + "std")), t.file, r + 1, bytes,
-            {{"op", name}, {"median_us", t.nonneg(r, t.column(pre + "median")) * 1e3}, {"tp", p}, {"tokens", n}});
+        add(kind, std::move(shape), "fp16", t.time_ms(r, t.column(pre + "mean")), t.time_ms(r, t.column(pre + "min")),
+            t.time_ms(r, t.column(pre + "max")), t.time_ms(r, t.column(pre + "std")), t.file, r + 1, bytes,
+            {{"op", name}, {"median_us", t.time_ms(r, t.column(pre + "median")) * 1e3}, {"tp", p}, {"tokens", n}});
       };
-      const int64_t qkv = (a + 2 * kv) * d / p, ff = f / p;
-      auto gemm_bytes = [&](int64_t m, int64_t nn, int64_t k) { return static_cast<double>(e * (m * k + k * nn + m * nn)); };
+      const int64_t qkv = t.times(r, a + 2 * kv, d) / p, ff = f / p, nh = t.times(r, n, h);
+      auto gemm_bytes = [&](double m, double nn, double k) { return e * (m * k + k * nn + m * nn); };
       op("attn_pre_proj", "gemm", {n, qkv, h}, gemm_bytes(n, qkv, h));
       op("attn_post_proj", "gemm", {n, h, a * d / p}, gemm_bytes(n, h, a * d / p));
       const int64_t up = is_gated ? 2 * ff : ff;
       op("mlp_up_proj", "gemm", {n, up, h}, gemm_bytes(n, up, h));
       op("mlp_down_proj", "gemm", {n, h, ff}, gemm_bytes(n, h, ff));
-      op("input_layernorm", "rmsnorm", {n * h}, 2.0 * e * n * h);
-      op("post_attention_layernorm", "rmsnorm", {n * h}, 2.0 * e * n * h);
-      op("mlp_act", is_gated ? "swiglu" : "gelu", {n * ff}, (is_gated ? 3.0 : 2.0) * e * n * ff);
-      op("attn_rope", "rope", {n * (a + kv) * d / p}, 2.0 * e * n * (a + kv) * d / p);
-      op("add", "elementwise", {n * h}, 3.0 * e * n * h);
-      op("emb", "embedding", {n * h}, 2.0 * e * n * h);
+      op("input_layernorm", "rmsnorm", {nh}, 2.0 * e * n * h);
+      op("post_attention_layernorm", "rmsnorm", {nh}, 2.0 * e * n * h);
+      op("mlp_act", is_gated ? "swiglu" : "gelu", {t.times(r, n, ff)}, (is_gated ? 3.0 : 2.0) * e * n * ff);
+      op("attn_rope", "rope", {t.times(r, t.times(r, n, a + kv), d) / p}, 2.0 * e * n * (a + kv) * d / p);
+      op("add", "elementwise", {nh}, 3.0 * e * n * h);
+      op("emb", "embedding", {nh}, 2.0 * e * n * h);
     }
   }
 
@@ -231,9 +285,9 @@ struct Importer {
       const std::string pre = "time_stats." + k + ".";
       const int64_t bytes = t.positive_int(r, size), ranks = t.positive_int(r, workers),
                     rpn = t.positive_int(r, per_node);
-      add(k, {bytes, ranks, std::min(rpn, ranks)}, "int8", t.nonneg(r, t.column(pre + "mean")),
-          t.nonneg(r, t.column(pre + "min")), t.nonneg(r, t.column(pre + "max")), t.nonneg(r, t.column(pre + "std")),
-          t.file, r + 1, static_cast<double>(bytes), {{"median_us", t.nonneg(r, t.column(pre + "median")) * 1e3}});
+      add(k, {bytes, ranks, std::min(rpn, ranks)}, "int8", t.time_ms(r, t.column(pre + "mean")),
+          t.time_ms(r, t.column(pre + "min")), t.time_ms(r, t.column(pre + "max")), t.time_ms(r, t.column(pre + "std")),
+          t.file, r + 1, static_cast<double>(bytes), {{"median_us", t.time_ms(r, t.column(pre + "median")) * 1e3}});
     }
   }
 
@@ -244,7 +298,7 @@ struct Importer {
     for (size_t r = 0; r < t.rows.size(); ++r) {
       if (!opts.device.empty() && t.field(r, device) != opts.device) continue;
       const std::string op = t.field(r, opname);
-      const double ms = t.nonneg(r, latency);
+      const double ms = t.time_ms(r, latency);
       nlohmann::json extra = {{"op", op}, {"kernel", short_kernel_name(t.field(r, kernel))}};
       if (t.has_column("Grid x"))
         extra["grid"] = {t.positive_int(r, t.column("Grid x")), t.positive_int(r, t.column("Grid y")),
@@ -252,7 +306,8 @@ struct Importer {
       if (op == "linear" || op == "bmm") {
         const int64_t b = t.positive_int(r, t.column("B")), m = t.positive_int(r, t.column("M")),
                       n = t.positive_int(r, t.column("N")), k = t.positive_int(r, t.column("K"));
-        const double bytes = static_cast<double>(e * b * (m * k + k * n + m * n));
+        const double bytes = static_cast<double>(e * b) * (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                                                            static_cast<double>(m) * n);
         if (op == "linear") {
           PROTWIN_CHECK(b == 1, t.file, ": row ", r + 1, " column \"B\": a linear row needs B = 1, got ", b);
           add("gemm", {m, n, k}, "fp32", ms, ms, ms, -1, t.file, r + 1, bytes, extra);
@@ -261,7 +316,7 @@ struct Importer {
         }
         continue;
       }
-      const int64_t elems = t.positive_int(r, t.column("B")) * t.positive_int(r, t.column("H"));
+      const int64_t elems = t.times(r, t.positive_int(r, t.column("B")), t.positive_int(r, t.column("H")));
       std::string kind = "elementwise";
       double passes = 3;  // binary: two reads, one write
       if (op == "ln") {
@@ -281,12 +336,13 @@ struct Importer {
 
   void llmcompass(const CsvTable& t) {
     for (size_t r = 0; r < t.rows.size(); ++r) {
-      std::string ms = t.field(r, 3);
+      const std::string& ms = t.field(r, 3);
       PROTWIN_CHECK(ms.size() > 2 && ms.compare(ms.size() - 2, 2, "ms") == 0, t.file, ": row ", r + 1,
                     " field 4: expected a time like \"0.1900ms\", got \"", ms, "\"");
       const int64_t m = t.positive_int(r, 0), n = t.positive_int(r, 1), k = t.positive_int(r, 2);
-      const double v = std::strtod(ms.substr(0, ms.size() - 2).c_str(), nullptr);
-      add("gemm", {m, n, k}, "fp16", v, v, v, -1, t.file, r + 1, 2.0 * (m * k + k * n + m * n));
+      const double v = t.time_ms(r, 3, 2);
+      add("gemm", {m, n, k}, "fp16", v, v, v, -1, t.file, r + 1,
+          2.0 * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n));
     }
   }
 
@@ -303,7 +359,7 @@ struct Importer {
     for (size_t r = 0; r < t.rows.size(); ++r) {
       const int64_t bytes = t.positive_int(r, size);
       if (!thin.keep("", bytes)) continue;
-      const double ms = t.nonneg(r, time) * 1e-6;
+      const double ms = t.time_ms(r, time) * 1e-6;
       add("all_reduce", {bytes, ranks, ranks}, "int8", ms, ms, ms, -1, t.file, r + 1, static_cast<double>(bytes),
           {{"type", t.field(r, t.column("type"))}});
     }
@@ -324,21 +380,36 @@ const std::vector<std::string>& table_formats() {
   return kFormats;
 }
 
-OpProfile import_table(const std::vector<std::string>& paths, const TableImportOptions& opts_in) {
+OpProfile import_table(const std::vector<std::string>& paths, const TableImportOptions& opts) {
+  std::vector<TableBytes> tables;
+  for (const auto& path : paths) tables.push_back({path, read_file(path)});
+  return import_table(tables, opts);
+}
+
+OpProfile import_table(const std::vector<TableBytes>& tables, const TableImportOptions& opts_in) {
   const auto& formats = table_formats();
   PROTWIN_CHECK(std::find(formats.begin(), formats.end(), opts_in.format) != formats.end(), "--format: expected ",
                 "vidur, neusight, llmcompass or nccl-tests, got \"", opts_in.format, "\"");
-  PROTWIN_CHECK(!paths.empty(), "import-table: expected at least one FILE");
+  PROTWIN_CHECK(opts_in.ranks >= 0, "--ranks: expected an integer >= 0, got ", opts_in.ranks);
+  PROTWIN_CHECK(opts_in.per_octave >= 0 && opts_in.per_octave <= 1000,
+                "--per-octave: expected an integer in [0, 1000], got ", opts_in.per_octave);
+  PROTWIN_CHECK(!tables.empty(), "import-table: expected at least one FILE");
+  // These strings go into the profile's JSON, which must be UTF-8.
+  PROTWIN_CHECK(utf8_error_at(opts_in.device) == std::string::npos, "--device: not UTF-8 text");
+  PROTWIN_CHECK(utf8_error_at(opts_in.source) == std::string::npos, "--source: not UTF-8 text");
+  for (const auto& table : tables)
+    PROTWIN_CHECK(utf8_error_at(base_name(table.name)) == std::string::npos, "import-table: the file name \"",
+                  utf8_prefix(table.name, 60), "\" is not UTF-8 text");
   TableImportOptions opts = opts_in;
   if (opts.source.empty()) opts.source = default_source(opts.format);
   OpProfile profile(opts.device.empty() ? "unknown" : opts.device, "measured", opts.source);
   Importer im{opts, profile};
-  for (const auto& path : paths) {
-    const CsvTable t = read_csv(path, opts.format != "llmcompass");
+  for (const auto& table : tables) {
+    const CsvTable t = read_csv(table, opts.format != "llmcompass");
     if (opts.format == "vidur") im.vidur(t);
     else if (opts.format == "neusight") im.neusight(t);
     else if (opts.format == "llmcompass") im.llmcompass(t);
-    else im.nccl_tests(t, path);
+    else im.nccl_tests(t, table.name);
   }
   PROTWIN_CHECK(profile.size() > 0, "import-table: no rows imported",
                 opts.device.empty() ? "" : " (no rows of device \"" + opts.device + "\")");

@@ -41,8 +41,17 @@ struct TableImportOptions {
 };
 
 // Reads every file (.csv or .csv.gz; gzip detected from the content) into one profile.
-// Errors name the file and row (and the column).
+// Errors name the file and row (and the column), or the option's flag.
 OpProfile import_table(const std::vector<std::string>& paths, const TableImportOptions& opts);
+
+// One table's bytes as read from its file (gzipped or not); `name` is the file's path, used in
+// errors and provenance (nccl-tests: the ranks in it).
+struct TableBytes {
+  std::string name;
+  std::string bytes;
+};
+// import_table on tables already read (the fuzz target's entry point).
+OpProfile import_table(const std::vector<TableBytes>& tables, const TableImportOptions& opts);
 
 // The formats import_table knows.
 const std::vector<std::string>& table_formats();

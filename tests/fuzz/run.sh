@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}; SECONDS_MAX=${2:-900}; shift $(( $# > 2 ? 2 : $# )) || true
-READERS=${*:-plan report machine policy model rates kineto checkpoint}
+READERS=${*:-plan report machine policy model rates kineto checkpoint table}
 OUT=${OUT:-/tmp/protwin-fuzz}
 # MAX_LEN caps an input's bytes (default: the largest seed); large seeds (Kineto's 57 KB) are slow.
 LEN_FLAG=${MAX_LEN:+-max_len=$MAX_LEN}

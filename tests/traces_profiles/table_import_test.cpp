@@ -3,6 +3,9 @@
 // closed-form shapes of a LLaMA layer's ops, pooled means of merged rows.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
+
 #include "traces/error.h"
 #include "traces/table_import.h"
 
@@ -106,4 +109,102 @@ TEST_CASE("import_table refuses bad input naming the flag, file and row", "[trac
   CHECK_THROWS_WITH(import_table({kDir + "neusight_linear.csv"}, n), Catch::Contains("NVIDIA B200"));
   CHECK_THROWS_WITH(import_table({kDir + "vidur_a100_dgx_all_reduce.csv"}, opts("llmcompass")),
                     Catch::Contains("vidur_a100_dgx_all_reduce.csv") && Catch::Contains("row 1"));
+}
+
+namespace {
+
+using protwin::traces::TableBytes;
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A vidur compute table with one op (add) and the given layer sizes and token count.
+std::string vidur_row(const std::string& hidden, const std::string& tokens, const std::string& mean_ms) {
+  return "n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,num_tensor_parallel_workers,use_gated_mlp,"
+         "time_stats.add.min,time_stats.add.max,time_stats.add.mean,time_stats.add.median,time_stats.add.std\n"
+         "32,32," + hidden + ",11008," + tokens + ",1,True,0.01," + mean_ms + "," + mean_ms + ",0.01,0\n";
+}
+
+}  // namespace
+
+TEST_CASE("import_table of bytes already read gives what the files give", "[traces][table_import]") {
+  const auto from_files = import_table({kDir + "neusight_linear.csv"}, opts("neusight"));
+  const auto from_bytes =
+      import_table({TableBytes{kDir + "neusight_linear.csv", file_text(kDir + "neusight_linear.csv")}}, opts("neusight"));
+  CHECK(from_bytes.to_json() == from_files.to_json());
+  // The oracle of a row: vidur's add of 4096 x 128 tokens at 0.02 ms.
+  const auto p = import_table({TableBytes{"v.csv", vidur_row("4096", "128", "0.02")}}, opts("vidur"));
+  REQUIRE(p.find("elementwise:fp16:524288"));
+  CHECK(p.find("elementwise:fp16:524288")->us.mean == Approx(20.0));
+}
+
+// Reproducers of what the table fuzzer (tests/fuzz/table_fuzz.cpp) and its review found; each
+// input was accepted before, as a wrapped size, an infinite time or a profile that could not be
+// written, and is now a user error naming the file and row or line.
+TEST_CASE("import_table refuses sizes whose products overflow", "[traces][table_import][fuzz]") {
+  // 9e15 tokens x 4096: the product wrapped (signed overflow) into a negative shape.
+  CHECK_THROWS_WITH(import_table({TableBytes{"v.csv", vidur_row("4096", "9000000000000000", "0.02")}}, opts("vidur")),
+                    Catch::Contains("v.csv: row 1: sizes too large"));
+  CHECK_THROWS_WITH(import_table({TableBytes{"n.csv", "OPName,Latency,Device,Kernel Name,B,H\n"
+                                                      "add,0.1,A100,k,4000000000000,4000000000000\n"}},
+                                 opts("neusight")),
+                    Catch::Contains("n.csv: row 1: sizes too large"));
+}
+
+TEST_CASE("import_table refuses a tensor-parallel degree that does not divide the layer", "[traces][table_import][fuzz]") {
+  // 11008 / 20000 was 0: an mlp_up_proj GEMM of shape 16 x 0 x 4096 was imported silently.
+  std::string v = vidur_row("4096", "16", "0.02");
+  v.replace(v.find(",1,True"), 7, ",20000,True");
+  CHECK_THROWS_WITH(import_table({TableBytes{"v.csv", v}}, opts("vidur")),
+                    Catch::Contains("v.csv: row 1: num_tensor_parallel_workers 20000 must divide"));
+}
+
+TEST_CASE("import_table refuses infinite, huge and NUL-cut times", "[traces][table_import][fuzz]") {
+  // LLMCompass's time was read with a bare strtod: "infms" became an infinite kernel time.
+  CHECK_THROWS_WITH(import_table({TableBytes{"m.csv", "64, 128, 128, infms, 1Tflops\n"}}, opts("llmcompass")),
+                    Catch::Contains("m.csv: row 1 field 4: expected a finite number, got \"infms\""));
+  CHECK_THROWS_WITH(import_table({TableBytes{"m.csv", "64, 128, 128, 1e300ms, 1Tflops\n"}}, opts("llmcompass")),
+                    Catch::Contains("m.csv: row 1") && Catch::Contains("below 1e9 ms"));
+  CHECK_THROWS_WITH(import_table({TableBytes{"v.csv", vidur_row("4096", "128", "1e307")}}, opts("vidur")),
+                    Catch::Contains("v.csv: row 1") && Catch::Contains("below 1e9 ms"));
+  // A NUL byte ended the number early: "0.5\0xyz" was read as 0.5.
+  const char nul[] = "64, 128, 128, 0.5\0xyzms, 1\n";
+  CHECK_THROWS_WITH(import_table({TableBytes{"m.csv", std::string(nul, sizeof nul - 1)}}, opts("llmcompass")),
+                    Catch::Contains("m.csv: row 1 field 4"));
+}
+
+TEST_CASE("import_table refuses text that is not UTF-8, which the profile's JSON cannot hold",
+          "[traces][table_import][fuzz]") {
+  // The op name went into the profile; writing it threw nlohmann's type_error (an internal error).
+  CHECK_THROWS_WITH(import_table({TableBytes{"n.csv", "OPName,Latency,Device,Kernel Name,B,H\n"
+                                                      "ad\xff,0.1,A100,k,4,4\n"}},
+                                 opts("neusight")),
+                    Catch::Contains("n.csv: line 2 byte 3: not UTF-8 text"));
+  TableImportOptions o = opts("llmcompass");
+  o.device = "A100\xc0\xaf";  // an overlong '/'
+  CHECK_THROWS_WITH(import_table({TableBytes{"m.csv", "64, 128, 128, 0.5ms, 1\n"}}, o), Catch::Contains("--device"));
+  CHECK_THROWS_WITH(import_table({TableBytes{"dir/m\xed\xa0\x80.csv", "64, 128, 128, 0.5ms, 1\n"}}, opts("llmcompass")),
+                    Catch::Contains("is not UTF-8 text"));
+}
+
+TEST_CASE("import_table's UTF-8 check follows Unicode's table of well-formed sequences", "[traces][table_import]") {
+  // An LLMCompass row with `text` as its fifth field (ignored by the importer, but kept in the file).
+  auto row = [](const std::string& text) {
+    return import_table({TableBytes{"m.csv", "64, 128, 128, 0.5ms, " + text + "\n"}}, opts("llmcompass"));
+  };
+  CHECK(row("plain, é, 中, 😀").size() == 1);
+  CHECK(row("\xf4\x8f\xbf\xbf").size() == 1);  // U+10FFFF, the last code point
+  auto refused_at = [&](const std::string& text, int byte) {
+    CHECK_THROWS_WITH(row(text), Catch::Contains("m.csv: line 1 byte " + std::to_string(21 + byte) + ": not UTF-8"));
+  };
+  refused_at("ab\x80", 3);           // a lone continuation byte
+  refused_at("a\xc1\xbf", 2);        // overlong 2-byte form
+  refused_at("\xe0\x9f\xbf", 1);     // overlong 3-byte form
+  refused_at("\xed\xa0\x80", 1);     // a surrogate (U+D800)
+  refused_at("\xf4\x90\x80\x80", 1);  // past U+10FFFF
+  refused_at("x\xe4\xb8", 2);        // cut short
 }
