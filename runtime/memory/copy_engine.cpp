@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "runtime/memory/speed_throttle.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -74,6 +75,13 @@ void EmulatedDevice::adam(const AdamConfig& cfg, int64_t step, at::Tensor& param
                 AdamBuffers{param.data_ptr<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(),
                             exp_avg_sq.data_ptr<float>(), param.numel()},
                 threads);
+}
+
+void EmulatedDevice::run_op(const traces::Op& op, const std::function<void()>& body) {
+  (void)op;
+  const auto t0 = std::chrono::steady_clock::now();
+  body();
+  stretch(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void EmulatedDevice::describe(nlohmann::json& meta) const {

@@ -103,6 +103,8 @@ class EmulatedDevice : public DeviceOps {
   void adam(const AdamConfig& cfg, int64_t step, at::Tensor& param, at::Tensor& grad, at::Tensor& exp_avg,
             at::Tensor& exp_avg_sq, int threads) override;
   void describe(nlohmann::json& meta) const override;
+  // Runs `body`, stretched by the emulated slowdown (speed_throttle.h).
+  void run_op(const traces::Op& op, const std::function<void()>& body) override;
 
  private:
   CopyEngine h2d_, d2h_;
