@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 
 #include "traces/error.h"
 
@@ -21,7 +20,12 @@ double emulated_slowdown() { return g_factor.load(); }
 
 void stretch(double elapsed_s) {
   const double f = g_factor.load();
-  if (f > 1 && elapsed_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>((f - 1) * elapsed_s));
+  if (f <= 1 || elapsed_s <= 0) return;
+  // Busy, not asleep: a slower device keeps its core for longer. A sleeping thread would give the
+  // core away and, on a loaded machine, wait for the scheduler after every op.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>((f - 1) * elapsed_s);
+  while (std::chrono::steady_clock::now() < until) {
+  }
 }
 
 }  // namespace protwin::rt
