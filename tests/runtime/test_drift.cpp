@@ -5,7 +5,12 @@
 // (a plan and its drifted copy: ratio 1).
 #include "tests/runtime/torch_catch.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "cli/calibration.h"
 #include "cli/sample_stats.h"
@@ -13,6 +18,8 @@
 #include "runtime/memory/speed_throttle.h"
 #include "runtime/train/interleaved.h"
 #include "tests/runtime/plan_fixtures.h"
+#include "traces/file_io.h"
+#include "traces/report.h"
 
 namespace protwin::rt {
 namespace {
@@ -72,6 +79,41 @@ TEST_CASE("a device speed that drifts between steps cancels at the reference spe
     if (band <= 0.10) CHECK(std::abs(norm_ratio - 1) <= 0.05);
     else WARN("probe band " << 100 * band << " % > 10 %: the 5 % check needs a quieter machine");
   }
+}
+
+TEST_CASE("protwin interleave: every step's time and probes as JSON, exit 2 on bad input", "[runtime][cli]") {
+  const std::string rt = std::string(PROTWIN_BINARY_DIR) + "/cli/protwin-rt";
+  if (!std::filesystem::exists(rt)) {
+    WARN("SKIPPED: protwin-rt is not built");
+    return;
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("protwin_interleave_" +
+                                                                              std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string d = dir.string();
+  traces::write_plan(resident_plan(tiny_workload("gpt2-tiny")), d + "/plan.json");
+  auto run = [&](const std::string& args, int& code) {
+    const int status = std::system((rt + " " + args + " >" + d + "/out 2>" + d + "/err").c_str());
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  int code = -1;
+  run("interleave --plan " + d + "/plan.json --plan " + d + "/plan.json --steps 2 --json -o " + d + "/a.json -o " + d +
+          "/b.json",
+      code);
+  REQUIRE(code == 0);
+  const nlohmann::json j = nlohmann::json::parse(traces::read_file(d + "/out"));
+  REQUIRE(j["plans"].size() == 2);
+  for (const auto& p : j["plans"]) {
+    CHECK(p["iteration_s"].size() == 2);
+    CHECK(p["probe_before_gflops"].size() == 2);
+    CHECK(p["probe_after_gflops"].size() == 2);
+    for (double g : p["probe_before_gflops"]) CHECK(g > 0);
+  }
+  CHECK(traces::read_report(d + "/b.json").meta["source"] == "runtime");
+  run("interleave --plan " + d + "/plan.json --plan " + d + "/plan.json -o " + d + "/a.json", code);
+  CHECK(code == 2);
+  CHECK(traces::read_file(d + "/err") == "protwin interleave: error: --output: expected one per --plan (2), got 1\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the emulated slowdown refuses factors below 1") {
