@@ -61,7 +61,8 @@ fuzz: deps
 # system searched at its best knobs and batch size), a Chrome trace of ProTrain's best plan, and the
 # example offload plan validated and simulated; then this machine profiled and three plans of a
 # small model simulated and run for real on the runtime, predicted against measured (on a quiet
-# machine: the profile and the measurements are wall-clock).
+# machine: the profile and the measurements are wall-clock; --budget-s 0: no rounds beyond the three,
+# whatever the intervals say).
 demo: build
 	@mkdir -p $(OUT)
 	$(PROTWIN) compare --model gpt2-10b --machine rtx3090-server --gpus 4 \
@@ -72,7 +73,7 @@ demo: build
 	  -o $(OUT)/report.json --chrome-trace $(OUT)/trace.json
 	@echo "== closing the loop: profile this machine, then simulate and really run plans of gpt2-tiny"
 	$(PROTWIN) profile -o $(OUT)/host-emulated.json --profile-out $(OUT)/host-emulated.profile.json
-	$(PROTWIN) calibrate --model gpt2-tiny --cases 3 --rounds 3 --machine $(OUT)/host-emulated.json \
+	$(PROTWIN) calibrate --model gpt2-tiny --cases 3 --rounds 3 --budget-s 0 --machine $(OUT)/host-emulated.json \
 	  --profile $(OUT)/host-emulated.profile.json -o $(OUT)/calibration
 	@echo "demo outputs in $(OUT)/ (open the *.trace.json files in ui.perfetto.dev)"
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "cli/sample_stats.h"
 #include "sim/policy/offload_compiler.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -60,6 +61,68 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   }
   if (saa == 0 || sbb == 0) return 0;
   return sab / std::sqrt(saa * sbb);
+}
+
+double at_reference_speed(double raw_s, double speed, double reference) {
+  PROTWIN_ASSERT(raw_s > 0 && speed > 0 && reference > 0, "at_reference_speed needs positive times and speeds");
+  return raw_s * speed / reference;
+}
+
+std::vector<std::vector<double>> step_speeds(const std::vector<std::vector<double>>& before,
+                                             const std::vector<std::vector<double>>& after, size_t half_window) {
+  PROTWIN_ASSERT(!before.empty() && before.size() == after.size(), "step_speeds needs probes of every plan");
+  const size_t plans = before.size(), steps = before[0].size();
+  // The steps in time order, with both probes of each.
+  std::vector<std::pair<size_t, size_t>> order;  // (plan, step)
+  std::vector<std::vector<double>> probes;        // per step in time order: its two probes
+  for (size_t s = 0; s < steps; ++s)
+    for (size_t n = 0; n < plans; ++n) {
+      const size_t i = s % 2 == 0 ? n : plans - 1 - n;
+      PROTWIN_ASSERT(before[i].size() == steps && after[i].size() == steps, "step_speeds: plans of unequal steps");
+      order.push_back({i, s});
+      probes.push_back({before[i][s], after[i][s]});
+    }
+  std::vector<std::vector<double>> out(plans, std::vector<double>(steps));
+  for (size_t k = 0; k < order.size(); ++k) {
+    std::vector<double> window;
+    for (size_t j = k > half_window ? k - half_window : 0; j <= std::min(order.size() - 1, k + half_window); ++j)
+      window.insert(window.end(), probes[j].begin(), probes[j].end());
+    out[order[k].first][order[k].second] = quantile(window, 0.5);
+  }
+  return out;
+}
+
+std::vector<double> iteration_metrics(const std::vector<double>& p, const std::vector<double>& m) {
+  std::vector<double> out(kIterationMetrics);
+  out[kMape] = mape(p, m);
+  out[kMaxError] = max_relative_error(p, m);
+  out[kSpearman] = spearman(p, m);
+  const size_t bp = static_cast<size_t>(std::min_element(p.begin(), p.end()) - p.begin());
+  const size_t bm = static_cast<size_t>(std::min_element(m.begin(), m.end()) - m.begin());
+  out[kBestGap] = m[bp] / m[bm] - 1;
+  return out;
+}
+
+MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted, const Groups& steps,
+                                                      int resamples, uint64_t seed, double level) {
+  auto statistic = [&](const Groups& g) {
+    std::vector<double> medians;
+    for (const auto& s : g) medians.push_back(quantile(s, 0.5));
+    return iteration_metrics(predicted, medians);
+  };
+  return {statistic(steps), bootstrap_intervals(steps, statistic, resamples, seed, level)};
+}
+
+Verdict judge_at_most(const Interval& i, double target) {
+  return i.hi <= target ? Verdict::kMet : i.lo > target ? Verdict::kNotMet : Verdict::kUndecided;
+}
+
+Verdict judge_at_least(const Interval& i, double target) {
+  return i.lo >= target ? Verdict::kMet : i.hi < target ? Verdict::kNotMet : Verdict::kUndecided;
+}
+
+const char* verdict_text(Verdict v) {
+  return v == Verdict::kMet ? "met" : v == Verdict::kNotMet ? "NOT met" : "undecided";
 }
 
 namespace {

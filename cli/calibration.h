@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bootstrap.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/policy/knobs.h"
 #include "sim/workload/workload.h"
@@ -20,6 +21,42 @@ double max_relative_error(const std::vector<double>& predicted, const std::vecto
 std::vector<double> ranks(const std::vector<double>& x);
 // Spearman's rho: Pearson correlation of the ranks (exact with ties). 0 when a side is constant.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+// A step's time expressed at the reference speed (issue 22): raw x (the machine's speed during the
+// step / the reference speed), speeds in GFLOPS of the reference probe; the reference is the
+// probe's speed while the profile that predicts the step was taken. All arguments > 0.
+double at_reference_speed(double raw_s, double speed, double reference);
+
+// The machine's speed during each step of one `protwin-rt interleave` run: `before[i][s]` and
+// `after[i][s]` are the probes around step s of plan i; the steps ran in run_interleaved's order
+// (plans forwards on even steps, backwards on odd ones). A step's own probes catch whichever
+// scheduler slices they happened to get on a loaded machine (tens of percent within 20 ms), so
+// each step gets the median of the probes of the steps within `half_window` steps of it in time.
+// Result: [plan][step].
+std::vector<std::vector<double>> step_speeds(const std::vector<std::vector<double>>& before,
+                                             const std::vector<std::vector<double>>& after, size_t half_window);
+
+// Iteration-time metrics of predictions against measurements (one per plan):
+// {MAPE, max relative error, Spearman, best-plan gap (measured time of the best predicted plan /
+// measured best - 1)}.
+enum IterationMetric { kMape = 0, kMaxError, kSpearman, kBestGap, kIterationMetrics };
+std::vector<double> iteration_metrics(const std::vector<double>& predicted, const std::vector<double>& measured);
+
+// The metrics with each plan measured by the median of its steps, and their bootstrap intervals
+// (steps resampled within each plan, over every round): the point values and the intervals.
+struct MetricsWithIntervals {
+  std::vector<double> point;
+  std::vector<Interval> interval;
+};
+MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted, const Groups& steps,
+                                                      int resamples, uint64_t seed, double level = 0.95);
+
+// A criterion judged on an interval: met when all of it satisfies the target, not met when none
+// of it does, undecided (more samples may settle it) otherwise.
+enum class Verdict { kMet, kNotMet, kUndecided };
+Verdict judge_at_most(const Interval& i, double target);
+Verdict judge_at_least(const Interval& i, double target);
+const char* verdict_text(Verdict v);  // "met", "NOT met", "undecided"
 
 struct CalibrationCase {
   std::string label;        // "search best", "pareto 2", "deepspeed best", "hand: n_swap=2", ...

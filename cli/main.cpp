@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
 #ifdef PROTWIN_RUNTIME_BINARY
   // Training and the profile that predicts it run with the emulated device's allocator
   // (host_allocator.h); `bench adam` keeps glibc's defaults, as a PyTorch user's optimizer sees them.
-  if (name == "train" || name == "profile") protwin::runtime::keep_freed_host_memory(argv);
+  if (name == "train" || name == "profile" || name == "interleave") protwin::runtime::keep_freed_host_memory(argv);
 #endif
   const auto subs = subcommands();
   auto it = std::find_if(subs.begin(), subs.end(), [&](const Subcommand& s) { return s.name == name; });

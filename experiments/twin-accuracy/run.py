@@ -4,7 +4,11 @@
 results/M/calibrate-output.txt); by default it uses the committed results, because measuring needs
 the real runtime (protwin-rt) and a quiet machine. Then it tabulates every case of every model into
 results/twin_accuracy.csv and the metrics into results/twin_accuracy.json, then draws the figure
-(plots/twin_accuracy.py)."""
+(plots/twin_accuracy.py). It exits non-zero when a model misses a criterion: calibrate's verdicts,
+each met only when its whole 95 % bootstrap interval is inside the target (issue 22). Every RERUN
+appends one line per model to results/runs.jsonl (the run's metrics, intervals and the reference
+probe's band), so consecutive runs can be tabulated."""
+import datetime
 import json
 import os
 import subprocess
@@ -16,6 +20,7 @@ import _protwin  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ["model", "case", "label", "system", "held_out", "measured_s", "predicted_s", "error",
           "fitted_predicted_s", "fitted_error", "measured_peak_device_bytes", "predicted_peak_device_bytes"]
+CRITERIA = ["iteration_time_mape", "iteration_time_max_error", "spearman", "best_predicted_measured_gap"]
 METRICS = ["iteration_time_mape", "iteration_time_max_error", "iteration_time_mean_error", "spearman", "best_predicted_is_best_measured",
            "best_predicted_measured_gap", "peak_memory_mape", "peak_host_memory_mape"]
 
@@ -53,6 +58,12 @@ def main():
         summary[model]["cases"] = len(cal["cases"])
         summary[model]["fit"] = cal.get("fit")
         summary[model]["machine_noise_gflops"] = cal.get("machine_noise_gflops")
+        for k in ["intervals", "verdicts", "raw", "step_probe_gflops", "reference_gflops", "rounds_done", "wall_s"]:
+            summary[model][k] = cal.get(k)
+        if os.environ.get("RERUN") == "1":
+            with open(os.path.join(res, "runs.jsonl"), "a") as f:
+                f.write(json.dumps({"model": model, "finished": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
+                                    **summary[model]}) + "\n")
         for i, c in enumerate(cal["cases"]):
             r = {"model": model, "case": i, "label": c["label"], "system": c["system"], "held_out": i % 2 == 1,
                  "measured_s": c.get("measured_s"), "predicted_s": c["predicted_s"],
@@ -68,11 +79,29 @@ def main():
                         {"experiment": "twin-accuracy", "targets": cfg["targets"], "published": cfg["published"],
                          "models": summary})
     _protwin.write_csv(os.path.join(res, "twin_accuracy.csv"), rows, FIELDS)
+    missed = []
     for model, s in summary.items():
-        print("%s: MAPE %.1f %%, max %.1f %%, Spearman %.2f (%d cases)" % (
-            model, 100 * s["iteration_time_mape"], 100 * s["iteration_time_max_error"], s["spearman"], s["cases"]))
+        print("%s: MAPE %.1f %%, max %.1f %%, Spearman %.2f, best plan %.1f %% slower (%d cases)" % (
+            model, 100 * s["iteration_time_mape"], 100 * s["iteration_time_max_error"], s["spearman"],
+            100 * s["best_predicted_measured_gap"], s["cases"]))
+        verdicts = s.get("verdicts")
+        if not verdicts:  # results from before issue 22: judged on the point values
+            verdicts = {k: "met" if (s[k] >= cfg["targets"][k] if k == "spearman" else s[k] <= cfg["targets"][k])
+                        else "NOT met" for k in CRITERIA}
+        else:
+            ci, band = s["intervals"], s["step_probe_gflops"]
+            print("  95 %% intervals: MAPE %.1f-%.1f %%, max %.1f-%.1f %%, Spearman %.2f-%.2f, best plan %.1f-%.1f %%;"
+                  " reference probe p10-p90 band %.0f %% of its median %.0f GFLOPS" % (
+                      100 * ci["iteration_time_mape"][0], 100 * ci["iteration_time_mape"][1],
+                      100 * ci["iteration_time_max_error"][0], 100 * ci["iteration_time_max_error"][1],
+                      ci["spearman"][0], ci["spearman"][1], 100 * ci["best_predicted_measured_gap"][0],
+                      100 * ci["best_predicted_measured_gap"][1], 100 * band["p10_p90_relative"], band["median"]))
+        print("  criteria: " + ", ".join("%s %s" % (k, verdicts[k]) for k in CRITERIA))
+        missed += ["%s %s (%s)" % (model, k, verdicts[k]) for k in CRITERIA if verdicts[k] != "met"]
     _protwin.plot("twin_accuracy.py", *[os.path.join(res, m, "calibration.json") for m in cfg["models"]],
                   "--out", os.path.join(HERE, "twin_accuracy"))
+    if missed:
+        sys.exit("twin-accuracy: criteria not met: " + "; ".join(missed))
 
 
 if __name__ == "__main__":

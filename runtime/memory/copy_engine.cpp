@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 
+#include "runtime/memory/speed_throttle.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -77,12 +78,16 @@ at::Tensor EmulatedDevice::pageable_empty(at::IntArrayRef sizes, at::ScalarType 
 }
 
 void EmulatedDevice::run_op(const traces::Op& op, const std::function<void()>& body) {
+  // Runs `body` (a device op's allocations from the caching allocator), stretched by the emulated
+  // slowdown (speed_throttle.h).
+  const auto t0 = std::chrono::steady_clock::now();
   if (host_op(op)) {
     body();
-    return;
+  } else {
+    AllocateOnThread on_device(&device_memory_);
+    body();
   }
-  AllocateOnThread on_device(&device_memory_);
-  body();
+  stretch(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void EmulatedDevice::begin_iteration() {

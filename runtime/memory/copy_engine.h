@@ -119,6 +119,7 @@ class EmulatedDevice : public DeviceOps {
   at::Tensor host_empty(at::IntArrayRef sizes, at::ScalarType dtype) override;
   at::Tensor pageable_empty(at::IntArrayRef sizes, at::ScalarType dtype) override;
   void copy(const at::Tensor& dst, const at::Tensor& src, Link link) override;
+  // Runs `body`, stretched by the emulated slowdown (speed_throttle.h).
   void run_op(const traces::Op& op, const std::function<void()>& body) override;
   void begin_iteration() override;
   MeasuredMemory measured_memory() const override;

@@ -22,6 +22,7 @@
 #include "runtime/optim/bench_adam.h"
 #include "runtime/optim/cpu_adam.h"
 #include "runtime/optim/host_passes.h"
+#include "runtime/profile/stability_probe.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -343,8 +344,12 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   ProfileOptions per_round = o;
   per_round.min_seconds = o.min_seconds / std::max(1, o.rounds);
   per_round.min_repeats = std::max(1, o.min_repeats / std::max(1, o.rounds));
+  // The reference probe beside every op: the machine's speed while the profile was taken, so
+  // that measured steps can be expressed at the same speed (issue 22).
+  std::vector<double> probe_gflops;
   for (int round = 0; round < std::max(1, o.rounds); ++round) {
     for (const auto& sig : o.signatures) {
+      probe_gflops.push_back(reference_gemm_gflops());
       traces::OpProfileEntry e;
       e.sig = sig;
       e.us = time_signature(sig, per_round);
@@ -447,6 +452,10 @@ ProfileResult run_profile(const ProfileOptions& opts) {
                                       "QK^T, mask and PV (softmax is its own entry); row-wise kernels over rows of 256"},
                          {"compute_threads", h.compute_threads},
                          {"link_GBps", h.link_throttle_GBps},
+                         {"reference_probe",
+                          {{"what", "60 x fp32 GEMM 256^3 beside every op (runtime/profile/stability_probe.h)"},
+                           {"samples", probe_gflops.size()},
+                           {"median_gflops", median_of(probe_gflops)}}},
                          {"contention",
                           {{"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
                            {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},

@@ -6,32 +6,57 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/memory/speed_throttle.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
 
+namespace {
+constexpr int64_t kN = 256;
+constexpr int kCalls = 20;
+// The reference probe runs longer (about 20 ms at 100 GFLOPS): a shorter one mostly measures which
+// scheduler slices it happened to get on a loaded machine.
+constexpr int kReferenceCalls = 60;
+
+// GFLOPS of `calls` GEMMs c = a b, stretched by the emulated slowdown.
+double time_gemms(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int calls) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) at::mm_out(c, a, b);
+  stretch(std::chrono::duration<double>(Clock::now() - t0).count());
+  const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  return calls * 2.0 * kN * kN * kN / dt / 1e9;
+}
+}  // namespace
+
 std::vector<double> gemm_speed_samples(const StabilityOptions& o) {
   PROTWIN_CHECK(o.seconds > 0 && o.interval_s >= 0 && o.threads >= 1, "stability probe: bad options");
   using Clock = std::chrono::steady_clock;
-  constexpr int64_t n = 256;
-  constexpr int calls = 20;
   const int previous = at::get_num_threads();
   at::set_num_threads(o.threads);
   at::NoGradGuard no_grad;
-  const at::Tensor a = at::randn({n, n}), b = at::randn({n, n});
-  at::Tensor c = at::empty({n, n});
-  for (int i = 0; i < calls; ++i) at::mm_out(c, a, b);  // warm-up
+  const at::Tensor a = at::randn({kN, kN}), b = at::randn({kN, kN});
+  at::Tensor c = at::empty({kN, kN});
+  for (int i = 0; i < kCalls; ++i) at::mm_out(c, a, b);  // warm-up
   std::vector<double> gflops;
   const auto end = Clock::now() + std::chrono::duration<double>(o.seconds);
   do {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) at::mm_out(c, a, b);
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    gflops.push_back(calls * 2.0 * n * n * n / dt / 1e9);
+    gflops.push_back(time_gemms(a, b, c, kCalls));
     std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
   } while (Clock::now() < end);
   at::set_num_threads(previous);
   return gflops;
+}
+
+double reference_gemm_gflops() {
+  at::NoGradGuard no_grad;
+  static const at::Tensor a = at::randn({kN, kN}), b = at::randn({kN, kN});
+  static at::Tensor c = [] {
+    at::Tensor t = at::empty({kN, kN});
+    for (int i = 0; i < kCalls; ++i) at::mm_out(t, a, b);  // warm-up, once per process
+    return t;
+  }();
+  return time_gemms(a, b, c, kReferenceCalls);
 }
 
 }  // namespace protwin::rt

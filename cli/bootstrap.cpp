@@ -1,0 +1,33 @@
+#include "cli/bootstrap.h"
+
+#include <random>
+
+#include "cli/sample_stats.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+
+std::vector<Interval> bootstrap_intervals(const Groups& groups, const GroupStatistic& statistic, int resamples,
+                                          uint64_t seed, double level) {
+  PROTWIN_CHECK(!groups.empty() && resamples >= 1 && level > 0 && level < 1, "bootstrap: bad arguments");
+  for (const auto& g : groups) PROTWIN_CHECK(!g.empty(), "bootstrap: a group has no samples");
+  std::mt19937_64 rng(seed);
+  Groups draw(groups.size());
+  std::vector<std::vector<double>> replicates;  // [value][replicate]
+  for (int b = 0; b < resamples; ++b) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      std::uniform_int_distribution<size_t> pick(0, groups[i].size() - 1);
+      draw[i].resize(groups[i].size());
+      for (double& x : draw[i]) x = groups[i][pick(rng)];
+    }
+    const std::vector<double> v = statistic(draw);
+    if (replicates.empty()) replicates.resize(v.size());
+    PROTWIN_ASSERT(v.size() == replicates.size(), "bootstrap: the statistic changed its number of values");
+    for (size_t k = 0; k < v.size(); ++k) replicates[k].push_back(v[k]);
+  }
+  std::vector<Interval> out;
+  for (const auto& r : replicates) out.push_back({quantile(r, (1 - level) / 2), quantile(r, (1 + level) / 2)});
+  return out;
+}
+
+}  // namespace protwin::cli

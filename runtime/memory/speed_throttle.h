@@ -1,0 +1,16 @@
+// A process-wide slowdown of the emulated device: every op (and the reference probe) is stretched
+// to `factor` times its own duration by spinning after it. It stands in for a machine whose speed
+// drifts (steal time, thermal throttling) in tests of drift-robust measurement (issue 22); at the
+// default factor 1 nothing sleeps.
+#pragma once
+
+namespace protwin::rt {
+
+// factor >= 1; applies to ops that start after the call (thread-safe).
+void set_emulated_slowdown(double factor);
+double emulated_slowdown();
+
+// Spins for (factor - 1) x `elapsed_s`: call after work that took `elapsed_s` seconds.
+void stretch(double elapsed_s);
+
+}  // namespace protwin::rt

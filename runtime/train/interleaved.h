@@ -1,0 +1,48 @@
+// Several plans measured step by step, round-robin, with the reference probe (a fixed GEMM,
+// runtime/profile/stability_probe.h) timed just before and just after every step: on a machine
+// whose speed drifts, every plan then sees the same stretch of time, and every step can be
+// expressed in the machine's speed at that moment (issue 22). `protwin-rt interleave`.
+// Runtime header: includes ATen (via the replayer).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/executor/runtime_plan.h"
+#include "traces/report.h"
+
+namespace protwin::rt {
+
+struct InterleaveOptions {
+  int64_t steps = 4;             // steps per plan (the first is warm-up)
+  double link_gbps = 0;          // copy throttle, as `protwin train --link-GBps`
+  uint64_t seed = 0;             // weights and data start, as `protwin train --seed`
+  std::string data;              // text for byte-level language modelling ("" = the default file)
+  std::string device = "auto";
+  // Called before every step (and its probes) with the running step index (0-based over all
+  // plans and steps); tests inject a drifting machine speed here.
+  std::function<void(int64_t)> before_step;
+};
+
+struct InterleavedPlan {
+  std::vector<double> iteration_s;   // raw wall time of each step
+  std::vector<double> probe_before;  // reference GEMM GFLOPS just before each step
+  std::vector<double> probe_after;   // ... and just after it
+  int64_t peak_device_bytes = 0, peak_host_bytes = 0;
+  traces::Report last_report;        // measured report of the plan's last step
+};
+
+struct InterleavedResult {
+  std::vector<InterleavedPlan> plans;  // in the order given
+  int compute_threads = 0;
+  std::string device;
+};
+
+// Step s runs the plans in the given order when s is even and backwards when s is odd, so a
+// drift within one sweep does not favour early plans. Every plan is checked and set up before the
+// first step.
+InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const InterleaveOptions& o);
+
+}  // namespace protwin::rt
