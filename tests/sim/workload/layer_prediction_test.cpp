@@ -23,20 +23,25 @@ using protwin::hw::load_machine;
 
 namespace {
 
+// One gpt2-medium-sized block (h 1024, 16 heads), fp16, eager attention, at batch b x seq s.
+protwin::sim::Workload medium_layer(int64_t b, int64_t s, bool hf_eager, bool dropout) {
+  const auto model = protwin::sim::resolve_model("gpt:hidden=1024,layers=1,heads=16,vocab=50257");
+  protwin::sim::WorkloadOptions o;
+  o.batch = b;
+  o.seq = s;
+  o.dtype = "fp16";
+  o.flash_attention = false;
+  o.dropout = dropout;
+  o.hf_eager = hf_eager;
+  return protwin::sim::build_workload(model, o);
+}
+
 // Best fwd+bwd TFLOPS over batch sizes 2..32 (MLI's flop count) of one gpt2-medium block.
 double predicted_tflops(const HardwareCostModel& cm, bool hf_eager, int64_t* best_batch) {
-  const auto model = protwin::sim::resolve_model("gpt:hidden=1024,layers=1,heads=16,vocab=50257");
   const int64_t s = 512, h = 1024;
   double best = 0;
   for (int64_t b : {2, 4, 8, 16, 32}) {
-    protwin::sim::WorkloadOptions o;
-    o.batch = b;
-    o.seq = s;
-    o.dtype = "fp16";
-    o.flash_attention = false;
-    o.dropout = hf_eager;
-    o.hf_eager = hf_eager;
-    const protwin::sim::Workload w = protwin::sim::build_workload(model, o);
+    const protwin::sim::Workload w = medium_layer(b, s, hf_eager, hf_eager);
     const auto& layer = w.layer(0);
     double t = 0;
     for (const auto& k : layer.forward) t += static_cast<double>(k.count) * cm.kernel_seconds(k, false);
@@ -90,15 +95,7 @@ struct LayerTime {
   int64_t kernels = 0;
 };
 LayerTime layer_time(const HardwareCostModel& cm, int64_t b, bool hf_eager) {
-  const auto model = protwin::sim::resolve_model("gpt:hidden=1024,layers=1,heads=16,vocab=50257");
-  protwin::sim::WorkloadOptions o;
-  o.batch = b;
-  o.seq = 512;
-  o.dtype = "fp16";
-  o.flash_attention = false;
-  o.dropout = hf_eager;
-  o.hf_eager = hf_eager;
-  const protwin::sim::Workload w = protwin::sim::build_workload(model, o);
+  const protwin::sim::Workload w = medium_layer(b, 512, hf_eager, hf_eager);
   LayerTime lt;
   for (bool bwd : {false, true}) {
     for (const auto& k : bwd ? w.layer(0).backward : w.layer(0).forward) {
@@ -152,15 +149,7 @@ struct LayerSplit {
   double fwd_gemm = 0, fwd_mem = 0, bwd_gemm = 0, bwd_mem = 0;
 };
 LayerSplit layer_split(const HardwareCostModel& cm, bool gpt2, int64_t b, int64_t s) {
-  const auto model = protwin::sim::resolve_model("gpt:hidden=1024,layers=1,heads=16,vocab=50257");
-  protwin::sim::WorkloadOptions o;
-  o.batch = b;
-  o.seq = s;
-  o.dtype = "fp16";
-  o.flash_attention = false;
-  o.dropout = true;
-  o.hf_eager = gpt2;
-  const protwin::sim::Workload w = protwin::sim::build_workload(model, o);
+  const protwin::sim::Workload w = medium_layer(b, s, gpt2, true);
   LayerSplit r;
   for (bool bwd : {false, true}) {
     for (const auto& k : bwd ? w.layer(0).backward : w.layer(0).forward) {
