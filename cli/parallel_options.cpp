@@ -26,8 +26,12 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
       ("no-flash", "unfused attention (not with --cp > 1)")
       ("framework", po::value(&a.framework)->default_value(a.framework),
        "code base whose switches to run: megatron-core (sequence parallel, no dropout, fp32 gradient "
-       "reduction), megatron-lm (the SC'21 code) or megatron-deepspeed (no sequence parallelism, dropout 0.1, "
-       "fp16 runs reduce fp16 gradients, vocab-parallel loss passes, vocabulary padded to 128*TP)")
+       "reduction), megatron-lm (the SC'21 code: as megatron-deepspeed, plus scatter-gather pipeline sends "
+       "followed by torch.cuda.synchronize(), the Float16Optimizer's passes and syncs, LocalDDP's main_grad "
+       "accumulation with --no-overlap-grad-reduce), megatron-deepspeed (no sequence parallelism, dropout 0.1, "
+       "fp16 runs reduce fp16 gradients, vocab-parallel loss passes, vocabulary padded to 128*TP) or fsdp "
+       "(torch FSDP FULL_SHARD under composer: per-layer gathers in forward and backward and reduce-scatters "
+       "every micro-batch, fp32 reduction, composer's unfused DecoupledAdamW; DP only)")
       ("sequence-parallel", po::value(&a.sequence_parallel), "on | off (overrides --framework)")
       ("dropout", po::value(&a.dropout), "on | off: hidden and attention-probability dropout (overrides --framework)")
       ("grad-reduce-dtype", po::value(&a.grad_reduce_dtype), "fp32 | fp16 | bf16: dtype of the gradient "
