@@ -38,7 +38,18 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
        "reduction (overrides --framework)")
       ("vocab-parallel-loss", po::value(&a.vocab_parallel_loss),
        "on | off: Megatron's vocab-parallel cross-entropy as its passes (overrides --framework)")
-      ("pad-vocab", po::value(&a.pad_vocab), "on | off: vocabulary padded to a multiple of 128*TP (overrides --framework)");
+      ("pad-vocab", po::value(&a.pad_vocab), "on | off: vocabulary padded to a multiple of 128*TP (overrides --framework)")
+      ("p2p-scatter-gather", po::value(&a.p2p_scatter_gather),
+       "on | off: pipeline sends of 1/TP slices, all-gathered over TP on receipt (overrides --framework)")
+      ("p2p-sync", po::value(&a.p2p_sync),
+       "on | off: the host waits for every pipeline send (torch.cuda.synchronize(); overrides --framework)")
+      ("framework-step", po::value(&a.framework_step),
+       "on | off: the optimizer step as the framework's code does it (Megatron-LM's Float16Optimizer passes "
+       "and synced all-reduces; with fsdp composer's unfused DecoupledAdamW and clipping) instead of the "
+       "machine's fused device Adam (overrides --framework)")
+      ("local-ddp", po::value(&a.local_ddp),
+       "on | off: Megatron's LocalDDP adds every gradient into main_grad after each backward (overrides "
+       "--framework)");
   add_host_dispatch_option(desc, a.no_host_dispatch);
 }
 
@@ -75,6 +86,10 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   on_off(vm, "dropout", a.dropout, o.dropout);
   on_off(vm, "vocab-parallel-loss", a.vocab_parallel_loss, o.vocab_parallel_loss);
   on_off(vm, "pad-vocab", a.pad_vocab, o.pad_vocab);
+  on_off(vm, "p2p-scatter-gather", a.p2p_scatter_gather, o.p2p_scatter_gather);
+  on_off(vm, "p2p-sync", a.p2p_sync, o.p2p_sync);
+  on_off(vm, "framework-step", a.framework_step, o.framework_step);
+  on_off(vm, "local-ddp", a.local_ddp, o.local_ddp);
   if (vm.count("grad-reduce-dtype")) {
     const std::string& g = a.grad_reduce_dtype;
     PROTWIN_CHECK(g == "fp32" || g == "fp16" || g == "bf16", "--grad-reduce-dtype: expected fp32, fp16 or bf16, got '",

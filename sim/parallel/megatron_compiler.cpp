@@ -396,6 +396,7 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
     // param_dtype = the autocast dtype, reduce_dtype fp32), the MP mode of the A100-80GB and H100
     // tables; PURE reduces in the compute dtype (--grad-reduce-dtype).
     o.fsdp = true;
+    o.framework_step = true;
     o.grad_bytes = 4;
     return;
   }
@@ -433,7 +434,7 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   //   into main_grad; torch DDP (the smaller rows) overlaps and accumulates in autograd.
   o.p2p_scatter_gather = true;
   o.p2p_sync = true;
-  o.megatron_optimizer_passes = o.dtype != "fp32";
+  o.framework_step = o.dtype != "fp32";
   o.local_ddp = !o.overlap_grad_reduce;
 }
 
@@ -804,10 +805,11 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   //   4, the unconditional grad mul_ 8) = 92.
   double step_bpp = 0;
   std::string step_what;
-  if (o.megatron_optimizer_passes) {
+  const bool megatron_step = o.framework_step && !o.fsdp, composer_step = o.framework_step && o.fsdp;
+  if (megatron_step) {
     step_bpp = 28 + (o.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
     step_what = "Megatron Float16Optimizer step: main grads, unscale, grad norm, Adam, params copied back";
-  } else if (o.fsdp) {
+  } else if (composer_step) {
     step_bpp = 80 + 12;
     step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
   }
@@ -816,14 +818,14 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
     auto& info = out.stages[static_cast<size_t>(s)];
     std::vector<int> deps = {S.last_dp};
     if (tied && (s == 0 || s == p - 1)) deps.push_back(tied_op);
-    if (o.megatron_optimizer_passes) {
+    if (megatron_step) {
       // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
       // read by .item(), so the host waits for it.
       for (int k = fp16 ? 0 : 1; k < 2; ++k)
         deps = {em.emit(S, info,
                         bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
                         kCompute, deps, -1)};
-    } else if (o.fsdp && dp_ops) {
+    } else if (composer_step && dp_ops) {
       deps = {em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps, -1)};
     }
     const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc) : info.params;

@@ -84,10 +84,12 @@ struct MegatronOptions {
                                      // host (and so the next kernels) waits for the exchange
   bool local_ddp = false;            // LocalDDP (--DDP-impl local): main_grad += grad after every
                                      // backward (model/distributed.py _make_param_hook)
-  bool megatron_optimizer_passes = false;  // Float16OptimizerWithFloat16Params.step: grads copied to
-                                           // fp32 main grads, unscaled with an inf check (fp16:
-                                           // all-reduce + .item()), grad norm (all-reduce +
-                                           // .item()), main params copied back
+  bool framework_step = false;       // the optimizer step as the framework's code does it, not the
+                                     // machine's fused device Adam: with fsdp composer's unfused
+                                     // DecoupledAdamW after FSDP's clip_grad_norm_, else Megatron-LM's
+                                     // Float16OptimizerWithFloat16Params.step (grads copied to fp32
+                                     // main grads, unscaled with an inf check (fp16: all-reduce +
+                                     // .item()), grad norm (all-reduce + .item()), params copied back)
   // torch FSDP FULL_SHARD as composer runs it (llm-foundry's MPT runs; DP only): every micro-batch
   // all-gathers each decoder layer's parameters before its forward and again before its backward
   // and reduce-scatters its gradient after (grad_bytes); the root unit (embedding, head) is

@@ -215,19 +215,20 @@ TEST_CASE("the framework presets switch the SC'21 and FSDP mechanisms on where t
   MegatronOptions lm = layout(1, 1, 1, 1, "megatron-lm", "fp16");
   CHECK(lm.p2p_scatter_gather);
   CHECK(lm.p2p_sync);
-  CHECK(lm.megatron_optimizer_passes);
+  CHECK(lm.framework_step);
   CHECK_FALSE(lm.fsdp);
-  CHECK_FALSE(layout(1, 1, 1, 1, "megatron-lm", "fp32").megatron_optimizer_passes);
+  CHECK_FALSE(layout(1, 1, 1, 1, "megatron-lm", "fp32").framework_step);
   for (const char* fw : {"megatron-core", "megatron-deepspeed"}) {
     const MegatronOptions o = layout(1, 1, 1, 1, fw, "fp16");
     CHECK_FALSE(o.p2p_scatter_gather);
     CHECK_FALSE(o.p2p_sync);
-    CHECK_FALSE(o.megatron_optimizer_passes);
+    CHECK_FALSE(o.framework_step);
     CHECK_FALSE(o.local_ddp);
     CHECK_FALSE(o.fsdp);
   }
   const MegatronOptions f = layout(1, 1, 1, 1, "fsdp");
   CHECK(f.fsdp);
+  CHECK(f.framework_step);
   CHECK(f.grad_bytes == 4);
   CHECK_FALSE(f.dropout);
 }
