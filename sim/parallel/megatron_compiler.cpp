@@ -677,7 +677,9 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
     fsdp_bwd_done.assign(n, -1);
     for (size_t r = n; r-- > 0;) {
       if (is_layer(r)) {
-        if (fsdp_gathered[r] < 0) fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {}, -1);
+        // The last layer's gather is issued by its pre-backward hook, once the forward is done.
+        if (fsdp_gathered[r] < 0)
+          fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {fsdp_fwd_done.back()}, -1);
         S.pending.push_back(fsdp_gathered[r]);
         if (o.recompute == Recompute::kFull) em.run(S, info, layer_re, u[r].block);
       }

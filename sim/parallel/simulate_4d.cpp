@@ -97,6 +97,9 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   r.model = model.name;
   r.machine = machine.name;
   r.memory = estimate_memory(em, pc, eo);
+  if (o.fsdp)  // the op list is FSDP's, the memory estimate is still Megatron's (fits_80pct with it)
+    r.memory.notes.push_back("--framework fsdp: memory is Megatron's estimate for this layout (weights and "
+                             "gradients replicated), not FSDP FULL_SHARD's (everything sharded, two layers gathered)");
   r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
                                           : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
   r.memory_limit_gib = 0.8 * r.gpu_memory_gb;

@@ -106,7 +106,7 @@ TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root
   CHECK(reduced_pure == m * 2 * total);
 }
 
-TEST_CASE("FSDP's limit_all_gathers: a layer's gather waits for the layer two before it", "[parallel][framework]") {
+TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, backward's first for the forward's end", "[parallel][framework]") {
   const ParallelPlan p = compile(layout(1, 1, 2, 1, "fsdp"));
   const auto& ops = p.plan.ops;
   // Forward: each layer's compute waits for one gather; from the third layer on, that gather
@@ -126,6 +126,20 @@ TEST_CASE("FSDP's limit_all_gathers: a layer's gather waits for the layer two be
       return x.kind == "forward" && x.block == b - 2;
     });
     CHECK(waits);
+  }
+  // Backward: the last layer's gather waits for the forward's end (its pre-backward hook), and
+  // every layer's backward waits for its own gather.
+  int last_forward = -1;
+  for (const auto& op : ops)
+    if (op.kind == "forward") last_forward = op.id;
+  for (const auto& op : ops) {
+    if (op.kind != "backward" || op.block != kLayers) continue;
+    int gather = -1;
+    for (int d : op.deps)
+      if (ops[static_cast<size_t>(d)].kind == "all_gather") gather = d;
+    REQUIRE(gather >= 0);
+    const auto& g = ops[static_cast<size_t>(gather)].deps;
+    CHECK(std::find(g.begin(), g.end(), last_forward) != g.end());
   }
 }
 
