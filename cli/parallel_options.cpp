@@ -47,6 +47,8 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
        "on | off: the optimizer step as the framework's code does it (Megatron-LM's Float16Optimizer passes "
        "and synced all-reduces; with fsdp composer's unfused DecoupledAdamW and clipping) instead of the "
        "machine's fused device Adam (overrides --framework)")
+      ("bias-passes", po::value(&a.bias_passes),
+       "on | off: PyTorch 1.8's separate QKV bias add and bias-gradient reductions (overrides --framework)")
       ("local-ddp", po::value(&a.local_ddp),
        "on | off: Megatron's LocalDDP adds every gradient into main_grad after each backward (overrides "
        "--framework)");
@@ -90,6 +92,7 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   on_off(vm, "p2p-sync", a.p2p_sync, o.p2p_sync);
   on_off(vm, "framework-step", a.framework_step, o.framework_step);
   on_off(vm, "local-ddp", a.local_ddp, o.local_ddp);
+  on_off(vm, "bias-passes", a.bias_passes, o.bias_passes);
   if (vm.count("grad-reduce-dtype")) {
     const std::string& g = a.grad_reduce_dtype;
     PROTWIN_CHECK(g == "fp32" || g == "fp16" || g == "bf16", "--grad-reduce-dtype: expected fp32, fp16 or bf16, got '",

@@ -432,6 +432,12 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   // - model/distributed.py LocalDDP (--DDP-impl local, run_table_1.sh's larger rows) all-reduces
   //   after the backward (what --no-overlap-grad-reduce says) and its hook adds every gradient
   //   into main_grad; torch DDP (the smaller rows) overlaps and accumulates in autograd.
+  // - examples/sc21/SRUN.sh runs nvcr.io/nvidia/pytorch:20.12-py3 (PyTorch 1.8): F.linear on the
+  //   3-D [s, b, h] input is matmul + output.add_(bias) (addmm only for 2-D input), so the QKV
+  //   projection (mpu/layers.py ColumnParallelLinear, skip_bias_add off) adds its bias in a pass
+  //   of its own; every bias gradient (also of the skip_bias_add layers, whose bias enters
+  //   bias_gelu / bias_dropout_add) is autograd's reduction of dY over the tokens.
+  o.bias_passes = true;
   o.p2p_scatter_gather = true;
   o.p2p_sync = true;
   o.framework_step = o.dtype != "fp32";
@@ -489,6 +495,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   wo.dropout = o.dropout;
   wo.fused_bias_dropout_add = o.dropout;
   wo.vocab_parallel_loss = o.vocab_parallel_loss;
+  wo.bias_passes = o.bias_passes;
   const Workload w = build_workload(model, wo);
   const int e = traces::dtype_bytes(o.dtype);
   const Block& emb = w.blocks.front();

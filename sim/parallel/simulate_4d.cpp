@@ -199,6 +199,7 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
             {"p2p_sync", o.p2p_sync},
             {"framework_step", o.framework_step},
             {"local_ddp", o.local_ddp},
+            {"bias_passes", o.bias_passes},
             {"fsdp", o.fsdp}}},
           {"placement", placement_to_json(r.placement)},
           {"iteration_s", r.iteration_s},

@@ -227,6 +227,7 @@ TEST_CASE("LocalDDP (megatron-lm without overlap): main_grad += grad after every
 TEST_CASE("the framework presets switch the SC'21 and FSDP mechanisms on where the code has them",
           "[parallel][framework]") {
   MegatronOptions lm = layout(1, 1, 1, 1, "megatron-lm", "fp16");
+  CHECK(lm.bias_passes);
   CHECK(lm.p2p_scatter_gather);
   CHECK(lm.p2p_sync);
   CHECK(lm.framework_step);
@@ -234,6 +235,7 @@ TEST_CASE("the framework presets switch the SC'21 and FSDP mechanisms on where t
   CHECK_FALSE(layout(1, 1, 1, 1, "megatron-lm", "fp32").framework_step);
   for (const char* fw : {"megatron-core", "megatron-deepspeed"}) {
     const MegatronOptions o = layout(1, 1, 1, 1, fw, "fp16");
+    CHECK_FALSE(o.bias_passes);
     CHECK_FALSE(o.p2p_scatter_gather);
     CHECK_FALSE(o.p2p_sync);
     CHECK_FALSE(o.framework_step);
