@@ -48,7 +48,8 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
        "and synced all-reduces; with fsdp composer's unfused DecoupledAdamW and clipping) instead of the "
        "machine's fused device Adam (overrides --framework)")
       ("bias-passes", po::value(&a.bias_passes),
-       "on | off: PyTorch 1.8's separate QKV bias add and bias-gradient reductions (overrides --framework)")
+       "on | off: the separate QKV bias add and bias-gradient reductions of Megatron-LM SC'21 and "
+       "Megatron-DeepSpeed (overrides --framework)")
       ("local-ddp", po::value(&a.local_ddp),
        "on | off: Megatron's LocalDDP adds every gradient into main_grad after each backward (overrides "
        "--framework)");

@@ -418,6 +418,11 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.grad_bytes = o.dtype == "fp16" ? 2 : 4;
   o.vocab_parallel_loss = true;
   o.pad_vocab = true;
+  // - the bias passes (WorkloadOptions::bias_passes): microsoft/Megatron-DeepSpeed (1de4f54,
+  //   megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication)
+  //   adds the bias after its matmul (output = output + bias) and reduces grad_output.sum(dim=0)
+  //   for it; Megatron-LM SC'21, see below.
+  o.bias_passes = true;
   if (framework != "megatron-lm") return;
   // Megatron-LM at 6985e58 only (Megatron-DeepSpeed pipelines through DeepSpeed's engine):
   // - p2p_communication.py _communicate: --scatter-gather-tensors-in-pipeline is on by default
@@ -437,7 +442,6 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   //   projection (mpu/layers.py ColumnParallelLinear, skip_bias_add off) adds its bias in a pass
   //   of its own; every bias gradient (also of the skip_bias_add layers, whose bias enters
   //   bias_gelu / bias_dropout_add) is autograd's reduction of dY over the tokens.
-  o.bias_passes = true;
   o.p2p_scatter_gather = true;
   o.p2p_sync = true;
   o.framework_step = o.dtype != "fp32";

@@ -77,8 +77,8 @@ struct MegatronOptions {
   bool vocab_parallel_loss = false;  // Megatron's vocab-parallel cross-entropy as its passes
   bool pad_vocab = false;            // vocabulary padded to a multiple of 128 * TP (Megatron's
                                      // _vocab_size_with_padding, --make-vocab-size-divisible-by 128)
-  bool bias_passes = false;          // PyTorch 1.8's separate QKV bias add and bias-gradient
-                                     // reductions (WorkloadOptions::bias_passes)
+  bool bias_passes = false;          // the separate QKV bias add and bias-gradient reductions of
+                                     // Megatron-LM SC'21 and Megatron-DeepSpeed (WorkloadOptions)
   // Megatron-LM at the SC'21 commit (megatron/p2p_communication.py, optimizer/optimizer.py):
   bool p2p_scatter_gather = false;   // each TP rank sends 1/TP of the activation, the receiver
                                      // all-gathers it over TP (--scatter-gather-tensors-in-pipeline)

@@ -233,9 +233,10 @@ TEST_CASE("the framework presets switch the SC'21 and FSDP mechanisms on where t
   CHECK(lm.framework_step);
   CHECK_FALSE(lm.fsdp);
   CHECK_FALSE(layout(1, 1, 1, 1, "megatron-lm", "fp32").framework_step);
+  CHECK(layout(1, 1, 1, 1, "megatron-deepspeed", "fp16").bias_passes);  // its own linear adds and sums the bias
+  CHECK_FALSE(layout(1, 1, 1, 1, "megatron-core", "fp16").bias_passes);
   for (const char* fw : {"megatron-core", "megatron-deepspeed"}) {
     const MegatronOptions o = layout(1, 1, 1, 1, fw, "fp16");
-    CHECK_FALSE(o.bias_passes);
     CHECK_FALSE(o.p2p_scatter_gather);
     CHECK_FALSE(o.p2p_sync);
     CHECK_FALSE(o.framework_step);
