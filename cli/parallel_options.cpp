@@ -26,15 +26,33 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
       ("no-flash", "unfused attention (not with --cp > 1)")
       ("framework", po::value(&a.framework)->default_value(a.framework),
        "code base whose switches to run: megatron-core (sequence parallel, no dropout, fp32 gradient "
-       "reduction), megatron-lm (the SC'21 code) or megatron-deepspeed (no sequence parallelism, dropout 0.1, "
-       "fp16 runs reduce fp16 gradients, vocab-parallel loss passes, vocabulary padded to 128*TP)")
+       "reduction), megatron-lm (the SC'21 code: as megatron-deepspeed, plus scatter-gather pipeline sends "
+       "followed by torch.cuda.synchronize(), the Float16Optimizer's passes and syncs, LocalDDP's main_grad "
+       "accumulation with --no-overlap-grad-reduce), megatron-deepspeed (no sequence parallelism, dropout 0.1, "
+       "fp16 runs reduce fp16 gradients, vocab-parallel loss passes, vocabulary padded to 128*TP) or fsdp "
+       "(torch FSDP FULL_SHARD under composer: per-layer gathers in forward and backward and reduce-scatters "
+       "every micro-batch, fp32 reduction, composer's unfused DecoupledAdamW; DP only)")
       ("sequence-parallel", po::value(&a.sequence_parallel), "on | off (overrides --framework)")
       ("dropout", po::value(&a.dropout), "on | off: hidden and attention-probability dropout (overrides --framework)")
       ("grad-reduce-dtype", po::value(&a.grad_reduce_dtype), "fp32 | fp16 | bf16: dtype of the gradient "
        "reduction (overrides --framework)")
       ("vocab-parallel-loss", po::value(&a.vocab_parallel_loss),
        "on | off: Megatron's vocab-parallel cross-entropy as its passes (overrides --framework)")
-      ("pad-vocab", po::value(&a.pad_vocab), "on | off: vocabulary padded to a multiple of 128*TP (overrides --framework)");
+      ("pad-vocab", po::value(&a.pad_vocab), "on | off: vocabulary padded to a multiple of 128*TP (overrides --framework)")
+      ("p2p-scatter-gather", po::value(&a.p2p_scatter_gather),
+       "on | off: pipeline sends of 1/TP slices, all-gathered over TP on receipt (overrides --framework)")
+      ("p2p-sync", po::value(&a.p2p_sync),
+       "on | off: the host waits for every pipeline send (torch.cuda.synchronize(); overrides --framework)")
+      ("framework-step", po::value(&a.framework_step),
+       "on | off: the optimizer step as the framework's code does it (Megatron-LM's Float16Optimizer passes "
+       "and synced all-reduces; with fsdp composer's unfused DecoupledAdamW and clipping) instead of the "
+       "machine's fused device Adam (overrides --framework)")
+      ("bias-passes", po::value(&a.bias_passes),
+       "on | off: the separate QKV bias add and bias-gradient reductions of Megatron-LM SC'21 and "
+       "Megatron-DeepSpeed (overrides --framework)")
+      ("local-ddp", po::value(&a.local_ddp),
+       "on | off: Megatron's LocalDDP adds every gradient into main_grad after each backward (overrides "
+       "--framework)");
   add_host_dispatch_option(desc, a.no_host_dispatch);
 }
 
@@ -71,6 +89,11 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   on_off(vm, "dropout", a.dropout, o.dropout);
   on_off(vm, "vocab-parallel-loss", a.vocab_parallel_loss, o.vocab_parallel_loss);
   on_off(vm, "pad-vocab", a.pad_vocab, o.pad_vocab);
+  on_off(vm, "p2p-scatter-gather", a.p2p_scatter_gather, o.p2p_scatter_gather);
+  on_off(vm, "p2p-sync", a.p2p_sync, o.p2p_sync);
+  on_off(vm, "framework-step", a.framework_step, o.framework_step);
+  on_off(vm, "local-ddp", a.local_ddp, o.local_ddp);
+  on_off(vm, "bias-passes", a.bias_passes, o.bias_passes);
   if (vm.count("grad-reduce-dtype")) {
     const std::string& g = a.grad_reduce_dtype;
     PROTWIN_CHECK(g == "fp32" || g == "fp16" || g == "bf16", "--grad-reduce-dtype: expected fp32, fp16 or bf16, got '",

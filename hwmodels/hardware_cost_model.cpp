@@ -422,8 +422,12 @@ double HardwareCostModel::cpu_adam_seconds(double params, int ranks_sharing_host
 }
 
 double HardwareCostModel::device_adam_seconds(double params) const {
+  return device_adam_seconds(params, machine_.gpu_adam.bytes_per_param);
+}
+
+double HardwareCostModel::device_adam_seconds(double params, double bytes_per_param) const {
   if (params <= 0) return 0;
-  return memory_seconds(params * machine_.gpu_adam.bytes_per_param);
+  return memory_seconds(params * bytes_per_param);
 }
 
 double HardwareCostModel::host_cast_seconds(double bytes, int ranks_sharing_host) const {
@@ -619,7 +623,16 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     return c;
   }
   if (op.kind == "adam_device") {
-    c.fixed = from_seconds(device_adam_seconds(static_cast<double>(op.work.params)));
+    // attrs.bytes_per_param: the step as a framework's code does it (its passes over grads,
+    // states and params); else the machine's fused device Adam.
+    double bpp = machine_.gpu_adam.bytes_per_param;
+    if (op.attrs.is_object() && op.attrs.contains("bytes_per_param")) {
+      const nlohmann::json& b = op.attrs["bytes_per_param"];
+      PROTWIN_CHECK(b.is_number() && std::isfinite(b.get<double>()) && b.get<double>() >= 0, traces::describe_op(plan, op),
+                    ": attrs.bytes_per_param must be a finite number >= 0");
+      bpp = b.get<double>();
+    }
+    c.fixed = from_seconds(device_adam_seconds(static_cast<double>(op.work.params), bpp));
     return c;
   }
   if (op.kind == "alloc" || op.kind == "free") return c;

@@ -107,6 +107,8 @@ class HardwareCostModel : public CostModel {
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
   double device_adam_seconds(double params) const;
+  // The same step moving `bytes_per_param` (a framework's own passes, counted from its code).
+  double device_adam_seconds(double params, double bytes_per_param) const;
   // A CPU pass over `bytes` of host memory (a dtype cast), at the rank's share of DRAM bandwidth.
   double host_cast_seconds(double bytes, int ranks_sharing_host = 1) const;
   // One host_pass op (what: overflow_scan | unscale | fp16_copy) over `elems` fp32 elements moving

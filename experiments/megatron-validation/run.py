@@ -65,6 +65,10 @@ def mosaic_args(mo, r):
     args += ["--tp", 1, "--pp", 1, "--cp", 1, "--dp", r["dp"], "--mbs", r["mbs"]]
     for s in r.get("machine_overrides", []):
         args += ["--set", s]
+    if mo.get("framework"):
+        args += ["--framework", mo["framework"]]
+        # composer's FSDP mixed precision: DEFAULT reduces in fp32, PURE in the compute dtype.
+        args += ["--grad-reduce-dtype", "fp32" if r["fsdp_mixed_precision"] == "DEFAULT" else mo["dtype"]]
     return args
 
 

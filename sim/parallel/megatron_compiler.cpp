@@ -49,31 +49,38 @@ class TemplateBank {
     op.attrs = {{"kernels", kernels_json(ks)}, {"block", block}, {"part", part}};
     return add(std::move(op), matmul_flops(ks));
   }
+  // host_sync: the host waits for the op to end before it issues anything else (.item(),
+  // torch.cuda.synchronize()).
   int collective(const std::string& kind, Role role, int64_t bytes, const GroupPlacement& g,
-                 const std::string& what) {
+                 const std::string& what, bool host_sync = false) {
     Op op;
     op.kind = kind;
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
     op.attrs = {{"ranks", g.size}, {"ranks_per_node", g.ranks_per_node}, {"scope", g.scope()},
                 {"group", g.name}, {"what", what}};
+    if (host_sync) op.attrs["host_sync"] = true;
     return add(std::move(op), 0);
   }
-  int send_recv(Role role, int64_t bytes, bool inter_node, const std::string& what) {
+  int send_recv(Role role, int64_t bytes, bool inter_node, const std::string& what, bool host_sync = false) {
     Op op;
     op.kind = "send_recv";
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
     op.attrs = {{"ranks", 2}, {"ranks_per_node", inter_node ? 1 : 2},
                 {"scope", inter_node ? "inter_node" : "intra_node"}, {"what", what}};
+    if (host_sync) op.attrs["host_sync"] = true;
     return add(std::move(op), 0);
   }
-  int adam(int64_t params) {
+  // bytes_per_param 0: the machine's fused device Adam; else the framework's own step (its
+  // passes counted from its code, `what` says which).
+  int adam(int64_t params, double bytes_per_param = 0, const std::string& what = "") {
     Op op;
     op.kind = "adam_device";
     op.stream = kRoleNames[kCompute];
     op.work.params = params;
-    op.attrs = {{"what", "optimizer step over this rank's shard"}};
+    op.attrs = {{"what", what.empty() ? "optimizer step over this rank's shard" : what}};
+    if (bytes_per_param > 0) op.attrs["bytes_per_param"] = bytes_per_param;
     return add(std::move(op), 0);
   }
 
@@ -382,8 +389,19 @@ double model_flops_per_token(const ModelSpec& model, int64_t seq, const std::str
 
 void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   if (framework == "megatron-core") return;
+  if (framework == "fsdp") {
+    // torch FSDP FULL_SHARD under composer (llm-foundry's MPT benchmarks, commit 061f2c7c): MPT
+    // has no dropout (resid/emb/attn_pdrop 0) and no TP, so only the data-parallel side changes.
+    // Gradients reduce in fp32: composer's mixed_precision DEFAULT (get_mixed_precision:
+    // param_dtype = the autocast dtype, reduce_dtype fp32), the MP mode of the A100-80GB and H100
+    // tables; PURE reduces in the compute dtype (--grad-reduce-dtype).
+    o.fsdp = true;
+    o.framework_step = true;
+    o.grad_bytes = 4;
+    return;
+  }
   PROTWIN_CHECK(framework == "megatron-lm" || framework == "megatron-deepspeed",
-                "--framework: expected megatron-core, megatron-lm or megatron-deepspeed, got '", framework, "'");
+                "--framework: expected megatron-core, megatron-lm, megatron-deepspeed or fsdp, got '", framework, "'");
   // Both code bases (Megatron-LM at examples/sc21's commit 6985e58, microsoft/Megatron-DeepSpeed):
   // - no sequence parallelism (it came with Korthikanti et al. 2022); mpu/layers.py
   //   ColumnParallelLinear / RowParallelLinear all-reduce (mappings.py _CopyToModelParallelRegion,
@@ -400,6 +418,34 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.grad_bytes = o.dtype == "fp16" ? 2 : 4;
   o.vocab_parallel_loss = true;
   o.pad_vocab = true;
+  // - the bias passes (WorkloadOptions::bias_passes): microsoft/Megatron-DeepSpeed (1de4f54,
+  //   megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication)
+  //   adds the bias after its matmul (output = output + bias) and reduces grad_output.sum(dim=0)
+  //   for it; Megatron-LM SC'21, see below.
+  o.bias_passes = true;
+  if (framework != "megatron-lm") return;
+  // Megatron-LM at 6985e58 only (Megatron-DeepSpeed pipelines through DeepSpeed's engine):
+  // - p2p_communication.py _communicate: --scatter-gather-tensors-in-pipeline is on by default
+  //   (split_tensor_into_1d_equal_chunks before the send, gather_split_1d_tensor after), and
+  //   batch_isend_irecv + req.wait() is followed by torch.cuda.synchronize() unconditionally;
+  // - optimizer/optimizer.py Float16OptimizerWithFloat16Params.step with --fp16 (CONFIG.sh,
+  //   --loss-scale 8192: a ConstantGradScaler still unscales and checks): _copy_model_grads_to_main_grads,
+  //   _unscale_main_grads_and_check_for_nan (all_reduce of found_inf over the model-parallel
+  //   group, found_inf.item()), clip_grad_norm_fp32 (--clip-grad 1.0: multi_tensor_l2norm,
+  //   all_reduce over the model-parallel group, total_norm.item()), then Adam and
+  //   _copy_main_params_to_model_params.
+  // - model/distributed.py LocalDDP (--DDP-impl local, run_table_1.sh's larger rows) all-reduces
+  //   after the backward (what --no-overlap-grad-reduce says) and its hook adds every gradient
+  //   into main_grad; torch DDP (the smaller rows) overlaps and accumulates in autograd.
+  // - examples/sc21/SRUN.sh runs nvcr.io/nvidia/pytorch:20.12-py3 (PyTorch 1.8): F.linear on the
+  //   3-D [s, b, h] input is matmul + output.add_(bias) (addmm only for 2-D input), so the QKV
+  //   projection (mpu/layers.py ColumnParallelLinear, skip_bias_add off) adds its bias in a pass
+  //   of its own; every bias gradient (also of the skip_bias_add layers, whose bias enters
+  //   bias_gelu / bias_dropout_add) is autograd's reduction of dY over the tokens.
+  o.p2p_scatter_gather = true;
+  o.p2p_sync = true;
+  o.framework_step = o.dtype != "fp32";
+  o.local_ddp = !o.overlap_grad_reduce;
 }
 
 ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOptions& options,
@@ -422,6 +468,8 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
                 "schedule (--vpp 1)");
   PROTWIN_CHECK(o.split.uneven() || unpadded.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ",
                 unpadded.layers, " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
+  PROTWIN_CHECK(!o.fsdp || (z.tp == 1 && z.pp == 1 && z.cp == 1), "--framework fsdp: FSDP FULL_SHARD shards over ",
+                "data parallelism only (--tp, --pp and --cp 1), got TP ", z.tp, " PP ", z.pp, " CP ", z.cp);
   const int64_t m = o.gbs / (o.mbs * z.dp);
   out.microbatches = m;
   // Model flops count the real vocabulary (the published formulas' V); the kernels the padded one.
@@ -451,6 +499,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   wo.dropout = o.dropout;
   wo.fused_bias_dropout_add = o.dropout;
   wo.vocab_parallel_loss = o.vocab_parallel_loss;
+  wo.bias_passes = o.bias_passes;
   const Workload w = build_workload(model, wo);
   const int e = traces::dtype_bytes(o.dtype);
   const Block& emb = w.blocks.front();
@@ -538,9 +587,32 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   auto param_tmpl = [&](int64_t params) {
     return bank.collective("all_gather", kDpComm, params * e, pl.dp_cp, "parameter bucket");
   };
+  // Scatter-gather: each TP rank sends its 1/TP slice; the receiver all-gathers it over TP.
+  const bool scatter_gather = o.p2p_scatter_gather && z.tp > 1;
+  const int64_t p2p_bytes = scatter_gather ? ceil_div(layer.input_bytes, z.tp) : layer.input_bytes;
   auto p2p_tmpl = [&](int link, bool forward) {
-    return bank.send_recv(kP2p, layer.input_bytes, pl.stage_link_inter_node[static_cast<size_t>(link)],
-                          forward ? "activation to the next stage" : "activation gradient to the previous stage");
+    return bank.send_recv(kP2p, p2p_bytes, pl.stage_link_inter_node[static_cast<size_t>(link)],
+                          forward ? "activation to the next stage" : "activation gradient to the previous stage",
+                          o.p2p_sync);
+  };
+  const int p2p_gather =
+      scatter_gather ? bank.collective("all_gather", kCompute, layer.input_bytes, pl.tp, "scatter-gather: received slices")
+                     : -1;
+  // Megatron's LocalDDP hook adds each parameter's gradient into its main_grad buffer after
+  // every backward: read both, write main_grad, in the reduction dtype.
+  auto grad_accumulation_tmpl = [&](const Unit& u) {
+    Kernel k;
+    k.sig = traces::OpSignature{"elementwise", {u.params}, o.grad_bytes == 2 ? o.dtype : "fp32"};
+    k.flops = static_cast<double>(u.params);
+    k.bytes = 3.0 * static_cast<double>(o.grad_bytes) * static_cast<double>(u.params);
+    return bank.compute("backward", {k}, "unit." + std::to_string(u.block), "main_grad accumulation");
+  };
+  // FSDP: a unit's parameters gathered in the compute dtype, its gradient reduce-scattered.
+  auto fsdp_gather_tmpl = [&](int64_t params) {
+    return bank.collective("all_gather", kDpComm, params * e, pl.dp_cp, "FSDP unit parameters");
+  };
+  auto fsdp_reduce_tmpl = [&](int64_t params) {
+    return bank.collective("reduce_scatter", kDpComm, params * o.grad_bytes, pl.dp_cp, "FSDP unit gradient");
   };
 
   // Reserve the ops: per chunk and micro-batch its units' programs and two sends, plus buckets.
@@ -552,7 +624,8 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
         per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd.size() + emb_bwd.size()
                   : u.kind == BlockKind::kHead    ? head_fwd.size() + head_bwd.size()
                                                   : layer_fwd.size() + layer_re.size() + layer_bwd.size();
-      expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 2;
+      if (o.fsdp || o.local_ddp) per_mb += 3 * c.units.size() + 2;
+      expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 6;
     }
   PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
                 " micro-batches (GBS/(MBS*DP)) make a plan of about ", expected, " ops, more than the ",
@@ -562,7 +635,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   Emitter em(plan, bank, o.expand_kernels);
   // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
   // start, in forward order; a bucket's first forward waits for it.
-  if (dp_ops && o.distributed_optimizer && o.overlap_param_gather)
+  if (dp_ops && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)
     for (int s = 0; s < p; ++s) {
       auto& S = st[static_cast<size_t>(s)];
       for (auto& c : S.chunks)
@@ -572,14 +645,83 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
 
   std::vector<std::vector<int>> sent_fwd(static_cast<size_t>(n_vstages), std::vector<int>(static_cast<size_t>(m), -1));
   std::vector<std::vector<int>> sent_bwd = sent_fwd;
+  // FSDP FULL_SHARD, one micro-batch's forward or backward (one stage, one chunk). Sources
+  // (torch 2.0/2.1 torch/distributed/fsdp/_runtime_utils.py, as composer 0.16 wraps MPT, one unit
+  // per MPTBlock): _pre_forward unshards a unit (the all-gather on the unshard stream, issued as
+  // the host reaches it), _post_forward reshards it except the root; limit_all_gathers makes the
+  // host wait for the unit freed two gathers earlier; backward_prefetch BACKWARD_POST (composer's
+  // default) issues the next unit's gather in the post-backward hook, before the reduce-scatter of
+  // this unit's gradient; composer's ddp_sync_context is a no-op for FSDP, so every micro-batch
+  // reduce-scatters. One dp_comm stream carries gathers and reduce-scatters in issue order (they
+  // share the NVLinks).
+  std::vector<int> fsdp_fwd_done, fsdp_bwd_done, fsdp_gathered;
+  int fsdp_root_gather = -1;
+  auto emit_fsdp_task = [&](StageState& S, StageInfo& info, Chunk& c, bool forward) {
+    const std::vector<Unit>& u = c.units;
+    const size_t n = u.size();
+    const auto is_layer = [&](size_t i) { return i < n && u[i].kind == BlockKind::kDecoder; };
+    const auto& fwd_of = [&](const Unit& x) -> const Program& {
+      return x.kind == BlockKind::kEmbedding ? emb_fwd : x.kind == BlockKind::kHead ? head_fwd : layer_fwd;
+    };
+    const auto& bwd_of = [&](const Unit& x) -> const Program& {
+      return x.kind == BlockKind::kEmbedding ? emb_bwd : x.kind == BlockKind::kHead ? head_bwd : layer_bwd;
+    };
+    int64_t root_params = 0;
+    for (const Unit& x : u) root_params += x.kind == BlockKind::kDecoder ? 0 : x.params;
+    if (forward) {
+      fsdp_fwd_done.assign(n, -1);
+      fsdp_gathered.assign(n, -1);
+      fsdp_root_gather = em.emit(S, info, fsdp_gather_tmpl(root_params), kDpComm, {}, -1);
+      for (size_t i = 0; i < n; ++i) {
+        if (is_layer(i)) {
+          std::vector<int> deps;
+          if (i >= 2 && is_layer(i - 2)) deps.push_back(fsdp_fwd_done[i - 2]);  // limit_all_gathers
+          S.pending.push_back(em.emit(S, info, fsdp_gather_tmpl(u[i].params), kDpComm, deps, -1));
+        } else {
+          S.pending.push_back(fsdp_root_gather);
+        }
+        em.run(S, info, fwd_of(u[i]), u[i].block);
+        fsdp_fwd_done[i] = S.last_compute;
+      }
+      return;
+    }
+    fsdp_bwd_done.assign(n, -1);
+    for (size_t r = n; r-- > 0;) {
+      if (is_layer(r)) {
+        // The last layer's gather is issued by its pre-backward hook, once the forward is done.
+        if (fsdp_gathered[r] < 0)
+          fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {fsdp_fwd_done.back()}, -1);
+        S.pending.push_back(fsdp_gathered[r]);
+        if (o.recompute == Recompute::kFull) em.run(S, info, layer_re, u[r].block);
+      }
+      em.run(S, info, bwd_of(u[r]), u[r].block);
+      fsdp_bwd_done[r] = S.last_compute;
+      if (!is_layer(r)) continue;
+      if (r >= 1 && is_layer(r - 1)) {  // BACKWARD_POST prefetch, rate-limited by the unit two back
+        std::vector<int> deps;
+        if (is_layer(r + 1)) deps.push_back(fsdp_bwd_done[r + 1]);
+        fsdp_gathered[r - 1] = em.emit(S, info, fsdp_gather_tmpl(u[r - 1].params), kDpComm, deps, -1);
+      }
+      em.emit(S, info, fsdp_reduce_tmpl(u[r].params), kDpComm, {S.last_compute}, -1);
+    }
+    em.emit(S, info, fsdp_reduce_tmpl(root_params), kDpComm, {S.last_compute}, -1);  // the root's post-backward
+  };
+
   auto emit_task = [&](int s, const PipeTask& t) {
     auto& S = st[static_cast<size_t>(s)];
     auto& info = out.stages[static_cast<size_t>(s)];
     Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
     const int vs = t.chunk * p + s;
     const size_t mb = static_cast<size_t>(t.microbatch);
+    if (o.fsdp) {
+      emit_fsdp_task(S, info, c, t.forward);
+      return;
+    }
     if (t.forward) {
-      if (vs > 0) S.pending.push_back(sent_fwd[static_cast<size_t>(vs - 1)][mb]);
+      if (vs > 0) {
+        S.pending.push_back(sent_fwd[static_cast<size_t>(vs - 1)][mb]);
+        if (p2p_gather >= 0) em.emit(S, info, p2p_gather, kCompute, {}, -1);
+      }
       for (const Unit& u : c.units) {
         if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
           S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
@@ -593,13 +735,17 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
       }
       return;
     }
-    if (vs + 1 < n_vstages) S.pending.push_back(sent_bwd[static_cast<size_t>(vs + 1)][mb]);
+    if (vs + 1 < n_vstages) {
+      S.pending.push_back(sent_bwd[static_cast<size_t>(vs + 1)][mb]);
+      if (p2p_gather >= 0) em.emit(S, info, p2p_gather, kCompute, {}, -1);
+    }
     const bool last_mb = t.microbatch == m - 1;
     for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
       if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re, it->block);
       em.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd : it->kind == BlockKind::kHead ? head_bwd : layer_bwd,
              it->block);
-      if (dp_ops && o.overlap_grad_reduce && last_mb && it->bucket_end)
+      if (o.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
+      if (dp_ops && o.overlap_grad_reduce && last_mb && it->bucket_end && !o.fsdp)
         em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
     }
     if (vs > 0) {
@@ -636,7 +782,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   // Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
-    if (!dp_ops || o.overlap_grad_reduce) continue;
+    if (!dp_ops || o.overlap_grad_reduce || o.fsdp) continue;
     for (auto& c : S.chunks)
       for (auto& b : c.buckets)
         em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
@@ -654,14 +800,50 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
                                      g, "tied embedding gradient");
     tied_op = em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
   }
+  // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
+  GroupPlacement mp;  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm
+  mp.name = "mp";
+  mp.size = z.tp * z.pp;
+  mp.nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
+  mp.ranks_per_node = std::max<int64_t>(1, mp.size / mp.nodes);
+  const bool fp16 = o.dtype == "fp16";
+  // Bytes per parameter of the step (0: the machine's fused device Adam):
+  // - Megatron-LM: Adam 28 (fp32 p, g, m, v read; p, m, v written), the fp16/bf16 grads copied to
+  //   fp32 main grads 6 (0 when they are already fp32), unscale with the inf check 8 (fp16 only),
+  //   the l2 norm 4, the main params copied back to the model's fp16/bf16 params 6;
+  // - composer's DecoupledAdamW (composer/optim/decoupled_weight_decay.py adamw(), a per-tensor
+  //   loop of unfused ops; MPT yamls: weight_decay 0, so no param.mul_): exp_avg mul_ 8 + add_ 12,
+  //   exp_avg_sq mul_ 8 + addcmul_ 12, sqrt 8, div 8, add_ eps 8, param addcdiv_ 16 = 80; plus
+  //   gradient clipping (llm-foundry yamls: clipping_type norm; FSDP clip_grad_norm_: the local norm
+  //   4, the unconditional grad mul_ 8) = 92.
+  double step_bpp = 0;
+  std::string step_what;
+  const bool megatron_step = o.framework_step && !o.fsdp, composer_step = o.framework_step && o.fsdp;
+  if (megatron_step) {
+    step_bpp = 28 + (o.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
+    step_what = "Megatron Float16Optimizer step: main grads, unscale, grad norm, Adam, params copied back";
+  } else if (composer_step) {
+    step_bpp = 80 + 12;
+    step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
+  }
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
     auto& info = out.stages[static_cast<size_t>(s)];
     std::vector<int> deps = {S.last_dp};
     if (tied && (s == 0 || s == p - 1)) deps.push_back(tied_op);
-    const int64_t shard = o.distributed_optimizer ? ceil_div(info.params, dpc) : info.params;
-    const int adam = em.emit(S, info, bank.adam(shard), kCompute, deps, -1);
-    if (dp_ops && o.distributed_optimizer && !o.overlap_param_gather)
+    if (megatron_step) {
+      // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
+      // read by .item(), so the host waits for it.
+      for (int k = fp16 ? 0 : 1; k < 2; ++k)
+        deps = {em.emit(S, info,
+                        bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
+                        kCompute, deps, -1)};
+    } else if (composer_step && dp_ops) {
+      deps = {em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps, -1)};
+    }
+    const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc) : info.params;
+    const int adam = em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
+    if (dp_ops && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
       for (auto& c : S.chunks)
         for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
           em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);

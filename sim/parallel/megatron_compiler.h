@@ -77,13 +77,34 @@ struct MegatronOptions {
   bool vocab_parallel_loss = false;  // Megatron's vocab-parallel cross-entropy as its passes
   bool pad_vocab = false;            // vocabulary padded to a multiple of 128 * TP (Megatron's
                                      // _vocab_size_with_padding, --make-vocab-size-divisible-by 128)
+  bool bias_passes = false;          // the separate QKV bias add and bias-gradient reductions of
+                                     // Megatron-LM SC'21 and Megatron-DeepSpeed (WorkloadOptions)
+  // Megatron-LM at the SC'21 commit (megatron/p2p_communication.py, optimizer/optimizer.py):
+  bool p2p_scatter_gather = false;   // each TP rank sends 1/TP of the activation, the receiver
+                                     // all-gathers it over TP (--scatter-gather-tensors-in-pipeline)
+  bool p2p_sync = false;             // torch.cuda.synchronize() after every batch_isend_irecv: the
+                                     // host (and so the next kernels) waits for the exchange
+  bool local_ddp = false;            // LocalDDP (--DDP-impl local): main_grad += grad after every
+                                     // backward (model/distributed.py _make_param_hook)
+  bool framework_step = false;       // the optimizer step as the framework's code does it, not the
+                                     // machine's fused device Adam: with fsdp composer's unfused
+                                     // DecoupledAdamW after FSDP's clip_grad_norm_, else Megatron-LM's
+                                     // Float16OptimizerWithFloat16Params.step (grads copied to fp32
+                                     // main grads, unscaled with an inf check (fp16: all-reduce +
+                                     // .item()), grad norm (all-reduce + .item()), params copied back)
+  // torch FSDP FULL_SHARD as composer runs it (llm-foundry's MPT runs; DP only): every micro-batch
+  // all-gathers each decoder layer's parameters before its forward and again before its backward
+  // and reduce-scatters its gradient after (grad_bytes); the root unit (embedding, head) is
+  // gathered once per micro-batch; limit_all_gathers keeps at most two layers gathered ahead.
+  bool fsdp = false;
   bool expand_kernels = false;
 };
 
 // Sets the switches of `o` as the code base `framework` ran them: "megatron-core" (today's
 // Megatron-Core defaults: sequence parallelism, no dropout, fp32 gradient reduction, one fused
 // loss kernel, unpadded vocabulary: nothing changes), "megatron-lm" (Megatron-LM at the SC'21
-// commit, examples/sc21) or "megatron-deepspeed" (microsoft/Megatron-DeepSpeed). Needs o.dtype.
+// commit, examples/sc21), "megatron-deepspeed" (microsoft/Megatron-DeepSpeed) or "fsdp" (torch FSDP
+// FULL_SHARD under composer, as llm-foundry ran its MPT benchmarks). Needs o.dtype.
 // An unknown name is an error naming --framework.
 void apply_framework_preset(MegatronOptions& o, const std::string& framework);
 

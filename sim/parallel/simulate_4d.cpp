@@ -97,6 +97,9 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   r.model = model.name;
   r.machine = machine.name;
   r.memory = estimate_memory(em, pc, eo);
+  if (o.fsdp)  // the op list is FSDP's, the memory estimate is still Megatron's (fits_80pct with it)
+    r.memory.notes.push_back("--framework fsdp: memory is Megatron's estimate for this layout (weights and "
+                             "gradients replicated), not FSDP FULL_SHARD's (everything sharded, two layers gathered)");
   r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
                                           : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
   r.memory_limit_gib = 0.8 * r.gpu_memory_gb;
@@ -191,7 +194,13 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
             {"dropout", o.dropout},
             {"grad_reduce_bytes", o.grad_bytes},
             {"vocab_parallel_loss", o.vocab_parallel_loss},
-            {"pad_vocab", o.pad_vocab}}},
+            {"pad_vocab", o.pad_vocab},
+            {"p2p_scatter_gather", o.p2p_scatter_gather},
+            {"p2p_sync", o.p2p_sync},
+            {"framework_step", o.framework_step},
+            {"local_ddp", o.local_ddp},
+            {"bias_passes", o.bias_passes},
+            {"fsdp", o.fsdp}}},
           {"placement", placement_to_json(r.placement)},
           {"iteration_s", r.iteration_s},
           {"tokens_per_s", r.tokens_per_s},

@@ -75,6 +75,14 @@ class BlockBuilder {
     push(std::move(op));
   }
 
+  // With bias_passes, a linear's bias gradient: one reduction of dY (m x n) over the tokens,
+  // backward only.
+  void bias_grad(int64_t m, int64_t n) {
+    if (!o_.bias_passes || !m_.bias) return;
+    push({Kernel{}, {kernel("elementwise", {m * n}, dt_, static_cast<double>(m * n), static_cast<double>(e_ * m * n))},
+          0, 0});
+  }
+
   // An elementwise-like kernel over `n` elements: reads `reads` and writes `writes` tensors of n
   // elements in forward; backward reads `bwd_reads` and writes `bwd_writes` of them.
   void pointwise(const std::string& kind, int64_t n, double flops_per_elem, double reads,
@@ -222,6 +230,11 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   if (m.family == "gpt2" || o.fused_projections) {
     // HF GPT-2 c_attn, Megatron's linear_qkv: one fused projection to [q|k|v].
     bb.gemm(t, hq + 2 * kv, h, 0, e * (n + t * (hq + 2 * kv)));
+    if (o.bias_passes && m.bias) {  // matmul, then output.add_(bias): read and write the output
+      const int64_t nqkv = t * (hq + 2 * kv);
+      bb.pointwise("elementwise", nqkv, kAddFlops, 1, 1, 0, 0, 0, 0);
+      bb.bias_grad(t, hq + 2 * kv);
+    }
   } else {
     // Separate q, k, v projections: backward adds their three input gradients (two adds).
     bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n),
@@ -310,6 +323,7 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   bb.section(Section::kRow);
   bb.gemm(t, h, hq, e * n, e * (n + nq));  // output projection
   bb.section(Section::kShard);
+  bb.bias_grad(bb.ts_, h);  // its bias is added after the TP reduction, in bias_dropout_add
   if (drop && o.fused_bias_dropout_add) {
     fused_dropout_add(bb, "attn.resid_dropout", e * n_s, 2 * e * n_s);
   } else {
@@ -359,6 +373,7 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   } else if (m.activation == "gelu") {
     // GPT-2: fc2(gelu(fc1(x))); gelu saves its input, fc2 saves gelu's output.
     bb.gemm(t, f, h, 0, e * (t * f + n));
+    bb.bias_grad(t, f);  // Megatron: added in bias_gelu
     bb.pointwise("gelu", t * f, kGeluFlops, 1, 1, 2, 1, 0, 2 * e * t * f);
     bb.save("mlp.fc1_out", e * t * f);
     bb.save("mlp.act_out", e * t * f);
@@ -371,6 +386,7 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   bb.section(Section::kRow);
   bb.gemm(t, h, f, e * n, e * (n + t * f));  // down / fc2
   bb.section(Section::kShard);
+  bb.bias_grad(bb.ts_, h);
   if (drop && o.fused_bias_dropout_add) {
     fused_dropout_add(bb, "mlp.resid_dropout", e * n_s, 2 * e * n_s);
   } else {

@@ -59,6 +59,11 @@ struct WorkloadOptions {
                                      // multiply and the cast back) instead of one fused kernel
   bool fused_bias_dropout_add = false;  // with dropout: Megatron's bias_dropout_add_fused_train,
                                         // dropout and residual add as one kernel
+  bool bias_passes = false;  // models with biases, as Megatron-LM SC'21 (PyTorch 1.8's F.linear on
+                             // 3-D input) and Megatron-DeepSpeed (its own linear function) run
+                             // them: the QKV projection's matmul, then a separate bias add, and
+                             // every linear's bias gradient a reduction over the tokens, not in
+                             // the GEMMs
 };
 
 // Where a kernel sits as Megatron's tensor parallelism cuts a block; the 4D compiler puts the

@@ -127,8 +127,25 @@ TEST_CASE("simulate-4d --framework and the workload switches: JSON config, overr
     return nlohmann::json::parse(r.out)["iteration_s"].get<double>();
   };
   CHECK(gpu_only(" --framework megatron-lm --dropout off") > gpu_only(""));
-  CHECK(err_of(base + " --framework megatron-2").find("--framework: expected megatron-core, megatron-lm or megatron-deepspeed") !=
+  CHECK(j["config"]["p2p_sync"] == true);
+  CHECK(j["config"]["framework_step"] == true);
+  CHECK(j["config"]["fsdp"] == false);
+  // FSDP (composer): DP only; the step's own switch overridden after the preset.
+  const auto fsdp = run_protwin("simulate-4d --model " + kSmall +
+                                " --machine dgx-a100 --dp 4 --mbs 1 --gbs 8 --seq 1024 --framework fsdp --framework-step off --json");
+  REQUIRE(fsdp.code == 0);
+  const auto f = nlohmann::json::parse(fsdp.out)["config"];
+  CHECK(f["fsdp"] == true);
+  CHECK(f["framework_step"] == false);
+  CHECK(f["grad_reduce_bytes"] == 4);
+  // Its memory is still Megatron's estimate, and the report says so.
+  CHECK(nlohmann::json::parse(fsdp.out)["memory"]["notes"].dump().find("--framework fsdp: memory is Megatron's estimate") !=
         std::string::npos);
+  CHECK(err_of(base + " --framework fsdp").find("--framework fsdp: FSDP FULL_SHARD shards over data parallelism only") !=
+        std::string::npos);
+  CHECK(err_of(base + " --framework megatron-2")
+            .find("--framework: expected megatron-core, megatron-lm, megatron-deepspeed or fsdp") != std::string::npos);
+  CHECK(err_of(base + " --p2p-sync maybe").find("--p2p-sync: expected on or off, got 'maybe'") != std::string::npos);
   CHECK(err_of(base + " --sequence-parallel yes").find("--sequence-parallel: expected on or off, got 'yes'") !=
         std::string::npos);
   CHECK(err_of(base + " --grad-reduce-dtype int8").find("--grad-reduce-dtype: expected fp32, fp16 or bf16") !=

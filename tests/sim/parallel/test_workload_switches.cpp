@@ -140,6 +140,35 @@ TEST_CASE("dropout: kernels and masks of hidden and attention-probability dropou
     if (k.sig.kind == "dropout" && k.sig.shape == std::vector<int64_t>{n}) CHECK(k.bytes == 3.0 * e * n + n);
 }
 
+TEST_CASE("PyTorch 1.8's bias passes: the QKV bias add, four bias-gradient reductions", "[workload][switches]") {
+  for (int64_t tp : {1, 2}) {
+    WorkloadOptions o = base(tp);
+    o.sequence_parallel = false;
+    const Workload off = build_workload(tiny_gpt(), o);
+    o.bias_passes = true;
+    const Workload on = build_workload(tiny_gpt(), o);
+    const int64_t e = 2, qkv = kT * 3 * kH / tp, ffn = kT * 4 * kH / tp, n = kT * kH;
+    auto bytes = [](const std::vector<traces::Kernel>& ks) {
+      double b = 0;
+      for (const auto& k : ks) b += k.bytes * static_cast<double>(k.count);
+      return b;
+    };
+    // Forward: output.add_(bias) after the QKV matmul reads and writes the projection's output.
+    CHECK(count(on.layer(0).forward, "elementwise") == count(off.layer(0).forward, "elementwise") + 1);
+    CHECK(bytes(on.layer(0).forward) - bytes(off.layer(0).forward) == Approx(2.0 * e * qkv));
+    // Backward: dY summed over the tokens for the QKV, output-projection, fc1 and fc2 biases.
+    CHECK(count(on.layer(0).backward, "elementwise") == count(off.layer(0).backward, "elementwise") + 4);
+    CHECK(bytes(on.layer(0).backward) - bytes(off.layer(0).backward) == Approx(e * (qkv + n + ffn + n)));
+    CHECK(on.layer(0).saved_bytes == off.layer(0).saved_bytes);
+  }
+  // A model without biases has none of it.
+  WorkloadOptions o = base(1);
+  o.bias_passes = true;
+  const ModelSpec nobias = resolve_model("gpt:hidden=128,layers=4,heads=4,vocab=1000,max_positions=64,bias=false");
+  WorkloadOptions plain = base(1);
+  CHECK(build_workload(nobias, o).layer(0).backward.size() == build_workload(nobias, plain).layer(0).backward.size());
+}
+
 TEST_CASE("Megatron's vocab-parallel cross-entropy: its passes over the fp32 logits", "[workload][switches]") {
   for (const std::string dtype : {"fp16", "fp32"}) {
     WorkloadOptions o = base(2, dtype);

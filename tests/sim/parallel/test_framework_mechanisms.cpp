@@ -1,0 +1,269 @@
+// What the measured frameworks do beyond the model's kernels (issue #18): torch FSDP FULL_SHARD
+// under composer (--framework fsdp), and Megatron-LM SC'21's scatter-gather pipeline sends with
+// torch.cuda.synchronize(), its Float16Optimizer step and LocalDDP's main_grad accumulation
+// (--framework megatron-lm). Oracles: closed-form counts and bytes of the compiled plan's
+// collectives, sends and passes, counted from the frameworks' code as cited in
+// sim/parallel/megatron_compiler.cpp; the step's price as bytes per parameter at the machine's
+// memory bandwidth.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "sim/parallel/megatron_compiler.h"
+#include "sim/workload/workload.h"
+#include "traces/error.h"
+
+using namespace protwin;
+using namespace protwin::sim;
+
+namespace {
+
+constexpr int64_t kLayers = 4;
+
+ModelSpec tiny_gpt() { return resolve_model("gpt:hidden=128,layers=4,heads=4,vocab=1000,max_positions=64"); }
+
+MegatronOptions layout(int64_t tp, int64_t pp, int64_t dp, int64_t microbatches, const std::string& framework,
+                       const std::string& dtype = "bf16") {
+  MegatronOptions o;
+  o.sizes = {tp, 1, pp, dp};
+  o.mbs = 2;
+  o.gbs = 2 * dp * microbatches;
+  o.seq = 64;
+  o.dtype = dtype;
+  o.expand_kernels = true;
+  apply_framework_preset(o, framework);
+  return o;
+}
+
+ParallelPlan compile(const MegatronOptions& o) {
+  return compile_megatron_plan(tiny_gpt(), o, place_groups(o.sizes, 8, 1));
+}
+
+std::string what(const traces::Op& op) {
+  return op.attrs.is_object() && op.attrs.contains("what") ? op.attrs["what"].get<std::string>() : std::string();
+}
+
+bool on(const traces::Op& op, const char* role) { return op.stream.find(role) != std::string::npos; }
+
+// Parameters of one decoder layer and of the whole model (TP 1).
+int64_t layer_params() {
+  WorkloadOptions wo;
+  wo.batch = 1;
+  wo.seq = 64;
+  wo.fused_projections = true;
+  return build_workload(tiny_gpt(), wo).layer(0).param_count;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root once, and reduce-scatters each",
+          "[parallel][framework][closed-form]") {
+  const int64_t dp = 4, m = 3;
+  MegatronOptions o = layout(1, 1, dp, m, "fsdp");
+  const ParallelPlan p = compile(o);
+  const int64_t total = p.stages.front().params, lp = layer_params(), root = total - kLayers * lp;
+  REQUIRE(root > 0);
+  std::map<std::string, int> n;
+  int64_t gathered = 0, reduced = 0;
+  for (const auto& op : p.plan.ops) {
+    if (!on(op, "dp_comm")) continue;
+    ++n[op.kind];
+    if (op.kind == "all_gather") gathered += op.work.bytes;
+    if (op.kind == "reduce_scatter") reduced += op.work.bytes;
+    CHECK(op.attrs["ranks"] == dp);
+  }
+  // Per micro-batch: the root and L layers gathered for forward, the L layers again for backward;
+  // L + 1 reduce-scatters (composer's ddp_sync_context does nothing for FSDP: no no_sync).
+  CHECK(n["all_gather"] == m * (1 + 2 * kLayers));
+  CHECK(n["reduce_scatter"] == m * (kLayers + 1));
+  CHECK(n["all_reduce"] == 0);  // no Megatron gradient buckets
+  CHECK(gathered == m * 2 * (root + 2 * kLayers * lp));           // bf16 parameters
+  CHECK(reduced == m * 4 * total);                                // fp32 reduction (composer DEFAULT)
+  // The step: FSDP's clip_grad_norm_ all-reduce, then the unfused DecoupledAdamW over 1/DP.
+  int norms = 0, steps = 0;
+  for (const auto& op : p.plan.ops) {
+    if (op.kind == "all_reduce" && what(op) == "FSDP grad norm") {
+      ++norms;
+      CHECK(op.work.bytes == 4);
+    }
+    if (op.kind == "adam_device") {
+      ++steps;
+      CHECK(op.work.params == (total + dp - 1) / dp);
+      CHECK(op.attrs["bytes_per_param"].get<double>() == 92.0);
+    }
+  }
+  CHECK(norms == 1);
+  CHECK(steps == 1);
+
+  // PURE mixed precision reduces in the compute dtype.
+  o.grad_bytes = 2;
+  int64_t reduced_pure = 0;
+  for (const auto& op : compile(o).plan.ops)
+    if (op.kind == "reduce_scatter") reduced_pure += op.work.bytes;
+  CHECK(reduced_pure == m * 2 * total);
+}
+
+TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, backward's first for the forward's end", "[parallel][framework]") {
+  const ParallelPlan p = compile(layout(1, 1, 2, 1, "fsdp"));
+  const auto& ops = p.plan.ops;
+  // Forward: each layer's compute waits for one gather; from the third layer on, that gather
+  // waits for the forward of the layer two before.
+  std::map<int, int> gather_of_layer;  // block -> its forward gather
+  for (const auto& op : ops) {
+    if (op.kind != "forward" || op.block < 1 || op.block > kLayers) continue;
+    for (int d : op.deps)
+      if (ops[static_cast<size_t>(d)].kind == "all_gather" && what(ops[static_cast<size_t>(d)]) == "FSDP unit parameters")
+        gather_of_layer.emplace(op.block, d);
+  }
+  REQUIRE(gather_of_layer.size() == static_cast<size_t>(kLayers));
+  for (int b = 3; b <= kLayers; ++b) {
+    const auto& g = ops[static_cast<size_t>(gather_of_layer[b])];
+    const bool waits = std::any_of(g.deps.begin(), g.deps.end(), [&](int d) {
+      const auto& x = ops[static_cast<size_t>(d)];
+      return x.kind == "forward" && x.block == b - 2;
+    });
+    CHECK(waits);
+  }
+  // Backward: the last layer's gather waits for the forward's end (its pre-backward hook), and
+  // every layer's backward waits for its own gather.
+  int last_forward = -1;
+  for (const auto& op : ops)
+    if (op.kind == "forward") last_forward = op.id;
+  for (const auto& op : ops) {
+    if (op.kind != "backward" || op.block != kLayers) continue;
+    int gather = -1;
+    for (int d : op.deps)
+      if (ops[static_cast<size_t>(d)].kind == "all_gather") gather = d;
+    REQUIRE(gather >= 0);
+    const auto& g = ops[static_cast<size_t>(gather)].deps;
+    CHECK(std::find(g.begin(), g.end(), last_forward) != g.end());
+  }
+}
+
+TEST_CASE("FSDP shards over data parallelism only: TP, PP or CP is refused naming --framework", "[parallel][framework][errors]") {
+  CHECK_THROWS_WITH(compile(layout(2, 1, 2, 1, "fsdp")), Catch::Contains("--framework fsdp"));
+  CHECK_THROWS_WITH(compile(layout(1, 2, 2, 1, "fsdp")), Catch::Contains("--framework fsdp"));
+}
+
+TEST_CASE("Megatron-LM SC'21 pipeline sends: 1/TP slices, a TP all-gather on receipt, the host synchronised",
+          "[parallel][framework][closed-form]") {
+  const int64_t tp = 2, m = 4;
+  const ParallelPlan lm = compile(layout(tp, 2, 1, m, "megatron-lm", "fp16"));
+  const ParallelPlan ds = compile(layout(tp, 2, 1, m, "megatron-deepspeed", "fp16"));
+  auto sends = [](const ParallelPlan& p) {
+    std::vector<const traces::Op*> out;
+    for (const auto& op : p.plan.ops)
+      if (op.kind == "send_recv") out.push_back(&op);
+    return out;
+  };
+  const auto s_lm = sends(lm), s_ds = sends(ds);
+  REQUIRE(s_lm.size() == static_cast<size_t>(2 * m));  // one forward and one backward send per micro-batch
+  REQUIRE(s_ds.size() == s_lm.size());
+  for (size_t i = 0; i < s_lm.size(); ++i) {
+    CHECK(s_lm[i]->work.bytes * tp == s_ds[i]->work.bytes);
+    CHECK(s_lm[i]->attrs.value("host_sync", false));  // torch.cuda.synchronize() after batch_isend_irecv
+    CHECK_FALSE(s_ds[i]->attrs.value("host_sync", false));
+  }
+  int gathers = 0;
+  for (const auto& op : lm.plan.ops)
+    if (op.kind == "all_gather" && what(op) == "scatter-gather: received slices") {
+      ++gathers;
+      CHECK(op.work.bytes == s_ds.front()->work.bytes);
+      CHECK(on(op, "compute"));
+    }
+  CHECK(gathers == 2 * m);  // every receive, forward (stage 1) and backward (stage 0)
+}
+
+TEST_CASE("Megatron-LM SC'21 step: main grads, unscale, norm, Adam, copy back, two synced all-reduces with fp16",
+          "[parallel][framework][closed-form]") {
+  for (const std::string dtype : {"fp16", "bf16"}) {
+    const ParallelPlan p = compile(layout(2, 2, 2, 2, "megatron-lm", dtype));
+    int synced = 0, steps = 0;
+    for (const auto& op : p.plan.ops) {
+      if (op.kind == "all_reduce" && (what(op) == "found_inf" || what(op) == "grad norm")) {
+        CHECK(op.attrs.value("host_sync", false));  // .item()
+        CHECK(op.work.bytes == 4);
+        CHECK(op.attrs["ranks"] == 4);  // the model-parallel group, TP x PP
+        ++synced;
+      }
+      if (op.kind == "adam_device") {
+        ++steps;
+        // fp16: Adam 28 + fp16 grads to fp32 main grads 6 + unscale 8 + norm 4 + params back 6;
+        // bf16: grads reduced and kept in fp32 (no copy), no loss scaler.
+        CHECK(op.attrs["bytes_per_param"].get<double>() == (dtype == "fp16" ? 52.0 : 38.0));
+      }
+    }
+    CHECK(steps == 2);                                 // one per stage
+    CHECK(synced == steps * (dtype == "fp16" ? 2 : 1));
+  }
+}
+
+TEST_CASE("LocalDDP (megatron-lm without overlap): main_grad += grad after every backward", "[parallel][framework][closed-form]") {
+  const int64_t m = 3;
+  MegatronOptions o = layout(1, 1, 2, 1, "megatron-deepspeed", "fp16");
+  o.gbs = o.mbs * 2 * m;
+  o.overlap_grad_reduce = false;
+  apply_framework_preset(o, "megatron-lm");
+  REQUIRE(o.local_ddp);
+  const ParallelPlan p = compile(o);
+  int passes = 0;
+  double bytes = 0;
+  for (const auto& op : p.plan.ops)
+    if (op.attrs.contains("part") && op.attrs["part"] == "main_grad accumulation") {
+      ++passes;
+      for (const auto& k : op.attrs["kernels"]) bytes += k["bytes"].get<double>();
+    }
+  CHECK(passes == m * (kLayers + 2));  // every unit (embedding, layers, head) of every micro-batch
+  // fp16 main_grad (no --accumulate-allreduce-grads-in-fp32): read grad and main_grad, write it.
+  CHECK(bytes == Approx(static_cast<double>(m) * 3 * 2 * static_cast<double>(p.stages.front().params)));
+
+  MegatronOptions torch_ddp = layout(1, 1, 2, m, "megatron-lm", "fp16");
+  CHECK_FALSE(torch_ddp.local_ddp);
+}
+
+TEST_CASE("the framework presets switch the SC'21 and FSDP mechanisms on where the code has them",
+          "[parallel][framework]") {
+  MegatronOptions lm = layout(1, 1, 1, 1, "megatron-lm", "fp16");
+  CHECK(lm.bias_passes);
+  CHECK(lm.p2p_scatter_gather);
+  CHECK(lm.p2p_sync);
+  CHECK(lm.framework_step);
+  CHECK_FALSE(lm.fsdp);
+  CHECK_FALSE(layout(1, 1, 1, 1, "megatron-lm", "fp32").framework_step);
+  CHECK(layout(1, 1, 1, 1, "megatron-deepspeed", "fp16").bias_passes);  // its own linear adds and sums the bias
+  CHECK_FALSE(layout(1, 1, 1, 1, "megatron-core", "fp16").bias_passes);
+  for (const char* fw : {"megatron-core", "megatron-deepspeed"}) {
+    const MegatronOptions o = layout(1, 1, 1, 1, fw, "fp16");
+    CHECK_FALSE(o.p2p_scatter_gather);
+    CHECK_FALSE(o.p2p_sync);
+    CHECK_FALSE(o.framework_step);
+    CHECK_FALSE(o.local_ddp);
+    CHECK_FALSE(o.fsdp);
+  }
+  const MegatronOptions f = layout(1, 1, 1, 1, "fsdp");
+  CHECK(f.fsdp);
+  CHECK(f.framework_step);
+  CHECK(f.grad_bytes == 4);
+  CHECK_FALSE(f.dropout);
+}
+
+TEST_CASE("a step's own bytes per parameter price it at the memory bandwidth, bad values name the op",
+          "[parallel][framework][errors]") {
+  const hw::HardwareCostModel cost(hw::load_machine("dgx-a100"));
+  traces::Plan plan;
+  traces::Op op;
+  op.id = 0;
+  op.kind = "adam_device";
+  op.stream = "compute";
+  op.work.params = 1000000000;
+  const double machine = cost.cost(op, plan).fixed.seconds();
+  CHECK(machine == Approx(cost.device_adam_seconds(1e9)).epsilon(1e-6));
+  op.attrs = {{"bytes_per_param", 92.0}};
+  CHECK(cost.cost(op, plan).fixed.seconds() == Approx(cost.memory_seconds(92e9)).epsilon(1e-6));
+  CHECK(cost.cost(op, plan).fixed.seconds() > machine);
+  op.attrs = {{"bytes_per_param", -1.0}};
+  CHECK_THROWS_WITH(cost.cost(op, plan), Catch::Contains("attrs.bytes_per_param"));
+}
