@@ -5,6 +5,10 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
+
+#include "runtime/memory/copy_engine.h"
+#include "runtime/optim/cpu_adam.h"
 
 #include "runtime/memory/speed_throttle.h"
 #include "traces/error.h"
@@ -57,6 +61,25 @@ double reference_gemm_gflops() {
     return t;
   }();
   return time_gemms(a, b, c, kReferenceCalls);
+}
+
+double reference_copy_gbps(double link_gbps) {
+  constexpr size_t kBytes = size_t{1} << 20;  // one slice of the copy engine: 4 ms at 0.25 GB/s
+  static std::vector<char> src(kBytes, 1), dst(kBytes);
+  CopyEngine engine(link_gbps);
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.copy(dst.data(), src.data(), kBytes);
+  return static_cast<double>(kBytes) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
+         1e-9;
+}
+
+double reference_adam_mparams_per_s() {
+  constexpr int64_t kN = int64_t{1} << 18;  // about 1 ms on one core
+  static std::vector<float> p(kN, 0.1f), g(kN, 0.01f), m(kN, 0.f), v(kN, 0.f);
+  const auto t0 = std::chrono::steady_clock::now();
+  adam_step_cpu(AdamConfig{}, 1, AdamBuffers{p.data(), g.data(), m.data(), v.data(), kN}, 1);
+  stretch(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return static_cast<double>(kN) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e-6;
 }
 
 }  // namespace protwin::rt
