@@ -21,6 +21,7 @@ constexpr int kCalls = 20;
 // The reference probe runs longer (about 20 ms at 100 GFLOPS): a shorter one mostly measures which
 // scheduler slices it happened to get on a loaded machine.
 constexpr int kReferenceCalls = 60;
+constexpr int kWarmCalls = 10;  // untimed, before every reference probe
 
 // GFLOPS of `calls` GEMMs c = a b, stretched by the emulated slowdown.
 double time_gemms(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int calls) {
@@ -60,6 +61,10 @@ double reference_gemm_gflops() {
     for (int i = 0; i < kCalls; ++i) at::mm_out(t, a, b);  // warm-up, once per process
     return t;
   }();
+  // Warm again every time: the probe runs after whatever came before it (a profiled op, a training
+  // step), and the first GEMMs after other work pay for its cache state rather than the machine's
+  // speed, which would make the profile's reference and the steps' probes incomparable.
+  for (int i = 0; i < kWarmCalls; ++i) at::mm_out(c, a, b);
   return time_gemms(a, b, c, kReferenceCalls);
 }
 
@@ -76,6 +81,7 @@ double reference_copy_gbps(double link_gbps) {
 double reference_adam_mparams_per_s() {
   constexpr int64_t kN = int64_t{1} << 18;  // about 1 ms on one core
   static std::vector<float> p(kN, 0.1f), g(kN, 0.01f), m(kN, 0.f), v(kN, 0.f);
+  adam_step_cpu(AdamConfig{}, 1, AdamBuffers{p.data(), g.data(), m.data(), v.data(), kN}, 1);  // untimed: warm
   const auto t0 = std::chrono::steady_clock::now();
   adam_step_cpu(AdamConfig{}, 1, AdamBuffers{p.data(), g.data(), m.data(), v.data(), kN}, 1);
   stretch(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
