@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Driver of the twin-accuracy experiment. With RERUN=1 it first runs the calibration as documented
-(`protwin calibrate --model M --fit -o experiments/twin-accuracy/results/M`, its printed table kept in
+(`protwin calibrate --model M --fit` plus config.json's `calibrate_args`, `-o experiments/twin-accuracy/results/M`, its printed table kept in
 results/M/calibrate-output.txt); by default it uses the committed results, because measuring needs
 the real runtime (protwin-rt) and a quiet machine. Then it tabulates every case of every model into
 results/twin_accuracy.csv and the metrics into results/twin_accuracy.json, then draws the figure
