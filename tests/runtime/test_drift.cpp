@@ -168,6 +168,13 @@ TEST_CASE("protwin interleave: every step's time and probes as JSON, exit 2 on b
     CHECK(p["probe_before_gflops"].size() == 2);
     CHECK(p["probe_after_gflops"].size() == 2);
     for (double g : p["probe_before_gflops"]) CHECK(g > 0);
+    // The copy and CPU Adam probes beside the GEMM's: one 1 MiB copy unthrottled (no --link-GBps)
+    // and one Adam pass, each a positive rate per step.
+    for (const char* k : {"copy_probe_before_GBps", "copy_probe_after_GBps", "adam_probe_before_mparams_per_s",
+                          "adam_probe_after_mparams_per_s"}) {
+      REQUIRE(p[k].size() == 2);
+      for (double x : p[k]) CHECK(x > 0);
+    }
   }
   CHECK(traces::read_report(d + "/b.json").meta["source"] == "runtime");
   run("interleave --plan " + d + "/plan.json --plan " + d + "/plan.json -o " + d + "/a.json", code);
