@@ -23,6 +23,7 @@
 #include "cli/policy_options.h"
 #include "cli/runtime_process.h"
 #include "cli/sample_stats.h"
+#include "cli/speed_scaled_prediction.h"
 #include "cli/subcommand.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
@@ -50,7 +51,12 @@ struct CaseResult {
   std::vector<double> raw_steps;                             // steps 2..N of every round, raw
   std::vector<double> probe_before, probe_after;             // reference probe (GFLOPS) around each
   std::vector<double> speed;                                 // the machine's speed then (step_speeds)
-  std::vector<double> norm_steps;                            // raw_steps at the reference speed
+  std::vector<double> copy_probe_before, copy_probe_after;   // copy probe (GB/s) around each
+  std::vector<double> adam_probe_before, adam_probe_after;   // CPU Adam probe (M params/s) around each
+  std::vector<double> copy_speed, adam_speed;                // their speeds then (step_speeds)
+  std::vector<double> predicted_then;                        // the plan simulated at each step's speeds
+  std::vector<double> norm_steps;                            // raw_steps at the reference speeds
+  traces::Plan plan;                                         // the simulated plan
   double raw_s = 0;                                          // median of raw_steps
   traces::Report sim_report;
   std::string measured_report;
@@ -62,36 +68,6 @@ struct CaseResult {
 };
 
 double rel(double p, double m) { return m > 0 ? (p - m) / m : 0; }
-
-// The machine with every compute, copy and optimizer rate divided by its stream's scale
-// (scale = measured / predicted busy time).
-hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& s) {
-  nlohmann::json j = base.json;
-  const double c = s.at("compute");
-  for (auto& [dtype, d] : j["gpu"]["compute"].items()) {
-    (void)dtype;
-    d["peak_tflops"] = d["peak_tflops"].get<double>() / c;
-    d["sustained_tflops"] = d["sustained_tflops"].get<double>() / c;
-    if (d.contains("gemm_curve"))
-      for (auto& y : d["gemm_curve"]["tflops"]) y = y.get<double>() / c;
-  }
-  auto& hbm = j["gpu"]["hbm"];
-  hbm["peak_GBps"] = hbm["peak_GBps"].get<double>() / c;
-  hbm["achievable_GBps"] = hbm["achievable_GBps"].get<double>() / c;
-  for (auto& y : hbm["curve"]["GBps"]) y = y.get<double>() / c;
-  j["gpu"]["launch_floor_us"] = j["gpu"]["launch_floor_us"].get<double>() * c;
-  for (const char* dir : {"h2d", "d2h"}) {
-    auto& d = j["host_link"][dir];
-    d["pinned_GBps"] = d["pinned_GBps"].get<double>() / s.at(dir);
-    d["pageable_GBps"] = d["pageable_GBps"].get<double>() / s.at(dir);
-  }
-  auto& a = j["cpu_adam"];
-  a["per_core_params_per_s"] = a["per_core_params_per_s"].get<double>() / s.at("cpu_optim");
-  // host DRAM only serves CPU Adam in the cost model; dram_efficiency must stay a fraction.
-  for (const char* k : {"dram_GBps", "dram_peak_GBps"}) j["host"][k] = j["host"][k].get<double>() / s.at("cpu_optim");
-  a["fixed_overhead_us"] = a["fixed_overhead_us"].get<double>() * s.at("cpu_optim");
-  return hw::machine_from_json(j, base.source + " (fitted)");
-}
 
 struct Simulated {
   double iteration_s = 0;
@@ -315,15 +291,6 @@ int run_calibrate(const std::vector<std::string>& args) {
     j["host_link"]["peak_GBps"] = j["host_link"]["peak_GBps"].get<double>() * link / profiled;
     return hw::machine_from_json(j, m.source);
   };
-  auto make_cost = [&](const hw::Machine& m, const traces::OpProfile* prof, double compute_scale = 1) {
-    hw::ProfileLookup lookup;
-    if (prof)
-      lookup = [prof, compute_scale](const traces::OpSignature& s) -> std::optional<double> {
-        if (auto t = prof->lookup(s)) return *t * compute_scale;
-        return std::nullopt;
-      };
-    return std::make_unique<hw::HardwareCostModel>(m, lookup);
-  };
   // The profile's measured slowdowns of ops that share the emulated device's cores.
   auto contention = [&]() {
     return profile && !vm.count("no-contention") ? sim::contention_rules_from_profile(profile->provenance())
@@ -331,14 +298,14 @@ int run_calibrate(const std::vector<std::string>& args) {
   };
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
-    const auto cost = make_cost(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
+    const auto cost = cost_with_profile(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
     sim::OffloadKnobs ddp = sim::base_knobs("ddp");
     const sim::Candidate c = sim::evaluate(w, *cost, 1, ddp);
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }
   machine = with_link(with_capacity(machine, capacity));
-  auto cost = make_cost(machine, profile ? &*profile : nullptr);
+  auto cost = cost_with_profile(machine, profile ? &*profile : nullptr);
   traces::create_folders(out_dir, "-o");  // after every input is known good
 
   // 1. Cases.
@@ -364,13 +331,16 @@ int run_calibrate(const std::vector<std::string>& args) {
   // runs, so a shared machine's drift reaches both sides alike) and the rounds' timings are pooled.
   // Each profile also records the reference probe's speed while it ran (reference_probe).
   const bool reprofile = vm.count("no-reprofile") == 0;
-  std::vector<double> copies_slowdown, adam_slowdown, adam_beside_compute, profile_probe;
+  std::vector<double> copies_slowdown, adam_slowdown, adam_beside_compute;
+  std::vector<double> profile_probe, profile_copy_probe, profile_adam_probe;  // each profile's reference speeds
   std::string profile_note;  // the first round's profile's note
-  auto probe_of = [](const traces::OpProfile& p) {
-    const nlohmann::json& prov = p.provenance();
-    return prov.contains("reference_probe") ? prov["reference_probe"].value("median_gflops", 0.0) : 0.0;
+  auto add_references = [&](const traces::OpProfile& p) {
+    const ProbeSpeeds ref = probe_references(p.provenance());
+    if (ref.gemm_gflops > 0) profile_probe.push_back(ref.gemm_gflops);
+    if (ref.copy_gbps > 0) profile_copy_probe.push_back(ref.copy_gbps);
+    if (ref.adam_mparams_per_s > 0) profile_adam_probe.push_back(ref.adam_mparams_per_s);
   };
-  if (!reprofile && profile && probe_of(*profile) > 0) profile_probe.push_back(probe_of(*profile));
+  if (!reprofile && profile) add_references(*profile);
   auto profile_round = [&](int round) {
     const std::string tag = "-r" + std::to_string(round);
     std::vector<std::string> a = {"profile", "--only-plans", "--rounds", "1", "-o", out_dir + "/machine" + tag + ".json",
@@ -385,7 +355,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     copies_slowdown.push_back(c.at("compute_slowdown_with_copies").get<double>());
     adam_slowdown.push_back(c.at("compute_slowdown_with_adam").get<double>());
     adam_beside_compute.push_back(c.at("adam_slowdown_with_compute").get<double>());
-    if (probe_of(got) > 0) profile_probe.push_back(probe_of(got));
+    add_references(got);
     if (round == 0) {
       profile = got;
       profile_note = got.provenance().value("note", "");
@@ -401,7 +371,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   // alike instead of one plan's rounds.
   // The machine's own noise, sampled before the first round and after every round: the same GEMM's
   // speed (protwin bench stability).
-  std::vector<double> noise_samples, step_probes;
+  std::vector<double> noise_samples, step_probes, copy_step_probes, adam_step_probes;
   auto sample_noise = [&] {
     const ProcessResult p = run_process(rt, {"bench", "stability", "--seconds", "2", "--json"}, out_dir + "/noise.log");
     if (p.exit_code != 0) return;
@@ -422,15 +392,22 @@ int run_calibrate(const std::vector<std::string>& args) {
     }
     traces::write_file_atomic(out_dir + "/interleave-r" + std::to_string(round) + ".json", p.out);
     const nlohmann::json j = nlohmann::json::parse(p.out);
-    std::vector<std::vector<double>> before, after;
-    for (const auto& jp : j.at("plans")) {
-      before.push_back(jp.at("probe_before_gflops").get<std::vector<double>>());
-      after.push_back(jp.at("probe_after_gflops").get<std::vector<double>>());
-    }
+    // Each probe's speed around every step: [plan][step].
+    auto probes = [&](const char* key) {
+      std::vector<std::vector<double>> v;
+      for (const auto& jp : j.at("plans")) v.push_back(jp.at(key).get<std::vector<double>>());
+      return v;
+    };
+    const auto before = probes("probe_before_gflops"), after = probes("probe_after_gflops");
+    const auto copy_before = probes("copy_probe_before_GBps"), copy_after = probes("copy_probe_after_GBps");
+    const auto adam_before = probes("adam_probe_before_mparams_per_s"),
+               adam_after = probes("adam_probe_after_mparams_per_s");
     // Each step at the speed of its own probes, as issue 22 prescribes. A window of one sweep over all
     // plans (tried first) scored worse on the loaded machine: 58.6 % MAPE against 23.2 % raw and 22.5 %
     // with the step's own probes (docs/BENCHMARKS.md, issue 22).
     const std::vector<std::vector<double>> speed = step_speeds(before, after, 0);
+    const std::vector<std::vector<double>> copy_speed = step_speeds(copy_before, copy_after, 0);
+    const std::vector<std::vector<double>> adam_speed = step_speeds(adam_before, adam_after, 0);
     for (size_t i = 0; i < results.size(); ++i) {
       CaseResult& r = results[i];
       const nlohmann::json& jp = j.at("plans").at(i);
@@ -442,7 +419,15 @@ int run_calibrate(const std::vector<std::string>& args) {
         r.probe_before.push_back(before[i][s]);
         r.probe_after.push_back(after[i][s]);
         r.speed.push_back(speed[i][s]);
+        r.copy_probe_before.push_back(copy_before[i][s]);
+        r.copy_probe_after.push_back(copy_after[i][s]);
+        r.adam_probe_before.push_back(adam_before[i][s]);
+        r.adam_probe_after.push_back(adam_after[i][s]);
+        r.copy_speed.push_back(copy_speed[i][s]);
+        r.adam_speed.push_back(adam_speed[i][s]);
         step_probes.push_back(before[i][s]);
+        copy_step_probes.push_back(copy_before[i][s]);
+        adam_step_probes.push_back(adam_before[i][s]);
       }
       r.error.clear();  // a failed round is not fatal
       r.measured_report = r.dir + "/measured-r" + std::to_string(round) + ".json";
@@ -458,7 +443,7 @@ int run_calibrate(const std::vector<std::string>& args) {
 
   // 4. The predictions (from the pooled profile alone; the measurements do not enter) and the
   // measured side at the profile's speed: each case's median step, with bootstrap intervals.
-  double reference = 0;
+  ProbeSpeeds reference;
   std::string reference_source;
   auto predict = [&] {
     if (reprofile) {
@@ -470,7 +455,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       prov["note"] = profile_note + "; pooled over " + std::to_string(copies_slowdown.size()) +
                      " profiles interleaved with protwin calibrate's rounds (contention: medians)";
       profile->set_provenance(prov);
-      cost = make_cost(machine, &*profile);
+      cost = cost_with_profile(machine, &*profile);
     }
     for (auto& r : results) {
       const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
@@ -478,18 +463,36 @@ int run_calibrate(const std::vector<std::string>& args) {
       r.pred_busy = s.busy;
       r.pred_peak = s.peak;
       r.sim_report = s.report;
+      r.plan = s.plan.plan;
     }
   };
   auto normalise = [&] {
     // The profile's speed when known, else the run's median probe (the profile is then assumed to
     // have been taken at this machine's typical speed).
-    reference = profile_probe.empty() ? quantile(step_probes, 0.5) : quantile(profile_probe, 0.5);
-    reference_source = profile_probe.empty() ? "median probe of the measured steps (the profile has no reference_probe)"
-                                             : "median reference probe of the profile(s)";
+    // Each probe separately: a profile from before the copy and CPU Adam probes has only the GEMM's.
+    auto ref_of = [&](const std::vector<double>& prof, const std::vector<double>& steps, const char* name) {
+      reference_source += std::string(reference_source.empty() ? "" : "; ") + name +
+                          (prof.empty() ? ": median probe of the measured steps (not in the profile)"
+                                        : ": median reference probe of the profile(s)");
+      return prof.empty() ? quantile(steps, 0.5) : quantile(prof, 0.5);
+    };
+    reference_source.clear();
+    reference.gemm_gflops = ref_of(profile_probe, step_probes, "GEMM");
+    reference.copy_gbps = ref_of(profile_copy_probe, copy_step_probes, "copy");
+    reference.adam_mparams_per_s = ref_of(profile_adam_probe, adam_step_probes, "CPU Adam");
+    // Each step's plan re-simulated with every resource at its probe's speed then: the step at the
+    // reference speeds = raw x predicted(reference) / predicted(then) (cli/speed_scaled_prediction.h).
     for (auto& r : results) {
       r.norm_steps.clear();
-      for (size_t s = 0; s < r.raw_steps.size(); ++s)
-        r.norm_steps.push_back(at_reference_speed(r.raw_steps[s], r.speed[s], reference));
+      r.predicted_then.clear();
+      if (r.raw_steps.empty()) continue;
+      SpeedScaledPredictor predictor(r.plan, machine, profile ? &*profile : nullptr, contention());
+      const double at_reference = predictor.iteration_s({});
+      for (size_t s = 0; s < r.raw_steps.size(); ++s) {
+        const ResourceScales sc = scales_of({r.speed[s], r.copy_speed[s], r.adam_speed[s]}, reference);
+        r.predicted_then.push_back(predictor.iteration_s(sc));
+        r.norm_steps.push_back(at_reference_speeds(r.raw_steps[s], at_reference, r.predicted_then.back()));
+      }
       if (r.raw_steps.empty()) continue;
       r.raw_s = quantile(r.raw_steps, 0.5);
       r.measured_s = quantile(r.norm_steps, 0.5);
@@ -573,7 +576,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       scale[st] = p > 1e-6 && q > 1e-6 ? q / p : 1.0;
     }
     const hw::Machine fm = scaled_machine(machine, scale);
-    const auto fcost = make_cost(fm, profile ? &*profile : nullptr, scale["compute"]);
+    const auto fcost = cost_with_profile(fm, profile ? &*profile : nullptr, scale["compute"]);
     for (auto& r : results) {
       if (!r.error.empty()) continue;
       const Simulated s = simulate_case(w, *fcost, r.c.knobs, contention());
@@ -602,7 +605,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     ro.runtime = rt;
     ro.threads = threads;
     rank_section = calibrate_rank_cases(
-        w, machine, [&](const hw::Machine& m) { return make_cost(m, profile ? &*profile : nullptr); }, ro);
+        w, machine, [&](const hw::Machine& m) { return cost_with_profile(m, profile ? &*profile : nullptr); }, ro);
   }
 
   // 6. JSON, plot, table.
@@ -630,6 +633,11 @@ int run_calibrate(const std::vector<std::string>& args) {
                 {"probe_before_gflops", r.probe_before},
                 {"probe_after_gflops", r.probe_after},
                 {"speed_gflops", r.speed},
+                {"copy_probe_before_GBps", r.copy_probe_before},
+                {"copy_probe_after_GBps", r.copy_probe_after},
+                {"adam_probe_before_mparams_per_s", r.adam_probe_before},
+                {"adam_probe_after_mparams_per_s", r.adam_probe_after},
+                {"predicted_at_step_speeds_s", r.predicted_then},
                 {"measured_rounds_s", r.round_s},
                 {"measured_busy_s", r.meas_busy},
                 {"measured_peak_bytes", r.meas_peak},
@@ -653,12 +661,16 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"rounds", rounds},
               {"rounds_done", done_rounds},
               {"budget_s", budget_s},
-              {"measured", "per case the median of steps 2..N of every round, each at the reference speed: raw x "
-                           "(the machine's speed then / reference speed); the speed then: the median reference probe of "
-                           "the steps within one sweep over all plans of it"},
-              {"reference_gflops", reference},
+              {"measured", "per case the median of steps 2..N of every round, each at the reference speeds: raw x "
+                           "predicted at the reference / predicted with compute, copy and CPU Adam rates scaled by "
+                           "their probes' speeds around that step (cli/speed_scaled_prediction.h)"},
+              {"reference_gflops", reference.gemm_gflops},
+              {"reference_copy_GBps", reference.copy_gbps},
+              {"reference_adam_mparams_per_s", reference.adam_mparams_per_s},
               {"reference_source", reference_source},
               {"step_probe_gflops", probe_spread.to_json()},
+              {"step_copy_probe_GBps", spread_of(copy_step_probes).to_json()},
+              {"step_adam_probe_mparams_per_s", spread_of(adam_step_probes).to_json()},
               {"intervals", interval_json(norm_ci)},
               {"verdicts", {{"iteration_time_mape", verdict_text(verdicts[0])},
                             {"iteration_time_max_error", verdict_text(verdicts[1])},
@@ -697,10 +709,10 @@ int run_calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   std::printf("%s, batch %lld x seq %lld, device %.1f MiB, link %g GB/s; measured: %d round(s) of %d steps per plan, "
-              "interleaved step by step; per plan the median of steps 2..%d of every round, at the reference speed "
-              "(%.0f GFLOPS: %s; raw: as timed)\n",
+              "interleaved step by step; per plan the median of steps 2..%d of every round, at the reference speeds "
+              "(GEMM %.0f GFLOPS; %s; raw: as timed)\n",
               w.model.name.c_str(), static_cast<long long>(batch), static_cast<long long>(w.options.seq),
-              static_cast<double>(capacity) / (1024 * 1024), link, done_rounds, steps, steps, reference,
+              static_cast<double>(capacity) / (1024 * 1024), link, done_rounds, steps, steps, reference.gemm_gflops,
               reference_source.c_str());
   std::printf("\n%-3s %-34s %9s %9s %7s %9s %7s %10s %10s %6s  %s\n", "#", "plan", "pred (s)", "meas (s)", "err",
               "raw (s)", "raw err", "pred GPU", "meas GPU", "err", "off by > 10%");
@@ -744,7 +756,15 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::printf("reference probe beside every step (%zu samples): median %.0f GFLOPS, 80 %% within a %.0f %% band "
                 "(p10 %.0f, p90 %.0f); reference %.0f GFLOPS\n",
                 probe_spread.n, probe_spread.median, 100 * probe_spread.relative, probe_spread.p10, probe_spread.p90,
-                reference);
+                reference.gemm_gflops);
+  for (const auto& [name, unit, samples, ref] :
+       {std::make_tuple("copy probe", "GB/s", &copy_step_probes, reference.copy_gbps),
+        std::make_tuple("CPU Adam probe", "M params/s", &adam_step_probes, reference.adam_mparams_per_s)}) {
+    const Spread sp = spread_of(*samples);
+    if (sp.n > 0)
+      std::printf("%s beside every step: median %.3g %s, 80 %% within a %.0f %% band (p10 %.3g, p90 %.3g); "
+                  "reference %.3g\n", name, sp.median, unit, 100 * sp.relative, sp.p10, sp.p90, ref);
+  }
   std::printf("peak device     MAPE %.1f%% (<= 3%%: %s); peak host (pinned + pageable) MAPE %.1f%%\n",
               100 * all.peak_mape, verdict(all.peak_mape <= 0.03), 100 * all.host_peak_mape);
   if (!fit_json.is_null()) {

@@ -48,6 +48,10 @@ int run_interleave(const std::vector<std::string>& args) {
                   {"iteration_s", p.iteration_s},
                   {"probe_before_gflops", p.probe_before},
                   {"probe_after_gflops", p.probe_after},
+                  {"copy_probe_before_GBps", p.copy_probe_before},
+                  {"copy_probe_after_GBps", p.copy_probe_after},
+                  {"adam_probe_before_mparams_per_s", p.adam_probe_before},
+                  {"adam_probe_after_mparams_per_s", p.adam_probe_after},
                   {"peak_device_bytes", p.peak_device_bytes},
                   {"peak_host_bytes", p.peak_host_bytes}});
   }
@@ -56,7 +60,9 @@ int run_interleave(const std::vector<std::string>& args) {
                               {"device", r.device},
                               {"compute_threads", r.compute_threads},
                               {"link_GBps", o.link_gbps},
-                              {"probe", "60 x fp32 GEMM 256^3 (GFLOPS) at the profile's compute threads, just before and after every step"}};
+                              {"probe", "60 x fp32 GEMM 256^3 (GFLOPS) at the profile's compute threads, just before and after every step"},
+                              {"copy_probe", "1 MiB through the copy engine at --link-GBps (GB/s), beside the GEMM probe"},
+                              {"adam_probe", "CPU Adam on 2^18 fp32 parameters, 1 thread (M params/s), beside the GEMM probe"}};
   if (vm.count("json")) {
     print_json(out);
     return 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Driver of the twin-accuracy experiment. With RERUN=1 it first runs the calibration as documented
-(`protwin calibrate --model M --fit -o experiments/twin-accuracy/results/M`, its printed table kept in
+(`protwin calibrate --model M --fit` plus config.json's `calibrate_args`, `-o experiments/twin-accuracy/results/M`, its printed table kept in
 results/M/calibrate-output.txt); by default it uses the committed results, because measuring needs
 the real runtime (protwin-rt) and a quiet machine. Then it tabulates every case of every model into
 results/twin_accuracy.csv and the metrics into results/twin_accuracy.json, then draws the figure
@@ -25,9 +25,9 @@ METRICS = ["iteration_time_mape", "iteration_time_max_error", "iteration_time_me
            "best_predicted_measured_gap", "peak_memory_mape", "peak_host_memory_mape"]
 
 
-def calibrate(model, out):
+def calibrate(model, out, extra):
     """Runs the documented calibration; its output goes to the terminal and to calibrate-output.txt."""
-    args = ["calibrate", "--model", model, "--fit", "-o", os.path.relpath(out, _protwin.REPO)]
+    args = ["calibrate", "--model", model, "--fit", *extra, "-o", os.path.relpath(out, _protwin.REPO)]
     print("  protwin " + " ".join(args), flush=True)
     with open(os.path.join(out, "calibrate-output.txt"), "w") as log:
         p = subprocess.Popen([_protwin.binary()] + args, cwd=_protwin.REPO, stdout=subprocess.PIPE,
@@ -48,7 +48,7 @@ def main():
         out = os.path.join(res, model)
         if os.environ.get("RERUN") == "1":
             os.makedirs(out, exist_ok=True)
-            calibrate(model, out)
+            calibrate(model, out, cfg.get("calibrate_args", []))
         path = os.path.join(out, "calibration.json")
         if not os.path.exists(path):
             sys.exit(f"{os.path.relpath(path, _protwin.REPO)} missing: run RERUN=1 {os.path.relpath(HERE, _protwin.REPO)}/run.sh")
@@ -58,7 +58,9 @@ def main():
         summary[model]["cases"] = len(cal["cases"])
         summary[model]["fit"] = cal.get("fit")
         summary[model]["machine_noise_gflops"] = cal.get("machine_noise_gflops")
-        for k in ["intervals", "verdicts", "raw", "step_probe_gflops", "reference_gflops", "rounds_done", "wall_s"]:
+        for k in ["intervals", "verdicts", "raw", "step_probe_gflops", "reference_gflops", "step_copy_probe_GBps",
+                  "reference_copy_GBps", "step_adam_probe_mparams_per_s", "reference_adam_mparams_per_s",
+                  "rounds_done", "wall_s"]:
             summary[model][k] = cal.get(k)
         if os.environ.get("RERUN") == "1":
             with open(os.path.join(res, "runs.jsonl"), "a") as f:
@@ -96,6 +98,11 @@ def main():
                       100 * ci["iteration_time_max_error"][0], 100 * ci["iteration_time_max_error"][1],
                       ci["spearman"][0], ci["spearman"][1], 100 * ci["best_predicted_measured_gap"][0],
                       100 * ci["best_predicted_measured_gap"][1], 100 * band["p10_p90_relative"], band["median"]))
+            for name, key, unit in [("copy", "step_copy_probe_GBps", "GB/s"),
+                                    ("CPU Adam", "step_adam_probe_mparams_per_s", "M params/s")]:
+                if s.get(key):
+                    print("  %s probe p10-p90 band %.0f %% of its median %.3g %s" % (
+                        name, 100 * s[key]["p10_p90_relative"], s[key]["median"], unit))
         print("  criteria: " + ", ".join("%s %s" % (k, verdicts[k]) for k in CRITERIA))
         missed += ["%s %s (%s)" % (model, k, verdicts[k]) for k in CRITERIA if verdicts[k] != "met"]
     _protwin.plot("twin_accuracy.py", *[os.path.join(res, m, "calibration.json") for m in cfg["models"]],

@@ -13,4 +13,12 @@ double emulated_slowdown();
 // Spins for (factor - 1) x `elapsed_s`: call after work that took `elapsed_s` seconds.
 void stretch(double elapsed_s);
 
+// A separate slowdown of the emulated link (every copy of CopyEngine, and so the copy probe): a
+// throttled copy runs at the rate / factor, an unthrottled one sleeps after it (stretch_copy), so a
+// test can drift compute and copies by different factors (issue 22).
+void set_emulated_copy_slowdown(double factor);  // factor >= 1
+double emulated_copy_slowdown();
+// Sleeps for (copy factor - 1) x `elapsed_s`: a slower link, not a busier core.
+void stretch_copy(double elapsed_s);
+
 }  // namespace protwin::rt

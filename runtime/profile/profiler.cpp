@@ -346,10 +346,12 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   per_round.min_repeats = std::max(1, o.min_repeats / std::max(1, o.rounds));
   // The reference probe beside every op: the machine's speed while the profile was taken, so
   // that measured steps can be expressed at the same speed (issue 22).
-  std::vector<double> probe_gflops;
+  std::vector<double> probe_gflops, copy_probe_gbps, adam_probe_mps;
   for (int round = 0; round < std::max(1, o.rounds); ++round) {
     for (const auto& sig : o.signatures) {
       probe_gflops.push_back(reference_gemm_gflops());
+      copy_probe_gbps.push_back(reference_copy_gbps(o.link_gbps));
+      adam_probe_mps.push_back(reference_adam_mparams_per_s());
       traces::OpProfileEntry e;
       e.sig = sig;
       e.us = time_signature(sig, per_round);
@@ -456,6 +458,16 @@ ProfileResult run_profile(const ProfileOptions& opts) {
                           {{"what", "60 x fp32 GEMM 256^3 beside every op (runtime/profile/stability_probe.h)"},
                            {"samples", probe_gflops.size()},
                            {"median_gflops", median_of(probe_gflops)}}},
+                         {"reference_copy_probe",
+                          {{"what", "1 MiB through the copy engine at the link throttle beside every op "
+                                    "(runtime/profile/stability_probe.h)"},
+                           {"samples", copy_probe_gbps.size()},
+                           {"median_GBps", median_of(copy_probe_gbps)}}},
+                         {"reference_adam_probe",
+                          {{"what", "CPU Adam on 2^18 fp32 parameters, 1 thread, beside every op "
+                                    "(runtime/profile/stability_probe.h)"},
+                           {"samples", adam_probe_mps.size()},
+                           {"median_mparams_per_s", median_of(adam_probe_mps)}}},
                          {"contention",
                           {{"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
                            {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},

@@ -2,7 +2,8 @@
 // shared VM the speed moves by tens of percent within seconds (steal time), which sets the
 // resolution of any calibration against it (issue 7). The same GEMM, timed once beside every
 // measured step, is the reference probe that expresses a step in the machine's speed at that
-// moment (issue 22).
+// moment (issue 22); a throttled copy and a CPU Adam step do the same for the copy streams and
+// the optimizer.
 #pragma once
 
 #include <vector>
@@ -22,5 +23,12 @@ std::vector<double> gemm_speed_samples(const StabilityOptions& o);
 // setting, stretched by the emulated slowdown (runtime/memory/speed_throttle.h) like every op of
 // the emulated device.
 double reference_gemm_gflops();
+
+// The reference probes of the other resources a step uses (issue 22), each as the runtime uses
+// it: GB/s of one 1 MiB copy through the runtime's CopyEngine at `link_gbps` (0: unthrottled),
+// stretched by the emulated copy slowdown; and millions of parameters per second of
+// adam_step_cpu on one thread (the optimizer worker's), stretched like a host op of the device.
+double reference_copy_gbps(double link_gbps);
+double reference_adam_mparams_per_s();
 
 }  // namespace protwin::rt

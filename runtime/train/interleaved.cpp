@@ -52,9 +52,11 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
   out.compute_threads = run[0].split.compute;
   // The probe runs at the profile's compute split (runtime/profile/profiler.h), whatever the plan's.
   const ThreadSplit probe_split = ThreadSplit::choose(ThreadSplit::host_cores(), true);
-  auto probe = [&] {
+  auto probe = [&](std::vector<double>& gemm, std::vector<double>& copy, std::vector<double>& adam) {
     probe_split.apply();
-    return reference_gemm_gflops();
+    gemm.push_back(reference_gemm_gflops());
+    copy.push_back(reference_copy_gbps(o.link_gbps));
+    adam.push_back(reference_adam_mparams_per_s());
   };
   int64_t index = 0;
   for (int64_t step = 0; step < o.steps; ++step) {
@@ -65,12 +67,12 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
       if (o.before_step) o.before_step(index++);
       at::Tensor tokens, targets;
       r.data->batch(r.pos, plans[i].batch, tokens, targets);
-      p.probe_before.push_back(probe());
+      probe(p.probe_before, p.copy_probe_before, p.adam_probe_before);
       r.split.apply();  // process-wide: each plan's own compute threads
       const auto t0 = std::chrono::steady_clock::now();
       StepResult s = r.replayer->step(tokens, targets, step + 1);
       p.iteration_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      p.probe_after.push_back(probe());
+      probe(p.probe_after, p.copy_probe_after, p.adam_probe_after);
       r.pos = r.data->next_position(r.pos, plans[i].batch);
       p.peak_device_bytes = std::max(p.peak_device_bytes, s.peak_device_bytes);
       p.peak_host_bytes = std::max(p.peak_host_bytes, s.peak_host_bytes);

@@ -1,5 +1,6 @@
-// Several plans measured step by step, round-robin, with the reference probe (a fixed GEMM,
-// runtime/profile/stability_probe.h) timed just before and just after every step: on a machine
+// Several plans measured step by step, round-robin, with the reference probes (a fixed GEMM, a
+// throttled copy and a CPU Adam step, runtime/profile/stability_probe.h) timed just before and
+// just after every step: on a machine
 // whose speed drifts, every plan then sees the same stretch of time, and every step can be
 // expressed in the machine's speed at that moment (issue 22). `protwin-rt interleave`.
 // Runtime header: includes ATen (via the replayer).
@@ -30,6 +31,10 @@ struct InterleavedPlan {
   std::vector<double> iteration_s;   // raw wall time of each step
   std::vector<double> probe_before;  // reference GEMM GFLOPS just before each step
   std::vector<double> probe_after;   // ... and just after it
+  // The other resources' reference probes (stability_probe.h), just before and after each step:
+  // a 1 MiB copy at the link throttle (GB/s) and a one-thread CPU Adam step (M params/s).
+  std::vector<double> copy_probe_before, copy_probe_after;
+  std::vector<double> adam_probe_before, adam_probe_after;
   int64_t peak_device_bytes = 0, peak_host_bytes = 0;
   traces::Report last_report;        // measured report of the plan's last step
 };

@@ -1,8 +1,9 @@
 // Drift-robust measurement (issue 22), a test of the method rather than of the machine: a
-// synthetic speed drift on the emulated device (runtime/memory/speed_throttle.h) that changes
-// between steps must cancel once every step is expressed at the reference speed, while the raw
-// times carry it. Oracle: the same plans measured without the drift in the same stretch of time
-// (a plan and its drifted copy: ratio 1).
+// synthetic speed drift on the emulated device (runtime/memory/speed_throttle.h), compute and
+// copies slowed by different factors that change between steps, must cancel once every step is
+// expressed at the reference speeds (each resource scaled by its own probe, through the simulator:
+// cli/speed_scaled_prediction.h), while the raw times carry it. Oracle: the same plans measured
+// without the drift in the same stretch of time (a plan and its drifted copy: ratio 1).
 #include "tests/runtime/torch_catch.h"
 
 #include <algorithm>
@@ -15,6 +16,10 @@
 
 #include "cli/calibration.h"
 #include "cli/sample_stats.h"
+#include "cli/speed_scaled_prediction.h"
+#include "runtime/profile/host_measurements.h"
+#include "runtime/profile/profile_shapes.h"
+#include "runtime/profile/profiler.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/memory/speed_throttle.h"
 #include "runtime/train/interleaved.h"
@@ -29,62 +34,110 @@ using testing::compile_plan;
 using testing::resident_plan;
 using testing::tiny_workload;
 
-TEST_CASE("a device speed that drifts between steps cancels at the reference speed, not in raw times") {
-  const sim::Workload w = tiny_workload("gpt2-tiny", 4, 64);
+TEST_CASE("compute and copies drifting by different factors cancel at the reference speeds, not in raw times") {
+  // fp32 with eager attention, as calibrate builds it: the kernels the profiler can time.
+  sim::WorkloadOptions wo;
+  wo.batch = 4;
+  wo.seq = 64;
+  wo.dtype = "fp32";
+  wo.flash_attention = false;
+  const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
   sim::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 2;
   k.n_checkpoint = 1;
-  const RuntimePlan resident = make_runtime_plan(resident_plan(w), "resident.json");
+  const traces::Plan resident_p = resident_plan(w), offloaded_p = compile_plan(w, k);
+  const RuntimePlan resident = make_runtime_plan(resident_p, "resident.json");
   const RuntimePlan offloaded = make_runtime_plan(compile_plan(w, k), "offloaded.json");
-  // Each plan followed by a copy of itself that runs at 1.8x its time: the device slows down for
-  // the copy's steps and speeds up again for the next plan's. Round-robin in alternating direction
-  // keeps a plan and its copy next to each other in time (0 1 2 3, 3 2 1 0, ...), so the
-  // machine's own noise reaches both alike.
+  constexpr double kLink = 0.25;  // calibrate's default: the copies are a real part of the step
+
+  // This machine profiled now, as calibrate does before its rounds: the plans' kernels, the copy
+  // engine, CPU Adam, their contention, and the three reference probes.
+  ProfileOptions po;
+  po.link_gbps = kLink;
+  po.rounds = 1;
+  po.signatures = plan_signatures(resident_p);
+  merge_signatures(po.signatures, plan_signatures(offloaded_p));
+  merge_signatures(po.signatures, backward_signatures(po.signatures));
+  const ProfileResult prof = run_profile(po);
+  const hw::Machine machine = hw::machine_from_json(machine_json(prof.host), "profiled by the test");
+  const cli::ProbeSpeeds reference = cli::probe_references(prof.profile.provenance());
+  REQUIRE(reference.gemm_gflops > 0);
+  REQUIRE(reference.copy_gbps > 0);
+  REQUIRE(reference.adam_mparams_per_s > 0);
+
+  // Each plan followed by a copy of itself on a drifted device: compute (and CPU Adam, a host op of
+  // the device) 1.8x slower, the link 2.5x slower; the next plan runs at full speed again.
+  // Round-robin in alternating direction keeps a plan and its copy next to each other in time
+  // (0 1 2 3, 3 2 1 0, ...), so the machine's own noise reaches both alike.
   const std::vector<RuntimePlan> plans = {resident, resident, offloaded, offloaded};
+  const std::vector<const traces::Plan*> sim_plans = {&resident_p, &resident_p, &offloaded_p, &offloaded_p};
   InterleaveOptions o;
   o.steps = 9;
+  o.link_gbps = kLink;
   o.before_step = [n = static_cast<int64_t>(plans.size())](int64_t i) {
     const int64_t step = i / n, pos = i % n;
     const int64_t plan = step % 2 == 0 ? pos : n - 1 - pos;  // run_interleaved's order
     set_emulated_slowdown(plan % 2 == 1 ? 1.8 : 1.0);
+    set_emulated_copy_slowdown(plan % 2 == 1 ? 2.5 : 1.0);
   };
   const InterleavedResult r = run_interleaved(plans, o);
   set_emulated_slowdown(1);
-  std::vector<std::vector<double>> before, after;
-  for (const InterleavedPlan& p : r.plans) before.push_back(p.probe_before), after.push_back(p.probe_after);
-  // Every step is judged by its own probes (window 0), as `protwin calibrate` does.
-  const std::vector<std::vector<double>> speed = cli::step_speeds(before, after, 0);
-  constexpr double kReference = 100;  // any: the ratios below do not depend on it
+  set_emulated_copy_slowdown(1);
+
+  // Every step judged by its own probes (window 0), as `protwin calibrate` does.
+  std::vector<std::vector<double>> gemm_b, gemm_a, copy_b, copy_a, adam_b, adam_a;
+  for (const InterleavedPlan& p : r.plans) {
+    gemm_b.push_back(p.probe_before), gemm_a.push_back(p.probe_after);
+    copy_b.push_back(p.copy_probe_before), copy_a.push_back(p.copy_probe_after);
+    adam_b.push_back(p.adam_probe_before), adam_a.push_back(p.adam_probe_after);
+  }
+  const auto gemm = cli::step_speeds(gemm_b, gemm_a, 0), copy = cli::step_speeds(copy_b, copy_a, 0),
+             adam = cli::step_speeds(adam_b, adam_a, 0);
+  const auto contention = sim::contention_rules_from_profile(prof.profile.provenance());
+  std::vector<double> at_reference(plans.size());  // each plan predicted at the reference speeds
+  auto normalised = [&](size_t i, size_t s, cli::SpeedScaledPredictor& pred) {
+    const cli::ResourceScales sc = cli::scales_of({gemm[i][s], copy[i][s], adam[i][s]}, reference);
+    return cli::at_reference_speeds(r.plans[i].iteration_s[s], pred.iteration_s({}), pred.iteration_s(sc));
+  };
 
   for (size_t b : {size_t{0}, size_t{2}}) {
-    std::vector<double> raw, norm;  // copy / original, step by step
+    cli::SpeedScaledPredictor pred(*sim_plans[b], machine, &prof.profile, contention);
+    std::vector<double> raw, norm, gemm_only;  // copy / original, step by step
     for (size_t s = 1; s < static_cast<size_t>(o.steps); ++s) {
       raw.push_back(r.plans[b + 1].iteration_s[s] / r.plans[b].iteration_s[s]);
-      norm.push_back(cli::at_reference_speed(r.plans[b + 1].iteration_s[s], speed[b + 1][s], kReference) /
-                     cli::at_reference_speed(r.plans[b].iteration_s[s], speed[b][s], kReference));
+      norm.push_back(normalised(b + 1, s, pred) / normalised(b, s, pred));
+      gemm_only.push_back(cli::at_reference_speed(r.plans[b + 1].iteration_s[s], gemm[b + 1][s], 100) /
+                          cli::at_reference_speed(r.plans[b].iteration_s[s], gemm[b][s], 100));
     }
-    const double raw_ratio = cli::quantile(raw, 0.5), norm_ratio = cli::quantile(norm, 0.5);
-    // The machine's own noise: how far the original's probes spread (p10-p90 over the median).
-    std::vector<double> own = before[b];
-    own.insert(own.end(), after[b].begin(), after[b].end());
+    const double raw_ratio = cli::quantile(raw, 0.5), norm_ratio = cli::quantile(norm, 0.5),
+                 gemm_ratio = cli::quantile(gemm_only, 0.5);
+    // The machine's own noise: how far the original's GEMM probes spread (p10-p90 over the median).
+    std::vector<double> own = gemm_b[b];
+    own.insert(own.end(), gemm_a[b].begin(), gemm_a[b].end());
     const double band = (cli::quantile(own, 0.9) - cli::quantile(own, 0.1)) / cli::quantile(own, 0.5);
-    INFO((b == 0 ? "resident" : "offloaded") << ": median copy/original raw " << raw_ratio << ", at the reference speed "
-                                             << norm_ratio << "; the probe's p10-p90 band " << 100 * band << " %");
-    CHECK(raw_ratio >= 1.3);                                     // the drift is in the raw times
-    CHECK(std::abs(std::log(norm_ratio)) < std::log(raw_ratio));  // and smaller at the reference speed
+    INFO((b == 0 ? "resident" : "offloaded") << ": median copy/original raw " << raw_ratio
+                                             << ", at the reference speeds " << norm_ratio
+                                             << ", the whole step scaled by the GEMM probe " << gemm_ratio
+                                             << "; the GEMM probe's p10-p90 band " << 100 * band << " %");
+    // A machine so loaded that the GEMM probe's band exceeds 100 % (others' builds and timing runs
+    // on the 2 cores; 240-505 % seen) can drown the injected drift itself: the test of the method
+    // is then inconclusive, and says so.
+    if (band > 1.0) {
+      WARN("probe band " << 100 * band << " % > 100 %: the machine's own noise drowns the injected drift; "
+           "raw " << raw_ratio << ", at the reference speeds " << norm_ratio << " (not checked)");
+      continue;
+    }
+    CHECK(raw_ratio >= 1.3);                                      // the drift is in the raw times
+    CHECK(std::abs(std::log(norm_ratio)) < std::log(raw_ratio));  // and smaller at the reference speeds
     // Where the probe resolves it (a band <= 10 %: not on a machine shared by many builds, where a
-    // 20-ms probe catches whichever scheduler slices it gets), near 1: for the
-    // resident plan, whose step is all device compute and so slows exactly as the GEMM probe does.
-    // The offloaded plan's step also waits on the copy throttle, which the slowdown does not scale
-    // in proportion; scaling the whole step by the GEMM probe leaves it off (1.14 on a quiet machine,
-    // 2026-11-25), the open part of issue 22 (scale only the compute part; a copy probe).
+    // 20-ms probe catches whichever scheduler slices it gets), near 1 for both plans: the resident
+    // one slows like compute, the offloaded one partly like its copies. The normalised ratio cannot
+    // be surer than the probe that normalises it: within 5 % or the probe's own band, whichever is
+    // wider.
     if (band > 0.10) WARN("probe band " << 100 * band << " % > 10 %: the 5 % check needs a quieter machine");
-    // The normalised ratio cannot be surer than the probe that normalises it: within 5 % or the
-    // probe's own p10-p90 band, whichever is wider (a quiet 2-core VM: 7 %, and 1.067 seen).
-    else if (b == 0) CHECK(std::abs(norm_ratio - 1) <= std::max(0.05, band));
-    else WARN("offloaded: at the reference speed " << norm_ratio << " (whole-step scaling; issue 22 open)");
+    else CHECK(std::abs(norm_ratio - 1) <= std::max(0.05, band));
   }
 }
 
@@ -115,6 +168,13 @@ TEST_CASE("protwin interleave: every step's time and probes as JSON, exit 2 on b
     CHECK(p["probe_before_gflops"].size() == 2);
     CHECK(p["probe_after_gflops"].size() == 2);
     for (double g : p["probe_before_gflops"]) CHECK(g > 0);
+    // The copy and CPU Adam probes beside the GEMM's: one 1 MiB copy unthrottled (no --link-GBps)
+    // and one Adam pass, each a positive rate per step.
+    for (const char* k : {"copy_probe_before_GBps", "copy_probe_after_GBps", "adam_probe_before_mparams_per_s",
+                          "adam_probe_after_mparams_per_s"}) {
+      REQUIRE(p[k].size() == 2);
+      for (double x : p[k]) CHECK(x > 0);
+    }
   }
   CHECK(traces::read_report(d + "/b.json").meta["source"] == "runtime");
   run("interleave --plan " + d + "/plan.json --plan " + d + "/plan.json -o " + d + "/a.json", code);

@@ -1,0 +1,72 @@
+// Predictions at the machine's speed of the moment (cli/speed_scaled_prediction.h, issue 22).
+// Oracles: closed forms (the scales, a step at the reference speeds), the plain simulator at the
+// reference, and an all-compute plan whose iteration is its compute ops' sum, so it doubles when
+// compute runs at half speed.
+#include <catch2/catch.hpp>
+
+#include "cli/speed_scaled_prediction.h"
+#include "hwmodels/machine.h"
+#include "sim/engine/plan_simulator.h"
+#include "sim/workload/model_spec.h"
+#include "tests/runtime/plan_fixtures.h"
+#include "traces/op_profile.h"
+
+using namespace protwin;
+
+namespace {
+sim::Workload eager_tiny() {
+  sim::WorkloadOptions wo;
+  wo.batch = 4;
+  wo.seq = 64;
+  wo.dtype = "fp32";
+  wo.flash_attention = false;
+  return sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
+}
+}  // namespace
+
+TEST_CASE("the probes' reference speeds come from the profile's provenance, 0 when missing") {
+  const nlohmann::json prov = {{"reference_probe", {{"median_gflops", 150.0}}},
+                               {"reference_copy_probe", {{"median_GBps", 0.25}}}};
+  const cli::ProbeSpeeds r = cli::probe_references(prov);
+  CHECK(r.gemm_gflops == 150.0);
+  CHECK(r.copy_gbps == 0.25);
+  CHECK(r.adam_mparams_per_s == 0.0);
+}
+
+TEST_CASE("each resource's time multiplier is reference speed / speed then, a step scales by the predictions") {
+  const cli::ResourceScales s = cli::scales_of({75, 0.5, 400}, {150, 0.25, 800});
+  CHECK(s.compute == Approx(2.0));
+  CHECK(s.copy == Approx(0.5));
+  CHECK(s.cpu == Approx(2.0));
+  CHECK(cli::at_reference_speeds(0.3, 0.2, 0.4) == Approx(0.15));
+  CHECK_THROWS(cli::scales_of({0, 1, 1}, {1, 1, 1}));
+}
+
+TEST_CASE("a plan predicted at the reference speeds is the plain simulation, all-compute doubles at half speed") {
+  const sim::Workload w = eager_tiny();
+  const hw::Machine m = hw::load_machine("host-emulated");
+  const traces::OpProfile profile = traces::shipped_profile("host-emulated");
+  const traces::Plan resident = rt::testing::resident_plan(w);
+  const auto cost = cli::cost_with_profile(m, &profile);
+  const double plain = sim::PlanSimulator(*cost).run(resident).iteration.seconds();
+  cli::SpeedScaledPredictor pred(resident, m, &profile, {});
+  CHECK(pred.iteration_s({}) == Approx(plain).epsilon(1e-12));
+  CHECK(pred.iteration_s({1.001, 1, 1}) == pred.iteration_s({}));  // within one 0.5 % bin
+  // The resident plan copies nothing and runs no CPU Adam: only compute moves it.
+  CHECK(pred.iteration_s({1, 3, 3}) == Approx(plain).epsilon(1e-9));
+  CHECK(pred.iteration_s({2, 1, 1}) == Approx(2 * plain).epsilon(0.01));
+}
+
+TEST_CASE("an offloading plan slows with its link, by less than the link") {
+  const sim::Workload w = eager_tiny();
+  sim::OffloadKnobs k;
+  k.chunk_bytes = int64_t{4} << 20;
+  k.n_persist = 1;
+  k.n_buffer = 2;
+  const traces::Plan offloaded = rt::testing::compile_plan(w, k);
+  const hw::Machine m = hw::load_machine("host-emulated");
+  cli::SpeedScaledPredictor pred(offloaded, m, nullptr, {});
+  const double t1 = pred.iteration_s({}), t2 = pred.iteration_s({1, 2, 1});
+  CHECK(t2 > 1.05 * t1);
+  CHECK(t2 < 2 * t1);
+}
