@@ -249,7 +249,7 @@ double best_rate(const HardwareCostModel& a100, const Scale& k, bool gpt2, bool 
 // GPT-2 on MLI's A100 stays far off. Tolerance: this file's +-20 %. The last check records the
 // finding (experiments/gpu-kernels/README.md): the A100 GPT-2 row is >= 1.4x below what that A100's
 // own GEMM and bandwidth rows imply, so neither explains it. Oracles: MLI's README rows.
-TEST_CASE("HF layers scaled by each GPU's own GEMM and vector rows match MLI's other GPUs; A100 GPT-2 is the outlier",
+TEST_CASE("HF layers scaled by each GPU's own GEMM and vector rows match MLI's other GPUs, A100 GPT-2 is the outlier",
           "[hwmodels][prediction]") {
   const HardwareCostModel a100(load_machine("a100-server"));
   for (const auto& g : kMli) {
