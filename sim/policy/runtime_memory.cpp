@@ -153,15 +153,18 @@ Replay::Replay(const traces::Plan& plan, const traces::Report& schedule) : plan_
 
 std::vector<int> Replay::run_program(const TensorProgram& p) {
   std::vector<int> global;
-  const size_t peak = p.peak_index();
-  const bool was_end = at_end_;
-  for (size_t i = 0; i < p.events.size(); ++i) {
-    at_end_ = was_end || i > peak;
+  const int64_t start = start_;
+  const size_t n = p.events.size();
+  for (size_t i = 0; i < n; ++i) {
+    // The op's kernels spread evenly over its duration: event i of n at start + (i+1)/(n+1).
+    start_ = start + static_cast<int64_t>(static_cast<double>(end_ - start) * static_cast<double>(i + 1) /
+                                          static_cast<double>(n + 1));
     const TensorEvent& e = p.events[i];
     if (static_cast<size_t>(e.tensor) >= global.size()) global.resize(static_cast<size_t>(e.tensor) + 1, -1);
     if (e.bytes > 0) global[static_cast<size_t>(e.tensor)] = alloc(e.bytes);
     else free(global[static_cast<size_t>(e.tensor)]);
   }
+  start_ = start;
   at_end_ = true;  // what the caller does after the program happens at the op's end
   return global;
 }

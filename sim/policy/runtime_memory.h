@@ -7,10 +7,10 @@
 // measured `peak_device_bytes` (allocated high water) and `peak_device_reserved_bytes`; the
 // plan's own pool curve (its bytes) stays a separate figure.
 //
-// When: each op's allocations up to its own peak happen at its start and the rest at its end, so
-// an op holds its largest working set while it runs (what overlapping copies and collectives see);
-// at equal times ends go first. The step is replayed twice and the second one is measured, as the
-// runtime's later steps start with the first step's segments cached.
+// When: a compute op's tensor events are spread evenly over its simulated duration (its kernels
+// run one after another), a copy's or collective's allocations happen at its start and its frees
+// at its end; at equal times ends go first. The step is replayed twice and the second one is
+// measured, as the runtime's later steps start with the first step's segments cached.
 // Scope: fp32 plans of the runtime's gpt2 and llama families (what `protwin train` replays).
 #pragma once
 
