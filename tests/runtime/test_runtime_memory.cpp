@@ -121,23 +121,16 @@ TEST_CASE("each op's tensors: closed forms and the runtime's caching allocator (
   }
 }
 
-// The emulated host machine with its copies at `gbps`. A fast link keeps copies short beside the
-// compute, whose simulated durations (the shipped profile) differ from this loaded machine's.
+// A fast link keeps copies short beside the compute, whose simulated durations (the shipped
+// profile's) differ from this loaded machine's.
 constexpr double kLinkGBps = 20;
-hw::Machine machine_with_link(double gbps) {
-  nlohmann::json j = hw::load_machine("host-emulated").json;
-  for (const char* d : {"h2d", "d2h"})
-    for (const char* k : {"pinned_GBps", "pageable_GBps"}) j["host_link"][d][k] = gbps;
-  j["host_link"]["peak_GBps"] = gbps;
-  return hw::machine_from_json(j, "host-emulated (link " + std::to_string(gbps) + " GB/s)");
-}
 
 // End to end: a plan simulated on the emulated host machine, its runtime tensors replayed in that
 // schedule, against the runtime's measured peak (the allocator's high water, max over steps), the
 // runtime's copies throttled to that machine's link (as calibrate does).
 void check_plans(const std::string& model, uint32_t seed, int policies) {
   const sim::Workload w = testing::tiny_workload(model, 4, 64);
-  const hw::HardwareCostModel cost(machine_with_link(kLinkGBps));
+  const hw::HardwareCostModel cost(testing::host_machine(kLinkGBps));
   std::mt19937 rng(seed);
   std::vector<traces::Plan> plans{testing::resident_plan(w)};
   for (int i = 0; i < policies; ++i) plans.push_back(testing::compile_plan(w, testing::random_knobs(w, rng)));
