@@ -269,6 +269,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("ranks", po::value(&ranks)->default_value(0),
        "also run every system's plan for this many GPUs under mpirun -np (0: none; cli/calibration_ranks.h)")
       ("net-GBps", po::value(&net_gbps)->default_value(net_gbps), "collective bandwidth cap of the --ranks cases")
+      ("no-rank-profile", "predict the --ranks cases with the one-rank profile instead of one the ranks take together")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
        "folder for plans, reports, calibration.json and the plot (created, with its parents)")
@@ -619,6 +620,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     ro.out_dir = out_dir;
     ro.runtime = rt;
     ro.threads = threads;
+    ro.profile_ranks = !vm.count("no-rank-profile");
     rank_section = calibrate_rank_cases(
         w, machine, [&](const hw::Machine& m) { return make_cost(m, profile ? &*profile : nullptr); }, ro);
   }
