@@ -3,6 +3,9 @@
 // collectives over MPI capped at --net-GBps), against the simulator: iteration time, busy time per
 // stream (compute, copies, collectives, CPU Adam), and measured memory per pool (the caching
 // allocator's device peak, pinned and pageable peaks) beside ProTrain's analytic peak model.
+// The plans are searched with the calibration's profile; they are predicted with a profile the N
+// ranks take together under mpirun (each op at a rank's share of the machine), and the device
+// peak with the runtime's tensors (sim/policy/runtime_memory.h).
 // Kept apart from calibrate's single-rank loop: its own cases, its own report section.
 #pragma once
 
@@ -26,6 +29,7 @@ struct RankCalibrationOptions {
   std::string out_dir;     // cases go into out_dir/ranks-<system>/
   std::string runtime;     // protwin-rt
   int threads = 2;         // search threads
+  bool profile_ranks = true;  // predict with a profile taken by all N ranks at once (a rank's share)
 };
 
 using CostFactory = std::function<std::unique_ptr<hw::HardwareCostModel>(const hw::Machine&)>;

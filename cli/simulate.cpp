@@ -15,6 +15,7 @@
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/knobs.h"
 #include "sim/policy/offload_compiler.h"
+#include "sim/policy/runtime_memory.h"
 #include "sim/search/search.h"
 #include "sim/workload/workload.h"
 #include "traces/chrome_trace.h"
@@ -57,6 +58,8 @@ int run_simulate(const std::vector<std::string>& args) {
       ("plan-out", po::value(&plan_out), "write the compiled plan (with --model)")
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON) here")
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (open in ui.perfetto.dev)")
+      ("runtime-memory", "also predict the device memory protwin's runtime allocates replaying this plan "
+                         "(fp32 gpt2/llama plans; sim/policy/runtime_memory.h)")
       ("json", "print the summary as JSON");
   bool no_host_dispatch = false;
   add_host_dispatch_option(desc, no_host_dispatch);
@@ -151,14 +154,27 @@ int run_simulate(const std::vector<std::string>& args) {
   traces::validate(plan);
   const traces::Report report = sim::PlanSimulator(*cost).run(plan);
 
+  std::optional<sim::RuntimeMemory> runtime_memory;
+  if (vm.count("runtime-memory")) runtime_memory = sim::predict_runtime_memory(plan, report);
+
   if (!out_path.empty()) traces::write_report(report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(report, trace_path);
   if (vm.count("json")) {
     nlohmann::json j = report_summary_json(report);
     if (candidate) j.update(sim::candidate_to_json(*candidate));
+    if (runtime_memory)
+      j["runtime_memory"] = {{"device_allocated_peak_bytes", runtime_memory->allocated_peak_bytes},
+                             {"device_reserved_peak_bytes", runtime_memory->reserved_peak_bytes},
+                             {"states_bytes", runtime_memory->states_bytes},
+                             {"peak_op", runtime_memory->peak_op}};
     print_json(j);
   } else {
     print_report_summary(std::cout, report);
+    if (runtime_memory)
+      std::printf("runtime device memory (predicted): %s allocated, %s reserved at peak (op %d); the plan's bytes "
+                  "are the gpu pool above\n",
+                  human_bytes(runtime_memory->allocated_peak_bytes).c_str(),
+                  human_bytes(runtime_memory->reserved_peak_bytes).c_str(), runtime_memory->peak_op);
     if (candidate)
       std::printf("throughput:   %.1f tokens/s (forward %.3f s, backward %.3f s, exposed optimizer %.3f s)\n",
                   candidate->tokens_per_s, candidate->forward_s, candidate->backward_s, candidate->exposed_optimizer_s);

@@ -10,159 +10,72 @@
 
 namespace protwin::rt {
 
-// A block: part of one segment (a host allocation standing for one cudaMalloc), linked to its
-// neighbours in the segment so that freed blocks merge.
-struct CachingAllocator::Block {
-  CachingAllocator* owner;
-  char* ptr;
-  size_t size;
-  bool small;
-  bool in_use = false;
-  Block* prev = nullptr;
-  Block* next = nullptr;
+// What a DataPtr's context points to: the allocator and the model's block.
+struct CachingAllocator::Handle {
+  const CachingAllocator* owner;
+  const Model::Block* block;
 };
 
-bool CachingAllocator::BySize::operator()(const Block* a, const Block* b) const {
-  if (a->size != b->size) return a->size < b->size;
-  return a->ptr < b->ptr;
-}
-
-CachingAllocator::CachingAllocator(int64_t capacity, std::string name) : capacity_(capacity), name_(std::move(name)) {}
+CachingAllocator::CachingAllocator(int64_t capacity, std::string name)
+    : model_(capacity, std::move(name), [this](uint64_t segment) {
+        std::free(memory_.at(segment));
+        memory_.erase(segment);
+      }) {}
 
 CachingAllocator::~CachingAllocator() {
   // Tensors outliving the allocator would be a bug of the owner; free what is cached.
   std::lock_guard<std::mutex> lock(mu_);
-  for (Block* first : segments_) {
-    std::free(first->ptr);
-    for (Block* b = first; b != nullptr;) {
-      Block* next = b->next;
-      delete b;
-      b = next;
-    }
-  }
-}
-
-size_t CachingAllocator::round_size(size_t n) {
-  return n < kMinBlockSize ? kMinBlockSize : kMinBlockSize * ((n + kMinBlockSize - 1) / kMinBlockSize);
-}
-
-size_t CachingAllocator::segment_size(size_t rounded) {
-  if (rounded <= kSmallSize) return kSmallBuffer;
-  if (rounded < kMinLargeAlloc) return kLargeBuffer;
-  return kRoundLarge * ((rounded + kRoundLarge - 1) / kRoundLarge);
-}
-
-CachingAllocator::Block* CachingAllocator::split(Pool& pool, Block* b, size_t size) {
-  const size_t rest = b->size - size;
-  const bool split_it = b->small ? rest >= kMinBlockSize : rest > kSmallSize;
-  if (!split_it) return b;
-  auto* tail = new Block{b->owner, b->ptr + size, rest, b->small};
-  tail->prev = b;
-  tail->next = b->next;
-  if (b->next) b->next->prev = tail;
-  b->next = tail;
-  b->size = size;
-  pool.insert(tail);
-  return b;
+  for (auto& [segment, p] : memory_) std::free(p);
 }
 
 c10::DataPtr CachingAllocator::allocate(size_t n) const {
   const c10::Device cpu(c10::DeviceType::CPU);
   if (n == 0) return {nullptr, nullptr, &free_block, cpu};  // as the CUDA allocator: no block
-  auto* self = const_cast<CachingAllocator*>(this);
-  const size_t size = round_size(n);
-  const bool small = size <= kSmallSize;
-  Pool& pool = small ? small_ : large_;
   std::lock_guard<std::mutex> lock(mu_);
-  Block key{self, nullptr, size, small};
-  auto it = pool.lower_bound(&key);
-  Block* b = nullptr;
-  if (it != pool.end()) {
-    b = *it;
-    pool.erase(it);
-  } else {
-    const size_t seg = segment_size(size);
-    if (capacity_ > 0 && reserved_.current + static_cast<int64_t>(seg) > capacity_) self->release_free_segments();
-    PROTWIN_CHECK(capacity_ <= 0 || reserved_.current + static_cast<int64_t>(seg) <= capacity_, name_,
-                  " memory: out of memory allocating ", n, " bytes (a ", seg, "-byte segment; ", reserved_.current,
-                  " bytes reserved of the ", capacity_, "-byte capacity, ", allocated_.current, " allocated)");
-    char* p = static_cast<char*>(std::malloc(seg));
+  const Model::Block* b = model_.allocate(n);
+  auto it = memory_.find(b->segment);
+  if (it == memory_.end()) {  // a new segment: back it with host memory
+    char* p = static_cast<char*>(std::malloc(segment_size(round_size(n))));
     if (p == nullptr) throw std::bad_alloc();
-    b = new Block{self, p, seg, small};
-    segments_.insert(b);
-    reserved_.add(static_cast<int64_t>(seg));
+    it = memory_.emplace(b->segment, p).first;
   }
-  b = self->split(pool, b, size);
-  b->in_use = true;
-  allocated_.add(static_cast<int64_t>(b->size));
-  return {b->ptr, b, &free_block, cpu};
+  char* ptr = it->second + (b->addr - b->segment);
+  return {ptr, new Handle{this, b}, &free_block, cpu};
 }
 
 void CachingAllocator::free_block(void* ctx) {
   if (ctx == nullptr) return;
-  auto* b = static_cast<Block*>(ctx);
-  b->owner->release(b);
-}
-
-void CachingAllocator::release(Block* b) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Pool& pool = b->small ? small_ : large_;
-  b->in_use = false;
-  allocated_.add(-static_cast<int64_t>(b->size));
-  // Merge with free neighbours (the left one survives: a segment's first block keeps its identity).
-  auto absorb = [&pool](Block* left, Block* right) {
-    pool.erase(left);  // re-keyed by its new size below
-    pool.erase(right);
-    left->size += right->size;
-    left->next = right->next;
-    if (left->next) left->next->prev = left;
-    delete right;
-    return left;
-  };
-  if (b->next && !b->next->in_use) b = absorb(b, b->next);
-  if (b->prev && !b->prev->in_use) b = absorb(b->prev, b);
-  pool.insert(b);
-}
-
-void CachingAllocator::release_free_segments() {
-  for (auto it = segments_.begin(); it != segments_.end();) {
-    Block* b = *it;
-    if (b->in_use || b->next != nullptr) {  // a block in use, or split: the segment is busy
-      ++it;
-      continue;
-    }
-    (b->small ? small_ : large_).erase(b);
-    reserved_.add(-static_cast<int64_t>(b->size));
-    std::free(b->ptr);
-    delete b;
-    it = segments_.erase(it);
+  auto* h = static_cast<Handle*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(h->owner->mu_);
+    h->owner->model_.free(h->block);
   }
+  delete h;
 }
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
-  release_free_segments();
+  model_.empty_cache();
 }
 
 MemoryCounter CachingAllocator::allocated() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return allocated_;
+  return model_.allocated();
 }
 
 MemoryCounter CachingAllocator::reserved() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return reserved_;
+  return model_.reserved();
 }
 
 int64_t CachingAllocator::segments() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(segments_.size());
+  return model_.segments();
 }
 
 void CachingAllocator::reset_peaks() {
   std::lock_guard<std::mutex> lock(mu_);
-  allocated_.peak = allocated_.current;
-  reserved_.peak = reserved_.current;
+  model_.reset_peaks();
 }
 
 // ---- CountingAllocator ----

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "hwmodels/machine.h"
 #include "sim/policy/offload_compiler.h"
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
@@ -79,6 +80,21 @@ inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng,
     }
   }
   throw Error("no valid random policy found");
+}
+
+// The emulated host machine (the shipped profile's) with its copies at `link_gbps` per direction
+// and, for `gpus` > 1, its collectives at `net_gbps` bus bandwidth: what the runtime's throttles
+// set, so a simulated schedule and a replay overlap copies alike.
+inline hw::Machine host_machine(double link_gbps, int gpus = 1, double net_gbps = 0) {
+  nlohmann::json j = hw::load_machine("host-emulated").json;
+  for (const char* d : {"h2d", "d2h"})
+    for (const char* k : {"pinned_GBps", "pageable_GBps"}) j["host_link"][d][k] = link_gbps;
+  j["host_link"]["peak_GBps"] = link_gbps;
+  j["gpu"]["count"] = gpus;
+  if (net_gbps > 0)
+    for (auto& [kind, c] : j["collectives"]["intra_node"].items())
+      if (c.is_object() && c.contains("busbw_GBps")) c["busbw_GBps"] = net_gbps;
+  return hw::machine_from_json(j, "host-emulated (test)");
 }
 
 }  // namespace protwin::rt::testing

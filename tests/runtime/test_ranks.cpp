@@ -15,92 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_protwin.h"
-#include "tests/runtime/plan_fixtures.h"
+#include "tests/runtime/rank_runs.h"
 #include "traces/report.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using protwin::rt::testing::compile_plan;
-using protwin::rt::testing::kGpuBytes;
-using protwin::rt::testing::kPlanBatch;
-using protwin::rt::testing::resident_plan;
-using protwin::rt::testing::tiny_workload;
-
-constexpr int kRanks = 2;
-constexpr int kSteps = 8;
-
-// As test_mpi.cpp: root needs --allow-run-as-root, 2 ranks on a loaded 2-core machine
-// --oversubscribe, containers forbid the ptrace of single-copy (CMA) transfers.
-std::string mpirun(int ranks) {
-  return "OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root --oversubscribe -np " +
-         std::to_string(ranks);
-}
-
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(PROTWIN_BINARY_DIR) / "tests" / "runtime" / "ranks";
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
-
-std::string write(const protwin::traces::Plan& plan, const std::string& name) {
-  const std::string path = scratch(name);
-  protwin::traces::write_plan(plan, path);
-  return path;
-}
-
-std::vector<double> losses(const std::string& plan, int ranks, const std::string& extra = "") {
-  const std::string args = "train --plan " + plan + " --steps " + std::to_string(kSteps) + " --json " + extra;
-  const CliResult r = ranks > 1 ? run_protwin(args, mpirun(ranks)) : run_protwin(args);
-  INFO("protwin " << args << " on " << ranks << " rank(s); stderr:\n" << r.err);
-  REQUIRE(r.code == 0);
-  const nlohmann::json j = nlohmann::json::parse(r.out);
-  REQUIRE(j.at("ranks") == ranks);
-  return j.at("losses").get<std::vector<double>>();
-}
-
-void close_to(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("step " << i + 1 << ": " << got[i] << " vs " << want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= 1e-6 * std::abs(want[i]));
-  }
-}
-
-bool have_runtime() {
-  return fs::exists(std::string(PROTWIN_BINARY_DIR) + "/cli/protwin-rt");
-}
-
-// The 2-rank policies: replicated chunks (DDP's all-reduce), ProTrain-like sharded offloading,
-// ZeRO-Offload (host Adam of persistent chunks, updated shards gathered), per-block chunks (GPT-2's
-// tied embedding: gradient pieces), checkpointed and swapped blocks; then seeded random ones.
-std::vector<protwin::sim::OffloadKnobs> policies(const protwin::sim::Workload& w) {
-  std::vector<protwin::sim::OffloadKnobs> out;
-  protwin::sim::OffloadKnobs k;
-  k.chunk_bytes = int64_t{4} << 20;
-  k.n_persist = 1;
-  k.n_buffer = 3;
-  out.push_back(k);  // sharded chunks, CPU Adam overlapped
-  k.persistent_gpu_adam = false;
-  k.n_persist = static_cast<int>(protwin::sim::layout_for(w, k).chunks.size()) - 1;
-  k.n_buffer = 1;
-  out.push_back(k);  // ZeRO-Offload's persistent chunks (host Adam), one sharded chunk
-  protwin::sim::OffloadKnobs b;
-  b.per_block_chunks = true;
-  b.chunk_bytes = 0;
-  b.n_persist = 0;
-  b.n_buffer = 2;
-  b.n_checkpoint = 1;
-  b.n_swap = 1;
-  b.cpu_adam_overlap = false;
-  b.grad_roundtrip = true;
-  b.step_host_passes = true;
-  out.push_back(b);  // DeepSpeed-like per-block chunks
-  std::mt19937 rng(23);
-  for (int i = 0; i < 2; ++i) out.push_back(protwin::rt::testing::random_knobs(w, rng, kRanks));
-  return out;
-}
+using namespace protwin::rt::testing;
 
 }  // namespace
 
