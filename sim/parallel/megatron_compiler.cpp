@@ -1,7 +1,10 @@
 #include "sim/parallel/megatron_compiler.h"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "sim/parallel/pipeline_schedule.h"
 #include "sim/workload/workload.h"
@@ -306,14 +309,15 @@ struct StageState {
   std::vector<Chunk> chunks;
 };
 
+// Emits ops with consecutive ids into `out` (the ops generated and not yet released).
 class Emitter {
  public:
-  Emitter(traces::Plan& plan, const TemplateBank& bank, bool expand) : plan_(plan), bank_(bank), expand_(expand) {}
+  Emitter(std::deque<Op>& out, const TemplateBank& bank, bool expand) : out_(out), bank_(bank), expand_(expand) {}
 
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     Op op;
-    op.id = static_cast<int>(plan_.ops.size());
+    op.id = next_id_;
     op.kind = t.kind;
     op.stream = st.streams[role];
     op.block = block;
@@ -338,8 +342,8 @@ class Emitter {
       }
     }
     op.attrs["tmpl"] = tmpl;
-    plan_.ops.push_back(std::move(op));
-    const int id = static_cast<int>(plan_.ops.size()) - 1;
+    out_.push_back(std::move(op));
+    const int id = next_id_++;
     if (role == kCompute) {
       st.last_compute = id;
       (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
@@ -360,7 +364,8 @@ class Emitter {
   }
 
  private:
-  traces::Plan& plan_;
+  std::deque<Op>& out_;
+  int next_id_ = 0;
   const TemplateBank& bank_;
   bool expand_;
   std::vector<int> ids_;
@@ -402,9 +407,83 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.pad_vocab = true;
 }
 
-ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOptions& options,
-                                   const Placement& pl, const nlohmann::json& meta) {
+// The compiler's state between two ops: what compile_megatron_plan built before its emission
+// loop, and where the loop is.
+class MegatronOpStream::Impl {
+ public:
+  Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl, const nlohmann::json& meta);
+  const traces::Op* next();
+  void starting(int id);
+  void release(int id);
+  // Ops already emitted go to the run at once (they are held anyway).
+  bool wants_more() const {
+    return handed_ - base_ < static_cast<int64_t>(ops_.size()) || unmet_ > 0 || (tail_needed_ && phase_ != kDone);
+  }
+
   ParallelPlan out;
+  TemplateBank bank;
+
+ private:
+  enum Phase { kGathers, kTasks, kDone };
+  // The stage and pipeline task (index into its schedule) an op belongs to; kGatherTask for the
+  // parameter gathers before the first task, kTailTask for the tail.
+  struct Tag {
+    int stage;
+    int64_t task;
+  };
+  static constexpr int64_t kGatherTask = -1;
+  static constexpr int64_t kTailTask = std::numeric_limits<int64_t>::max();
+
+  bool emit_more();
+  void emit_task(int s, const PipeTask& t);
+  void emit_tail();
+  void tag_new_ops(int stage, int64_t task) {
+    while (tags_.size() < ops_.size()) tags_.push_back({stage, task});
+  }
+  // Stage s must have emitted `tasks` tasks (all of them and the tail, when that is more).
+  void need(int s, int64_t tasks);
+  void emitted_task(int s);
+
+  MegatronOptions& o_;
+  ModelSpec model_;
+  int p_ = 1, v_ = 1, n_vstages_ = 1;
+  int64_t m_ = 1, tasks_per_stage_ = 0;
+  int64_t dpc_ = 1;
+  bool tied_ = false, dp_ops_ = false;
+  int e_ = 2;
+  int64_t layer_input_bytes_ = 0;
+  Program emb_fwd_, emb_bwd_, head_fwd_, head_bwd_, layer_fwd_, layer_re_, layer_bwd_;
+  std::vector<StageState> st_;
+  std::deque<Op> ops_;      // generated, not released: ids [base_, base_ + size)
+  std::deque<Tag> tags_;    // the same ops' tags
+  int64_t base_ = 0, handed_ = 0;
+  Emitter em_;
+  Phase phase_ = kGathers;
+  int cur_ = 0;             // the stage the emission loop is at
+  bool progress_ = false;   // some stage emitted a task in this sweep
+  std::vector<int64_t> next_task_, need_;
+  int unmet_ = 0;           // stages with next_task_ < need_
+  bool tail_needed_ = false;
+  // Sends emitted and not yet waited for: (virtual stage, micro-batch) -> op id.
+  std::unordered_map<int64_t, int> sent_fwd_, sent_bwd_;
+  int64_t send_key(int vs, int64_t mb) const { return static_cast<int64_t>(vs) * m_ + mb; }
+
+  int grad_tmpl(int64_t params) {
+    return bank.collective(o_.distributed_optimizer ? "reduce_scatter" : "all_reduce", kDpComm,
+                           params * o_.grad_bytes, out.placement.dp_cp, "gradient bucket");
+  }
+  int param_tmpl(int64_t params) {
+    return bank.collective("all_gather", kDpComm, params * e_, out.placement.dp_cp, "parameter bucket");
+  }
+  int p2p_tmpl(int link, bool forward) {
+    return bank.send_recv(kP2p, layer_input_bytes_, out.placement.stage_link_inter_node[static_cast<size_t>(link)],
+                          forward ? "activation to the next stage" : "activation gradient to the previous stage");
+  }
+};
+
+MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
+                             const nlohmann::json& meta)
+    : o_(out.options), em_(ops_, bank, options.expand_kernels) {
   out.options = options;
   MegatronOptions& o = out.options;
   if (o.seq == 0) o.seq = unpadded.default_seq;
@@ -476,21 +555,21 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   plan.meta["rank_classes"] = "one rank per pipeline stage";
   if (o.split.uneven()) plan.meta["stage_layers"] = {{"first", o.split.first}, {"last", o.split.last}};
 
-  TemplateBank bank;
   const int64_t act_bytes = static_cast<int64_t>(e) * w.tokens * model.hidden;
   const int64_t kv_bytes = 2 * static_cast<int64_t>(e) * w.tokens * (model.kv_dim() / z.tp);
   ProgramBuilder pb(bank, pl, act_bytes, kv_bytes, 3 * 4 * w.tokens, o.sequence_parallel);
-  const Program emb_fwd = pb.forward(emb, "forward"), emb_bwd = pb.backward(emb, false);
-  const Program head_fwd = pb.forward(head, "forward"), head_bwd = pb.backward(head, false);
-  const Program layer_fwd = pb.forward(layer, "forward");
-  const Program layer_re = o.recompute == Recompute::kFull ? pb.forward(layer, "recompute") : Program{};
-  const Program layer_bwd = pb.backward(layer, o.recompute == Recompute::kSelective);
+  emb_fwd_ = pb.forward(emb, "forward"), emb_bwd_ = pb.backward(emb, false);
+  head_fwd_ = pb.forward(head, "forward"), head_bwd_ = pb.backward(head, false);
+  layer_fwd_ = pb.forward(layer, "forward");
+  layer_re_ = o.recompute == Recompute::kFull ? pb.forward(layer, "recompute") : Program{};
+  layer_bwd_ = pb.backward(layer, o.recompute == Recompute::kSelective);
 
   // Streams and units.
   const int64_t dpc = z.dp * z.cp;
   const bool tied = model.tied_embeddings && p > 1;
   const bool dp_ops = dpc > 1;
-  std::vector<StageState> st(static_cast<size_t>(p));
+  std::vector<StageState>& st = st_;
+  st.resize(static_cast<size_t>(p));
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
@@ -530,119 +609,189 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
         c.units[i].bucket_end = i == 0 || c.units[i - 1].bucket != c.units[i].bucket;
     }
   }
-  // Gradient and parameter collectives of a bucket.
-  auto grad_tmpl = [&](int64_t params) {
-    return bank.collective(o.distributed_optimizer ? "reduce_scatter" : "all_reduce", kDpComm,
-                           params * o.grad_bytes, pl.dp_cp, "gradient bucket");
-  };
-  auto param_tmpl = [&](int64_t params) {
-    return bank.collective("all_gather", kDpComm, params * e, pl.dp_cp, "parameter bucket");
-  };
-  auto p2p_tmpl = [&](int link, bool forward) {
-    return bank.send_recv(kP2p, layer.input_bytes, pl.stage_link_inter_node[static_cast<size_t>(link)],
-                          forward ? "activation to the next stage" : "activation gradient to the previous stage");
-  };
 
-  // Reserve the ops: per chunk and micro-batch its units' programs and two sends, plus buckets.
+  // The plan's length: per chunk and micro-batch its units' programs and two sends, plus buckets.
   size_t expected = 0;
   for (const auto& S : st)
     for (const auto& c : S.chunks) {
       size_t per_mb = 2;
       for (const auto& u : c.units)
-        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd.size() + emb_bwd.size()
-                  : u.kind == BlockKind::kHead    ? head_fwd.size() + head_bwd.size()
-                                                  : layer_fwd.size() + layer_re.size() + layer_bwd.size();
+        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd_.size() + emb_bwd_.size()
+                  : u.kind == BlockKind::kHead    ? head_fwd_.size() + head_bwd_.size()
+                                                  : layer_fwd_.size() + layer_re_.size() + layer_bwd_.size();
       expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 2;
     }
   PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
                 " micro-batches (GBS/(MBS*DP)) make a plan of about ", expected, " ops, more than the ",
                 kMaxPlanOps, " protwin simulates\nhint: raise --mbs or lower --gbs");
-  plan.ops.reserve(expected);
+  // Interleaved: m must be a multiple of p (pipeline_order's check and message).
+  PROTWIN_CHECK(v == 1 || m % p == 0, "--vpp ", v, ": the interleaved schedule needs the micro-batches (", m,
+                ") to be a multiple of PP ", p);
 
-  Emitter em(plan, bank, o.expand_kernels);
-  // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
-  // start, in forward order; a bucket's first forward waits for it.
-  if (dp_ops && o.distributed_optimizer && o.overlap_param_gather)
-    for (int s = 0; s < p; ++s) {
-      auto& S = st[static_cast<size_t>(s)];
-      for (auto& c : S.chunks)
-        for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
-          it->gather_op = em.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
-    }
+  p_ = p, v_ = v, n_vstages_ = n_vstages, m_ = m, tasks_per_stage_ = 2 * m * v;
+  dpc_ = dpc, tied_ = tied, dp_ops_ = dp_ops, e_ = e;
+  layer_input_bytes_ = layer.input_bytes;
+  model_ = model;
+  next_task_.assign(static_cast<size_t>(p), 0);
+  need_.assign(static_cast<size_t>(p), 0);
+  // Before the run: every stage's first task (the ops without a predecessor of their own stage
+  // wait for the gathers and the previous stage's sends).
+  for (int s = 0; s < p; ++s) need(s, 1);
+}
 
-  std::vector<std::vector<int>> sent_fwd(static_cast<size_t>(n_vstages), std::vector<int>(static_cast<size_t>(m), -1));
-  std::vector<std::vector<int>> sent_bwd = sent_fwd;
-  auto emit_task = [&](int s, const PipeTask& t) {
-    auto& S = st[static_cast<size_t>(s)];
-    auto& info = out.stages[static_cast<size_t>(s)];
-    Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
-    const int vs = t.chunk * p + s;
-    const size_t mb = static_cast<size_t>(t.microbatch);
-    if (t.forward) {
-      if (vs > 0) S.pending.push_back(sent_fwd[static_cast<size_t>(vs - 1)][mb]);
-      for (const Unit& u : c.units) {
-        if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
-          S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
-        em.run(S, info, u.kind == BlockKind::kEmbedding ? emb_fwd : u.kind == BlockKind::kHead ? head_fwd : layer_fwd,
-               u.block);
+void MegatronOpStream::Impl::need(int s, int64_t tasks) {
+  if (tasks >= tasks_per_stage_) {
+    tail_needed_ = true;
+    tasks = tasks_per_stage_;
+  }
+  int64_t& n = need_[static_cast<size_t>(s)];
+  if (tasks <= n) return;
+  const int64_t done = next_task_[static_cast<size_t>(s)];
+  if (n <= done && tasks > done) ++unmet_;
+  n = tasks;
+}
+
+void MegatronOpStream::Impl::emitted_task(int s) {
+  const int64_t done = ++next_task_[static_cast<size_t>(s)];
+  if (done == need_[static_cast<size_t>(s)]) --unmet_;
+}
+
+void MegatronOpStream::Impl::starting(int id) {
+  PROTWIN_ASSERT(id >= base_ && id < handed_, "op ", id, " is not in the stream's window");
+  const Tag& t = tags_[static_cast<size_t>(id - base_)];
+  // Its task's successor must exist before this task's last compute op ends.
+  if (t.task != kGatherTask && t.task != kTailTask) need(t.stage, t.task + 2);
+}
+
+void MegatronOpStream::Impl::release(int id) {
+  while (base_ <= id && base_ < handed_) {
+    ops_.pop_front();
+    tags_.pop_front();
+    ++base_;
+  }
+}
+
+const traces::Op* MegatronOpStream::Impl::next() {
+  while (handed_ - base_ >= static_cast<int64_t>(ops_.size())) {
+    if (!emit_more()) return nullptr;
+  }
+  return &ops_[static_cast<size_t>(handed_++ - base_)];
+}
+
+// One step of compile_megatron_plan's emission: the gathers, one task, or the tail. False when
+// every op has been emitted.
+bool MegatronOpStream::Impl::emit_more() {
+  const MegatronOptions& o = o_;
+  if (phase_ == kGathers) {
+    phase_ = kTasks;
+    // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
+    // start, in forward order; a bucket's first forward waits for it.
+    if (dp_ops_ && o.distributed_optimizer && o.overlap_param_gather)
+      for (int s = 0; s < p_; ++s) {
+        auto& S = st_[static_cast<size_t>(s)];
+        for (auto& c : S.chunks)
+          for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
+            it->gather_op = em_.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
       }
-      if (vs + 1 < n_vstages) {
-        std::vector<int> deps = S.pending;
-        deps.push_back(S.last_compute);
-        sent_fwd[static_cast<size_t>(vs)][mb] = em.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1);
+    tag_new_ops(0, kGatherTask);
+    return true;
+  }
+  if (phase_ == kDone) return false;
+  // The stages' tasks in an order where every op's dependencies come first (ids are
+  // topological): a stage goes on while the sends it waits for exist; sweeps over the stages
+  // until one makes no progress.
+  for (;;) {
+    const int s = cur_;
+    int64_t& i = next_task_[static_cast<size_t>(s)];
+    if (i < tasks_per_stage_) {
+      const PipeTask t = pipeline_task(s, p_, v_, m_, i);
+      const int vs = t.chunk * p_ + s;
+      const bool ready = t.forward ? vs == 0 || sent_fwd_.count(send_key(vs - 1, t.microbatch))
+                                   : vs + 1 == n_vstages_ || sent_bwd_.count(send_key(vs + 1, t.microbatch));
+      if (ready) {
+        emit_task(s, t);
+        tag_new_ops(s, i);
+        emitted_task(s);
+        progress_ = true;
+        return true;
       }
-      return;
     }
-    if (vs + 1 < n_vstages) S.pending.push_back(sent_bwd[static_cast<size_t>(vs + 1)][mb]);
-    const bool last_mb = t.microbatch == m - 1;
-    for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
-      if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re, it->block);
-      em.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd : it->kind == BlockKind::kHead ? head_bwd : layer_bwd,
-             it->block);
-      if (dp_ops && o.overlap_grad_reduce && last_mb && it->bucket_end)
-        em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
+    if (++cur_ < p_) continue;
+    cur_ = 0;
+    if (progress_) {
+      progress_ = false;
+      continue;
     }
-    if (vs > 0) {
+    break;
+  }
+  for (int s = 0; s < p_; ++s)
+    PROTWIN_ASSERT(next_task_[static_cast<size_t>(s)] == tasks_per_stage_, "pipeline schedule of stage ", s,
+                   " deadlocks");
+  emit_tail();
+  tag_new_ops(0, kTailTask);
+  phase_ = kDone;
+  return true;
+}
+
+void MegatronOpStream::Impl::emit_task(int s, const PipeTask& t) {
+  const MegatronOptions& o = o_;
+  auto& S = st_[static_cast<size_t>(s)];
+  auto& info = out.stages[static_cast<size_t>(s)];
+  Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
+  const int vs = t.chunk * p_ + s;
+  // The send this task waits for is waited for by this task only.
+  auto take = [&](std::unordered_map<int64_t, int>& sent, int from) {
+    auto it = sent.find(send_key(from, t.microbatch));
+    S.pending.push_back(it->second);
+    sent.erase(it);
+  };
+  if (t.forward) {
+    if (vs > 0) take(sent_fwd_, vs - 1);
+    for (const Unit& u : c.units) {
+      if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
+        S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
+      em_.run(S, info, u.kind == BlockKind::kEmbedding ? emb_fwd_ : u.kind == BlockKind::kHead ? head_fwd_ : layer_fwd_,
+              u.block);
+    }
+    if (vs + 1 < n_vstages_) {
       std::vector<int> deps = S.pending;
       deps.push_back(S.last_compute);
-      sent_bwd[static_cast<size_t>(vs)][mb] = em.emit(S, info, p2p_tmpl((s + p - 1) % p, false), kP2p, deps, -1);
+      sent_fwd_[send_key(vs, t.microbatch)] = em_.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1);
     }
-  };
-
-  // Emit the stages' tasks in an order where every op's dependencies come first (ids are
-  // topological): a stage goes on while the sends it waits for exist.
-  std::vector<std::vector<PipeTask>> order(static_cast<size_t>(p));
-  for (int s = 0; s < p; ++s) order[static_cast<size_t>(s)] = pipeline_order(s, p, v, m);
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < p; ++s) {
-      auto& ord = order[static_cast<size_t>(s)];
-      for (size_t& i = next[static_cast<size_t>(s)]; i < ord.size(); ++i) {
-        const PipeTask& t = ord[i];
-        const int vs = t.chunk * p + s;
-        const size_t mb = static_cast<size_t>(t.microbatch);
-        if (t.forward && vs > 0 && sent_fwd[static_cast<size_t>(vs - 1)][mb] < 0) break;
-        if (!t.forward && vs + 1 < n_vstages && sent_bwd[static_cast<size_t>(vs + 1)][mb] < 0) break;
-        emit_task(s, t);
-        progress = true;
-      }
-    }
+    return;
   }
-  for (int s = 0; s < p; ++s)
-    PROTWIN_ASSERT(next[static_cast<size_t>(s)] == order[static_cast<size_t>(s)].size(), "pipeline schedule of stage ",
-                   s, " deadlocks");
+  if (vs + 1 < n_vstages_) take(sent_bwd_, vs + 1);
+  const bool last_mb = t.microbatch == m_ - 1;
+  for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
+    if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em_.run(S, info, layer_re_, it->block);
+    em_.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd_ : it->kind == BlockKind::kHead ? head_bwd_ : layer_bwd_,
+            it->block);
+    if (dp_ops_ && o.overlap_grad_reduce && last_mb && it->bucket_end)
+      em_.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
+  }
+  if (vs > 0) {
+    std::vector<int> deps = S.pending;
+    deps.push_back(S.last_compute);
+    sent_bwd_[send_key(vs, t.microbatch)] = em_.emit(S, info, p2p_tmpl((s + p_ - 1) % p_, false), kP2p, deps, -1);
+  }
+}
 
-  // Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
+// Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
+void MegatronOpStream::Impl::emit_tail() {
+  const MegatronOptions& o = o_;
+  const Placement& pl = out.placement;
+  const ParallelSizes& z = o.sizes;
+  std::vector<StageState>& st = st_;
+  const int p = p_;
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
-    if (!dp_ops || o.overlap_grad_reduce) continue;
+    if (!dp_ops_ || o.overlap_grad_reduce) continue;
     for (auto& c : S.chunks)
       for (auto& b : c.buckets)
-        em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
+        em_.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
   }
   int tied_op = -1;
-  if (tied) {
+  if (tied_) {
     // Megatron all-reduces the word-embedding gradient between the first and the last stage.
     auto& S0 = st.front();
     GroupPlacement g;
@@ -650,23 +799,47 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
     g.size = 2;
     g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
     g.ranks_per_node = g.nodes == 2 ? 1 : 2;
-    const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model.vocab, z.tp) * model.hidden * o.grad_bytes,
+    const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, z.tp) * model_.hidden * o.grad_bytes,
                                      g, "tied embedding gradient");
-    tied_op = em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
+    tied_op = em_.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
   }
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
     auto& info = out.stages[static_cast<size_t>(s)];
     std::vector<int> deps = {S.last_dp};
-    if (tied && (s == 0 || s == p - 1)) deps.push_back(tied_op);
-    const int64_t shard = o.distributed_optimizer ? ceil_div(info.params, dpc) : info.params;
-    const int adam = em.emit(S, info, bank.adam(shard), kCompute, deps, -1);
-    if (dp_ops && o.distributed_optimizer && !o.overlap_param_gather)
+    if (tied_ && (s == 0 || s == p - 1)) deps.push_back(tied_op);
+    const int64_t shard = o.distributed_optimizer ? ceil_div(info.params, dpc_) : info.params;
+    const int adam = em_.emit(S, info, bank.adam(shard), kCompute, deps, -1);
+    if (dp_ops_ && o.distributed_optimizer && !o.overlap_param_gather)
       for (auto& c : S.chunks)
         for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
-          em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
+          em_.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
   }
-  out.templates = std::move(bank.ops);
+}
+
+MegatronOpStream::MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
+                                   const nlohmann::json& meta)
+    : impl_(std::make_unique<Impl>(model, options, placement, meta)) {}
+MegatronOpStream::~MegatronOpStream() = default;
+const traces::Plan& MegatronOpStream::header() const { return impl_->out.plan; }
+const traces::Op* MegatronOpStream::next() { return impl_->next(); }
+bool MegatronOpStream::wants_more() const { return impl_->wants_more(); }
+void MegatronOpStream::starting(int id) { impl_->starting(id); }
+void MegatronOpStream::release(int id) { impl_->release(id); }
+const ParallelPlan& MegatronOpStream::plan() const { return impl_->out; }
+const std::vector<traces::Op>& MegatronOpStream::templates() const { return impl_->bank.ops; }
+
+ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
+                                   const nlohmann::json& meta) {
+  MegatronOpStream stream(model, options, placement, meta);
+  std::vector<traces::Op> ops;
+  while (const traces::Op* op = stream.next()) {
+    ops.push_back(*op);
+    stream.release(op->id);
+  }
+  ParallelPlan out = stream.plan();
+  out.plan.ops = std::move(ops);
+  out.templates = stream.templates();
   return out;
 }
 
