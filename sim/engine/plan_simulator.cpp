@@ -59,7 +59,8 @@ struct alignas(64) OpState {
 };
 static_assert(sizeof(OpState) <= 64, "one cache line per op");
 
-// ... and the rest: the op itself, its last successor edge, host dispatch.
+// ... and the rest: the op itself (a streamed run keeps its id, kind and stream instead: the
+// source frees the op once it is taken), its last successor edge, host dispatch.
 struct OpExtra {
   const traces::Op* op = nullptr;
   uint32_t succ_tail = kNone;
@@ -121,6 +122,15 @@ class Run final : public Handler {
  private:
   OpState& at(size_t i) { return ring_[i & mask_]; }
   OpExtra& extra(size_t i) { return extra_[i & mask_]; }
+  // The op (in a streamed run a copy of its id, kind and stream: the source may have freed it).
+  traces::Op op(size_t i) {
+    if (!streamed_) return *extra(i).op;
+    traces::Op o;
+    o.id = static_cast<int>(i);
+    o.kind = names_[i & mask_].kind;
+    o.stream = names_[i & mask_].stream;
+    return o;
+  }
   // Unfinished dependencies of op i (+1 until launched, with host dispatch): apart, as successors'
   // counts are what an op's end touches.
   int32_t& waiting(size_t i) { return waiting_[i & mask_]; }
@@ -156,6 +166,10 @@ class Run final : public Handler {
   std::vector<OpState> ring_;
   std::vector<OpExtra> extra_;
   std::vector<int32_t> waiting_;
+  struct Name {
+    std::string kind, stream;
+  };
+  std::vector<Name> names_;  // streamed: kind and stream of the window's ops
   size_t mask_ = 0;
   uint64_t base_ = 0, gen_ = 0, peak_live_ = 0;
   std::vector<Edge> edges_;
@@ -202,13 +216,14 @@ void Run::init() {
   resize_huge(ring_, slots);
   resize_huge(extra_, slots);
   resize_huge(waiting_, slots);
+  if (streamed_) names_.resize(slots);
   mask_ = slots - 1;
   reserve_huge(edges_, 2 * source_.size_hint());
 
   while (source_.wants_more() && pull()) {
   }
   for (const auto& [d, i] : forward_deps_) {
-    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, *extra(i).op), ": dependency on op ", d, " which does not exist");
+    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, op(i)), ": dependency on op ", d, " which does not exist");
     link(d, i);
   }
   forward_deps_.clear();
@@ -250,6 +265,11 @@ void Run::grow() {
     bigger_extra[i & mask] = extra(i);
     bigger_waiting[i & mask] = waiting(i);
   }
+  if (streamed_) {
+    std::vector<Name> bigger_names(bigger.size());
+    for (uint64_t i = base_; i < gen_; ++i) bigger_names[i & mask] = std::move(names_[i & mask_]);
+    names_.swap(bigger_names);
+  }
   ring_.swap(bigger);
   extra_.swap(bigger_extra);
   waiting_.swap(bigger_waiting);
@@ -286,8 +306,18 @@ void Run::add_op(const traces::Op& op) {
   OpState& st = at(i);
   st = OpState{};
   OpExtra& x = extra(i);
-  x = OpExtra{};
   x.op = &op;
+  x.succ_tail = kNone;
+  x.host = -1;
+  x.host_ns = 0;
+  x.launch_start = x.launch_end = -1;
+  x.wakes = 0;
+  x.host_flags = 0;
+  if (streamed_) {
+    Name& name = names_[i & mask_];
+    name.kind = op.kind;
+    name.stream = op.stream;
+  }
   waiting(i) = 0;
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
                     ? last_stream_
@@ -490,7 +520,7 @@ void Run::apply_mem(size_t i, bool at_end) {
     const int64_t m = mem_[k];
     const int64_t pool = m & (kMaxPools - 1);
     pools_[static_cast<size_t>(pool)].change(m >> 6, now,  // = (m - pool) / kMaxPools, exactly
-                                             [&] { return traces::describe_op(header_, *extra(i).op); });
+                                             [&] { return traces::describe_op(header_, op(i)); });
   }
 }
 
@@ -508,7 +538,7 @@ void Run::begin(size_t i) {
   } else {
     const bool transfer = st.route >= 0;
     const int64_t now = engine_.now().ns;
-    PROTWIN_CHECK(st.fixed <= kSimHorizonNs - now, traces::describe_op(header_, *extra(i).op), ": takes ",
+    PROTWIN_CHECK(st.fixed <= kSimHorizonNs - now, traces::describe_op(header_, op(i)), ": takes ",
                   SimTime(st.fixed).seconds(), " s from ", engine_.now().seconds(), " s on, past the simulator's "
                   "horizon of 2^62 ns (146 years); the plan's work or the cost model's rates are out of range");
     engine_.schedule(SimTime(now + st.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
@@ -568,7 +598,14 @@ void Run::finish(size_t i) {
 traces::OpRecord Run::record(size_t i) {
   const OpState& st = at(i);
   const OpExtra& x = extra(i);
-  traces::OpRecord r{x.op->id, x.op->kind, x.op->stream, SimTime(st.start), SimTime(st.end), std::nullopt};
+  traces::OpRecord r{static_cast<int>(i), {}, {}, SimTime(st.start), SimTime(st.end), std::nullopt};
+  if (streamed_) {
+    r.kind = names_[i & mask_].kind;
+    r.stream = names_[i & mask_].stream;
+  } else {
+    r.kind = x.op->kind;
+    r.stream = x.op->stream;
+  }
   if (x.launch_start >= 0) r.launch = {SimTime(x.launch_start), SimTime(x.launch_end)};
   return r;
 }
@@ -605,7 +642,7 @@ traces::Report Run::simulate() {
   loop_cpu_s_ = thread_cpu_s() - t0;
   if (finished_ != gen_) {
     for (uint64_t i = base_; i < gen_; ++i) {
-      PROTWIN_CHECK(at(i).end >= 0, traces::describe_op(header_, *extra(i).op),
+      PROTWIN_CHECK(at(i).end >= 0, traces::describe_op(header_, op(i)),
                     ": never ran: its dependencies (deps and the in-order stream) form a cycle");
     }
   }

@@ -18,9 +18,10 @@
 // memory effects; successors as linked edges), so the event loop allocates nothing per op;
 // `protwin bench engine` measures it (about 6 M ops/s on a 1M-op synthetic plan).
 // Streaming (issue 21): ops may come from an OpSource that generates them while the run consumes
-// them; the run keeps only the window from the oldest unfinished op to the newest generated one
-// (a ring buffer), hands each op's record to a sink in id order as the window's front finishes,
-// and releases it. A plan's ops are all generated before the loop starts, so its window is the
+// them; the run reads each op once, when it takes it (keeping its cost, dependencies, id, kind
+// and stream), keeps only the window from the oldest unfinished op to the newest generated one
+// (a ring buffer), and hands each op's record to a sink in id order as the window's front
+// finishes. A plan's ops are all generated before the loop starts, so its window is the
 // whole plan, as before.
 // run() keeps all its state local, so one PlanSimulator (or several) may run in many threads at
 // once, provided the CostModel's cost() is thread-safe (const and stateless, as RateCostModel).
@@ -56,13 +57,14 @@ class OpSource {
   virtual ~OpSource() = default;
   // meta, streams and pools of the plan (its ops are not read).
   virtual const traces::Plan& header() const = 0;
-  // The next op (id = ops generated so far), or nullptr after the last. Valid until release().
+  // The next op (id = ops generated so far), or nullptr after the last. A streamed run reads it
+  // before it asks for the next one; a plan's run keeps it until the run ends.
   virtual const traces::Op* next() = 0;
   // Whether the run must take more ops before it goes on.
   virtual bool wants_more() const = 0;
   // Op `id` starts now.
   virtual void starting(int id) { (void)id; }
-  // Ops up to `id` are no longer read.
+  // Ops up to `id` have ended and their records are out (called in id order).
   virtual void release(int id) { (void)id; }
   // How many ops the run will hold at once, if known (sizes its arrays up front); 0: unknown.
   virtual size_t size_hint() const { return 0; }

@@ -417,7 +417,7 @@ class MegatronOpStream::Impl {
   void release(int id);
   // Ops already emitted go to the run at once (they are held anyway).
   bool wants_more() const {
-    return handed_ - base_ < static_cast<int64_t>(ops_.size()) || unmet_ > 0 || (tail_needed_ && phase_ != kDone);
+    return ops_base_ + static_cast<int64_t>(ops_.size()) > handed_ || unmet_ > 0 || (tail_needed_ && phase_ != kDone);
   }
 
   ParallelPlan out;
@@ -438,7 +438,8 @@ class MegatronOpStream::Impl {
   void emit_task(int s, const PipeTask& t);
   void emit_tail();
   void tag_new_ops(int stage, int64_t task) {
-    while (tags_.size() < ops_.size()) tags_.push_back({stage, task});
+    while (base_ + static_cast<int64_t>(tags_.size()) < ops_base_ + static_cast<int64_t>(ops_.size()))
+      tags_.push_back({stage, task});
   }
   // Stage s must have emitted `tasks` tasks (all of them and the tail, when that is more).
   void need(int s, int64_t tasks);
@@ -454,9 +455,9 @@ class MegatronOpStream::Impl {
   int64_t layer_input_bytes_ = 0;
   Program emb_fwd_, emb_bwd_, head_fwd_, head_bwd_, layer_fwd_, layer_re_, layer_bwd_;
   std::vector<StageState> st_;
-  std::deque<Op> ops_;      // generated, not released: ids [base_, base_ + size)
-  std::deque<Tag> tags_;    // the same ops' tags
-  int64_t base_ = 0, handed_ = 0;
+  std::deque<Op> ops_;      // generated and not yet read by the run: ids [ops_base_, ops_base_ + size)
+  std::deque<Tag> tags_;    // the tags of ops [base_, base_ + size): handed out, not released
+  int64_t base_ = 0, ops_base_ = 0, handed_ = 0;
   Emitter em_;
   Phase phase_ = kGathers;
   int cur_ = 0;             // the stage the emission loop is at
@@ -665,17 +666,21 @@ void MegatronOpStream::Impl::starting(int id) {
 
 void MegatronOpStream::Impl::release(int id) {
   while (base_ <= id && base_ < handed_) {
-    ops_.pop_front();
     tags_.pop_front();
     ++base_;
   }
 }
 
 const traces::Op* MegatronOpStream::Impl::next() {
-  while (handed_ - base_ >= static_cast<int64_t>(ops_.size())) {
+  if (handed_ > ops_base_) {  // the run has read the op handed last
+    ops_.pop_front();
+    ++ops_base_;
+  }
+  while (ops_.empty()) {
     if (!emit_more()) return nullptr;
   }
-  return &ops_[static_cast<size_t>(handed_++ - base_)];
+  ++handed_;
+  return &ops_.front();
 }
 
 // One step of compile_megatron_plan's emission: the gathers, one task, or the tail. False when
