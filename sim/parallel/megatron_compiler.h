@@ -108,8 +108,10 @@ struct ParallelPlan {
   std::vector<StageInfo> stages;
 };
 
-// The largest plan the compiler builds (about 600 bytes per op, more with expand_kernels): a
-// bigger one is refused naming --gbs (its micro-batches set the plan's length).
+// The largest plan the compiler builds (about 600 bytes per op when materialised, more with
+// expand_kernels; a MegatronOpStream holds only its window, but the simulation's time still
+// grows with the plan): a bigger one is refused naming --gbs (its micro-batches set the plan's
+// length).
 inline constexpr int64_t kMaxPlanOps = int64_t{1} << 22;
 
 // Layers, heads and sizes must already satisfy the layout's constraints (the CLI checks them
