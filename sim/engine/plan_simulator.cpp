@@ -127,8 +127,8 @@ class Run final : public Handler {
     if (!streamed_) return *extra(i).op;
     traces::Op o;
     o.id = static_cast<int>(i);
-    o.kind = names_[i & mask_].kind;
-    o.stream = names_[i & mask_].stream;
+    o.kind = kinds_[kind_of_[i & mask_]];
+    o.stream = stream_names_[static_cast<size_t>(at(i).stream)];
     return o;
   }
   // Unfinished dependencies of op i (+1 until launched, with host dispatch): apart, as successors'
@@ -166,10 +166,8 @@ class Run final : public Handler {
   std::vector<OpState> ring_;
   std::vector<OpExtra> extra_;
   std::vector<int32_t> waiting_;
-  struct Name {
-    std::string kind, stream;
-  };
-  std::vector<Name> names_;  // streamed: kind and stream of the window's ops
+  std::vector<uint32_t> kind_of_;   // streamed: the window's ops' kinds, as indices into kinds_
+  std::vector<std::string> kinds_;
   size_t mask_ = 0;
   uint64_t base_ = 0, gen_ = 0, peak_live_ = 0;
   std::vector<Edge> edges_;
@@ -216,7 +214,7 @@ void Run::init() {
   resize_huge(ring_, slots);
   resize_huge(extra_, slots);
   resize_huge(waiting_, slots);
-  if (streamed_) names_.resize(slots);
+  if (streamed_) kind_of_.resize(slots);
   mask_ = slots - 1;
   reserve_huge(edges_, 2 * source_.size_hint());
 
@@ -266,9 +264,9 @@ void Run::grow() {
     bigger_waiting[i & mask] = waiting(i);
   }
   if (streamed_) {
-    std::vector<Name> bigger_names(bigger.size());
-    for (uint64_t i = base_; i < gen_; ++i) bigger_names[i & mask] = std::move(names_[i & mask_]);
-    names_.swap(bigger_names);
+    std::vector<uint32_t> bigger_kinds(bigger.size());
+    for (uint64_t i = base_; i < gen_; ++i) bigger_kinds[i & mask] = kind_of_[i & mask_];
+    kind_of_.swap(bigger_kinds);
   }
   ring_.swap(bigger);
   extra_.swap(bigger_extra);
@@ -314,9 +312,12 @@ void Run::add_op(const traces::Op& op) {
   x.wakes = 0;
   x.host_flags = 0;
   if (streamed_) {
-    Name& name = names_[i & mask_];
-    name.kind = op.kind;
-    name.stream = op.stream;
+    int k = find_name(kinds_, op.kind);
+    if (k < 0) {
+      k = static_cast<int>(kinds_.size());
+      kinds_.push_back(op.kind);
+    }
+    kind_of_[i & mask_] = static_cast<uint32_t>(k);
   }
   waiting(i) = 0;
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
@@ -600,8 +601,8 @@ traces::OpRecord Run::record(size_t i) {
   const OpExtra& x = extra(i);
   traces::OpRecord r{static_cast<int>(i), {}, {}, SimTime(st.start), SimTime(st.end), std::nullopt};
   if (streamed_) {
-    r.kind = names_[i & mask_].kind;
-    r.stream = names_[i & mask_].stream;
+    r.kind = kinds_[kind_of_[i & mask_]];
+    r.stream = stream_names_[static_cast<size_t>(st.stream)];
   } else {
     r.kind = x.op->kind;
     r.stream = x.op->stream;
