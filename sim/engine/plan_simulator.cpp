@@ -599,14 +599,11 @@ void Run::finish(size_t i) {
 traces::OpRecord Run::record(size_t i) {
   const OpState& st = at(i);
   const OpExtra& x = extra(i);
-  traces::OpRecord r{static_cast<int>(i), {}, {}, SimTime(st.start), SimTime(st.end), std::nullopt};
-  if (streamed_) {
-    r.kind = kinds_[kind_of_[i & mask_]];
-    r.stream = stream_names_[static_cast<size_t>(st.stream)];
-  } else {
-    r.kind = x.op->kind;
-    r.stream = x.op->stream;
-  }
+  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(i), kinds_[kind_of_[i & mask_]],
+                                                    stream_names_[static_cast<size_t>(st.stream)], SimTime(st.start),
+                                                    SimTime(st.end), std::nullopt}
+                                 : traces::OpRecord{static_cast<int>(i), x.op->kind, x.op->stream, SimTime(st.start),
+                                                    SimTime(st.end), std::nullopt};
   if (x.launch_start >= 0) r.launch = {SimTime(x.launch_start), SimTime(x.launch_end)};
   return r;
 }
@@ -665,7 +662,7 @@ traces::Report Run::report() {
 
   if (!streamed_) {  // every op is still in the window
     reserve_huge(records_, gen_);
-    while (base_ < gen_) retire();
+    for (; base_ < gen_; ++base_) records_.push_back(record(base_));
   }
   r.ops = std::move(records_);
   r.iteration = SimTime(iteration_);
