@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/engine.h"
@@ -39,11 +42,38 @@ constexpr uint64_t payload(EventKind kind, size_t op) { return (uint64_t{kind} <
 constexpr int64_t kMaxPools = 64;  // = 1 << 6 (apply_mem shifts by 6)
 constexpr int64_t kMaxDelta = int64_t{1} << 56;
 
-// What an op costs, compactly: 24 bytes instead of OpCost's 40 (a 1M-op plan streams it once).
-struct OpTime {
-  int64_t fixed;      // ns
-  double link_bytes;  // bytes over `route` after the fixed part
-  int32_t route;      // index into Run::routes_; -1 = no transfer
+constexpr uint32_t kNone = 0xffffffffu;
+
+// One op while it is in the run's window: what the event loop reads (one cache line: its cost,
+// stream, what it waits for, its successors as a linked list of edges, its memory effects
+// [mem_begin, mem_split) at start and [mem_split, mem_end) at its end, its times) ...
+struct alignas(64) OpState {
+  int64_t fixed = 0;         // ns
+  double link_bytes = 0;     // bytes over `route` after the fixed part
+  int64_t start = -1, end = -1;
+  int32_t route = -1;        // index into Run::routes_; -1 = no transfer
+  int32_t stream = 0;
+  int32_t priority = 0;
+  uint32_t succ_head = kNone;
+  uint32_t mem_begin = 0, mem_split = 0, mem_end = 0;
+};
+static_assert(sizeof(OpState) <= 64, "one cache line per op");
+
+// ... and the rest: the op itself (a streamed run keeps its id, kind and stream instead: the
+// source frees the op once it is taken), its last successor edge, host dispatch.
+struct OpExtra {
+  const traces::Op* op = nullptr;
+  uint32_t succ_tail = kNone;
+  int32_t host = -1;         // host index (-1: not issued by a host)
+  int64_t host_ns = 0;
+  int64_t launch_start = -1, launch_end = -1;
+  int32_t wakes = 0;         // host_sync op: its host index + 1 while the host waits for it
+  uint8_t host_flags = 0;    // kSync | kCpuWork | kCpuDep
+};
+
+struct Edge {
+  uint32_t to;
+  uint32_t next;
 };
 
 struct Route {
@@ -57,8 +87,8 @@ struct Route {
 // until that op ends, and before an op that depends on CPU work until that work ends.
 struct Host {
   std::string name;              // "host", or "stage0.host" for streams "stage0.*"
-  std::vector<uint32_t> ops;     // the ops it issues, in id order
-  size_t next = 0;               // ops[next] is the next to issue
+  std::deque<uint32_t> ops;      // the ops it has yet to issue, in id order
+  int64_t n_ops = 0;             // all ops it issues
   int64_t pending = 0;           // issued, not finished
   bool busy = false;             // launching, or blocked until a host_sync op ends
   int64_t busy_ns = 0;
@@ -75,49 +105,82 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
   return -1;
 }
 
+enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
+
 // One simulation of one plan: all mutable state lives here.
 class Run final : public Handler {
  public:
-  Run(const traces::Plan& plan, const hw::CostModel& cost) : plan_(plan), cost_model_(cost) {}
-  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_}; }
+  // streamed: the source generates ops during the loop (it is told when ops start, and finished
+  // ops are retired in id order during the loop); otherwise every op is taken before the loop.
+  Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink)
+      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), sink_(std::move(sink)) {}
+  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_}; }
 
   traces::Report simulate();
   void on_event(uint64_t p) override;
 
  private:
-  void compile();
+  OpState& at(size_t i) { return ring_[i & mask_]; }
+  OpExtra& extra(size_t i) { return extra_[i & mask_]; }
+  // The op (in a streamed run a copy of its id, kind and stream: the source may have freed it).
+  traces::Op op(size_t i) {
+    if (!streamed_) return *extra(i).op;
+    traces::Op o;
+    o.id = static_cast<int>(i);
+    o.kind = kinds_[kind_of_[i & mask_]];
+    o.stream = stream_names_[static_cast<size_t>(at(i).stream)];
+    return o;
+  }
+  // Unfinished dependencies of op i (+1 until launched, with host dispatch): apart, as successors'
+  // counts are what an op's end touches.
+  int32_t& waiting(size_t i) { return waiting_[i & mask_]; }
+  void init();
+  bool pull();
+  void add_op(const traces::Op& op);
+  void link(uint32_t from, uint32_t to);
+  void grow();
   int32_t route_id(const hw::OpCost& c, const traces::Op& op);
-  void make_ready(size_t i);
+  void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
   void dispatch();
   void flush_ready();
   void begin(size_t i);
   void after_fixed(size_t i);
   void finish(size_t i);
+  void retire();
+  traces::OpRecord record(size_t i);
   void apply_mem(size_t i, bool at_end);
-  void compile_hosts(const std::vector<std::string>& stream_names);
   void try_launch(size_t h);
   void launched(size_t i);
   traces::Report report();  // moves the pool curves out
 
-  const traces::Plan& plan_;
+  OpSource& source_;
+  const traces::Plan& header_;
   const hw::CostModel& cost_model_;
-  size_t n_ = 0;
+  const bool streamed_;
+  const OpRecordSink sink_;
+  bool exhausted_ = false;
+  bool loop_started_ = false;
 
-  // Compiled plan (CSR arrays; nothing allocated per op while simulating).
-  std::vector<OpTime> times_;
-  std::vector<Route> routes_;  // distinct (links, cap) of the plan's transfers
-  std::vector<int32_t> stream_of_;
-  std::vector<int32_t> priority_;
-  std::vector<uint32_t> succ_begin_, succ_;
-  std::vector<uint32_t> mem_begin_, mem_split_;  // op i: start effects [begin, split), end [split, begin[i+1])
+  // The window: ops [base_, gen_) in a ring of power-of-two size (nothing allocated per op
+  // while simulating, apart from the window's growth).
+  std::vector<OpState> ring_;
+  std::vector<OpExtra> extra_;
+  std::vector<int32_t> waiting_;
+  std::vector<uint32_t> kind_of_;   // streamed: the window's ops' kinds, as indices into kinds_
+  std::vector<std::string> kinds_;
+  size_t mask_ = 0;
+  uint64_t base_ = 0, gen_ = 0, peak_live_ = 0;
+  std::vector<Edge> edges_;
+  uint32_t free_edge_ = kNone;
+  std::vector<std::pair<uint32_t, uint32_t>> forward_deps_;  // (dep, op) with dep > op: linked once all are taken
   std::vector<int64_t> mem_;  // delta_bytes * kMaxPools + pool
-  std::vector<int32_t> waiting_;  // unfinished dependencies per op
-  // Host dispatch (empty when no op has a host time).
-  std::vector<int64_t> host_ns_;
-  std::vector<uint8_t> host_flags_;  // kSync | kCpuWork | kCpuDep
-  std::vector<int32_t> host_of_;     // host index per op (-1: not issued by a host)
-  std::vector<int32_t> wakes_;       // host_sync op: its host index + 1 while the host waits for it
-  std::vector<int64_t> launch_start_, launch_end_;
+  std::vector<size_t> changes_per_pool_;
+  std::vector<std::string> stream_names_, pool_names_;
+  std::vector<int32_t> last_on_stream_, host_of_stream_;
+  int last_stream_ = -1;
+  std::vector<Route> routes_;  // distinct (links, cap) of the plan's transfers
+  std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op -> its CPU-work deps (kCpuDep ops)
+  bool has_hosts_ = false;     // some op has a host time or is CPU work
   std::vector<Host> hosts_;
   int64_t queue_depth_ = 1024;
 
@@ -129,164 +192,234 @@ class Run final : public Handler {
   std::optional<LinkNetwork> network_;
   std::vector<uint32_t> ready_, batch_;
   bool dispatch_pending_ = false;
-  std::vector<int64_t> start_, end_;
   std::vector<int64_t> busy_, stream_ops_;
   size_t finished_ = 0;
+  int64_t iteration_ = 0;
+  std::vector<traces::OpRecord> records_;
 };
 
-enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
-
-void Run::compile() {
-  const auto& ops = plan_.ops;
-  n_ = ops.size();
-  PROTWIN_CHECK(n_ < (uint64_t{1} << 31), "plan: too many ops (", n_, ")");
-  std::vector<std::string> stream_names, pool_names;
-  for (const auto& s : plan_.streams) stream_names.push_back(s.name);
-  for (const auto& p : plan_.pools) pool_names.push_back(p.name);
+void Run::init() {
+  for (const auto& s : header_.streams) stream_names_.push_back(s.name);
+  for (const auto& p : header_.pools) pool_names_.push_back(p.name);
+  PROTWIN_CHECK(pool_names_.size() <= kMaxPools, "plan: at most ", kMaxPools, " pools, got ",
+                pool_names_.size());
   std::vector<LinkCapacity> caps;
   for (const auto& l : cost_model_.links()) caps.push_back(LinkCapacity{l.name, l.GBps});
   network_.emplace(engine_, std::move(caps), kPrioEnd);
+  changes_per_pool_.assign(pool_names_.size(), 0);
+  last_on_stream_.assign(stream_names_.size(), -1);
+  host_of_stream_.assign(stream_names_.size(), -1);
+  size_t slots = 1024;
+  while (slots < source_.size_hint()) slots *= 2;
+  resize_huge(ring_, slots);
+  resize_huge(extra_, slots);
+  resize_huge(waiting_, slots);
+  if (streamed_) kind_of_.resize(slots);
+  mask_ = slots - 1;
+  reserve_huge(edges_, 2 * source_.size_hint());
 
-  resize_huge(times_, n_);
-  resize_huge(stream_of_, n_);
-  resize_huge(priority_, n_);
-  resize_huge(waiting_, n_);
-  resize_huge(mem_begin_, n_ + 1);
-  resize_huge(mem_split_, n_);
-  reserve_huge(mem_, n_ * 2);
-  std::vector<size_t> changes_per_pool(pool_names.size(), 0);
-  std::vector<int32_t> last_on_stream(stream_names.size(), -1);
-  PROTWIN_CHECK(pool_names.size() <= kMaxPools, "plan: at most ", kMaxPools, " pools, got ",
-                pool_names.size());
-  // Predecessors of op i are pred_from[...] in op order (waiting_[i] of them); turned into the
-  // successor CSR below.
-  std::vector<uint32_t> pred_from;
-  reserve_huge(pred_from, n_ * 2);
-  int last_stream = -1;
-  for (size_t i = 0; i < n_; ++i) {
-    const traces::Op& op = ops[i];
-    PROTWIN_CHECK(op.id == static_cast<int>(i), traces::describe_op(plan_, op), ": op ids must be dense: ",
-                  "expected id ", i);
-    int s = last_stream >= 0 && stream_names[static_cast<size_t>(last_stream)] == op.stream
-                ? last_stream
-                : find_name(stream_names, op.stream);
-    PROTWIN_CHECK(s >= 0, traces::describe_op(plan_, op), ": unknown stream \"", op.stream, "\"");
-    last_stream = s;
-    stream_of_[i] = s;
-    priority_[i] = op.priority;
-
-    const int prev = last_on_stream[static_cast<size_t>(s)];
-    last_on_stream[static_cast<size_t>(s)] = static_cast<int32_t>(i);
-    bool prev_listed = false;
-    for (int d : op.deps) {
-      PROTWIN_CHECK(d >= 0 && d < static_cast<int>(n_), traces::describe_op(plan_, op), ": dependency on op ",
-                    d, " which does not exist");
-      PROTWIN_CHECK(d != op.id, traces::describe_op(plan_, op), ": depends on itself");
-      if (d == prev) prev_listed = true;
-      pred_from.push_back(static_cast<uint32_t>(d));
-    }
-    if (prev >= 0 && !prev_listed) pred_from.push_back(static_cast<uint32_t>(prev));
-    waiting_[i] = static_cast<int32_t>(op.deps.size()) + (prev >= 0 && !prev_listed ? 1 : 0);
-
-    const hw::OpCost c = cost_model_.cost(op, plan_);
-    PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(plan_, op), ": negative fixed time");
-    PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(plan_, op),
-                   ": negative transfer bytes or rate cap");
-    times_[i] = OpTime{c.fixed.ns, c.link_bytes, c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1};
-    PROTWIN_ASSERT(c.host.ns >= 0, traces::describe_op(plan_, op), ": negative host time");
-    if (c.host.ns > 0 || c.host_sync || c.cpu_work) {
-      if (host_ns_.empty()) {
-        host_ns_.assign(n_, 0);
-        host_flags_.assign(n_, 0);
-      }
-      host_ns_[i] = c.host.ns;
-      host_flags_[i] = static_cast<uint8_t>((c.host_sync ? kSync : 0) | (c.cpu_work ? kCpuWork : 0));
-    }
-
-    mem_begin_[i] = static_cast<uint32_t>(mem_.size());
-    // Start effects first, then end effects. The effects at one instant are summed per pool (in
-    // first-mention order): a release listed after an allocation is no transient peak.
-    for (int pass = 0; pass < 2; ++pass) {
-      const traces::MemAt at = pass == 0 ? traces::MemAt::kStart : traces::MemAt::kEnd;
-      const size_t first = mem_.size();
-      if (pass == 1) mem_split_[i] = static_cast<uint32_t>(first);
-      for (const auto& m : op.mem) {
-        if (m.at != at) continue;
-        const int p = find_name(pool_names, m.pool);
-        PROTWIN_CHECK(p >= 0, traces::describe_op(plan_, op), ": memory effect on unknown pool \"", m.pool, "\"");
-        int64_t delta = m.delta_bytes;
-        size_t k = first;
-        while (k < mem_.size() && (mem_[k] & (kMaxPools - 1)) != p) ++k;
-        if (k < mem_.size()) delta += (mem_[k] - p) / kMaxPools;
-        PROTWIN_CHECK(delta < kMaxDelta && delta > -kMaxDelta, traces::describe_op(plan_, op),
-                      ": memory effect of ", delta, " bytes is out of range");
-        if (k < mem_.size()) {
-          mem_[k] = delta * kMaxPools + p;
-        } else {
-          mem_.push_back(delta * kMaxPools + p);
-          ++changes_per_pool[static_cast<size_t>(p)];
-        }
-      }
-    }
+  while (source_.wants_more() && pull()) {
   }
-  mem_begin_[n_] = static_cast<uint32_t>(mem_.size());
-  PROTWIN_CHECK(mem_.size() < (uint64_t{1} << 32), "plan: too many memory effects (", mem_.size(), ")");
-
-  // Successor CSR from the predecessor lists (successors come out in op order: deterministic).
-  resize_huge(succ_begin_, n_ + 1, 0u);
-  for (uint32_t from : pred_from) ++succ_begin_[from + 1];
-  for (size_t i = 0; i < n_; ++i) succ_begin_[i + 1] += succ_begin_[i];
-  resize_huge(succ_, pred_from.size());
-  {
-    std::vector<uint32_t> fill;
-    reserve_huge(fill, n_);
-    fill.assign(succ_begin_.begin(), succ_begin_.end() - 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      for (int32_t e = 0; e < waiting_[i]; ++e) succ_[fill[pred_from[k++]]++] = static_cast<uint32_t>(i);
-    }
+  for (const auto& [d, i] : forward_deps_) {
+    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, op(i)), ": dependency on op ", d, " which does not exist");
+    link(d, i);
   }
+  forward_deps_.clear();
 
-  if (!host_ns_.empty()) compile_hosts(stream_names);
-  streams_.reserve(stream_names.size());
-  for (size_t s = 0; s < stream_names.size(); ++s) streams_.emplace_back(engine_, 1);
-  pools_.reserve(plan_.pools.size());
-  for (size_t p = 0; p < plan_.pools.size(); ++p) {
-    pools_.emplace_back(plan_.pools[p].name, plan_.pools[p].capacity, plan_.pools[p].initial);
-    pools_.back().reserve(1 + changes_per_pool[p]);
+  streams_.reserve(stream_names_.size());
+  for (size_t s = 0; s < stream_names_.size(); ++s) streams_.emplace_back(engine_, 1);
+  pools_.reserve(header_.pools.size());
+  for (size_t p = 0; p < header_.pools.size(); ++p) {
+    pools_.emplace_back(header_.pools[p].name, header_.pools[p].capacity, header_.pools[p].initial);
+    pools_.back().reserve(1 + changes_per_pool_[p]);
   }
-
-  resize_huge(start_, n_, int64_t{-1});
-  resize_huge(end_, n_, int64_t{-1});
-  busy_.assign(stream_names.size(), 0);
-  stream_ops_.assign(stream_names.size(), 0);
+  busy_.assign(stream_names_.size(), 0);
+  stream_ops_.assign(stream_names_.size(), 0);
 }
 
-// Gives every op with a host time to its stream's host and makes it wait for its launch.
-void Run::compile_hosts(const std::vector<std::string>& stream_names) {
-  queue_depth_ = cost_model_.launch_queue_depth();
-  PROTWIN_ASSERT(queue_depth_ >= 1, "launch queue depth ", queue_depth_, " < 1");
-  std::vector<int32_t> host_of_stream(stream_names.size(), -1);
-  host_of_.assign(n_, -1);
-  wakes_.assign(n_, 0);
-  launch_start_.assign(n_, -1);
-  launch_end_.assign(n_, -1);
-  for (size_t i = 0; i < n_; ++i) {
-    if (host_ns_[i] == 0) continue;
-    const auto s = static_cast<size_t>(stream_of_[i]);
-    if (host_of_stream[s] < 0) {
-      const std::string name = traces::host_of_stream(stream_names[s]);
+// Takes the source's next op; false at the end.
+bool Run::pull() {
+  if (exhausted_) return false;
+  const traces::Op* op = source_.next();
+  if (!op) {
+    exhausted_ = true;
+    return false;
+  }
+  add_op(*op);
+  return true;
+}
+
+// Doubles the ring, keeping every op of the window at its id's slot.
+void Run::grow() {
+  std::vector<OpState> bigger;
+  std::vector<OpExtra> bigger_extra;
+  std::vector<int32_t> bigger_waiting;
+  resize_huge(bigger, ring_.size() * 2);
+  resize_huge(bigger_extra, ring_.size() * 2);
+  resize_huge(bigger_waiting, ring_.size() * 2);
+  const size_t mask = bigger.size() - 1;
+  for (uint64_t i = base_; i < gen_; ++i) {
+    bigger[i & mask] = at(i);
+    bigger_extra[i & mask] = extra(i);
+    bigger_waiting[i & mask] = waiting(i);
+  }
+  if (streamed_) {
+    std::vector<uint32_t> bigger_kinds(bigger.size());
+    for (uint64_t i = base_; i < gen_; ++i) bigger_kinds[i & mask] = kind_of_[i & mask_];
+    kind_of_.swap(bigger_kinds);
+  }
+  ring_.swap(bigger);
+  extra_.swap(bigger_extra);
+  waiting_.swap(bigger_waiting);
+  mask_ = mask;
+}
+
+// `to` waits for `from` (unless `from` has ended): an edge at the end of from's successors, so
+// successors stay in id order.
+void Run::link(uint32_t from, uint32_t to) {
+  if (from < base_ || at(from).end >= 0) return;
+  uint32_t e = free_edge_;
+  if (e != kNone) {
+    free_edge_ = edges_[e].next;
+    edges_[e] = Edge{to, kNone};
+  } else {
+    e = static_cast<uint32_t>(edges_.size());
+    edges_.push_back(Edge{to, kNone});
+  }
+  uint32_t& tail = extra(from).succ_tail;
+  if (tail == kNone) at(from).succ_head = e;
+  else edges_[tail].next = e;
+  tail = e;
+  ++waiting(to);
+}
+
+void Run::add_op(const traces::Op& op) {
+  const uint64_t i = gen_;
+  PROTWIN_CHECK(i < (uint64_t{1} << 31), "plan: too many ops (", i + 1, ")");
+  PROTWIN_CHECK(op.id == static_cast<int>(i), traces::describe_op(header_, op), ": op ids must be dense: ",
+                "expected id ", i);
+  if (gen_ - base_ == ring_.size()) grow();
+  ++gen_;
+  peak_live_ = std::max(peak_live_, gen_ - base_);
+  OpState& st = at(i);
+  st = OpState{};
+  OpExtra& x = extra(i);
+  x.op = &op;
+  x.succ_tail = kNone;
+  x.host = -1;
+  x.host_ns = 0;
+  x.launch_start = x.launch_end = -1;
+  x.wakes = 0;
+  x.host_flags = 0;
+  if (streamed_) {
+    int k = find_name(kinds_, op.kind);
+    if (k < 0) {
+      k = static_cast<int>(kinds_.size());
+      kinds_.push_back(op.kind);
+    }
+    kind_of_[i & mask_] = static_cast<uint32_t>(k);
+  }
+  waiting(i) = 0;
+  const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
+                    ? last_stream_
+                    : find_name(stream_names_, op.stream);
+  PROTWIN_CHECK(s >= 0, traces::describe_op(header_, op), ": unknown stream \"", op.stream, "\"");
+  last_stream_ = s;
+  st.stream = s;
+  st.priority = op.priority;
+
+  const int prev = last_on_stream_[static_cast<size_t>(s)];
+  last_on_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(i);
+  bool prev_listed = false;
+  for (int d : op.deps) {
+    PROTWIN_CHECK(d >= 0, traces::describe_op(header_, op), ": dependency on op ", d, " which does not exist");
+    PROTWIN_CHECK(d != op.id, traces::describe_op(header_, op), ": depends on itself");
+    if (d == prev) prev_listed = true;
+    if (static_cast<uint64_t>(d) > i) {
+      PROTWIN_CHECK(!streamed_, traces::describe_op(header_, op), ": dependency on the later op ", d,
+                    ": a streamed plan lists every op after its dependencies");
+      forward_deps_.emplace_back(static_cast<uint32_t>(d), static_cast<uint32_t>(i));
+      ++waiting(i);
+    } else {
+      link(static_cast<uint32_t>(d), static_cast<uint32_t>(i));
+    }
+  }
+  if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), static_cast<uint32_t>(i));
+
+  const hw::OpCost c = cost_model_.cost(op, header_);
+  PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(header_, op), ": negative fixed time");
+  PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(header_, op),
+                 ": negative transfer bytes or rate cap");
+  OpState& t = at(i);
+  t.fixed = c.fixed.ns;
+  t.link_bytes = c.link_bytes;
+  t.route = c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1;
+  PROTWIN_ASSERT(c.host.ns >= 0, traces::describe_op(header_, op), ": negative host time");
+  if (c.host.ns > 0 || c.host_sync || c.cpu_work) {
+    has_hosts_ = true;
+    x.host_ns = c.host.ns;
+    x.host_flags = static_cast<uint8_t>((c.host_sync ? kSync : 0) | (c.cpu_work ? kCpuWork : 0));
+  }
+  if (x.host_ns > 0) {  // issued by its stream's host thread: it waits for its launch
+    if (host_of_stream_[static_cast<size_t>(s)] < 0) {
+      const std::string name = traces::host_of_stream(stream_names_[static_cast<size_t>(s)]);
       size_t h = 0;
       while (h < hosts_.size() && hosts_[h].name != name) ++h;
-      if (h == hosts_.size()) hosts_.push_back(Host{name, {}, 0, 0, false, 0});
-      host_of_stream[s] = static_cast<int32_t>(h);
+      if (h == hosts_.size()) {
+        PROTWIN_ASSERT(!loop_started_, traces::describe_op(header_, op), ": host ", name,
+                       " issues its first op after the simulation started (OpSource contract)");
+        if (hosts_.empty()) {
+          queue_depth_ = cost_model_.launch_queue_depth();
+          PROTWIN_ASSERT(queue_depth_ >= 1, "launch queue depth ", queue_depth_, " < 1");
+        }
+        hosts_.push_back(Host{name, {}, 0, 0, false, 0});
+      }
+      host_of_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(h);
     }
-    host_of_[i] = host_of_stream[s];
-    hosts_[static_cast<size_t>(host_of_[i])].ops.push_back(static_cast<uint32_t>(i));
-    ++waiting_[i];  // the launch
-    for (int d : plan_.ops[i].deps) {
-      if (host_flags_[static_cast<size_t>(d)] & kCpuWork) host_flags_[i] |= kCpuDep;
+    x.host = host_of_stream_[static_cast<size_t>(s)];
+    hosts_[static_cast<size_t>(x.host)].ops.push_back(static_cast<uint32_t>(i));
+    ++hosts_[static_cast<size_t>(x.host)].n_ops;
+    ++waiting(i);  // the launch
+    for (int d : op.deps) {
+      if (static_cast<uint64_t>(d) < i && static_cast<uint64_t>(d) >= base_ && (extra(d).host_flags & kCpuWork)) {
+        x.host_flags |= kCpuDep;
+        cpu_deps_[static_cast<uint32_t>(i)].push_back(static_cast<uint32_t>(d));
+      }
     }
+  }
+
+  t.mem_begin = static_cast<uint32_t>(mem_.size());
+  // Start effects first, then end effects. The effects at one instant are summed per pool (in
+  // first-mention order): a release listed after an allocation is no transient peak.
+  for (int pass = 0; pass < 2; ++pass) {
+    const traces::MemAt when = pass == 0 ? traces::MemAt::kStart : traces::MemAt::kEnd;
+    const size_t first = mem_.size();
+    if (pass == 1) t.mem_split = static_cast<uint32_t>(first);
+    for (const auto& m : op.mem) {
+      if (m.at != when) continue;
+      const int p = find_name(pool_names_, m.pool);
+      PROTWIN_CHECK(p >= 0, traces::describe_op(header_, op), ": memory effect on unknown pool \"", m.pool, "\"");
+      int64_t delta = m.delta_bytes;
+      size_t k = first;
+      while (k < mem_.size() && (mem_[k] & (kMaxPools - 1)) != p) ++k;
+      if (k < mem_.size()) delta += (mem_[k] - p) / kMaxPools;
+      PROTWIN_CHECK(delta < kMaxDelta && delta > -kMaxDelta, traces::describe_op(header_, op),
+                    ": memory effect of ", delta, " bytes is out of range");
+      if (k < mem_.size()) {
+        mem_[k] = delta * kMaxPools + p;
+      } else {
+        mem_.push_back(delta * kMaxPools + p);
+        ++changes_per_pool_[static_cast<size_t>(p)];
+      }
+    }
+  }
+  t.mem_end = static_cast<uint32_t>(mem_.size());
+  PROTWIN_CHECK(mem_.size() < (uint64_t{1} << 32), "plan: too many memory effects (", mem_.size(), ")");
+
+  if (waiting(i) == 0) {
+    PROTWIN_ASSERT(!loop_started_, traces::describe_op(header_, op),
+                   ": generated after every op it waits for had ended (OpSource contract)");
+    make_ready(i);
   }
 }
 
@@ -295,15 +428,13 @@ int32_t Run::route_id(const hw::OpCost& c, const traces::Op& op) {
     if (routes_[r].links == c.links && routes_[r].max_GBps == c.max_GBps) return static_cast<int32_t>(r);
   }
   for (int k = 0; k < c.n_links(); ++k) {
-    PROTWIN_ASSERT(c.links[static_cast<size_t>(k)] < network_->n_links(), traces::describe_op(plan_, op),
+    PROTWIN_ASSERT(c.links[static_cast<size_t>(k)] < network_->n_links(), traces::describe_op(header_, op),
                    ": cost model names link ", c.links[static_cast<size_t>(k)], " of ",
                    network_->n_links());
   }
   routes_.push_back(Route{c.links, c.n_links(), c.max_GBps});
   return static_cast<int32_t>(routes_.size() - 1);
 }
-
-void Run::make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
 
 // Called after every event: starts the ready ops. A dispatch event at (now, kPrioDispatch) would
 // run next anyway when no other event is due at `now`, so then they start at once; otherwise
@@ -324,7 +455,7 @@ void Run::dispatch() {
   if (ready_.size() == 1) {  // the common case: nothing to order
     const uint32_t i = ready_.back();
     ready_.clear();
-    if (streams_[static_cast<size_t>(stream_of_[i])].acquire(this, payload(kGranted, i), kPrioDispatch)) {
+    if (streams_[static_cast<size_t>(at(i).stream)].acquire(this, payload(kGranted, i), kPrioDispatch)) {
       begin(i);
     }
     return;
@@ -333,11 +464,12 @@ void Run::dispatch() {
   ready_.clear();
   if (batch_.size() > 1) {
     std::sort(batch_.begin(), batch_.end(), [this](uint32_t a, uint32_t b) {
-      return priority_[a] != priority_[b] ? priority_[a] < priority_[b] : a < b;
+      const int32_t pa = at(a).priority, pb = at(b).priority;
+      return pa != pb ? pa < pb : a < b;
     });
   }
   for (uint32_t i : batch_) {
-    if (streams_[static_cast<size_t>(stream_of_[i])].acquire(this, payload(kGranted, i), kPrioDispatch)) {
+    if (streams_[static_cast<size_t>(at(i).stream)].acquire(this, payload(kGranted, i), kPrioDispatch)) {
       begin(i);
     }
   }
@@ -345,29 +477,35 @@ void Run::dispatch() {
 }
 
 void Run::try_launch(size_t h) {
+  if (hosts_[h].busy || hosts_[h].pending >= queue_depth_) return;
+  while (hosts_[h].ops.empty() && pull()) {
+  }
   Host& host = hosts_[h];
-  if (host.busy || host.next == host.ops.size() || host.pending >= queue_depth_) return;
-  const uint32_t i = host.ops[host.next];
-  if (host_flags_[i] & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
-    for (int d : plan_.ops[i].deps) {
-      if ((host_flags_[static_cast<size_t>(d)] & kCpuWork) && end_[static_cast<size_t>(d)] < 0) return;
+  if (host.ops.empty()) return;
+  const uint32_t i = host.ops.front();
+  if (extra(i).host_flags & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
+    for (uint32_t d : cpu_deps_[i]) {
+      if (d >= base_ && at(d).end < 0) return;
     }
   }
   host.busy = true;
-  launch_start_[i] = engine_.now().ns;
-  engine_.schedule(SimTime(engine_.now().ns + host_ns_[i]), kPrioEnd, this, payload(kLaunched, i));
+  extra(i).launch_start = engine_.now().ns;
+  engine_.schedule(SimTime(engine_.now().ns + extra(i).host_ns), kPrioEnd, this, payload(kLaunched, i));
 }
 
 void Run::launched(size_t i) {
-  const auto h = static_cast<size_t>(host_of_[i]);
+  OpExtra& st = extra(i);
+  const auto h = static_cast<size_t>(st.host);
   Host& host = hosts_[h];
-  launch_end_[i] = engine_.now().ns;
-  host.busy_ns += launch_end_[i] - launch_start_[i];
-  ++host.next;
+  st.launch_end = engine_.now().ns;
+  host.busy_ns += st.launch_end - st.launch_start;
+  PROTWIN_ASSERT(!host.ops.empty() && host.ops.front() == i, "host ", host.name, " launched op ", i, " out of order");
+  host.ops.pop_front();
+  if (st.host_flags & kCpuDep) cpu_deps_.erase(static_cast<uint32_t>(i));
   ++host.pending;
-  if (--waiting_[i] == 0) make_ready(i);
-  if (host_flags_[i] & kSync) {
-    wakes_[i] = static_cast<int32_t>(h) + 1;  // blocked until the op ends
+  if (--waiting(i) == 0) make_ready(i);
+  if (st.host_flags & kSync) {
+    st.wakes = static_cast<int32_t>(h) + 1;  // blocked until the op ends
   } else {
     host.busy = false;
     try_launch(h);
@@ -376,39 +514,44 @@ void Run::launched(size_t i) {
 
 void Run::apply_mem(size_t i, bool at_end) {
   const SimTime now = engine_.now();
-  const uint32_t from = at_end ? mem_split_[i] : mem_begin_[i];
-  const uint32_t to = at_end ? mem_begin_[i + 1] : mem_split_[i];
+  const OpState& st = at(i);
+  const uint32_t from = at_end ? st.mem_split : st.mem_begin;
+  const uint32_t to = at_end ? st.mem_end : st.mem_split;
   for (uint32_t k = from; k < to; ++k) {
     const int64_t m = mem_[k];
     const int64_t pool = m & (kMaxPools - 1);
     pools_[static_cast<size_t>(pool)].change(m >> 6, now,  // = (m - pool) / kMaxPools, exactly
-                                             [&] { return traces::describe_op(plan_, plan_.ops[i]); });
+                                             [&] { return traces::describe_op(header_, op(i)); });
   }
 }
 
 void Run::begin(size_t i) {
-  start_[i] = engine_.now().ns;
+  if (streamed_) {  // the source may want to generate what follows this op before it ends
+    source_.starting(static_cast<int>(i));
+    while (source_.wants_more() && pull()) {
+    }
+  }
+  OpState& st = at(i);
+  st.start = engine_.now().ns;
   apply_mem(i, false);
-  const OpTime& t = times_[i];
-  if (t.fixed == 0) {
+  if (st.fixed == 0) {
     after_fixed(i);
   } else {
-    const bool transfer = t.route >= 0;
+    const bool transfer = st.route >= 0;
     const int64_t now = engine_.now().ns;
-    PROTWIN_CHECK(t.fixed <= kSimHorizonNs - now, traces::describe_op(plan_, plan_.ops[i]), ": takes ",
-                  SimTime(t.fixed).seconds(), " s from ", engine_.now().seconds(), " s on, past the simulator's "
+    PROTWIN_CHECK(st.fixed <= kSimHorizonNs - now, traces::describe_op(header_, op(i)), ": takes ",
+                  SimTime(st.fixed).seconds(), " s from ", engine_.now().seconds(), " s on, past the simulator's "
                   "horizon of 2^62 ns (146 years); the plan's work or the cost model's rates are out of range");
-    engine_.schedule(SimTime(now + t.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
+    engine_.schedule(SimTime(now + st.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
                      payload(transfer ? kFixedDone : kEnd, i));
   }
 }
 
 void Run::after_fixed(size_t i) {
-  const OpTime& t = times_[i];
-  if (t.route >= 0) {
-    const Route& r = routes_[static_cast<size_t>(t.route)];
-    network_->start(r.links.data(), r.n_links, t.link_bytes, r.max_GBps, this,
-                    payload(kTransferDone, i));
+  const OpState& st = at(i);
+  if (st.route >= 0) {
+    const Route& r = routes_[static_cast<size_t>(st.route)];
+    network_->start(r.links.data(), r.n_links, st.link_bytes, r.max_GBps, this, payload(kTransferDone, i));
   } else {
     finish(i);
   }
@@ -416,33 +559,61 @@ void Run::after_fixed(size_t i) {
 
 void Run::finish(size_t i) {
   const int64_t now = engine_.now().ns;
-  end_[i] = now;
+  at(i).end = now;
+  iteration_ = std::max(iteration_, now);
   apply_mem(i, true);
-  const auto s = static_cast<size_t>(stream_of_[i]);
-  busy_[s] += now - start_[i];
+  const auto s = static_cast<size_t>(at(i).stream);
+  busy_[s] += now - at(i).start;
   ++stream_ops_[s];
   streams_[s].release();
   ++finished_;
-  if (!host_ns_.empty()) {
-    if (host_of_[i] >= 0) {
-      const auto h = static_cast<size_t>(host_of_[i]);
+  if (has_hosts_) {
+    const int32_t host = extra(i).host;
+    if (host >= 0) {
+      const auto h = static_cast<size_t>(host);
       --hosts_[h].pending;
-      if (wakes_[i] == 0) try_launch(h);
+      if (extra(i).wakes == 0) try_launch(h);  // may take more ops: extra(i) is read again below
     }
-    if (wakes_[i] != 0) {  // the end of a host_sync op
-      const auto h = static_cast<size_t>(wakes_[i] - 1);
-      wakes_[i] = 0;
+    if (extra(i).wakes != 0) {  // the end of a host_sync op
+      const auto h = static_cast<size_t>(extra(i).wakes - 1);
+      extra(i).wakes = 0;
       hosts_[h].busy = false;
       try_launch(h);
     }
-    if (host_flags_[i] & kCpuWork) {  // CPU work (rare): any host may wait for it
+    if (extra(i).host_flags & kCpuWork) {  // CPU work (rare): any host may wait for it
       for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
     }
   }
-  for (uint32_t k = succ_begin_[i]; k < succ_begin_[i + 1]; ++k) {
-    const uint32_t j = succ_[k];
-    if (--waiting_[j] == 0) make_ready(j);
+  for (uint32_t e = at(i).succ_head; e != kNone;) {
+    const uint32_t j = edges_[e].to, next = edges_[e].next;
+    if (--waiting(j) == 0) make_ready(j);
+    edges_[e].next = free_edge_;
+    free_edge_ = e;
+    e = next;
   }
+  if (streamed_) {
+    while (base_ < gen_ && at(base_).end >= 0) retire();
+  }
+}
+
+traces::OpRecord Run::record(size_t i) {
+  const OpState& st = at(i);
+  const OpExtra& x = extra(i);
+  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(i), kinds_[kind_of_[i & mask_]],
+                                                    stream_names_[static_cast<size_t>(st.stream)], SimTime(st.start),
+                                                    SimTime(st.end), std::nullopt}
+                                 : traces::OpRecord{static_cast<int>(i), x.op->kind, x.op->stream, SimTime(st.start),
+                                                    SimTime(st.end), std::nullopt};
+  if (x.launch_start >= 0) r.launch = {SimTime(x.launch_start), SimTime(x.launch_end)};
+  return r;
+}
+
+// The window's oldest op has ended: its record goes out and the source may drop it.
+void Run::retire() {
+  if (sink_) sink_(record(base_));
+  else records_.push_back(record(base_));
+  source_.release(static_cast<int>(base_));
+  ++base_;
 }
 
 void Run::on_event(uint64_t p) {
@@ -459,22 +630,22 @@ void Run::on_event(uint64_t p) {
 }
 
 traces::Report Run::simulate() {
-  compile();
+  init();
   engine_.reserve(64);
-  for (size_t i = 0; i < n_; ++i) {
-    if (waiting_[i] == 0) make_ready(i);
-  }
   for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
+  loop_started_ = true;
   flush_ready();
   const double t0 = thread_cpu_s();
   engine_.run();
   loop_cpu_s_ = thread_cpu_s() - t0;
-  if (finished_ != n_) {
-    for (size_t i = 0; i < n_; ++i) {
-      PROTWIN_CHECK(end_[i] >= 0, traces::describe_op(plan_, plan_.ops[i]),
+  if (finished_ != gen_) {
+    for (uint64_t i = base_; i < gen_; ++i) {
+      PROTWIN_CHECK(at(i).end >= 0, traces::describe_op(header_, op(i)),
                     ": never ran: its dependencies (deps and the in-order stream) form a cycle");
     }
   }
+  PROTWIN_ASSERT(exhausted_ || source_.next() == nullptr,
+                 "op source: ops left when every generated op had run (OpSource contract)");
   return report();
 }
 
@@ -482,32 +653,27 @@ traces::Report Run::report() {
   traces::Report r;
   r.meta = nlohmann::json::object();
   r.meta["source"] = "sim";
-  r.meta["plan"] = plan_.meta;
+  r.meta["plan"] = header_.meta;
   nlohmann::json links = nlohmann::json::array();
   for (int l = 0; l < network_->n_links(); ++l) {
     links.push_back({{"name", network_->link(l).name}, {"GBps", network_->link(l).GBps}});
   }
   r.meta["links"] = std::move(links);
 
-  int64_t iteration = 0;
-  reserve_huge(r.ops, n_);
-  for (size_t i = 0; i < n_; ++i) {
-    const traces::Op& op = plan_.ops[i];
-    r.ops.push_back(traces::OpRecord{op.id, op.kind, op.stream, SimTime(start_[i]), SimTime(end_[i]), std::nullopt});
-    if (!launch_start_.empty() && launch_start_[i] >= 0) {
-      r.ops.back().launch = {SimTime(launch_start_[i]), SimTime(launch_end_[i])};
-    }
-    iteration = std::max(iteration, end_[i]);
+  if (!streamed_) {  // every op is still in the window
+    reserve_huge(records_, gen_);
+    for (; base_ < gen_; ++base_) records_.push_back(record(base_));
   }
-  r.iteration = SimTime(iteration);
-  r.streams.resize(plan_.streams.size());
-  for (size_t s = 0; s < plan_.streams.size(); ++s) {
-    r.streams[s].name = plan_.streams[s].name;
+  r.ops = std::move(records_);
+  r.iteration = SimTime(iteration_);
+  r.streams.resize(header_.streams.size());
+  for (size_t s = 0; s < header_.streams.size(); ++s) {
+    r.streams[s].name = header_.streams[s].name;
     r.streams[s].busy = SimTime(busy_[s]);
     r.streams[s].ops = stream_ops_[s];
   }
   for (const Host& h : hosts_) {
-    r.hosts.push_back(traces::StreamRecord{h.name, SimTime(h.busy_ns), static_cast<int64_t>(h.ops.size())});
+    r.hosts.push_back(traces::StreamRecord{h.name, SimTime(h.busy_ns), h.n_ops});
   }
   r.pools.resize(pools_.size());
   for (size_t p = 0; p < pools_.size(); ++p) {
@@ -523,7 +689,15 @@ traces::Report Run::report() {
 }  // namespace
 
 traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) const {
-  Run run(plan, *cost_);
+  PlanOpSource source(plan);
+  Run run(source, *cost_, false, nullptr);
+  traces::Report r = run.simulate();
+  if (stats) *stats = run.stats();
+  return r;
+}
+
+traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink) const {
+  Run run(source, *cost_, true, sink);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;

@@ -14,14 +14,21 @@
 //  - Report: per-op start/end, per-stream busy time (sum of op durations), per-pool step curve
 //    and peak (from plan.pools[i].initial). meta = {"source": "sim", "plan": plan.meta, "links"}.
 // Deterministic: the same plan and cost model give a byte-identical report_to_string().
-// Speed: the plan is first compiled into flat arrays (CSR successors, packed memory effects,
-// 24-byte op costs, huge-page backed), so the event loop allocates nothing per op;
+// Speed: every op is first compiled into a flat record (its cost, stream, waiting count, packed
+// memory effects; successors as linked edges), so the event loop allocates nothing per op;
 // `protwin bench engine` measures it (about 6 M ops/s on a 1M-op synthetic plan).
+// Streaming (issue 21): ops may come from an OpSource that generates them while the run consumes
+// them; the run reads each op once, when it takes it (keeping its cost, dependencies, id, kind
+// and stream), keeps only the window from the oldest unfinished op to the newest generated one
+// (a ring buffer), and hands each op's record to a sink in id order as the window's front
+// finishes. A plan's ops are all generated before the loop starts, so its window is the
+// whole plan, as before.
 // run() keeps all its state local, so one PlanSimulator (or several) may run in many threads at
 // once, provided the CostModel's cost() is thread-safe (const and stateless, as RateCostModel).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "hwmodels/cost_model.h"
 #include "traces/plan.h"
@@ -34,7 +41,50 @@ namespace protwin::sim {
 struct RunStats {
   uint64_t events = 0;
   double event_loop_cpu_s = 0;
+  uint64_t ops = 0;
+  uint64_t peak_live_ops = 0;  // the largest window of ops held at once (generated, not yet retired)
 };
+
+// Ops in id order, produced as the run asks for them.
+// Contract that keeps a streamed run identical to the run of the whole plan: an op must be
+// generated before the last of its dependencies (deps and the previous op of its stream) ends,
+// and ops without dependencies before the loop starts. The run asks for ops while wants_more(),
+// when a host thread needs its next op, and tells the source when each op starts (starting()), so
+// a source that knows its plan's structure generates just far enough ahead. A run that finds the
+// contract broken (an op generated with nothing left to wait for) throws an internal error.
+class OpSource {
+ public:
+  virtual ~OpSource() = default;
+  // meta, streams and pools of the plan (its ops are not read).
+  virtual const traces::Plan& header() const = 0;
+  // The next op (id = ops generated so far), or nullptr after the last. A streamed run reads it
+  // before it asks for the next one; a plan's run keeps it until the run ends.
+  virtual const traces::Op* next() = 0;
+  // Whether the run must take more ops before it goes on.
+  virtual bool wants_more() const = 0;
+  // Op `id` starts now.
+  virtual void starting(int id) { (void)id; }
+  // Ops up to `id` have ended and their records are out (called in id order).
+  virtual void release(int id) { (void)id; }
+  // How many ops the run will hold at once, if known (sizes its arrays up front); 0: unknown.
+  virtual size_t size_hint() const { return 0; }
+};
+
+// Every op of a Plan, all generated before the loop starts.
+class PlanOpSource final : public OpSource {
+ public:
+  explicit PlanOpSource(const traces::Plan& plan) : plan_(plan) {}
+  const traces::Plan& header() const override { return plan_; }
+  const traces::Op* next() override { return next_ < plan_.ops.size() ? &plan_.ops[next_++] : nullptr; }
+  bool wants_more() const override { return next_ < plan_.ops.size(); }
+  size_t size_hint() const override { return plan_.ops.size(); }
+
+ private:
+  const traces::Plan& plan_;
+  size_t next_ = 0;
+};
+
+using OpRecordSink = std::function<void(const traces::OpRecord&)>;
 
 class PlanSimulator {
  public:
@@ -44,6 +94,9 @@ class PlanSimulator {
   // ids, a pool over capacity or below zero, a dependency cycle.
   // `stats`, when given, receives what the run cost (bench engine).
   traces::Report run(const traces::Plan& plan, RunStats* stats = nullptr) const;
+  // The same for ops from `source`. With a sink, each op's record goes to it (in id order) and
+  // the Report's ops stay empty; without, they are in the Report as for a plan.
+  traces::Report run(OpSource& source, RunStats* stats = nullptr, const OpRecordSink& sink = nullptr) const;
 
  private:
   const hw::CostModel* cost_;

@@ -1,7 +1,10 @@
 #include "sim/parallel/megatron_compiler.h"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "sim/parallel/pipeline_schedule.h"
 #include "sim/workload/workload.h"
@@ -313,14 +316,15 @@ struct StageState {
   std::vector<Chunk> chunks;
 };
 
+// Emits ops with consecutive ids into `out` (the ops generated and not yet released).
 class Emitter {
  public:
-  Emitter(traces::Plan& plan, const TemplateBank& bank, bool expand) : plan_(plan), bank_(bank), expand_(expand) {}
+  Emitter(std::deque<Op>& out, const TemplateBank& bank, bool expand) : out_(out), bank_(bank), expand_(expand) {}
 
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     Op op;
-    op.id = static_cast<int>(plan_.ops.size());
+    op.id = next_id_;
     op.kind = t.kind;
     op.stream = st.streams[role];
     op.block = block;
@@ -345,8 +349,8 @@ class Emitter {
       }
     }
     op.attrs["tmpl"] = tmpl;
-    plan_.ops.push_back(std::move(op));
-    const int id = static_cast<int>(plan_.ops.size()) - 1;
+    out_.push_back(std::move(op));
+    const int id = next_id_++;
     if (role == kCompute) {
       st.last_compute = id;
       (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
@@ -367,7 +371,8 @@ class Emitter {
   }
 
  private:
-  traces::Plan& plan_;
+  std::deque<Op>& out_;
+  int next_id_ = 0;
   const TemplateBank& bank_;
   bool expand_;
   std::vector<int> ids_;
@@ -448,9 +453,117 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.local_ddp = !o.overlap_grad_reduce;
 }
 
-ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOptions& options,
-                                   const Placement& pl, const nlohmann::json& meta) {
+// The compiler's state between two ops: what compile_megatron_plan built before its emission
+// loop, and where the loop is.
+class MegatronOpStream::Impl {
+ public:
+  Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl, const nlohmann::json& meta);
+  const traces::Op* next();
+  void starting(int id);
+  void release(int id);
+  // Ops already emitted go to the run at once (they are held anyway).
+  bool wants_more() const {
+    return ops_base_ + static_cast<int64_t>(ops_.size()) > handed_ || unmet_ > 0 || (tail_needed_ && phase_ != kDone);
+  }
+
   ParallelPlan out;
+  TemplateBank bank;
+
+ private:
+  enum Phase { kGathers, kTasks, kDone };
+  // The stage and pipeline task (index into its schedule) an op belongs to; kGatherTask for the
+  // parameter gathers before the first task, kTailTask for the tail.
+  struct Tag {
+    int stage;
+    int64_t task;
+  };
+  static constexpr int64_t kGatherTask = -1;
+  static constexpr int64_t kTailTask = std::numeric_limits<int64_t>::max();
+
+  bool emit_more();
+  void emit_task(int s, const PipeTask& t);
+  void emit_fsdp_task(StageState& S, StageInfo& info, Chunk& c, bool forward);
+  void emit_tail();
+  void tag_new_ops(int stage, int64_t task) {
+    while (base_ + static_cast<int64_t>(tags_.size()) < ops_base_ + static_cast<int64_t>(ops_.size()))
+      tags_.push_back({stage, task});
+  }
+  // Stage s must have emitted `tasks` tasks (all of them and the tail, when that is more).
+  void need(int s, int64_t tasks);
+  void emitted_task(int s);
+
+  MegatronOptions& o_;
+  ModelSpec model_;
+  int p_ = 1, v_ = 1, n_vstages_ = 1;
+  int64_t m_ = 1, tasks_per_stage_ = 0;
+  int64_t dpc_ = 1;
+  bool tied_ = false, dp_ops_ = false;
+  int e_ = 2;
+  Program emb_fwd_, emb_bwd_, head_fwd_, head_bwd_, layer_fwd_, layer_re_, layer_bwd_;
+  std::vector<StageState> st_;
+  std::deque<Op> ops_;      // generated and not yet read by the run: ids [ops_base_, ops_base_ + size)
+  std::deque<Tag> tags_;    // the tags of ops [base_, base_ + size): handed out, not released
+  int64_t base_ = 0, ops_base_ = 0, handed_ = 0;
+  Emitter em_;
+  Phase phase_ = kGathers;
+  int cur_ = 0;             // the stage the emission loop is at
+  bool progress_ = false;   // some stage emitted a task in this sweep
+  std::vector<int64_t> next_task_, need_;
+  int unmet_ = 0;           // stages with next_task_ < need_
+  bool tail_needed_ = false;
+  // Sends emitted and not yet waited for: (virtual stage, micro-batch) -> op id.
+  std::unordered_map<int64_t, int> sent_fwd_, sent_bwd_;
+  int64_t send_key(int vs, int64_t mb) const { return static_cast<int64_t>(vs) * m_ + mb; }
+
+  int grad_tmpl(int64_t params) {
+    return bank.collective(o_.distributed_optimizer ? "reduce_scatter" : "all_reduce", kDpComm,
+                           params * o_.grad_bytes, out.placement.dp_cp, "gradient bucket");
+  }
+  int param_tmpl(int64_t params) {
+    return bank.collective("all_gather", kDpComm, params * e_, out.placement.dp_cp, "parameter bucket");
+  }
+  // Scatter-gather: each TP rank sends its 1/TP slice (p2p_bytes_); the receiver all-gathers it
+  // over TP (p2p_gather_, -1 without).
+  int64_t p2p_bytes_ = 0;
+  int p2p_gather_ = -1;
+  int p2p_tmpl(int link, bool forward) {
+    return bank.send_recv(kP2p, p2p_bytes_, out.placement.stage_link_inter_node[static_cast<size_t>(link)],
+                          forward ? "activation to the next stage" : "activation gradient to the previous stage",
+                          o_.p2p_sync);
+  }
+  // Megatron's LocalDDP hook adds each parameter's gradient into its main_grad buffer after
+  // every backward: read both, write main_grad, in the reduction dtype.
+  int grad_accumulation_tmpl(const Unit& u) {
+    Kernel k;
+    k.sig = traces::OpSignature{"elementwise", {u.params}, o_.grad_bytes == 2 ? o_.dtype : "fp32"};
+    k.flops = static_cast<double>(u.params);
+    k.bytes = 3.0 * static_cast<double>(o_.grad_bytes) * static_cast<double>(u.params);
+    return bank.compute("backward", {k}, "unit." + std::to_string(u.block), "main_grad accumulation");
+  }
+  // FSDP: a unit's parameters gathered in the compute dtype, its gradient reduce-scattered.
+  int fsdp_gather_tmpl(int64_t params) {
+    return bank.collective("all_gather", kDpComm, params * e_, out.placement.dp_cp, "FSDP unit parameters");
+  }
+  int fsdp_reduce_tmpl(int64_t params) {
+    return bank.collective("reduce_scatter", kDpComm, params * o_.grad_bytes, out.placement.dp_cp,
+                           "FSDP unit gradient");
+  }
+  const Program& fwd_of(const Unit& u) const {
+    return u.kind == BlockKind::kEmbedding ? emb_fwd_ : u.kind == BlockKind::kHead ? head_fwd_ : layer_fwd_;
+  }
+  const Program& bwd_of(const Unit& u) const {
+    return u.kind == BlockKind::kEmbedding ? emb_bwd_ : u.kind == BlockKind::kHead ? head_bwd_ : layer_bwd_;
+  }
+  // FSDP (one stage, one chunk; its forward and backward tasks alternate per micro-batch): the
+  // current micro-batch's units' last compute ops in forward and backward, their gathers for the
+  // backward (-1: not yet issued), the root unit's gather.
+  std::vector<int> fsdp_fwd_done_, fsdp_bwd_done_, fsdp_gathered_;
+  int fsdp_root_gather_ = -1;
+};
+
+MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
+                             const nlohmann::json& meta)
+    : o_(out.options), em_(ops_, bank, options.expand_kernels) {
   out.options = options;
   MegatronOptions& o = out.options;
   if (o.seq == 0) o.seq = unpadded.default_seq;
@@ -525,21 +638,21 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
   plan.meta["rank_classes"] = "one rank per pipeline stage";
   if (o.split.uneven()) plan.meta["stage_layers"] = {{"first", o.split.first}, {"last", o.split.last}};
 
-  TemplateBank bank;
   const int64_t act_bytes = static_cast<int64_t>(e) * w.tokens * model.hidden;
   const int64_t kv_bytes = 2 * static_cast<int64_t>(e) * w.tokens * (model.kv_dim() / z.tp);
   ProgramBuilder pb(bank, pl, act_bytes, kv_bytes, 3 * 4 * w.tokens, o.sequence_parallel);
-  const Program emb_fwd = pb.forward(emb, "forward"), emb_bwd = pb.backward(emb, false);
-  const Program head_fwd = pb.forward(head, "forward"), head_bwd = pb.backward(head, false);
-  const Program layer_fwd = pb.forward(layer, "forward");
-  const Program layer_re = o.recompute == Recompute::kFull ? pb.forward(layer, "recompute") : Program{};
-  const Program layer_bwd = pb.backward(layer, o.recompute == Recompute::kSelective);
+  emb_fwd_ = pb.forward(emb, "forward"), emb_bwd_ = pb.backward(emb, false);
+  head_fwd_ = pb.forward(head, "forward"), head_bwd_ = pb.backward(head, false);
+  layer_fwd_ = pb.forward(layer, "forward");
+  layer_re_ = o.recompute == Recompute::kFull ? pb.forward(layer, "recompute") : Program{};
+  layer_bwd_ = pb.backward(layer, o.recompute == Recompute::kSelective);
 
   // Streams and units.
   const int64_t dpc = z.dp * z.cp;
   const bool tied = model.tied_embeddings && p > 1;
   const bool dp_ops = dpc > 1;
-  std::vector<StageState> st(static_cast<size_t>(p));
+  std::vector<StageState>& st = st_;
+  st.resize(static_cast<size_t>(p));
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
@@ -579,216 +692,270 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
         c.units[i].bucket_end = i == 0 || c.units[i - 1].bucket != c.units[i].bucket;
     }
   }
-  // Gradient and parameter collectives of a bucket.
-  auto grad_tmpl = [&](int64_t params) {
-    return bank.collective(o.distributed_optimizer ? "reduce_scatter" : "all_reduce", kDpComm,
-                           params * o.grad_bytes, pl.dp_cp, "gradient bucket");
-  };
-  auto param_tmpl = [&](int64_t params) {
-    return bank.collective("all_gather", kDpComm, params * e, pl.dp_cp, "parameter bucket");
-  };
-  // Scatter-gather: each TP rank sends its 1/TP slice; the receiver all-gathers it over TP.
+
+  // Scatter-gather's template right after the units, where compile_megatron_plan made it before
+  // the stream (template ids unchanged).
   const bool scatter_gather = o.p2p_scatter_gather && z.tp > 1;
-  const int64_t p2p_bytes = scatter_gather ? ceil_div(layer.input_bytes, z.tp) : layer.input_bytes;
-  auto p2p_tmpl = [&](int link, bool forward) {
-    return bank.send_recv(kP2p, p2p_bytes, pl.stage_link_inter_node[static_cast<size_t>(link)],
-                          forward ? "activation to the next stage" : "activation gradient to the previous stage",
-                          o.p2p_sync);
-  };
-  const int p2p_gather =
+  p2p_bytes_ = scatter_gather ? ceil_div(layer.input_bytes, z.tp) : layer.input_bytes;
+  p2p_gather_ =
       scatter_gather ? bank.collective("all_gather", kCompute, layer.input_bytes, pl.tp, "scatter-gather: received slices")
                      : -1;
-  // Megatron's LocalDDP hook adds each parameter's gradient into its main_grad buffer after
-  // every backward: read both, write main_grad, in the reduction dtype.
-  auto grad_accumulation_tmpl = [&](const Unit& u) {
-    Kernel k;
-    k.sig = traces::OpSignature{"elementwise", {u.params}, o.grad_bytes == 2 ? o.dtype : "fp32"};
-    k.flops = static_cast<double>(u.params);
-    k.bytes = 3.0 * static_cast<double>(o.grad_bytes) * static_cast<double>(u.params);
-    return bank.compute("backward", {k}, "unit." + std::to_string(u.block), "main_grad accumulation");
-  };
-  // FSDP: a unit's parameters gathered in the compute dtype, its gradient reduce-scattered.
-  auto fsdp_gather_tmpl = [&](int64_t params) {
-    return bank.collective("all_gather", kDpComm, params * e, pl.dp_cp, "FSDP unit parameters");
-  };
-  auto fsdp_reduce_tmpl = [&](int64_t params) {
-    return bank.collective("reduce_scatter", kDpComm, params * o.grad_bytes, pl.dp_cp, "FSDP unit gradient");
-  };
 
-  // Reserve the ops: per chunk and micro-batch its units' programs and two sends, plus buckets.
+  // The plan's length: per chunk and micro-batch its units' programs and two sends (FSDP: the
+  // gathers and reduce-scatters; LocalDDP: the main_grad passes), plus buckets and the tail.
   size_t expected = 0;
   for (const auto& S : st)
     for (const auto& c : S.chunks) {
       size_t per_mb = 2;
       for (const auto& u : c.units)
-        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd.size() + emb_bwd.size()
-                  : u.kind == BlockKind::kHead    ? head_fwd.size() + head_bwd.size()
-                                                  : layer_fwd.size() + layer_re.size() + layer_bwd.size();
+        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd_.size() + emb_bwd_.size()
+                  : u.kind == BlockKind::kHead    ? head_fwd_.size() + head_bwd_.size()
+                                                  : layer_fwd_.size() + layer_re_.size() + layer_bwd_.size();
       if (o.fsdp || o.local_ddp) per_mb += 3 * c.units.size() + 2;
       expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 6;
     }
   PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
                 " micro-batches (GBS/(MBS*DP)) make a plan of about ", expected, " ops, more than the ",
                 kMaxPlanOps, " protwin simulates\nhint: raise --mbs or lower --gbs");
-  plan.ops.reserve(expected);
+  // Interleaved: m must be a multiple of p (pipeline_order's check and message).
+  PROTWIN_CHECK(v == 1 || m % p == 0, "--vpp ", v, ": the interleaved schedule needs the micro-batches (", m,
+                ") to be a multiple of PP ", p);
 
-  Emitter em(plan, bank, o.expand_kernels);
-  // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
-  // start, in forward order; a bucket's first forward waits for it.
-  if (dp_ops && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)
-    for (int s = 0; s < p; ++s) {
-      auto& S = st[static_cast<size_t>(s)];
-      for (auto& c : S.chunks)
-        for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
-          it->gather_op = em.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
-    }
+  p_ = p, v_ = v, n_vstages_ = n_vstages, m_ = m, tasks_per_stage_ = 2 * m * v;
+  dpc_ = dpc, tied_ = tied, dp_ops_ = dp_ops, e_ = e;
+  model_ = model;
+  next_task_.assign(static_cast<size_t>(p), 0);
+  need_.assign(static_cast<size_t>(p), 0);
+  // Before the run: every stage's first task (the ops without a predecessor of their own stage
+  // wait for the gathers and the previous stage's sends).
+  for (int s = 0; s < p; ++s) need(s, 1);
+}
 
-  std::vector<std::vector<int>> sent_fwd(static_cast<size_t>(n_vstages), std::vector<int>(static_cast<size_t>(m), -1));
-  std::vector<std::vector<int>> sent_bwd = sent_fwd;
-  // FSDP FULL_SHARD, one micro-batch's forward or backward (one stage, one chunk). Sources
-  // (torch 2.0/2.1 torch/distributed/fsdp/_runtime_utils.py, as composer 0.16 wraps MPT, one unit
-  // per MPTBlock): _pre_forward unshards a unit (the all-gather on the unshard stream, issued as
-  // the host reaches it), _post_forward reshards it except the root; limit_all_gathers makes the
-  // host wait for the unit freed two gathers earlier; backward_prefetch BACKWARD_POST (composer's
-  // default) issues the next unit's gather in the post-backward hook, before the reduce-scatter of
-  // this unit's gradient; composer's ddp_sync_context is a no-op for FSDP, so every micro-batch
-  // reduce-scatters. One dp_comm stream carries gathers and reduce-scatters in issue order (they
-  // share the NVLinks).
-  std::vector<int> fsdp_fwd_done, fsdp_bwd_done, fsdp_gathered;
-  int fsdp_root_gather = -1;
-  auto emit_fsdp_task = [&](StageState& S, StageInfo& info, Chunk& c, bool forward) {
-    const std::vector<Unit>& u = c.units;
-    const size_t n = u.size();
-    const auto is_layer = [&](size_t i) { return i < n && u[i].kind == BlockKind::kDecoder; };
-    const auto& fwd_of = [&](const Unit& x) -> const Program& {
-      return x.kind == BlockKind::kEmbedding ? emb_fwd : x.kind == BlockKind::kHead ? head_fwd : layer_fwd;
-    };
-    const auto& bwd_of = [&](const Unit& x) -> const Program& {
-      return x.kind == BlockKind::kEmbedding ? emb_bwd : x.kind == BlockKind::kHead ? head_bwd : layer_bwd;
-    };
-    int64_t root_params = 0;
-    for (const Unit& x : u) root_params += x.kind == BlockKind::kDecoder ? 0 : x.params;
-    if (forward) {
-      fsdp_fwd_done.assign(n, -1);
-      fsdp_gathered.assign(n, -1);
-      fsdp_root_gather = em.emit(S, info, fsdp_gather_tmpl(root_params), kDpComm, {}, -1);
-      for (size_t i = 0; i < n; ++i) {
-        if (is_layer(i)) {
-          std::vector<int> deps;
-          if (i >= 2 && is_layer(i - 2)) deps.push_back(fsdp_fwd_done[i - 2]);  // limit_all_gathers
-          S.pending.push_back(em.emit(S, info, fsdp_gather_tmpl(u[i].params), kDpComm, deps, -1));
-        } else {
-          S.pending.push_back(fsdp_root_gather);
-        }
-        em.run(S, info, fwd_of(u[i]), u[i].block);
-        fsdp_fwd_done[i] = S.last_compute;
+void MegatronOpStream::Impl::need(int s, int64_t tasks) {
+  if (tasks >= tasks_per_stage_) {
+    tail_needed_ = true;
+    tasks = tasks_per_stage_;
+  }
+  int64_t& n = need_[static_cast<size_t>(s)];
+  if (tasks <= n) return;
+  const int64_t done = next_task_[static_cast<size_t>(s)];
+  if (n <= done && tasks > done) ++unmet_;
+  n = tasks;
+}
+
+void MegatronOpStream::Impl::emitted_task(int s) {
+  const int64_t done = ++next_task_[static_cast<size_t>(s)];
+  if (done == need_[static_cast<size_t>(s)]) --unmet_;
+}
+
+void MegatronOpStream::Impl::starting(int id) {
+  PROTWIN_ASSERT(id >= base_ && id < handed_, "op ", id, " is not in the stream's window");
+  const Tag& t = tags_[static_cast<size_t>(id - base_)];
+  // Its task's successor must exist before this task's last compute op ends.
+  if (t.task != kGatherTask && t.task != kTailTask) need(t.stage, t.task + 2);
+}
+
+void MegatronOpStream::Impl::release(int id) {
+  while (base_ <= id && base_ < handed_) {
+    tags_.pop_front();
+    ++base_;
+  }
+}
+
+const traces::Op* MegatronOpStream::Impl::next() {
+  if (handed_ > ops_base_) {  // the run has read the op handed last
+    ops_.pop_front();
+    ++ops_base_;
+  }
+  while (ops_.empty()) {
+    if (!emit_more()) return nullptr;
+  }
+  ++handed_;
+  return &ops_.front();
+}
+
+// One step of compile_megatron_plan's emission: the gathers, one task, or the tail. False when
+// every op has been emitted.
+bool MegatronOpStream::Impl::emit_more() {
+  const MegatronOptions& o = o_;
+  if (phase_ == kGathers) {
+    phase_ = kTasks;
+    // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
+    // start, in forward order; a bucket's first forward waits for it.
+    if (dp_ops_ && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)
+      for (int s = 0; s < p_; ++s) {
+        auto& S = st_[static_cast<size_t>(s)];
+        for (auto& c : S.chunks)
+          for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
+            it->gather_op = em_.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
       }
-      return;
+    tag_new_ops(0, kGatherTask);
+    return true;
+  }
+  if (phase_ == kDone) return false;
+  // The stages' tasks in an order where every op's dependencies come first (ids are
+  // topological): a stage goes on while the sends it waits for exist; sweeps over the stages
+  // until one makes no progress.
+  for (;;) {
+    const int s = cur_;
+    int64_t& i = next_task_[static_cast<size_t>(s)];
+    if (i < tasks_per_stage_) {
+      const PipeTask t = pipeline_task(s, p_, v_, m_, i);
+      const int vs = t.chunk * p_ + s;
+      const bool ready = t.forward ? vs == 0 || sent_fwd_.count(send_key(vs - 1, t.microbatch))
+                                   : vs + 1 == n_vstages_ || sent_bwd_.count(send_key(vs + 1, t.microbatch));
+      if (ready) {
+        emit_task(s, t);
+        tag_new_ops(s, i);
+        emitted_task(s);
+        progress_ = true;
+        return true;
+      }
     }
-    fsdp_bwd_done.assign(n, -1);
-    for (size_t r = n; r-- > 0;) {
-      if (is_layer(r)) {
-        // The last layer's gather is issued by its pre-backward hook, once the forward is done.
-        if (fsdp_gathered[r] < 0)
-          fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {fsdp_fwd_done.back()}, -1);
-        S.pending.push_back(fsdp_gathered[r]);
-        if (o.recompute == Recompute::kFull) em.run(S, info, layer_re, u[r].block);
-      }
-      em.run(S, info, bwd_of(u[r]), u[r].block);
-      fsdp_bwd_done[r] = S.last_compute;
-      if (!is_layer(r)) continue;
-      if (r >= 1 && is_layer(r - 1)) {  // BACKWARD_POST prefetch, rate-limited by the unit two back
-        std::vector<int> deps;
-        if (is_layer(r + 1)) deps.push_back(fsdp_bwd_done[r + 1]);
-        fsdp_gathered[r - 1] = em.emit(S, info, fsdp_gather_tmpl(u[r - 1].params), kDpComm, deps, -1);
-      }
-      em.emit(S, info, fsdp_reduce_tmpl(u[r].params), kDpComm, {S.last_compute}, -1);
+    if (++cur_ < p_) continue;
+    cur_ = 0;
+    if (progress_) {
+      progress_ = false;
+      continue;
     }
-    em.emit(S, info, fsdp_reduce_tmpl(root_params), kDpComm, {S.last_compute}, -1);  // the root's post-backward
+    break;
+  }
+  for (int s = 0; s < p_; ++s)
+    PROTWIN_ASSERT(next_task_[static_cast<size_t>(s)] == tasks_per_stage_, "pipeline schedule of stage ", s,
+                   " deadlocks");
+  emit_tail();
+  tag_new_ops(0, kTailTask);
+  phase_ = kDone;
+  return true;
+}
+
+void MegatronOpStream::Impl::emit_task(int s, const PipeTask& t) {
+  const MegatronOptions& o = o_;
+  auto& S = st_[static_cast<size_t>(s)];
+  auto& info = out.stages[static_cast<size_t>(s)];
+  Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
+  const int vs = t.chunk * p_ + s;
+  // The send this task waits for is waited for by this task only.
+  auto take = [&](std::unordered_map<int64_t, int>& sent, int from) {
+    auto it = sent.find(send_key(from, t.microbatch));
+    S.pending.push_back(it->second);
+    sent.erase(it);
   };
-
-  auto emit_task = [&](int s, const PipeTask& t) {
-    auto& S = st[static_cast<size_t>(s)];
-    auto& info = out.stages[static_cast<size_t>(s)];
-    Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
-    const int vs = t.chunk * p + s;
-    const size_t mb = static_cast<size_t>(t.microbatch);
-    if (o.fsdp) {
-      emit_fsdp_task(S, info, c, t.forward);
-      return;
-    }
-    if (t.forward) {
-      if (vs > 0) {
-        S.pending.push_back(sent_fwd[static_cast<size_t>(vs - 1)][mb]);
-        if (p2p_gather >= 0) em.emit(S, info, p2p_gather, kCompute, {}, -1);
-      }
-      for (const Unit& u : c.units) {
-        if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
-          S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
-        em.run(S, info, u.kind == BlockKind::kEmbedding ? emb_fwd : u.kind == BlockKind::kHead ? head_fwd : layer_fwd,
-               u.block);
-      }
-      if (vs + 1 < n_vstages) {
-        std::vector<int> deps = S.pending;
-        deps.push_back(S.last_compute);
-        sent_fwd[static_cast<size_t>(vs)][mb] = em.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1);
-      }
-      return;
-    }
-    if (vs + 1 < n_vstages) {
-      S.pending.push_back(sent_bwd[static_cast<size_t>(vs + 1)][mb]);
-      if (p2p_gather >= 0) em.emit(S, info, p2p_gather, kCompute, {}, -1);
-    }
-    const bool last_mb = t.microbatch == m - 1;
-    for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
-      if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re, it->block);
-      em.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd : it->kind == BlockKind::kHead ? head_bwd : layer_bwd,
-             it->block);
-      if (o.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
-      if (dp_ops && o.overlap_grad_reduce && last_mb && it->bucket_end && !o.fsdp)
-        em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
-    }
+  if (o.fsdp) {
+    emit_fsdp_task(S, info, c, t.forward);
+    return;
+  }
+  if (t.forward) {
     if (vs > 0) {
+      take(sent_fwd_, vs - 1);
+      if (p2p_gather_ >= 0) em_.emit(S, info, p2p_gather_, kCompute, {}, -1);
+    }
+    for (const Unit& u : c.units) {
+      if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
+        S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
+      em_.run(S, info, u.kind == BlockKind::kEmbedding ? emb_fwd_ : u.kind == BlockKind::kHead ? head_fwd_ : layer_fwd_,
+              u.block);
+    }
+    if (vs + 1 < n_vstages_) {
       std::vector<int> deps = S.pending;
       deps.push_back(S.last_compute);
-      sent_bwd[static_cast<size_t>(vs)][mb] = em.emit(S, info, p2p_tmpl((s + p - 1) % p, false), kP2p, deps, -1);
+      sent_fwd_[send_key(vs, t.microbatch)] = em_.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1);
     }
-  };
-
-  // Emit the stages' tasks in an order where every op's dependencies come first (ids are
-  // topological): a stage goes on while the sends it waits for exist.
-  std::vector<std::vector<PipeTask>> order(static_cast<size_t>(p));
-  for (int s = 0; s < p; ++s) order[static_cast<size_t>(s)] = pipeline_order(s, p, v, m);
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < p; ++s) {
-      auto& ord = order[static_cast<size_t>(s)];
-      for (size_t& i = next[static_cast<size_t>(s)]; i < ord.size(); ++i) {
-        const PipeTask& t = ord[i];
-        const int vs = t.chunk * p + s;
-        const size_t mb = static_cast<size_t>(t.microbatch);
-        if (t.forward && vs > 0 && sent_fwd[static_cast<size_t>(vs - 1)][mb] < 0) break;
-        if (!t.forward && vs + 1 < n_vstages && sent_bwd[static_cast<size_t>(vs + 1)][mb] < 0) break;
-        emit_task(s, t);
-        progress = true;
-      }
-    }
+    return;
   }
-  for (int s = 0; s < p; ++s)
-    PROTWIN_ASSERT(next[static_cast<size_t>(s)] == order[static_cast<size_t>(s)].size(), "pipeline schedule of stage ",
-                   s, " deadlocks");
+  if (vs + 1 < n_vstages_) {
+    take(sent_bwd_, vs + 1);
+    if (p2p_gather_ >= 0) em_.emit(S, info, p2p_gather_, kCompute, {}, -1);
+  }
+  const bool last_mb = t.microbatch == m_ - 1;
+  for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
+    if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em_.run(S, info, layer_re_, it->block);
+    em_.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd_ : it->kind == BlockKind::kHead ? head_bwd_ : layer_bwd_,
+            it->block);
+    if (o.local_ddp) em_.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
+    if (dp_ops_ && o.overlap_grad_reduce && last_mb && it->bucket_end && !o.fsdp)
+      em_.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
+  }
+  if (vs > 0) {
+    std::vector<int> deps = S.pending;
+    deps.push_back(S.last_compute);
+    sent_bwd_[send_key(vs, t.microbatch)] = em_.emit(S, info, p2p_tmpl((s + p_ - 1) % p_, false), kP2p, deps, -1);
+  }
+}
 
-  // Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
+// FSDP FULL_SHARD, one micro-batch's forward or backward (one stage, one chunk). Sources
+// (torch 2.0/2.1 torch/distributed/fsdp/_runtime_utils.py, as composer 0.16 wraps MPT, one unit
+// per MPTBlock): _pre_forward unshards a unit (the all-gather on the unshard stream, issued as
+// the host reaches it), _post_forward reshards it except the root; limit_all_gathers makes the
+// host wait for the unit freed two gathers earlier; backward_prefetch BACKWARD_POST (composer's
+// default) issues the next unit's gather in the post-backward hook, before the reduce-scatter of
+// this unit's gradient; composer's ddp_sync_context is a no-op for FSDP, so every micro-batch
+// reduce-scatters. One dp_comm stream carries gathers and reduce-scatters in issue order (they
+// share the NVLinks). Streamed, every op depends on ops of its own task except the last layer's
+// backward gather, which waits for the forward task's last compute op (the stage's last compute
+// op of the task before, as the OpSource contract allows).
+void MegatronOpStream::Impl::emit_fsdp_task(StageState& S, StageInfo& info, Chunk& c, bool forward) {
+  const MegatronOptions& o = o_;
+  const std::vector<Unit>& u = c.units;
+  const size_t n = u.size();
+  const auto is_layer = [&](size_t i) { return i < n && u[i].kind == BlockKind::kDecoder; };
+  int64_t root_params = 0;
+  for (const Unit& x : u) root_params += x.kind == BlockKind::kDecoder ? 0 : x.params;
+  if (forward) {
+    fsdp_fwd_done_.assign(n, -1);
+    fsdp_gathered_.assign(n, -1);
+    fsdp_root_gather_ = em_.emit(S, info, fsdp_gather_tmpl(root_params), kDpComm, {}, -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (is_layer(i)) {
+        std::vector<int> deps;
+        if (i >= 2 && is_layer(i - 2)) deps.push_back(fsdp_fwd_done_[i - 2]);  // limit_all_gathers
+        S.pending.push_back(em_.emit(S, info, fsdp_gather_tmpl(u[i].params), kDpComm, deps, -1));
+      } else {
+        S.pending.push_back(fsdp_root_gather_);
+      }
+      em_.run(S, info, fwd_of(u[i]), u[i].block);
+      fsdp_fwd_done_[i] = S.last_compute;
+    }
+    return;
+  }
+  fsdp_bwd_done_.assign(n, -1);
+  for (size_t r = n; r-- > 0;) {
+    if (is_layer(r)) {
+      // The last layer's gather is issued by its pre-backward hook, once the forward is done.
+      if (fsdp_gathered_[r] < 0)
+        fsdp_gathered_[r] = em_.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {fsdp_fwd_done_.back()}, -1);
+      S.pending.push_back(fsdp_gathered_[r]);
+      if (o.recompute == Recompute::kFull) em_.run(S, info, layer_re_, u[r].block);
+    }
+    em_.run(S, info, bwd_of(u[r]), u[r].block);
+    fsdp_bwd_done_[r] = S.last_compute;
+    if (!is_layer(r)) continue;
+    if (r >= 1 && is_layer(r - 1)) {  // BACKWARD_POST prefetch, rate-limited by the unit two back
+      std::vector<int> deps;
+      if (is_layer(r + 1)) deps.push_back(fsdp_bwd_done_[r + 1]);
+      fsdp_gathered_[r - 1] = em_.emit(S, info, fsdp_gather_tmpl(u[r - 1].params), kDpComm, deps, -1);
+    }
+    em_.emit(S, info, fsdp_reduce_tmpl(u[r].params), kDpComm, {S.last_compute}, -1);
+  }
+  em_.emit(S, info, fsdp_reduce_tmpl(root_params), kDpComm, {S.last_compute}, -1);  // the root's post-backward
+}
+
+// Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
+void MegatronOpStream::Impl::emit_tail() {
+  const MegatronOptions& o = o_;
+  const Placement& pl = out.placement;
+  const ParallelSizes& z = o.sizes;
+  std::vector<StageState>& st = st_;
+  const int p = p_;
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
-    if (!dp_ops || o.overlap_grad_reduce || o.fsdp) continue;
+    if (!dp_ops_ || o.overlap_grad_reduce || o.fsdp) continue;
     for (auto& c : S.chunks)
       for (auto& b : c.buckets)
-        em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
+        em_.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
   }
   int tied_op = -1;
-  if (tied) {
+  if (tied_) {
     // Megatron all-reduces the word-embedding gradient between the first and the last stage.
     auto& S0 = st.front();
     GroupPlacement g;
@@ -796,9 +963,9 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
     g.size = 2;
     g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
     g.ranks_per_node = g.nodes == 2 ? 1 : 2;
-    const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model.vocab, z.tp) * model.hidden * o.grad_bytes,
+    const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, z.tp) * model_.hidden * o.grad_bytes,
                                      g, "tied embedding gradient");
-    tied_op = em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
+    tied_op = em_.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
   }
   // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
   GroupPlacement mp;  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm
@@ -830,25 +997,50 @@ ParallelPlan compile_megatron_plan(const ModelSpec& unpadded, const MegatronOpti
     auto& S = st[static_cast<size_t>(s)];
     auto& info = out.stages[static_cast<size_t>(s)];
     std::vector<int> deps = {S.last_dp};
-    if (tied && (s == 0 || s == p - 1)) deps.push_back(tied_op);
+    if (tied_ && (s == 0 || s == p - 1)) deps.push_back(tied_op);
     if (megatron_step) {
       // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
       // read by .item(), so the host waits for it.
       for (int k = fp16 ? 0 : 1; k < 2; ++k)
-        deps = {em.emit(S, info,
-                        bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
-                        kCompute, deps, -1)};
-    } else if (composer_step && dp_ops) {
-      deps = {em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps, -1)};
+        deps = {em_.emit(S, info,
+                         bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
+                         kCompute, deps, -1)};
+    } else if (composer_step && dp_ops_) {
+      deps = {em_.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
+                       -1)};
     }
-    const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc) : info.params;
-    const int adam = em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
-    if (dp_ops && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
+    const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc_) : info.params;
+    const int adam = em_.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
+    if (dp_ops_ && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
       for (auto& c : S.chunks)
         for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
-          em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
+          em_.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
   }
-  out.templates = std::move(bank.ops);
+}
+
+MegatronOpStream::MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
+                                   const nlohmann::json& meta)
+    : impl_(std::make_unique<Impl>(model, options, placement, meta)) {}
+MegatronOpStream::~MegatronOpStream() = default;
+const traces::Plan& MegatronOpStream::header() const { return impl_->out.plan; }
+const traces::Op* MegatronOpStream::next() { return impl_->next(); }
+bool MegatronOpStream::wants_more() const { return impl_->wants_more(); }
+void MegatronOpStream::starting(int id) { impl_->starting(id); }
+void MegatronOpStream::release(int id) { impl_->release(id); }
+const ParallelPlan& MegatronOpStream::plan() const { return impl_->out; }
+const std::vector<traces::Op>& MegatronOpStream::templates() const { return impl_->bank.ops; }
+
+ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
+                                   const nlohmann::json& meta) {
+  MegatronOpStream stream(model, options, placement, meta);
+  std::vector<traces::Op> ops;
+  while (const traces::Op* op = stream.next()) {
+    ops.push_back(*op);
+    stream.release(op->id);
+  }
+  ParallelPlan out = stream.plan();
+  out.plan.ops = std::move(ops);
+  out.templates = stream.templates();
   return out;
 }
 

@@ -41,12 +41,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/estimate/memory_estimate.h"
+#include "sim/engine/plan_simulator.h"
 #include "sim/estimate/stage_layers.h"
 #include "sim/parallel/placement.h"
 #include "sim/workload/model_spec.h"
@@ -127,14 +129,52 @@ struct ParallelPlan {
   std::vector<StageInfo> stages;
 };
 
-// The largest plan the compiler builds (about 600 bytes per op, more with expand_kernels): a
-// bigger one is refused naming --gbs (its micro-batches set the plan's length).
+// The largest plan the compiler builds (about 600 bytes per op when materialised, more with
+// expand_kernels; a MegatronOpStream holds only its window, but the simulation's time still
+// grows with the plan): a bigger one is refused naming --gbs (its micro-batches set the plan's
+// length).
 inline constexpr int64_t kMaxPlanOps = int64_t{1} << 22;
 
 // Layers, heads and sizes must already satisfy the layout's constraints (the CLI checks them
 // with the estimator's messages); the compiler re-checks what it relies on.
 ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options,
                                    const Placement& placement, const nlohmann::json& meta = {});
+
+// The same plan's ops generated one by one as a simulation takes them (PlanSimulator::run with
+// an OpSource; compile_megatron_plan drains it): the same ops, ids and templates, but only the ops
+// generated and not yet released are held, so a simulation's memory follows the pipeline's
+// in-flight work, not the plan's length. Generation follows the run (the OpSource contract):
+// every stage's first task (one micro-batch's forward or backward of one model chunk) before the
+// run; a stage's next task when an op of its task before starts; the tail (gradient reductions,
+// tied embedding, optimizer steps) when a stage's second-to-last task starts. That is in time:
+// every op of a task waits for an op of its own task or for its stage's last compute op of the
+// task before (the compute stream's order, kPrevCompute, last_compute), and a stage's first task
+// for the previous stage's send and its gathers, emitted before the run. The framework's ops
+// (apply_framework_preset) keep to it: scatter-gather's all-gather and LocalDDP's main_grad passes
+// are ops of their task, FSDP's gathers and reduce-scatters too (the last layer's backward gather
+// waits for the forward task's last compute op), the framework step's all-reduces are the tail's.
+class MegatronOpStream final : public OpSource {
+ public:
+  MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
+                   const nlohmann::json& meta = {});
+  ~MegatronOpStream() override;
+
+  const traces::Plan& header() const override;
+  const traces::Op* next() override;
+  bool wants_more() const override;
+  void starting(int id) override;
+  void release(int id) override;
+
+  // The plan without ops: placement, options, micro-batches, model flops, and the stages, whose
+  // flops are complete once every op is generated.
+  const ParallelPlan& plan() const;
+  // The templates so far (attrs.tmpl of the generated ops index them; the vector only grows).
+  const std::vector<traces::Op>& templates() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Model flops of one token: 3x the forward GEMM and attention flops of the unsharded workload
 // (backward = 2x forward; elementwise work, recompute and causal masking not counted). For GPT

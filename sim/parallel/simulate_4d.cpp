@@ -106,25 +106,54 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   r.fits_80pct = r.memory.total_gib() <= r.memory_limit_gib;
 
   const Placement pl = place_groups(z, g, nodes);
-  ParallelPlan plan = compile_megatron_plan(model, o, pl, {{"machine", machine.name}, {"nodes", nodes}});
-  const TemplateCostModel priced(cost, plan.templates, plan.plan);
-  traces::Report report = PlanSimulator(priced).run(plan.plan);
-  r.options = plan.options;
-  r.placement = pl;
-  measure_4d(plan, report, r);
+  const nlohmann::json meta = {{"machine", machine.name}, {"nodes", nodes}};
+  if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
+    ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
+    const TemplateCostModel priced(cost, plan.templates, plan.plan);
+    RunStats stats;
+    traces::Report report = PlanSimulator(priced).run(plan.plan, &stats);
+    r.options = plan.options;
+    r.placement = pl;
+    r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
+    measure_4d(plan, report, r);
+    if (cfg.keep_report) r.report = std::move(report);
+    if (plan_out) *plan_out = std::move(plan);
+  } else {  // ops generated as the simulation takes them, records measured as they retire
+    MegatronOpStream stream(model, o, pl, meta);
+    const TemplateCostModel priced(cost, stream.templates(), stream.header());
+    Measure4d measure(stream.plan());
+    RunStats stats;
+    const traces::Report report =
+        PlanSimulator(priced).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); });
+    r.options = stream.plan().options;
+    r.placement = pl;
+    r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
+    measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
+  }
   r.peak_tflops = machine.gpu.compute.at(o.dtype).peak_tflops;
   r.mfu = r.peak_tflops > 0 ? r.tflops_per_gpu / r.peak_tflops : 0;
-  if (cfg.keep_report) r.report = std::move(report);
-  if (plan_out) *plan_out = std::move(plan);
   return r;
 }
 
-void measure_4d(const ParallelPlan& plan, const traces::Report& report, Simulate4dResult& r) {
+Measure4d::Measure4d(const ParallelPlan& plan) : busy_(plan.stages.size(), 0) {
+  for (size_t s = 0; s < plan.stages.size(); ++s) stage_of_[plan.stages[s].compute_stream] = s;
+}
+
+void Measure4d::add(const traces::OpRecord& op) {
+  if (op.kind == "adam_device") return;
+  auto it = stage_of_.find(op.stream);
+  if (it == stage_of_.end()) return;
+  busy_[it->second] += op.end.ns - op.start.ns;
+  first_ = std::min(first_, op.start.ns);
+  last_ = std::max(last_, op.end.ns);
+}
+
+void Measure4d::finish(const ParallelPlan& plan, const traces::Report& report, int64_t ops, Simulate4dResult& r) const {
   const MegatronOptions& o = plan.options;
   const ParallelSizes& z = o.sizes;
   r.world = z.world();
   r.microbatches = plan.microbatches;
-  r.ops = static_cast<int64_t>(report.ops.size());
+  r.ops = ops;
   r.iteration_s = report.iteration.seconds();
   r.streams = report.streams;
   const double tokens = static_cast<double>(o.gbs) * static_cast<double>(o.seq);
@@ -138,28 +167,22 @@ void measure_4d(const ParallelPlan& plan, const traces::Report& report, Simulate
   r.hw_tflops_per_gpu = r.iteration_s > 0 ? executed / static_cast<double>(z.pp) / r.iteration_s / 1e12 : 0;
 
   // Bubble: idle time of each stage's compute stream inside the pipeline window.
-  std::unordered_map<std::string, size_t> stage_of;
-  for (size_t s = 0; s < plan.stages.size(); ++s) stage_of[plan.stages[s].compute_stream] = s;
   const size_t p = plan.stages.size();
-  std::vector<int64_t> busy(p, 0);
-  int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
-  for (const auto& op : report.ops) {
-    if (op.kind == "adam_device") continue;
-    auto it = stage_of.find(op.stream);
-    if (it == stage_of.end()) continue;
-    busy[it->second] += op.end.ns - op.start.ns;
-    first = std::min(first, op.start.ns);
-    last = std::max(last, op.end.ns);
-  }
-  const double window = last > first ? static_cast<double>(last - first) : 0;
+  const double window = last_ > first_ ? static_cast<double>(last_ - first_) : 0;
   r.stage_bubble_fraction.assign(p, 0);
   double sum = 0;
   for (size_t s = 0; s < p; ++s) {
-    r.stage_bubble_fraction[s] = window > 0 ? 1.0 - static_cast<double>(busy[s]) / window : 0;
+    r.stage_bubble_fraction[s] = window > 0 ? 1.0 - static_cast<double>(busy_[s]) / window : 0;
     sum += r.stage_bubble_fraction[s];
   }
   r.bubble_fraction = p ? sum / static_cast<double>(p) : 0;
   r.bubble_fraction_stage0 = p ? r.stage_bubble_fraction[0] : 0;
+}
+
+void measure_4d(const ParallelPlan& plan, const traces::Report& report, Simulate4dResult& r) {
+  Measure4d m(plan);
+  for (const auto& op : report.ops) m.add(op);
+  m.finish(plan, report, static_cast<int64_t>(report.ops.size()), r);
 }
 
 nlohmann::json placement_to_json(const Placement& p) {

@@ -23,7 +23,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,6 +58,7 @@ struct Simulate4dResult {
   bool fits_80pct = false;
   std::vector<traces::StreamRecord> streams;
   traces::Report report;       // with keep_report
+  int64_t peak_live_ops = 0;   // the most ops the simulation held at once (RunStats::peak_live_ops)
 };
 
 // Nodes a layout needs on nodes of `gpus_per_node` GPUs, or the check of a given count; errors
@@ -70,12 +73,28 @@ inline constexpr int64_t kMaxTokensPerIteration = int64_t{1} << 30;
 void check_tokens_per_iteration(int64_t gbs, int64_t seq);
 
 // Checks the layout (errors name the flag: --tp, --pp, --cp, --dp, --mbs, --gbs, --seq, --vpp,
-// --nodes), compiles it, simulates it and measures it.
+// --nodes), compiles it, simulates it and measures it. Without keep_report and plan_out the ops
+// are generated as the simulation takes them (MegatronOpStream) and measured as they finish:
+// memory follows the pipeline's in-flight ops, not the plan's length; the numbers are the same.
 Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel& cost,
                              const Simulate4dConfig& cfg, ParallelPlan* plan_out = nullptr);
 
 // The metrics of a simulated plan (bubble, flops) — simulate_4d's second half, for tests.
 void measure_4d(const ParallelPlan& plan, const traces::Report& report, Simulate4dResult& r);
+
+// The same from the op records one at a time (a streamed run's sink), then the report's totals.
+class Measure4d {
+ public:
+  explicit Measure4d(const ParallelPlan& plan);
+  void add(const traces::OpRecord& op);
+  // `ops`: how many ops the run had.
+  void finish(const ParallelPlan& plan, const traces::Report& report, int64_t ops, Simulate4dResult& r) const;
+
+ private:
+  std::unordered_map<std::string, size_t> stage_of_;  // compute stream -> stage
+  std::vector<int64_t> busy_;
+  int64_t first_ = std::numeric_limits<int64_t>::max(), last_ = 0;
+};
 
 // {"model", "machine", "config", "placement", "iteration_s", "tokens_per_s", "tflops_per_gpu",
 //  "hw_tflops_per_gpu", "mfu", "peak_tflops", "bubble_fraction", "bubble_fraction_stage0",

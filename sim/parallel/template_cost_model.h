@@ -3,7 +3,9 @@
 // stream named by its role ("compute", "tp_comm", "cp_comm", "dp_comm", "p2p"); a plan op with
 // attrs.tmpl then costs what its template costs, so a 200k-op plan asks the base model a few dozen
 // times. Ops without attrs.tmpl go to the base model. Pricing happens in the constructor, so
-// cost() is const and stateless (safe from many threads).
+// cost() is const and stateless (safe from many threads), unless templates are added later (a
+// MegatronOpStream adds them while it generates): a template index beyond those priced is priced
+// then, so such a model serves one simulation, one thread.
 #pragma once
 
 #include <vector>
@@ -27,7 +29,8 @@ class TemplateCostModel : public hw::CostModel {
 
  private:
   const hw::CostModel* base_;
-  std::vector<hw::OpCost> costs_;
+  const std::vector<traces::Op>* templates_;
+  mutable std::vector<hw::OpCost> costs_;
 };
 
 }  // namespace protwin::sim
