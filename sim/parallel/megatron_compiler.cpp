@@ -661,7 +661,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
     plan.streams.push_back({S.streams[kCompute], {}});
     if (z.tp > 1) plan.streams.push_back({S.streams[kTpComm], {}});
     if (z.cp > 1) plan.streams.push_back({S.streams[kCpComm], {}});
-    if (dp_ops || tied) plan.streams.push_back({S.streams[kDpComm], {}});
+    if (dp_ops || tied || o.fsdp) plan.streams.push_back({S.streams[kDpComm], {}});
     if (p > 1) plan.streams.push_back({S.streams[kP2p], {}});
     out.stages[static_cast<size_t>(s)].compute_stream = S.streams[kCompute];
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/parallel/megatron_compiler.h"
@@ -141,6 +142,19 @@ TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, bac
     const auto& g = ops[static_cast<size_t>(gather)].deps;
     CHECK(std::find(g.begin(), g.end(), last_forward) != g.end());
   }
+}
+
+TEST_CASE("FSDP on one GPU: its gathers run on a declared dp_comm stream", "[parallel][framework][errors]") {
+  // DP 1 used to leave dp_comm undeclared while FSDP's gathers were put on it ("unknown stream").
+  const ParallelPlan p = compile(layout(1, 1, 1, 2, "fsdp"));
+  std::set<std::string> declared;
+  for (const auto& s : p.plan.streams) declared.insert(s.name);
+  int gathers = 0;
+  for (const auto& op : p.plan.ops) {
+    CHECK(declared.count(op.stream) == 1);
+    if (op.kind == "all_gather") ++gathers;
+  }
+  CHECK(gathers == 2 * (1 + 2 * kLayers));
 }
 
 TEST_CASE("FSDP shards over data parallelism only: TP, PP or CP is refused naming --framework", "[parallel][framework][errors]") {
