@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "traces/chunk_sharding.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -195,6 +196,9 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
   for (size_t i = 0; i < specs.size(); ++i)
     PROTWIN_CHECK(rp.chunks.slots[i].chunk >= 0, source, ":/chunks: parameter ", specs[i].name,
                   " of the runtime's model is in no chunk");
+  // Device optimizer states sharded over the ranks, as the plan's ops say (traces/chunk_sharding.h).
+  rp.chunks.device_sharded = traces::device_sharded_chunks(plan);
+  traces::check_sharded_chunks_gathered(plan, source);
 
   // Ops the runtime can replay.
   std::string collective_stream;

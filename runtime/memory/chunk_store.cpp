@@ -13,7 +13,9 @@ ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& de
   PROTWIN_ASSERT(layout_.slots.size() == specs_.size(), "chunk layout has ", layout_.slots.size(),
                  " slots for ", specs_.size(), " parameters");
   const size_t n = layout_.chunk_numel.size();
-  PROTWIN_ASSERT(layout_.device_resident.size() == n && layout_.device_optimizer.size() == n,
+  if (layout_.device_sharded.empty()) layout_.device_sharded.assign(n, false);
+  PROTWIN_ASSERT(layout_.device_resident.size() == n && layout_.device_optimizer.size() == n &&
+                     layout_.device_sharded.size() == n,
                  "chunk layout vectors differ in length");
   chunks_.resize(n);
   for (size_t c = 0; c < n; ++c) {
@@ -24,8 +26,9 @@ ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& de
       ch.dev_grad = device_.device_zeros(e);
     }
     if (layout_.device_optimizer[c]) {
-      ch.dev_m = device_.device_zeros(e);
-      ch.dev_v = device_.device_zeros(e);
+      const int64_t shard = host_shard(static_cast<int>(c)).count;
+      ch.dev_m = device_.device_zeros(shard);
+      ch.dev_v = device_.device_zeros(shard);
     } else {
       const int64_t shard = host_shard(static_cast<int>(c)).count;
       ch.host_params = device_.host_zeros(shard);
@@ -39,9 +42,11 @@ ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& de
 
 bool ChunkStore::host_owned(int c) const { return !layout_.device_optimizer[static_cast<size_t>(c)]; }
 
+bool ChunkStore::device_sharded(int c) const { return layout_.device_sharded[static_cast<size_t>(c)]; }
+
 Shard ChunkStore::host_shard(int c) const {
   const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
-  return host_owned(c) ? ranks_.shard(n) : Shard{0, n};
+  return host_owned(c) || device_sharded(c) ? ranks_.shard(n) : Shard{0, n};
 }
 
 at::Tensor& ChunkStore::master(int c) {
@@ -95,8 +100,10 @@ void ChunkStore::import_flat(StateKind kind, const at::Tensor& flat) {
     off += s.numel;
   }
   for (int c = 0; c < chunks(); ++c) {
-    const Shard s = host_shard(c);
     at::Tensor dst = state(c, kind);  // handle to the chunk's storage
+    // A sharded device chunk's params are whole (its m and v are the shard).
+    const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
+    const Shard s = dst.numel() == n ? Shard{0, n} : host_shard(c);
     dst.copy_(whole[static_cast<size_t>(c)].narrow(0, s.begin, s.count));
     // A ZeRO-Offload chunk keeps a device copy of the (whole) master.
     if (kind == StateKind::kParams && layout_.device_resident[static_cast<size_t>(c)] && host_owned(c))
@@ -163,7 +170,7 @@ void ChunkStore::reduce_grad(int c, bool everywhere) {
     grad.add_(ch.host_partial);
     ch.host_partial_valid = false;
   }
-  if (everywhere || !host_owned(c)) ranks_.all_reduce_mean(grad);
+  if (everywhere || (!host_owned(c) && !device_sharded(c))) ranks_.all_reduce_mean(grad);
   else ranks_.reduce_scatter_mean(grad);
 }
 
@@ -332,7 +339,13 @@ void ChunkStore::adam_device(int c, const AdamConfig& cfg, int64_t step, int thr
   Chunk& ch = chunks_[static_cast<size_t>(c)];
   PROTWIN_ASSERT(layout_.device_optimizer[static_cast<size_t>(c)], "device Adam on chunk ", c,
                  " whose optimizer state is on the host");
-  device_.adam(cfg, step, ch.dev_params, ch.dev_grad, ch.dev_m, ch.dev_v, threads);
+  if (device_sharded(c)) {  // this rank's shard; the plan's all_gather then completes the params
+    const Shard s = host_shard(c);
+    at::Tensor params = ch.dev_params.narrow(0, s.begin, s.count), grad = ch.dev_grad.narrow(0, s.begin, s.count);
+    device_.adam(cfg, step, params, grad, ch.dev_m, ch.dev_v, threads);
+  } else {
+    device_.adam(cfg, step, ch.dev_params, ch.dev_grad, ch.dev_m, ch.dev_v, threads);
+  }
   ch.dev_grad.zero_();
 }
 

@@ -15,8 +15,10 @@
 // of the chunk (ZeRO-3): a fetch uploads the shard into its slice of the device buffer and the
 // plan's all_gather fills the rest; the plan's reduce_scatter leaves the mean gradient in this
 // rank's slice, which is offloaded and updated by CPU Adam. Chunks whose optimizer is on the device
-// are replicated: their reduction is an all-reduce and every rank runs the same Adam, so the
-// replicas stay bitwise equal. A tied gradient offloaded in pieces (partial_grad_chunk) is kept
+// are replicated (DDP: their reduction is an all-reduce and every rank runs the same Adam, so the
+// replicas stay bitwise equal) or, when the plan reduce-scatters them (device_sharded), keep
+// whole params and gradient but Adam m and v of this rank's shard only: adam_device updates the
+// shard and the plan's all_gather completes the params. A tied gradient offloaded in pieces (partial_grad_chunk) is kept
 // whole on the host and added to the device gradient before the chunk's reduction.
 // Checkpoint export and import gather and split the shards, so checkpoints do not depend on N.
 // Runtime header: includes ATen.
@@ -48,6 +50,9 @@ struct ChunkLayout {
   std::vector<int64_t> chunk_numel;      // used elements of each chunk
   std::vector<bool> device_resident;     // persistent chunks
   std::vector<bool> device_optimizer;    // Adam on the device (persistent with GPU Adam)
+  // N ranks: a device-optimizer chunk whose Adam m and v are this rank's shard
+  // (traces/chunk_sharding.h); empty = none.
+  std::vector<bool> device_sharded;
 };
 
 enum class StateKind { kParams, kExpAvg, kExpAvgSq };
@@ -141,7 +146,8 @@ class ChunkStore {
   at::Tensor& adam_grad(Chunk& ch) { return ch.host_grad_fp32_valid ? ch.host_grad_fp32 : ch.host_grad; }
   at::Tensor device_params_locked(int c) const;
   bool host_owned(int c) const;
-  Shard host_shard(int c) const;  // the elements of chunk c this rank's host states hold
+  bool device_sharded(int c) const;
+  Shard host_shard(int c) const;  // the elements of chunk c this rank's optimizer states hold
   at::Tensor& master(int c);
   const at::Tensor& state(int c, StateKind kind) const;
 

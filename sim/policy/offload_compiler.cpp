@@ -531,6 +531,9 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     const int a = b.add("adam_device", "compute", {after}, -1, c);
     b.op(a).work.params = k.offload ? ceil_div(L.chunks[ci].used_elems, N) : L.chunks[ci].used_elems;
     b.op(a).reads = {gpu_t[ci]};
+    // Offloading systems keep a persistent chunk's Adam state sharded (ZeRO): each rank updates its
+    // shard, and the updated parameters are gathered for the next forward (traces/chunk_sharding.h).
+    if (k.offload && N > 1) collective("all_gather", a, c);
   }
   // ZeRO-Offload: the updated fp16 shards of the GPU-resident params go back up and are gathered.
   if (k.offload && !k.persistent_gpu_adam) {

@@ -14,6 +14,7 @@
 #include "sim/workload/parameters.h"
 #include "sim/workload/runtime_tensors.h"
 #include "traces/block_allocator.h"
+#include "traces/chunk_sharding.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -304,11 +305,17 @@ RuntimeMemory Replay::run() {
   // The chunk store's constructor: persistent chunks' params and gradient, then Adam m and v.
   const size_t n = numel_.size();
   RuntimeMemory out;
+  // A device-sharded chunk's m and v are rank 0's shard (traces/chunk_sharding.h).
+  const std::vector<bool> sharded = traces::device_sharded_chunks(plan_);
   for (size_t c = 0; c < n; ++c) {
-    const int64_t b = 4 * numel_[c];
-    const int reps = (resident_[c] ? 2 : 0) + (device_optimizer_[c] ? 2 : 0);
-    for (int i = 0; i < reps; ++i) apply(next_++, b);
-    out.states_bytes += reps * b;
+    const int64_t b = 4 * numel_[c], optim = sharded[c] ? 4 * ((numel_[c] + ranks_ - 1) / ranks_) : b;
+    std::vector<int64_t> sizes;
+    if (resident_[c]) sizes = {b, b};
+    if (device_optimizer_[c]) sizes.insert(sizes.end(), {optim, optim});
+    for (int64_t bytes : sizes) {
+      apply(next_++, bytes);
+      out.states_bytes += bytes;
+    }
   }
   PROTWIN_CHECK(schedule_.ops.size() == plan_.ops.size(), plan_.source, ": the schedule has ", schedule_.ops.size(),
                 " ops, the plan ", plan_.ops.size());

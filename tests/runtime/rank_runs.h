@@ -63,9 +63,11 @@ inline bool have_runtime() {
   return std::filesystem::exists(std::string(PROTWIN_BINARY_DIR) + "/cli/protwin-rt");
 }
 
-// The 2-rank policies: replicated chunks (DDP's all-reduce), ProTrain-like sharded offloading,
-// ZeRO-Offload (host Adam of persistent chunks, updated shards gathered), per-block chunks (GPT-2's
-// tied embedding: gradient pieces), checkpointed and swapped blocks; then seeded random ones.
+// The 2-rank policies: ProTrain-like sharded offloading (one persistent chunk: its Adam state
+// sharded on the device, reduce_scatter + adam_device of the shard + all_gather), ZeRO-Offload
+// (host Adam of persistent chunks, updated shards gathered), per-block chunks (GPT-2's tied
+// embedding: gradient pieces), checkpointed and swapped blocks, all chunks but one persistent with
+// sharded device Adam; then seeded random ones. (DDP's replicated all-reduce plan: resident_plan.)
 inline std::vector<protwin::sim::OffloadKnobs> policies(const protwin::sim::Workload& w) {
   std::vector<protwin::sim::OffloadKnobs> out;
   protwin::sim::OffloadKnobs k;
@@ -88,6 +90,11 @@ inline std::vector<protwin::sim::OffloadKnobs> policies(const protwin::sim::Work
   b.grad_roundtrip = true;
   b.step_host_passes = true;
   out.push_back(b);  // DeepSpeed-like per-block chunks
+  protwin::sim::OffloadKnobs p;  // ProTrain-like: all chunks but the last persistent, device Adam sharded
+  p.chunk_bytes = int64_t{1} << 20;
+  p.n_persist = static_cast<int>(protwin::sim::layout_for(w, p).chunks.size()) - 1;
+  p.n_buffer = 1;
+  out.push_back(p);
   std::mt19937 rng(23);
   for (int i = 0; i < 2; ++i) out.push_back(protwin::rt::testing::random_knobs(w, rng, kRanks));
   return out;

@@ -109,3 +109,20 @@ TEST_CASE("ranks: --net-GBps caps each collective at its bus bytes over the rate
   }
   CHECK(collectives > 0);
 }
+
+TEST_CASE("ranks: a sharded device Adam whose shard is never gathered is refused before step 1", "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const protwin::sim::Workload w = tiny_workload("gpt2-tiny");
+  protwin::traces::Plan plan = compile_plan(w, policies(w)[0], kGpuBytes, kRanks);  // chunk 0 persistent, sharded
+  int adam = -1;
+  for (protwin::traces::Op& op : plan.ops) {
+    if (op.kind == "adam_device" && op.chunk == 0) adam = op.id;
+    if (op.kind == "all_gather" && op.chunk == 0 && adam >= 0) op.deps.clear();  // the gather no longer follows Adam
+  }
+  REQUIRE(adam >= 0);
+  const std::string p = write(plan, "stale.json");
+  const CliResult r = run_protwin("train --plan " + p + " --steps 1", mpirun(kRanks));
+  CHECK(r.code != 0);
+  CHECK(r.err.find(p + ":/ops/" + std::to_string(adam) + ": adam_device updates this rank's shard of chunk 0") !=
+        std::string::npos);
+}

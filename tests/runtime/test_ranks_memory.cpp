@@ -21,7 +21,7 @@ TEST_CASE("ranks: the simulator predicts a rank's measured device peak within 5 
     const protwin::sim::Workload w = tiny_workload(model, 4, 64);
     std::vector<protwin::traces::Plan> plans{resident_plan(w, kRanks)};
     const std::vector<protwin::sim::OffloadKnobs> ks = policies(w);
-    for (size_t i = 0; i < 3; ++i) plans.push_back(compile_plan(w, ks[i], kGpuBytes, kRanks));
+    for (size_t i = 0; i < 4; ++i) plans.push_back(compile_plan(w, ks[i], kGpuBytes, kRanks));
     for (size_t i = 0; i < plans.size(); ++i) {
       const std::string p = write(plans[i], model + ".memory" + std::to_string(i) + ".json");
       const protwin::traces::Report schedule = protwin::sim::PlanSimulator(cost).run(plans[i]);

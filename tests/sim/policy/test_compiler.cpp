@@ -15,6 +15,7 @@
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
 #include "sim/workload/workload.h"
+#include "traces/chunk_sharding.h"
 #include "traces/error.h"
 #include "traces/plan.h"
 
@@ -429,4 +430,59 @@ TEST_CASE("bad knobs name the knob and its valid range") {
   WorkloadOptions o;
   o.batch = 0;
   REQUIRE_THROWS_WITH(build_workload(find_model("gpt2-small"), o), Catch::Contains("--batch"));
+}
+
+TEST_CASE("on N GPUs a persistent chunk's device Adam updates its 1/N shard, which an all_gather then completes") {
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  constexpr int kGpus = 4;
+  OffloadKnobs k = base_knobs("protrain");
+  k.chunk_bytes = int64_t{128} << 20;
+  const int n = static_cast<int>(layout_for(w, k).chunks.size());
+  k.n_persist = n - 1;
+  k.n_buffer = 1;
+  const CompiledPlan p = compile_offload_plan(w, kGpus, rank_memory(cost.machine(), kGpus), k);
+  const std::vector<bool> sharded = traces::device_sharded_chunks(p.plan);
+  REQUIRE(sharded.size() == static_cast<size_t>(n));
+  for (int c = 0; c < n; ++c) {
+    INFO("chunk " << c);
+    CHECK(sharded[static_cast<size_t>(c)] == (c < k.n_persist));
+    int adam = -1, gathers_after_adam = 0, scatters = 0;
+    for (const traces::Op& op : p.plan.ops) {
+      if (op.chunk != c) continue;
+      if (op.kind == "reduce_scatter") ++scatters;
+      if (op.kind == "adam_device") {
+        adam = op.id;
+        CHECK(op.work.params == (p.chunks.chunks[static_cast<size_t>(c)].used_elems + kGpus - 1) / kGpus);
+      }
+      if (op.kind == "all_gather" && adam >= 0 && std::count(op.deps.begin(), op.deps.end(), adam) == 1)
+        ++gathers_after_adam;
+    }
+    CHECK(scatters == 1);
+    CHECK((adam >= 0) == (c < k.n_persist));
+    CHECK(gathers_after_adam == (c < k.n_persist ? 1 : 0));
+  }
+  CHECK_NOTHROW(traces::check_sharded_chunks_gathered(p.plan, "p.json"));
+  // Without the gather the other ranks would keep stale parameters: refused, naming the adam_device.
+  traces::Plan stale = p.plan;
+  int adam0 = -1;
+  for (traces::Op& op : stale.ops) {
+    if (op.kind == "adam_device" && op.chunk == 0) adam0 = op.id;
+    if (op.kind == "all_gather" && op.chunk == 0 && adam0 >= 0) op.deps.clear();
+  }
+  REQUIRE(adam0 >= 0);
+  REQUIRE_THROWS_WITH(traces::check_sharded_chunks_gathered(stale, "p.json"),
+                      Catch::StartsWith("p.json:/ops/" + std::to_string(adam0) +
+                                        ": adam_device updates this rank's shard of chunk 0 (its gradient is "
+                                        "reduce-scattered), but no all_gather of the chunk follows it"));
+  // Replicated optimizer states: DDP (all-reduce, every rank the whole chunk), ZeRO-Offload (host
+  // Adam), and any 1-GPU plan.
+  OffloadKnobs zero_offload = k;
+  zero_offload.persistent_gpu_adam = false;
+  for (const CompiledPlan& q : {compile_offload_plan(w, kGpus, rank_memory(cost.machine(), kGpus), base_knobs("ddp")),
+                                compile_offload_plan(w, kGpus, rank_memory(cost.machine(), kGpus), zero_offload),
+                                compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k)}) {
+    const std::vector<bool> none = traces::device_sharded_chunks(q.plan);
+    CHECK(std::count(none.begin(), none.end(), true) == 0);
+  }
 }
