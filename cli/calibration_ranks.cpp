@@ -4,13 +4,16 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
+#include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
 #include "cli/sample_stats.h"
+#include "cli/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
 #include "sim/policy/runtime_memory.h"
 #include "sim/policy/systems.h"
@@ -107,6 +110,8 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   // core each, and the other rank busy), not those of one process alone. Rank 0's files are used.
   std::unique_ptr<hw::HardwareCostModel> rank_cost;
   std::vector<sim::ContentionRule> contention;
+  std::unique_ptr<traces::OpProfile> rank_profile;  // kept for the per-rank speed-scaled predictions
+  std::unique_ptr<hw::Machine> rank_machine;
   if (o.profile_ranks && !found.empty()) {
     const std::string dir = o.out_dir + "/ranks-profile";
     traces::create_folders(dir, "-o");
@@ -119,10 +124,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
     PROTWIN_CHECK(p.exit_code == 0, "calibrate --ranks: mpirun protwin-rt profile failed (exit ", p.exit_code, "); see ",
                   dir, "/runtime.log");
-    const traces::OpProfile profile = traces::OpProfile::load(dir + "/profile-rank0.json");
+    rank_profile = std::make_unique<traces::OpProfile>(traces::OpProfile::load(dir + "/profile-rank0.json"));
+    const traces::OpProfile& profile = *rank_profile;
     nlohmann::json j = hw::load_machine(dir + "/machine-rank0.json").json;
     for (const char* k : {"memory_bytes", "usable_memory_bytes"}) j["gpu"][k] = machine.json["gpu"][k];
     const hw::Machine pm = with_ranks(hw::machine_from_json(j, dir + "/machine-rank0.json"), o.ranks, o.net_gbps);
+    rank_machine = std::make_unique<hw::Machine>(pm);
     rank_cost = std::make_unique<hw::HardwareCostModel>(
         pm, [profile](const traces::OpSignature& sig) { return profile.lookup(sig); });
     contention = sim::contention_rules_from_profile(profile.provenance());
@@ -130,7 +137,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   }
 
   // 3. Run each plan on N ranks; predict it with the rank profile (or the calibration's).
-  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu;
+  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s;
   for (Case& fc : found) {
     const std::string& dir = fc.dir;
     nlohmann::json& c = fc.json;
@@ -142,7 +149,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     std::vector<std::string> args = mpirun_head;
     args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
                              "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps), "-o",
-                             dir + "/measured.json", "--json"});
+                             dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
     const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
     c["knobs"] = sr.best.knobs.to_json();
     c["predicted_s"] = predicted_s;
@@ -156,6 +163,8 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();
     const double measured = quantile(std::vector<double>(it.begin() + (it.size() > 1 ? 1 : 0), it.end()), 0.5);
     const traces::Report mr = traces::read_report(dir + "/measured.json");
+    std::vector<traces::Report> rank_reports;
+    for (int r = 0; r < o.ranks; ++r) rank_reports.push_back(traces::read_report(dir + "/ranks/rank" + std::to_string(r) + ".json"));
     nlohmann::json busy;
     for (const char* st : kRankStreams) {
       const auto* ps = predicted.stream(st);
@@ -179,17 +188,55 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       if (pool == "gpu")
         memory[pool].update({{"plan_bytes", plan_b},
                              {"plan_error", rel_error(static_cast<double>(plan_b), static_cast<double>(mb))},
-                             {"predicted_reserved_bytes", rm.reserved_peak_bytes}});
+                             {"predicted_reserved_bytes", rm.reserved_peak_bytes},
+                             // the same tensors in rank 0's measured schedule: separates the
+                             // schedule's error from the tensors'
+                             {"predicted_in_measured_schedule_bytes",
+                              sim::predict_runtime_memory(sr.best_plan.plan, mr).allocated_peak_bytes}});
     }
     const int64_t analytic = sr.best.analytic_peak_gpu_bytes;
     memory["gpu"]["analytic_bytes"] = analytic;
     memory["gpu"]["analytic_error"] =
         rel_error(static_cast<double>(analytic), static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
     memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
+    // Each rank at its own speed (its probes beside the measured steps against the rank profile's
+    // reference probes), simulated alone; the ranks meet at every collective, so the step is the
+    // slowest rank's (cli/speed_scaled_prediction.h).
+    if (rank_profile && j.contains("rank_probes")) {
+      const ProbeSpeeds reference = probe_references(rank_profile->provenance());
+      SpeedScaledPredictor predictor(sr.best_plan.plan, *rank_machine, rank_profile.get(), contention);
+      nlohmann::json per_rank = nlohmann::json::array();
+      double slowest = 0;
+      for (const auto& steps : j["rank_probes"]) {
+        std::vector<double> gemm, copy, adam;
+        for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i) {  // the measured steps
+          const auto& p = steps[i];
+          gemm.push_back(0.5 * (p["gemm_before_gflops"].get<double>() + p["gemm_after_gflops"].get<double>()));
+          copy.push_back(0.5 * (p["copy_before_GBps"].get<double>() + p["copy_after_GBps"].get<double>()));
+          adam.push_back(0.5 * (p["adam_before_mparams_per_s"].get<double>() + p["adam_after_mparams_per_s"].get<double>()));
+        }
+        if (gemm.empty() || reference.gemm_gflops <= 0 || reference.copy_gbps <= 0 || reference.adam_mparams_per_s <= 0)
+          break;
+        const ProbeSpeeds then{quantile(gemm, 0.5), quantile(copy, 0.5), quantile(adam, 0.5)};
+        const ResourceScales sc = scales_of(then, reference);
+        const double it_s = predictor.iteration_s(sc);
+        slowest = std::max(slowest, it_s);
+        per_rank.push_back({{"gemm_gflops", then.gemm_gflops}, {"copy_GBps", then.copy_gbps},
+                            {"adam_mparams_per_s", then.adam_mparams_per_s}, {"compute_scale", sc.compute},
+                            {"copy_scale", sc.copy}, {"cpu_scale", sc.cpu}, {"predicted_s", it_s}});
+      }
+      if (slowest > 0) {
+        c["at_rank_speeds"] = {{"ranks", per_rank}, {"predicted_s", slowest},
+                               {"iteration_error", rel_error(slowest, measured)}};
+        speed_pred_s.push_back(slowest);
+        speed_meas_s.push_back(measured);
+      }
+    }
     c.update({{"measured_s", measured},
               {"measured_steps_s", it},
               {"iteration_error", rel_error(predicted_s, measured)},
               {"busy", busy},
+              {"ranks_measured", rank_breakdown(rank_reports)},
               {"memory", memory}});
     pred_s.push_back(predicted_s);
     meas_s.push_back(measured);
@@ -209,6 +256,11 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                           {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
                           {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
                           {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}};
+  if (!speed_pred_s.empty())
+    section["metrics_at_rank_speeds"] = {{"cases", speed_pred_s.size()},
+                                         {"iteration_time_mape", mape(speed_pred_s, speed_meas_s)},
+                                         {"iteration_time_max_error", max_relative_error(speed_pred_s, speed_meas_s)},
+                                         {"spearman", speed_pred_s.size() > 1 ? spearman(speed_pred_s, speed_meas_s) : 0.0}};
   return section;
 }
 
@@ -241,6 +293,37 @@ void print_rank_cases(const nlohmann::json& s) {
                 human_bytes(g["predicted_bytes"].get<int64_t>()).c_str(),
                 human_bytes(g["measured_bytes"].get<int64_t>()).c_str(), 100 * g["error"].get<double>(),
                 100 * g["analytic_error"].get<double>());
+  }
+  std::printf("where each rank's measured last step went (s): busy compute / h2d / d2h / cpu_optim; collectives: "
+              "wait for the peer + transfer\n");
+  for (const auto& c : s.at("cases")) {
+    if (c.contains("error") || !c.contains("ranks_measured")) continue;
+    for (const auto& r : c["ranks_measured"]) {
+      auto b = [&](const char* st) { return r["busy_s"].contains(st) ? r["busy_s"][st].get<double>() : 0.0; };
+      std::printf("  %-13s rank %d: step %.3f  busy %.3f / %.3f / %.3f / %.3f  collectives %.3f + %.3f\n",
+                  c["system"].get<std::string>().c_str(), r["rank"].get<int>(), r["iteration_s"].get<double>(),
+                  b("compute"), b("h2d"), b("d2h"), b("cpu_optim"), r["collective_wait_s"].get<double>(),
+                  r["collective_transfer_s"].get<double>());
+    }
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("at_rank_speeds")) continue;
+    std::string ranks;
+    for (const auto& r : c["at_rank_speeds"]["ranks"]) {
+      char b[96];
+      std::snprintf(b, sizeof b, "  %.3f s (compute x%.2f copy x%.2f cpu x%.2f)", r["predicted_s"].get<double>(),
+                    r["compute_scale"].get<double>(), r["copy_scale"].get<double>(), r["cpu_scale"].get<double>());
+      ranks += b;
+    }
+    std::printf("  %-13s at each rank's probed speed: slowest %.3f s (%+.1f%%); ranks:%s\n",
+                c["system"].get<std::string>().c_str(), c["at_rank_speeds"]["predicted_s"].get<double>(),
+                100 * c["at_rank_speeds"]["iteration_error"].get<double>(), ranks.c_str());
+  }
+  if (s.contains("metrics_at_rank_speeds")) {
+    const auto& m = s["metrics_at_rank_speeds"];
+    std::printf("%d-rank at each rank's probed speed (slowest rank): iteration MAPE %.1f%%, max %.1f%%, Spearman %.3f\n",
+                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
+                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
   }
   if (!s.contains("metrics")) return;
   const auto& m = s["metrics"];

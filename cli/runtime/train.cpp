@@ -10,6 +10,7 @@
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
+#include "traces/file_io.h"
 #include "traces/report.h"
 
 namespace protwin::cli {
@@ -17,7 +18,7 @@ namespace {
 
 int run_train(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  std::string plan_path, out_path, trace_path;
+  std::string plan_path, out_path, trace_path, rank_reports;
   rt::TrainOptions o;
   desc.add_options()
       ("plan", po::value(&plan_path), "Plan to replay (protwin.plan JSON, fp32; N GPUs: under mpirun -np N)")
@@ -35,22 +36,29 @@ int run_train(const std::vector<std::string>& args) {
        "ATen threads of the emulated device (0: all cores, one fewer when the plan offloads)")
       ("output,o", po::value(&out_path), "write the measured Report of the last step here")
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace of the last step")
+      ("rank-reports", po::value(&rank_reports),
+       "every rank writes the measured Report of its last step to DIR/rank<R>.json (meta.steady_start_ns "
+       "aligns the ranks' clocks)")
       ("checkpoint", po::value(&o.checkpoint_dir), "write checkpoints into this folder")
       ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(0),
        "steps between checkpoints (0: after the last step only)")
       ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
+      ("probes", "time the reference probes (GEMM, copy, CPU Adam) on every rank before and after every step; "
+                 "--json gets rank_probes")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("[mpirun -np G] protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] [--net-GBps Y] "
                      "[--device auto|cuda|emulated] [--compute-threads T] [-o measured.json] [--chrome-trace t.json] "
-                     "[--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
+                     "[--rank-reports DIR] [--probes] [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
                      desc, args, vm))
     return 0;
   require(vm, "plan");
   require(vm, "steps");
   PROTWIN_CHECK(o.lr > 0 && o.lr <= 1000, "--lr ", o.lr, ": expected a learning rate > 0 (and at most 1000)");
+  if (!rank_reports.empty()) traces::create_folders(rank_reports, "--rank-reports");
   rt::RankGroup& ranks = rt::RankGroup::world();
   const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, ranks.size());
+  o.probes = vm.count("probes") > 0;
   rt::TrainResult r;
   try {
     r = rt::train(rp, o);
@@ -61,12 +69,32 @@ int run_train(const std::vector<std::string>& args) {
     ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);
     throw;
   }
+  // Every rank's probes, gathered in rank order (every rank takes part in the all-gathers).
+  nlohmann::json rank_probes = nlohmann::json::array();
+  if (o.probes) {
+    std::vector<nlohmann::json> per_rank(static_cast<size_t>(ranks.size()), nlohmann::json::array());
+    for (const rt::StepProbes& p : r.probes) {
+      const std::pair<const char*, double> fields[] = {
+          {"gemm_before_gflops", p.gemm_before}, {"gemm_after_gflops", p.gemm_after},
+          {"copy_before_GBps", p.copy_before},   {"copy_after_GBps", p.copy_after},
+          {"adam_before_mparams_per_s", p.adam_before}, {"adam_after_mparams_per_s", p.adam_after}};
+      std::vector<nlohmann::json> step(per_rank.size(), nlohmann::json::object());
+      for (const auto& [key, value] : fields) {
+        const std::vector<double> all = ranks.all_gather(value);
+        for (size_t k = 0; k < all.size(); ++k) step[k][key] = all[k];
+      }
+      for (size_t k = 0; k < per_rank.size(); ++k) per_rank[k].push_back(step[k]);
+    }
+    for (auto& steps : per_rank) rank_probes.push_back(std::move(steps));
+  }
+  if (!rank_reports.empty())
+    traces::write_report(r.last_report, rank_reports + "/rank" + std::to_string(r.rank) + ".json");
   if (r.rank != 0) return 0;  // rank 0 reports (its own device; the losses are the global batch's)
 
   if (!out_path.empty()) traces::write_report(r.last_report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(r.last_report, trace_path);
   if (vm.count("json")) {
-    print_json({{"plan", plan_path},
+    nlohmann::json j = {{"plan", plan_path},
                 {"model", rp.plan.meta.value("model", "")},
                 {"device", r.device},
                 {"batch", rp.batch},
@@ -87,7 +115,9 @@ int run_train(const std::vector<std::string>& args) {
                 {"peak_host_bytes", r.peak_host_bytes},
                 {"compute_threads", r.compute_threads},
                 {"link_GBps", o.link_gbps},
-                {"net_GBps", o.net_gbps}});
+                {"net_GBps", o.net_gbps}};
+    if (o.probes) j["rank_probes"] = rank_probes;
+    print_json(j);
     return 0;
   }
   std::printf("plan %s: %s, batch %lld x seq %lld, %d rank(s), %d compute threads\n", plan_path.c_str(),

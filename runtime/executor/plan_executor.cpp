@@ -86,7 +86,10 @@ traces::Report PlanExecutor::run(OpRunner& runner, PoolLedger& ledger) const {
   if (failure) std::rethrow_exception(failure);
 
   traces::Report report;
-  report.meta = {{"source", "runtime"}};
+  // The iteration's start on the machine's monotonic clock: ranks on one host share it, so their
+  // reports can be laid side by side (a collective's wait for its peer).
+  report.meta = {{"source", "runtime"},
+                 {"steady_start_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count()}};
   report.ops = std::move(records);
   int64_t iteration = 0;
   for (const traces::OpRecord& r : report.ops) iteration = std::max(iteration, r.end.ns);

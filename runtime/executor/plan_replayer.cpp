@@ -154,6 +154,7 @@ StepResult PlanReplayer::step(const at::Tensor& tokens, const at::Tensor& target
   r.peak_pageable_bytes = mem.pageable_peak;
   nlohmann::json meta = rp_.plan.meta;
   meta["source"] = "runtime";
+  if (r.report.meta.contains("steady_start_ns")) meta["steady_start_ns"] = r.report.meta["steady_start_ns"];  // executor's
   meta["plan"] = rp_.source;
   device_->describe(meta);
   if (mem.measured)

@@ -7,6 +7,7 @@
 
 #include "runtime/cuda/device.h"
 #include "runtime/executor/plan_replayer.h"
+#include "runtime/profile/stability_probe.h"
 #include "runtime/train/checkpoint.h"
 #include "traces/error.h"
 
@@ -99,6 +100,7 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   r.ranks = ranks.size();
   r.rank = ranks.rank();
   r.device = replayer->device_name();
+  const ThreadSplit probe_split = ThreadSplit::choose(ThreadSplit::host_cores(), true);
   while (step < o.steps) {
     at::Tensor tokens, targets;
     data.batch(pos, global_batch, tokens, targets);
@@ -106,9 +108,25 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
       tokens = tokens.narrow(0, rp.batch * ranks.rank(), rp.batch).contiguous();
       targets = targets.narrow(0, rp.batch * ranks.rank(), rp.batch).contiguous();
     }
+    StepProbes probe;
+    if (o.probes) {  // at the profile's compute split (as interleaved.cpp), then back to the plan's
+      probe_split.apply();
+      probe.gemm_before = reference_gemm_gflops();
+      probe.copy_before = reference_copy_gbps(o.link_gbps);
+      probe.adam_before = reference_adam_mparams_per_s();
+      ro.threads.apply();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     StepResult s = replayer->step(tokens, targets, step + 1);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o.probes) {
+      probe_split.apply();
+      probe.gemm_after = reference_gemm_gflops();
+      probe.copy_after = reference_copy_gbps(o.link_gbps);
+      probe.adam_after = reference_adam_mparams_per_s();
+      ro.threads.apply();
+      r.probes.push_back(probe);
+    }
     ++step;
     pos = data.next_position(pos, global_batch);
     double loss = 0;  // the global batch's mean loss, summed in rank order

@@ -26,6 +26,14 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only after the last step
   std::string resume_dir;        // "" = start from step 0
   std::string device = "auto";   // "auto" | "cuda" | "emulated" (runtime/cuda/device.h)
+  // Time the reference probes (runtime/profile/stability_probe.h: GEMM, copy, CPU Adam, at the
+  // profile's compute split) just before and after every step: this rank's speeds then.
+  bool probes = false;
+};
+
+// One step's reference probes (TrainOptions::probes): GEMM GFLOPS, copy GB/s, CPU Adam M params/s.
+struct StepProbes {
+  double gemm_before = 0, gemm_after = 0, copy_before = 0, copy_after = 0, adam_before = 0, adam_after = 0;
 };
 
 struct TrainResult {
@@ -47,6 +55,7 @@ struct TrainResult {
   int rank = 0;                  // this process's rank; losses are the mean over ranks, memory this rank's
   std::string device;            // the device that replayed the plan
   traces::Report last_report;    // measured report of the last step
+  std::vector<StepProbes> probes;  // per step, this rank's (TrainOptions::probes)
 };
 
 // On N ranks (rp.ranks, RankGroup::world() under mpirun) every rank calls this: each trains on its

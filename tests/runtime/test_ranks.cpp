@@ -126,3 +126,33 @@ TEST_CASE("ranks: a sharded device Adam whose shard is never gathered is refused
   CHECK(r.err.find(p + ":/ops/" + std::to_string(adam) + ": adam_device updates this rank's shard of chunk 0") !=
         std::string::npos);
 }
+
+TEST_CASE("ranks: --rank-reports writes every rank's step on the shared clock, --probes every rank's probes",
+          "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const protwin::sim::Workload w = tiny_workload("gpt2-tiny");
+  const std::string p = write(compile_plan(w, policies(w)[0], kGpuBytes, kRanks), "rank_reports.json");
+  const std::string dir = scratch("rank_reports");
+  fs::remove_all(dir);
+  const CliResult r = run_protwin("train --plan " + p + " --steps 2 --json --probes --rank-reports " + dir, mpirun(kRanks));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::vector<int64_t> starts;
+  for (int k = 0; k < kRanks; ++k) {
+    const protwin::traces::Report rep = protwin::traces::read_report(dir + "/rank" + std::to_string(k) + ".json");
+    CHECK(rep.ops.size() == protwin::traces::read_plan(p).ops.size());
+    REQUIRE(rep.meta.contains("steady_start_ns"));
+    starts.push_back(rep.meta["steady_start_ns"].get<int64_t>());
+  }
+  // The ranks start the step together (the previous step's loss all-gather): within a second.
+  CHECK(std::abs(starts[1] - starts[0]) < 1'000'000'000);
+  const nlohmann::json probes = nlohmann::json::parse(r.out).at("rank_probes");
+  REQUIRE(probes.size() == static_cast<size_t>(kRanks));
+  for (const auto& steps : probes) {
+    REQUIRE(steps.size() == 2);
+    for (const auto& s : steps)
+      for (const char* k : {"gemm_before_gflops", "gemm_after_gflops", "copy_before_GBps", "copy_after_GBps",
+                            "adam_before_mparams_per_s", "adam_after_mparams_per_s"})
+        CHECK(s.at(k).get<double>() > 0);
+  }
+}
