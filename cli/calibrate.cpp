@@ -624,6 +624,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     ro.runtime = rt;
     ro.threads = threads;
     ro.profile_ranks = !vm.count("no-rank-profile");
+    ro.one_rank_profile = profile ? &*profile : nullptr;
     rank_section = calibrate_rank_cases(
         w, machine, [&](const hw::Machine& m) { return cost_with_profile(m, profile ? &*profile : nullptr); }, ro);
   }

@@ -202,9 +202,11 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     // Each rank at its own speed (its probes beside the measured steps against the rank profile's
     // reference probes), simulated alone; the ranks meet at every collective, so the step is the
     // slowest rank's (cli/speed_scaled_prediction.h).
-    if (rank_profile && j.contains("rank_probes")) {
-      const ProbeSpeeds reference = probe_references(rank_profile->provenance());
-      SpeedScaledPredictor predictor(sr.best_plan.plan, *rank_machine, rank_profile.get(), contention);
+    const traces::OpProfile* speed_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
+    if (speed_profile && j.contains("rank_probes")) {
+      const ProbeSpeeds reference = probe_references(speed_profile->provenance());
+      SpeedScaledPredictor predictor(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile,
+                                     rank_profile ? contention : sim::contention_rules_from_profile(speed_profile->provenance()));
       nlohmann::json per_rank = nlohmann::json::array();
       double slowest = 0;
       for (const auto& steps : j["rank_probes"]) {

@@ -18,6 +18,7 @@
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "sim/workload/workload.h"
+#include "traces/op_profile.h"
 
 namespace protwin::cli {
 
@@ -30,6 +31,9 @@ struct RankCalibrationOptions {
   std::string runtime;     // protwin-rt
   int threads = 2;         // search threads
   bool profile_ranks = true;  // predict with a profile taken by all N ranks at once (a rank's share)
+  // The calibration's one-rank profile (may be null): with profile_ranks off, the per-rank
+  // probed-speed prediction scales its kernels and reference probes instead of the rank profile's.
+  const traces::OpProfile* one_rank_profile = nullptr;
 };
 
 using CostFactory = std::function<std::unique_ptr<hw::HardwareCostModel>(const hw::Machine&)>;
