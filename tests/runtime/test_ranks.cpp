@@ -144,8 +144,10 @@ TEST_CASE("ranks: --rank-reports writes every rank's step on the shared clock, -
     REQUIRE(rep.meta.contains("steady_start_ns"));
     starts.push_back(rep.meta["steady_start_ns"].get<int64_t>());
   }
-  // The ranks start the step together (the previous step's loss all-gather): within a second.
-  CHECK(std::abs(starts[1] - starts[0]) < 1'000'000'000);
+  // One clock for both ranks (steady_clock: time since boot), and the ranks start the step together
+  // after the previous step's loss all-gather and their probes: well within 10 s on a loaded machine.
+  CHECK(starts[0] > 0);
+  CHECK(std::abs(starts[1] - starts[0]) < 10'000'000'000);
   const nlohmann::json probes = nlohmann::json::parse(r.out).at("rank_probes");
   REQUIRE(probes.size() == static_cast<size_t>(kRanks));
   for (const auto& steps : probes) {
