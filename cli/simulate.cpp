@@ -62,7 +62,8 @@ int run_simulate(const std::vector<std::string>& args) {
                          "(fp32 gpt2/llama plans; sim/policy/runtime_memory.h)")
       ("json", "print the summary as JSON");
   bool no_host_dispatch = false;
-  add_host_dispatch_option(desc, no_host_dispatch);
+  std::string profile = "none";
+  add_cost_options(desc, no_host_dispatch, profile);
   po::variables_map vm;
   if (!parse_options("protwin simulate (--plan P.json [--rates R.json | --machine H] | --model M --machine H "
                      "[--policy knobs.json] [--batch B]) [-o report.json] [--chrome-trace trace.json] [--json]",
@@ -75,10 +76,12 @@ int run_simulate(const std::vector<std::string>& args) {
     // A plan is simulated as it is: the flags that compile one would be silently ignored.
     for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "nodes", "seq", "flash", "hf-eager", "plan-out"})
       PROTWIN_CHECK(!given(vm, flag), "--", flag, ": only with --model (a --plan is simulated as it is)");
-    PROTWIN_CHECK(!vm.count("set") || vm.count("machine"),
-                  "--set: only with --machine (it overrides machine fields; --rates and a plan's meta.rates have none)");
+    for (const char* flag : {"set", "profile"})
+      PROTWIN_CHECK(!given(vm, flag) || vm.count("machine"), "--", flag,
+                    ": only with --machine (--rates and a plan's meta.rates have no machine fields or kernels)");
   }
 
+  std::unique_ptr<const traces::OpProfile> op_profile;  // --profile, used by `cost`
   std::unique_ptr<hw::CostModel> cost;
   traces::Plan plan;
   std::optional<sim::Candidate> candidate;  // with --model: throughput and the time split
@@ -97,6 +100,7 @@ int run_simulate(const std::vector<std::string>& args) {
     pa.hf_eager = hf_eager;
     pa.dtype = dtype;
     pa.no_host_dispatch = no_host_dispatch;
+    pa.profile = profile;
     PolicyInputs in = resolve_policy_inputs(pa);
     nlohmann::json policy = nlohmann::json::object();
     std::string source = "--knob";
@@ -129,11 +133,13 @@ int run_simulate(const std::vector<std::string>& args) {
     plan = std::move(compiled.plan);
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);
     cost = std::move(in.cost);
+    op_profile = std::move(in.profile);
     candidate = c;
   } else {
     plan = traces::read_plan(plan_path);
     if (vm.count("machine")) {
-      auto hardware = std::make_unique<hw::HardwareCostModel>(load_sim_machine(machine, set, no_host_dispatch));
+      op_profile = hw::load_op_profile(profile);
+      auto hardware = hw::make_cost_model(load_sim_machine(machine, set, no_host_dispatch), op_profile.get());
       const nlohmann::json& meta_machine = plan.meta.contains("machine") ? plan.meta["machine"] : nlohmann::json();
       const std::string compiled_for = meta_machine.is_string() ? meta_machine.get<std::string>() : "";
       const std::string costed_with = hardware->machine().name;
