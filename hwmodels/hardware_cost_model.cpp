@@ -61,6 +61,14 @@ int ranks_sharing_host(const traces::Plan& plan, int gpus_per_node) {
   return std::min(std::max(1, per_node), gpus_per_node);
 }
 
+// A kernel's bytes: its own, else read + write each element (swiglu reads two), and in backward
+// also the saved input.
+double kernel_bytes(const traces::Kernel& k, bool backward) {
+  if (k.bytes > 0) return k.bytes;
+  const double passes = k.sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
+  return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
+}
+
 // The op's fixed time and what priced it; an op that costs nothing has no source.
 void priced(OpCost* c, const KernelTime& t) {
   c->fixed = from_seconds(t.seconds);
@@ -264,20 +272,14 @@ double HardwareCostModel::roofline_seconds(double flops, double bytes, const std
 }
 
 // One GEMM call (or one batched call) of `flops` moving `bytes`.
-static double gemm_call_seconds(const HardwareCostModel& cm, const Machine& m, double flops,
-                                double bytes, const std::string& dtype) {
+double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
   const double gflop = flops * 1e-9;
-  double t = flops / (cm.gemm_tflops(gflop, dtype) * 1e12);
-  const auto it = m.gpu.compute.find(dtype);
-  const EfficiencyCurve& curve = it->second.gemm_curve;
+  double t = flops / (gemm_tflops(gflop, dtype) * 1e12);
+  const EfficiencyCurve& curve = compute_for(dtype).gemm_curve;
   if (!curve.empty() && gflop < curve.first_x())  // latency-bound: the first point's time
     t = std::max(t, curve.first_x() / curve.first_y() * 1e-3);
-  const double t_bytes = bytes / (m.gpu.hbm_achievable_GBps * 1e9);
-  return std::max({t, t_bytes, m.gpu.launch_floor_us * 1e-6});
-}
-
-double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
-  return gemm_call_seconds(*this, machine_, flops, bytes, dtype);
+  const double t_bytes = bytes / (machine_.gpu.hbm_achievable_GBps * 1e9);
+  return std::max({t, t_bytes, machine_.gpu.launch_floor_us * 1e-6});
 }
 
 double HardwareCostModel::gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
@@ -314,7 +316,7 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
   // (sim/workload "softmax"), priced there: not again here.
   const double gemm_flops = 2 * bh * sq * sk * d;
   const double gemm_bytes = bh * (sq * d + sk * d + sq * sk) * eb;
-  const double t_gemm = gemm_call_seconds(*this, machine_, gemm_flops, gemm_bytes, dtype);
+  const double t_gemm = gemm_call_seconds_for(gemm_flops, gemm_bytes, dtype);
   return (backward ? 4 : 2) * t_gemm;
 }
 
@@ -376,11 +378,7 @@ KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool b
   }
   if (sig.kind == "gemm" || sig.kind == "attention" || sig.kind == "flash_attention" || sig.kind == "adam")
     return {curve_kernel_seconds(k, backward), KernelSource::kModel};
-  double bytes = k.bytes;
-  if (bytes <= 0) {
-    const double passes = sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
-    bytes = elements_of(sig.shape) * elem_bytes(sig.dtype) * passes;
-  }
+  const double bytes = kernel_bytes(k, backward);
   if (is_memory_bound_kind(sig.kind) || k.flops <= 0) {
     const traces::OpSignature mem{is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
     return corrected(mem, bytes, memory_model_seconds(machine_, bytes));
@@ -393,7 +391,7 @@ double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool bac
   if (sig.kind == "gemm") {
     if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
     PROTWIN_CHECK(k.flops > 0, "kernel ", sig.key(), ": a gemm needs shape {m, n, k} or flops");
-    return gemm_call_seconds(*this, machine_, k.flops, k.bytes, sig.dtype);
+    return gemm_call_seconds_for(k.flops, k.bytes, sig.dtype);
   }
   if (sig.kind == "attention" || sig.kind == "flash_attention") {
     if (sig.kind == "flash_attention" && k.flops > 0 && sig.shape.size() != 4)
@@ -404,12 +402,7 @@ double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool bac
     const double bytes = k.bytes > 0 ? k.bytes : elements_of(sig.shape) * machine_.gpu_adam.bytes_per_param;
     return memory_seconds(bytes);
   }
-  double bytes = k.bytes;
-  if (bytes <= 0) {
-    // Read + write each element (swiglu reads two); backward also reads the saved input.
-    const double passes = sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
-    bytes = elements_of(sig.shape) * elem_bytes(sig.dtype) * passes;
-  }
+  const double bytes = kernel_bytes(k, backward);
   if (is_memory_bound_kind(sig.kind) || k.flops <= 0) return memory_seconds(bytes);
   return roofline_seconds(k.flops, bytes, sig.dtype);
 }

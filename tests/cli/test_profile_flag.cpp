@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/gemm_profile.h"
 #include "tests/cli/run_protwin.h"
 #include "tests/cli/scratch_files.h"
 #include "traces/op_profile.h"
@@ -32,38 +33,6 @@ nlohmann::json run_json(const std::string& args) {
   return nlohmann::json::parse(r.out);
 }
 
-// The first GEMM of the plan's forward ops.
-protwin::traces::OpSignature first_gemm(const protwin::traces::Plan& plan) {
-  for (const auto& op : plan.ops)
-    if (op.kind == "forward")
-      for (const auto& k : protwin::traces::kernels_of(op.attrs, "test"))
-        if (k.sig.kind == "gemm") return k.sig;
-  FAIL("no forward GEMM in the plan");
-  return {};
-}
-
-// Calls of `sig` in the plan: GEMMs are looked up by their own signature in every pass.
-int64_t calls_of(const protwin::traces::Plan& plan, const protwin::traces::OpSignature& sig) {
-  int64_t n = 0;
-  for (const auto& op : plan.ops)
-    for (const auto& k : protwin::traces::kernels_of(op.attrs, "test"))
-      if (k.sig == sig) n += k.count;
-  return n;
-}
-
-// A profile pricing only `sig`, at `seconds` per call.
-std::string profile_file(const std::string& name, const protwin::traces::OpSignature& sig, double seconds) {
-  protwin::traces::OpProfile p("test device", "measured", "test_profile_flag.cpp");
-  protwin::traces::OpProfileEntry e;
-  e.sig = sig;
-  e.us.add(seconds * 1e6);
-  e.source = "test";
-  p.add(e);
-  const std::string path = scratch_dir(kTag) + "/" + name;
-  p.save(path);
-  return path;
-}
-
 struct Profiles {
   protwin::traces::OpSignature sig;
   int64_t calls = 0;
@@ -81,8 +50,8 @@ Profiles profiles_for(const std::string& compile_args, const std::string& tag) {
   p.sig = first_gemm(plan);
   p.calls = calls_of(plan, p.sig);
   REQUIRE(p.calls > 0);
-  p.once = profile_file(tag + ".once.json", p.sig, kT);
-  p.twice = profile_file(tag + ".twice.json", p.sig, 2 * kT);
+  p.once = gemm_profile(scratch_dir(kTag) + "/" + tag + ".once.json", p.sig, kT);
+  p.twice = gemm_profile(scratch_dir(kTag) + "/" + tag + ".twice.json", p.sig, 2 * kT);
   return p;
 }
 
@@ -92,7 +61,7 @@ void check_delta(double once_s, double twice_s, int64_t calls, int64_t ops) {
 }
 }  // namespace
 
-TEST_CASE("--profile: one GEMM at 2T instead of T adds calls x T to every offload subcommand's iteration") {
+TEST_CASE("profile flag: one GEMM at 2T instead of T adds calls x T to every offload subcommand's iteration") {
   const Profiles p = profiles_for("simulate " + kOffload + " --knob system=ddp", "offload");
   const int64_t ops = 10000;  // a bound on the plan's ops, for the rounding margin
   auto iteration = [&](const std::string& args, const std::string& profile, auto pick) {
@@ -120,7 +89,7 @@ TEST_CASE("--profile: one GEMM at 2T instead of T adds calls x T to every offloa
   check_delta(iteration(replay, p.once, top), iteration(replay, p.twice, top), p.calls, ops);
 }
 
-TEST_CASE("--profile: simulate-4d and search-4d move by calls x T for the profiled GEMM") {
+TEST_CASE("profile flag: simulate-4d and search-4d move by calls x T for the profiled GEMM") {
   const std::string layout = " --tp 1 --pp 1 --dp 1 --cp 1 --mbs 1";
   const Profiles p = profiles_for("simulate-4d " + k4d + layout, "4d");
   const int64_t ops = 10000;
@@ -136,7 +105,7 @@ TEST_CASE("--profile: simulate-4d and search-4d move by calls x T for the profil
   check_delta(search4d(p.once), search4d(p.twice), p.calls, ops);
 }
 
-TEST_CASE("--profile: the ops priced per source follow from the plan's kernels") {
+TEST_CASE("profile flag: the ops priced per source follow from the plan's kernels") {
   const Profiles p = profiles_for("simulate " + kOffload + " --knob system=protrain --knob n_checkpoint=1", "sources");
   const protwin::traces::Plan plan = protwin::traces::read_plan(scratch_dir(kTag) + "/sources.plan.json");
   // host-emulated has no gpu.sms: without a profile every priced op is "curve". With one, an op
@@ -171,7 +140,7 @@ TEST_CASE("--profile: the ops priced per source follow from the plan's kernels")
   CHECK(cap["systems"][0]["priced_by"].value("curve", 0) > 0);
 }
 
-TEST_CASE("--profile: capacity is a question of memory, so a profile leaves its answer as it is") {
+TEST_CASE("profile flag: capacity is a question of memory, so a profile leaves its answer as it is") {
   const Profiles p = profiles_for("simulate " + kOffload + " --knob system=ddp", "capacity");
   const std::string args = "capacity --machine host-emulated --gpus 1 --dtype fp32 --systems ddp,protrain --max-layers 3";
   const nlohmann::json without = run_json(args), with = run_json(args + " --profile " + p.twice);
@@ -179,7 +148,7 @@ TEST_CASE("--profile: capacity is a question of memory, so a profile leaves its 
   CHECK(without["systems"][1]["max_params"].get<int64_t>() > 0);  // protrain fits some layers: not a vacuous check
 }
 
-TEST_CASE("--profile: a bad profile exits 2 naming the file and the JSON pointer, and --rates refuses it") {
+TEST_CASE("profile flag: a bad profile exits 2 naming the file and the JSON pointer, and --rates refuses it") {
   const std::string bad = write_scratch(kTag, "bad.json",
                                         R"({"format": "protwin.profile", "version": 1, "device": "x",
  "provenance": {"kind": "measured", "source": "t"},
