@@ -282,12 +282,7 @@ int run_calibrate(const std::vector<std::string>& args) {
 
   // Profile and machine.
   std::optional<traces::OpProfile> profile;
-  auto load_profile = [&](const std::string& p) {
-    if (p == "none") return;
-    const bool file = p.find('/') != std::string::npos || (p.size() > 5 && p.substr(p.size() - 5) == ".json");
-    profile = file ? traces::OpProfile::load(p) : traces::shipped_profile(p);
-  };
-  load_profile(profile_name);
+  if (auto p = hw::load_op_profile(profile_name)) profile = *p;
   hw::Machine machine = hw::load_machine(machine_name);
 
   // The capacity: the all-resident (DDP) plan's peak decides the default.
@@ -316,14 +311,14 @@ int run_calibrate(const std::vector<std::string>& args) {
   };
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
-    const auto cost = cost_with_profile(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
+    const auto cost = hw::make_cost_model(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
     sim::OffloadKnobs ddp = sim::base_knobs("ddp");
     const sim::Candidate c = sim::evaluate(w, *cost, 1, ddp);
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }
   machine = with_link(with_capacity(machine, capacity));
-  auto cost = cost_with_profile(machine, profile ? &*profile : nullptr);
+  auto cost = hw::make_cost_model(machine, profile ? &*profile : nullptr);
   traces::create_folders(out_dir, "-o");  // after every input is known good
 
   // 1. Cases.
@@ -474,7 +469,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       prov["note"] = profile_note + "; pooled over " + std::to_string(copies_slowdown.size()) +
                      " profiles interleaved with protwin calibrate's rounds (contention: medians)";
       profile->set_provenance(prov);
-      cost = cost_with_profile(machine, &*profile);
+      cost = hw::make_cost_model(machine, &*profile);
     }
     for (auto& r : results) {
       const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
@@ -595,7 +590,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       scale[st] = p > 1e-6 && q > 1e-6 ? q / p : 1.0;
     }
     const hw::Machine fm = scaled_machine(machine, scale);
-    const auto fcost = cost_with_profile(fm, profile ? &*profile : nullptr, scale["compute"]);
+    const auto fcost = hw::make_cost_model(fm, profile ? &*profile : nullptr, scale["compute"]);
     for (auto& r : results) {
       if (!r.error.empty()) continue;
       const Simulated s = simulate_case(w, *fcost, r.c.knobs, contention());
@@ -626,7 +621,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     ro.profile_ranks = !vm.count("no-rank-profile");
     ro.one_rank_profile = profile ? &*profile : nullptr;
     rank_section = calibrate_rank_cases(
-        w, machine, [&](const hw::Machine& m) { return cost_with_profile(m, profile ? &*profile : nullptr); }, ro);
+        w, machine, [&](const hw::Machine& m) { return hw::make_cost_model(m, profile ? &*profile : nullptr); }, ro);
   }
 
   // 6. JSON, plot, table.

@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "sim/distributed/evaluate_points.h"
-#include "sim/policy/systems.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -51,20 +51,7 @@ int run_capacity(const std::vector<std::string>& args) {
                   " family (layers at hidden 4096 and 8192) at batch 1; it takes no --", flag);
   pa.batch = "1";
   PolicyInputs in = resolve_policy_inputs(pa);
-  std::vector<std::string> names;
-  if (systems_arg.empty()) {
-    for (const auto& s : sim::systems()) names.push_back(s.name);
-  } else {
-    size_t start = 0;
-    while (start <= systems_arg.size()) {
-      const size_t comma = systems_arg.find(',', start);
-      names.push_back(systems_arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      PROTWIN_CHECK(sim::lookup_system(names.back()), "--systems ", systems_arg, ": unknown system '", names.back(),
-                    "'; known systems: ", sim::known_systems());
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
+  const std::vector<std::string> names = parse_systems(systems_arg, "systems");
   const int64_t hiddens[] = {4096, 8192};
   Progress bar("capacity", static_cast<long>(names.size() * 2));
   // One system per point (over MPI ranks under mpirun); each bisects its own layer count.
@@ -75,8 +62,11 @@ int run_capacity(const std::vector<std::string>& args) {
     o.batch = 1;
     o.simulate_top = 2;
     o.threads = pa.threads;
+    std::map<std::string, int64_t> priced_by, fitting_priced_by;  // of the last plan that fit
     auto fits = [&](int64_t hidden, int64_t layers) {
-      return sim::search_policy(gpt2_family(hidden, layers, o.seq), *in.cost, o).found;
+      const sim::SearchResult r = sim::search_policy(gpt2_family(hidden, layers, o.seq), *in.cost, o);
+      if (r.found) fitting_priced_by = r.best.priced_by;
+      return r.found;
     };
     const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), o.gpus, o.nodes);
     // What stops the next size: GPU memory, host memory (each alone would not suffice for any
@@ -110,11 +100,13 @@ int run_capacity(const std::vector<std::string>& args) {
         best_params = params;
         best_hidden = h;
         best_layers = lo;
+        priced_by = fitting_priced_by;  // bisection's last fitting call was at lo
       }
     }
     nlohmann::json j = {{"name", name}, {"max_params", best_params}};
     if (best_params > 0)
-      j.update({{"hidden", best_hidden}, {"layers", best_layers}, {"next_size", limited_by(best_hidden, best_layers + 1)}});
+      j.update({{"hidden", best_hidden}, {"layers", best_layers}, {"next_size", limited_by(best_hidden, best_layers + 1)},
+                {"priced_by", priced_by}});
     return j;
   };
   const auto same = [](const nlohmann::json& j) { return j; };

@@ -6,6 +6,7 @@
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
+#include "cli/summary.h"
 #include "sim/distributed/evaluate_points.h"
 #include "sim/policy/systems.h"
 #include "traces/chrome_trace.h"
@@ -57,7 +58,8 @@ int run_compare(const std::vector<std::string>& args) {
                 {"knobs", b.knobs.to_json()},
                 {"iteration_s", b.iteration_s}, {"forward_s", b.forward_s}, {"backward_s", b.backward_s},
                 {"exposed_optimizer_s", b.exposed_optimizer_s}, {"peak_gpu_bytes", b.peak_gpu_bytes},
-                {"peak_pinned_bytes", b.peak_pinned_bytes}, {"peak_pageable_bytes", b.peak_pageable_bytes}});
+                {"peak_pinned_bytes", b.peak_pinned_bytes}, {"peak_pageable_bytes", b.peak_pageable_bytes},
+                {"priced_by", b.priced_by}});
       if (pt.found && r.system != "protrain") j["protrain_speedup"] = pt.best.tokens_per_s / b.tokens_per_s;
     } else {
       j.update({{"tokens_per_s", nullptr}, {"batch", nullptr}, {"global_batch", nullptr}, {"knobs", nullptr}, {"iteration_s", nullptr},
@@ -93,6 +95,7 @@ int run_compare(const std::vector<std::string>& args) {
                 human_bytes(b.peak_gpu_bytes).c_str(), human_bytes(b.peak_pinned_bytes + b.peak_pageable_bytes).c_str(),
                 speedup);
   }
+  if (pt.found) std::printf("\nProTrain's best plan: %s", priced_by_line(pt.best.priced_by).c_str());
   if (!trace_out.empty() && pt.found) std::printf("\nchrome trace of ProTrain's best plan: %s\n", trace_out.c_str());
   return 0;
 }

@@ -2,9 +2,12 @@
 
 namespace protwin::cli {
 
-void add_host_dispatch_option(po::options_description& desc, bool& no_host_dispatch) {
+void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile) {
   desc.add_options()("no-host-dispatch", po::bool_switch(&no_host_dispatch),
-                     "no host thread issuing the GPU work (the machine's host_dispatch section off)");
+                     "no host thread issuing the GPU work (the machine's host_dispatch section off)")
+      ("profile", po::value(&profile)->default_value(profile),
+       "measured op profile (protwin.profile: shipped name or file, 'none'): its entries price the ops "
+       "instead of the machine's curves (as in calibrate)");
 }
 
 hw::Machine load_sim_machine(const std::string& name, const std::vector<std::string>& set, bool no_host_dispatch) {

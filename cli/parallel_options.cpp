@@ -53,7 +53,7 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
       ("local-ddp", po::value(&a.local_ddp),
        "on | off: Megatron's LocalDDP adds every gradient into main_grad after each backward (overrides "
        "--framework)");
-  add_host_dispatch_option(desc, a.no_host_dispatch);
+  add_cost_options(desc, a.no_host_dispatch, a.profile);
 }
 
 namespace {
@@ -71,7 +71,8 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   for (const char* flag : {"model", "machine", "gbs"}) require(vm, flag);
   ParallelInputs in;
   in.model = sim::resolve_model(a.model);
-  in.cost = std::make_unique<hw::HardwareCostModel>(load_sim_machine(a.machine, a.set, a.no_host_dispatch));
+  in.profile = hw::load_op_profile(a.profile);
+  in.cost = hw::make_cost_model(load_sim_machine(a.machine, a.set, a.no_host_dispatch), in.profile.get());
   PROTWIN_CHECK(a.seq >= 0, "--seq ", a.seq, ": must be at least 1 (0: the model's default)");
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");

@@ -18,6 +18,7 @@ struct ParallelArgs {
   std::string model, machine;
   std::vector<std::string> set;
   bool no_host_dispatch = false;
+  std::string profile = "none";  // --profile
   int64_t seq = 0, gbs = 0;
   std::string recompute = "none", dtype = "bf16";
   std::string framework = "megatron-core", sequence_parallel, dropout, grad_reduce_dtype, vocab_parallel_loss, pad_vocab;
@@ -29,6 +30,7 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a);
 
 struct ParallelInputs {
   sim::ModelSpec model;
+  std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
   std::unique_ptr<hw::HardwareCostModel> cost;
   sim::MegatronOptions options;  // sizes, mbs and vpp left for the caller
   double gpu_memory_gb = 0;      // 0: from the machine

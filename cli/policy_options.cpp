@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "cli/host_dispatch_option.h"
+#include "sim/policy/systems.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -25,13 +26,14 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
        "GPT-2 family: HuggingFace GPT2Block's eager kernels (gelu_new unfused, separate attention scale and mask) "
        "and its default dropout 0.1, as the papers' systems ran it (default: fused kernels, no dropout)")
       ("threads", po::value(&a.threads)->default_value(2), "threads simulating candidates");
-  add_host_dispatch_option(desc, a.no_host_dispatch);
+  add_cost_options(desc, a.no_host_dispatch, a.profile);
 }
 
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   PolicyInputs in;
   in.model = sim::resolve_model(a.model);
-  in.cost = std::make_unique<hw::HardwareCostModel>(load_sim_machine(a.machine, a.set, a.no_host_dispatch));
+  in.profile = hw::load_op_profile(a.profile);
+  in.cost = hw::make_cost_model(load_sim_machine(a.machine, a.set, a.no_host_dispatch), in.profile.get());
   std::tie(in.search.gpus, in.search.nodes) = sim::place_ranks(*in.cost, a.gpus, a.nodes);
   if (a.batch == "auto") {
     in.search.batch = 0;
@@ -56,6 +58,22 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   in.search.dtype = a.dtype;
   in.search.threads = a.threads;
   return in;
+}
+
+std::vector<std::string> parse_systems(const std::string& arg, const std::string& flag) {
+  std::vector<std::string> names;
+  if (arg.empty() || arg == "all") {
+    for (const auto& s : sim::systems()) names.push_back(s.name);
+    return names;
+  }
+  for (size_t start = 0;;) {
+    const size_t comma = arg.find(',', start);
+    names.push_back(arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    PROTWIN_CHECK(sim::lookup_system(names.back()), "--", flag, " ", arg, ": unknown system '", names.back(),
+                  "'; known systems: ", sim::known_systems());
+    if (comma == std::string::npos) return names;
+    start = comma + 1;
+  }
 }
 
 std::string human_bytes(int64_t bytes) {

@@ -24,20 +24,26 @@ struct PolicyArgs {
   bool flash = false;
   bool hf_eager = false;
   bool no_host_dispatch = false;
+  std::string profile = "none";  // --profile: a measured op profile's entries win over the curves
   std::string dtype = "fp16";
   int threads = 2;
 };
 
-// Adds --model --machine --gpus --nodes --batch --seq --set --flash --hf-eager --dtype --threads to `desc`.
+// Adds --model --machine --gpus --nodes --batch --seq --set --flash --hf-eager --dtype --threads
+// --no-host-dispatch --profile to `desc`.
 void add_policy_options(po::options_description& desc, PolicyArgs& a);
 
 // The resolved inputs.
 struct PolicyInputs {
   sim::ModelSpec model;
+  std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
   std::unique_ptr<hw::HardwareCostModel> cost;
   sim::SearchOptions search;
 };
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a);
+
+// --system(s) "a,b,..." (each a known system; errors name --`flag` and the list), or "all" or "": all.
+std::vector<std::string> parse_systems(const std::string& arg, const std::string& flag);
 
 // "1.23 GiB"
 std::string human_bytes(int64_t bytes);

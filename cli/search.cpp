@@ -5,6 +5,7 @@
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
+#include "cli/summary.h"
 #include "sim/policy/systems.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
@@ -108,7 +109,8 @@ int run_search(const std::vector<std::string>& args) {
                         {"pruned", r.pruned},
                         {"simulated", r.simulated},
                         {"search_s", r.seconds},
-                        {"pareto", pareto}};
+                        {"pareto", pareto},
+                        {"priced_by", b.priced_by}};
     print_json(j);
     return 0;
   }
@@ -131,6 +133,7 @@ int run_search(const std::vector<std::string>& args) {
               human_bytes(b.init_gpu_bytes).c_str(), human_bytes(b.init_host_bytes).c_str());
   std::printf("  search          %ld settings, %ld pruned by the peak model, %ld simulated, %.3f s\n", r.configurations,
               r.pruned, r.simulated, r.seconds);
+  std::printf("  %s", priced_by_line(b.priced_by).c_str());
   if (vm.count("pareto")) {
     std::printf("\n  Pareto front (peak GPU memory -> tokens/s):\n");
     for (const auto& c : r.pareto)

@@ -29,40 +29,37 @@ namespace {
 
 int run_simulate(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  std::string plan_path, rates_path, out_path, trace_path, policy_path, plan_out, dtype = "fp16";
-  std::string model, machine;
-  std::vector<std::string> set, knob_args;
-  int gpus = 0, nodes = 0;
-  int64_t batch = 1, seq = 0;
-  bool flash = false, hf_eager = false;
+  std::string plan_path, rates_path, out_path, trace_path, policy_path, plan_out;
+  std::vector<std::string> knob_args;
+  int64_t batch = 1;
+  PolicyArgs pa;  // the --model flags (resolve_policy_inputs); --machine, --set and the cost flags also for --plan
   desc.add_options()
       ("plan", po::value(&plan_path), "Plan to simulate (protwin.plan JSON)")
       ("rates", po::value(&rates_path),
        "per-stream rates (protwin.rates JSON) for --plan; default: the plan's meta.rates, else built-in unit rates")
-      ("model", po::value(&model), "compile a plan for this model (zoo name, spec file or inline spec)")
-      ("machine", po::value(&machine),
+      ("model", po::value(&pa.model), "compile a plan for this model (zoo name, spec file or inline spec)")
+      ("machine", po::value(&pa.machine),
        "cost ops with this machine's hardware model (with --model, or with --plan: a plan compiled for another "
        "machine is simulated with a warning on stderr; it keeps its own memory pools)")
       ("policy", po::value(&policy_path), "knobs JSON for --model, e.g. {\"system\": \"protrain\", \"n_persist\": 2}")
       ("knob", po::value(&knob_args)->composing(),
        "set one knob for --model, over --policy (repeatable): --knob n_persist=2 --knob system=deepspeed")
-      ("gpus", po::value(&gpus)->default_value(0), "data-parallel GPUs for --model, all nodes together (0: all of the nodes)")
-      ("nodes", po::value(&nodes), "nodes the GPUs spread over for --model (default: one, or as many as --gpus fills)")
+      ("gpus", po::value(&pa.gpus)->default_value(0), "data-parallel GPUs for --model, all nodes together (0: all of the nodes)")
+      ("nodes", po::value(&pa.nodes), "nodes the GPUs spread over for --model (default: one, or as many as --gpus fills)")
       ("batch", po::value(&batch)->default_value(1), "micro-batch per GPU for --model")
-      ("seq", po::value(&seq)->default_value(0), "sequence length for --model (0: the model's default)")
-      ("dtype", po::value(&dtype)->default_value("fp16"), "compute dtype for --model: fp16, bf16, fp32")
-      ("flash", po::bool_switch(&flash), "FlashAttention for --model")
-      ("hf-eager", po::bool_switch(&hf_eager),
+      ("seq", po::value(&pa.seq)->default_value(0), "sequence length for --model (0: the model's default)")
+      ("dtype", po::value(&pa.dtype)->default_value("fp16"), "compute dtype for --model: fp16, bf16, fp32")
+      ("flash", po::bool_switch(&pa.flash), "FlashAttention for --model")
+      ("hf-eager", po::bool_switch(&pa.hf_eager),
        "GPT-2 family, with --model: HuggingFace GPT2Block's eager kernels and its dropout 0.1")
-      ("set", po::value(&set)->composing(), "override a machine field (repeatable)")
+      ("set", po::value(&pa.set)->composing(), "override a machine field (repeatable)")
       ("plan-out", po::value(&plan_out), "write the compiled plan (with --model)")
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON) here")
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (open in ui.perfetto.dev)")
       ("runtime-memory", "also predict the device memory protwin's runtime allocates replaying this plan "
                          "(fp32 gpt2/llama plans; sim/policy/runtime_memory.h)")
       ("json", "print the summary as JSON");
-  bool no_host_dispatch = false;
-  add_host_dispatch_option(desc, no_host_dispatch);
+  add_cost_options(desc, pa.no_host_dispatch, pa.profile);
   po::variables_map vm;
   if (!parse_options("protwin simulate (--plan P.json [--rates R.json | --machine H] | --model M --machine H "
                      "[--policy knobs.json] [--batch B]) [-o report.json] [--chrome-trace trace.json] [--json]",
@@ -75,28 +72,19 @@ int run_simulate(const std::vector<std::string>& args) {
     // A plan is simulated as it is: the flags that compile one would be silently ignored.
     for (const char* flag : {"policy", "knob", "dtype", "batch", "gpus", "nodes", "seq", "flash", "hf-eager", "plan-out"})
       PROTWIN_CHECK(!given(vm, flag), "--", flag, ": only with --model (a --plan is simulated as it is)");
-    PROTWIN_CHECK(!vm.count("set") || vm.count("machine"),
-                  "--set: only with --machine (it overrides machine fields; --rates and a plan's meta.rates have none)");
+    for (const char* flag : {"set", "profile"})
+      PROTWIN_CHECK(!given(vm, flag) || vm.count("machine"), "--", flag,
+                    ": only with --machine (--rates and a plan's meta.rates have no machine fields or kernels)");
   }
 
+  std::unique_ptr<const traces::OpProfile> op_profile;  // --profile, used by `cost`
   std::unique_ptr<hw::CostModel> cost;
   traces::Plan plan;
   std::optional<sim::Candidate> candidate;  // with --model: throughput and the time split
   if (vm.count("model")) {
     PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
     PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
-    PolicyArgs pa;
-    pa.model = model;
-    pa.machine = machine;
-    pa.gpus = gpus;
-    pa.nodes = nodes;
     pa.batch = std::to_string(batch);
-    pa.seq = seq;
-    pa.set = set;
-    pa.flash = flash;
-    pa.hf_eager = hf_eager;
-    pa.dtype = dtype;
-    pa.no_host_dispatch = no_host_dispatch;
     PolicyInputs in = resolve_policy_inputs(pa);
     nlohmann::json policy = nlohmann::json::object();
     std::string source = "--knob";
@@ -129,11 +117,13 @@ int run_simulate(const std::vector<std::string>& args) {
     plan = std::move(compiled.plan);
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);
     cost = std::move(in.cost);
+    op_profile = std::move(in.profile);
     candidate = c;
   } else {
     plan = traces::read_plan(plan_path);
     if (vm.count("machine")) {
-      auto hardware = std::make_unique<hw::HardwareCostModel>(load_sim_machine(machine, set, no_host_dispatch));
+      op_profile = hw::load_op_profile(pa.profile);
+      auto hardware = hw::make_cost_model(load_sim_machine(pa.machine, pa.set, pa.no_host_dispatch), op_profile.get());
       const nlohmann::json& meta_machine = plan.meta.contains("machine") ? plan.meta["machine"] : nlohmann::json();
       const std::string compiled_for = meta_machine.is_string() ? meta_machine.get<std::string>() : "";
       const std::string costed_with = hardware->machine().name;

@@ -10,6 +10,7 @@
 #include "cli/options.h"
 #include "cli/parallel_options.h"
 #include "cli/subcommand.h"
+#include "cli/summary.h"
 #include "sim/parallel/simulate_4d.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
@@ -50,7 +51,7 @@ void print_result(std::ostream& os, const sim::Simulate4dResult& r) {
                o.split.uneven() ? format("largest stage: %lld", static_cast<long long>(r.memory.stage)).c_str()
                                 : "first stage", r.fits_80pct ? "fits under" : "does NOT fit under", r.gpu_memory_gb,
                r.memory_limit_gib)
-     << "\nbusy seconds per stage and stream (the simulated rank of each stage):\n";
+     << priced_by_line(r.priced_by) << "\nbusy seconds per stage and stream (the simulated rank of each stage):\n";
   // Streams are named stage<s>.<role>: one row per stage, one column per role.
   const char* roles[] = {"compute", "tp_comm", "cp_comm", "dp_comm", "p2p"};
   std::map<int, std::map<std::string, double>> busy;

@@ -50,17 +50,6 @@ hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, 
   return hw::machine_from_json(j, base.source + " (scaled)");
 }
 
-std::unique_ptr<hw::HardwareCostModel> cost_with_profile(const hw::Machine& m, const traces::OpProfile* prof,
-                                                         double compute_scale) {
-  hw::ProfileLookup lookup;
-  if (prof)
-    lookup = [prof, compute_scale](const traces::OpSignature& s) -> std::optional<double> {
-      if (auto t = prof->lookup(s)) return *t * compute_scale;
-      return std::nullopt;
-    };
-  return std::make_unique<hw::HardwareCostModel>(m, lookup);
-}
-
 SpeedScaledPredictor::SpeedScaledPredictor(traces::Plan plan, hw::Machine machine, const traces::OpProfile* profile,
                                            std::vector<sim::ContentionRule> contention)
     : plan_(std::move(plan)), machine_(std::move(machine)), profile_(profile), contention_(std::move(contention)) {}
@@ -74,7 +63,7 @@ double SpeedScaledPredictor::iteration_s(const ResourceScales& s) {
   auto unbin = [](long b) { return std::exp(static_cast<double>(b) * kStep); };
   const double c = unbin(std::get<0>(key)), l = unbin(std::get<1>(key)), a = unbin(std::get<2>(key));
   const hw::Machine m = scaled_machine(machine_, {{"compute", c}, {"h2d", l}, {"d2h", l}, {"cpu_optim", a}});
-  const auto cost = cost_with_profile(m, profile_, c);
+  const auto cost = hw::make_cost_model(m, profile_, c);
   const double t = sim::simulate_with_contention(plan_, *cost, contention_).iteration.seconds();
   cache_[key] = t;
   return t;

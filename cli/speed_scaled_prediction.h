@@ -44,11 +44,6 @@ ResourceScales scales_of(const ProbeSpeeds& then, const ProbeSpeeds& reference);
 // (keys compute, h2d, d2h, cpu_optim; a scale = time multiplier).
 hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& scale);
 
-// A cost model of `machine` whose kernels come from `profile` (when given), each profiled time
-// multiplied by `compute_scale`.
-std::unique_ptr<hw::HardwareCostModel> cost_with_profile(const hw::Machine& machine, const traces::OpProfile* profile,
-                                                         double compute_scale = 1);
-
 // One plan's simulated iteration (with the profile's contention rules) at given resource scales.
 // Scales are rounded to 0.5 % so that steps at nearly the same speeds share a simulation.
 class SpeedScaledPredictor {

@@ -19,7 +19,7 @@ nlohmann::json report_summary_json(const traces::Report& r) {
     pools.push_back({{"name", p.name}, {"peak_bytes", p.peak.n}, {"capacity_bytes", p.capacity.n},
                      {"peak_at_s", p.peak_at.seconds()}});
   return {{"iteration_s", r.iteration.seconds()}, {"ops", r.ops.size()}, {"streams", streams},
-          {"pools", pools}};
+          {"pools", pools}, {"priced_by", r.priced_by}};
 }
 
 void print_report_summary(std::ostream& os, const traces::Report& r) {
@@ -39,6 +39,13 @@ void print_report_summary(std::ostream& os, const traces::Report& r) {
                   p.peak_at.seconds());
     os << line;
   }
+  os << "\n" << priced_by_line(r.priced_by);
+}
+
+std::string priced_by_line(const std::map<std::string, int64_t>& priced_by) {
+  std::string s = "ops priced by:";
+  for (const auto& [source, ops] : priced_by) s += (s.back() == ':' ? " " : ", ") + source + " " + std::to_string(ops);
+  return s + "\n";
 }
 
 }  // namespace protwin::cli

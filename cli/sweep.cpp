@@ -8,7 +8,6 @@
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "hwmodels/machine.h"
-#include "sim/policy/systems.h"
 #include "sim/search/sweep.h"
 #include "traces/error.h"
 #include "traces/file_io.h"
@@ -86,25 +85,12 @@ int run_sweep(const std::vector<std::string>& args) {
 
   sim::SweepOptions o;
   for (const auto& s : pa.set) o.axes.push_back(sim::parse_sweep_axis(s));
-  if (system == "all") {
-    o.systems.clear();
-    for (const auto& s : sim::systems()) o.systems.push_back(s.name);
-  } else {
-    o.systems.clear();
-    size_t start = 0;
-    for (;;) {
-      const size_t comma = system.find(',', start);
-      const std::string s = system.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      PROTWIN_CHECK(!s.empty(), "--system: empty name in '", system, "'");
-      o.systems.push_back(s);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
+  o.systems = parse_systems(system, "system");
   PolicyArgs base = pa;
   base.set.clear();  // the axes are applied per point by the sweep
   PolicyInputs in = resolve_policy_inputs(base);
   o.search = in.search;
+  o.profile = in.profile.get();
   std::string source;
   nlohmann::json machine_json = hw::load_machine_json(pa.machine, &source);
   if (pa.no_host_dispatch) turn_off_host_dispatch(machine_json);

@@ -47,11 +47,15 @@ def run(args, accept=()):
         print("    -> " + msg, flush=True)
         return None, wall, msg
     sys.stderr.write(p.stderr)
+    if QUICK:
+        _quick_record({"failed": " ".join(map(str, args)), "exit_code": p.returncode})
     sys.exit(f"protwin {' '.join(map(str, args))}: exit code {p.returncode}")
 
 
 def plot(script, *args):
-    """Draws a figure with plots/SCRIPT (Debian's python3, as every plot script expects)."""
+    """Draws a figure with plots/SCRIPT (Debian's python3, as every plot script expects); not in quick mode."""
+    if QUICK:
+        return
     cmd = ["/usr/bin/python3", os.path.join(REPO, "plots", script)] + [str(a) for a in args]
     if subprocess.run(cmd, cwd=REPO).returncode != 0:
         sys.exit(f"plots/{script} failed")
@@ -62,16 +66,85 @@ def load_config(here):
         return json.load(f)
 
 
-def write_json(path, obj):
+# Quick mode (issue 17; CTest runs it through experiments/quick_check.py): with PROTWIN_QUICK set to
+# a report file, write_json and write_csv compare what the experiment would write with the committed
+# file instead of writing it (numbers within PROTWIN_QUICK_TOL relative, default 1e-6; timings, the
+# keys in VOLATILE, ignored) and append every check, and every failed protwin run, to the report.
+QUICK = os.environ.get("PROTWIN_QUICK", "")
+QUICK_TOL = float(os.environ.get("PROTWIN_QUICK_TOL", "1e-6"))
+VOLATILE = {"wall_s", "seconds", "search_s", "sweep_s"}
+
+
+def _quick_record(entry):
+    with open(QUICK, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def _number(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(v) if isinstance(v, str) and v.strip() else None
+    except ValueError:
+        return None
+
+
+def _differences(old, new, where, out):
+    """Appends to `out` where `new` differs from `old` (numbers beyond QUICK_TOL relative)."""
+    a, b = _number(old), _number(new)
+    if a is not None and b is not None:
+        if abs(a - b) > QUICK_TOL * max(abs(a), abs(b)) and abs(a - b) > 1e-12:
+            out.append(f"{where}: committed {old}, now {new}")
+    elif isinstance(old, dict) and isinstance(new, dict):
+        for k in sorted(set(old) | set(new)):
+            if k in VOLATILE:
+                continue
+            if k not in old or k not in new:
+                out.append(f"{where}/{k}: {'new' if k not in old else 'gone'}")
+            else:
+                _differences(old[k], new[k], f"{where}/{k}", out)
+    elif isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            out.append(f"{where}: {len(old)} entries committed, {len(new)} now")
+        for i, (x, y) in enumerate(zip(old, new)):
+            _differences(x, y, f"{where}/{i}", out)
+    elif old != new:
+        out.append(f"{where}: committed {old!r}, now {new!r}")
+
+
+def _quick_check(path, new, load):
+    rel = os.path.relpath(path, REPO)
+    diffs = []
+    if not os.path.exists(path):
+        diffs.append("not committed")
+    else:
+        _differences(load(path), new, "", diffs)
+    _quick_record({"file": rel, "differences": diffs[:20], "count": len(diffs)})
+    print(f"quick: {rel}: " + ("same as committed" if not diffs else f"{len(diffs)} difference(s)"))
+
+
+def _read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_json(path, obj, indent=2, sort_keys=True):
+    if QUICK:
+        return _quick_check(path, json.loads(json.dumps(obj)), lambda p: json.load(open(p)))
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
+        json.dump(obj, f, indent=indent, sort_keys=sort_keys)
         f.write("\n")
     os.replace(tmp, path)
     print("wrote " + os.path.relpath(path, REPO))
 
 
 def write_csv(path, rows, fields):
+    if QUICK:
+        new = [{k: ("" if r.get(k) is None else str(r.get(k))) for k in fields} for r in rows]
+        return _quick_check(path, new, _read_csv)
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct LinkSpec {
   double GBps = 0;
 };
 
+// Where an op's time came from, most trusted first: a measured op profile; a measured kernel table
+// (exact, interpolated, or derived from another GPU's); the shape-aware model; the machine file's
+// curves and rates; a rates file. kMixed: an op whose kernels came from different sources; kNone:
+// an op that costs nothing (alloc, free). The simulating subcommands count ops per source.
+enum class KernelSource : uint8_t { kProfile, kMeasured, kInterpolated, kDerived, kModel, kCurve, kRates, kMixed, kNone };
+const char* kernel_source_name(KernelSource s);
+
 struct OpCost {
   static constexpr int kMaxLinks = 3;
   SimTime fixed;                        // not shared: latency, launch, compute
@@ -32,6 +40,7 @@ struct OpCost {
   SimTime host;
   bool host_sync = false;               // the host blocks until the op ends (.item(), blocking copy)
   bool cpu_work = false;                // runs on the CPU: a launch depending on it waits for it
+  KernelSource source = KernelSource::kNone;  // what priced `fixed` and the transfer
 
   int n_links() const {
     int n = 0;

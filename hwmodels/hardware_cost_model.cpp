@@ -61,7 +61,38 @@ int ranks_sharing_host(const traces::Plan& plan, int gpus_per_node) {
   return std::min(std::max(1, per_node), gpus_per_node);
 }
 
+// A kernel's bytes: its own, else read + write each element (swiglu reads two), and in backward
+// also the saved input.
+double kernel_bytes(const traces::Kernel& k, bool backward) {
+  if (k.bytes > 0) return k.bytes;
+  const double passes = k.sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
+  return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
+}
+
+// The op's fixed time and what priced it; an op that costs nothing has no source.
+void priced(OpCost* c, const KernelTime& t) {
+  c->fixed = from_seconds(t.seconds);
+  c->source = t.seconds > 0 ? t.source : KernelSource::kNone;
+}
+
 }  // namespace
+
+std::unique_ptr<HardwareCostModel> make_cost_model(Machine machine, const traces::OpProfile* profile,
+                                                   double profile_scale) {
+  ProfileLookup lookup;
+  if (profile)
+    lookup = [profile, profile_scale](const traces::OpSignature& s) -> std::optional<double> {
+      if (auto t = profile->lookup(s)) return *t * profile_scale;
+      return std::nullopt;
+    };
+  return std::make_unique<HardwareCostModel>(std::move(machine), std::move(lookup));
+}
+
+std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& p) {
+  if (p == "none") return nullptr;
+  const bool file = p.find('/') != std::string::npos || (p.size() > 5 && p.substr(p.size() - 5) == ".json");
+  return std::make_unique<const traces::OpProfile>(file ? traces::OpProfile::load(p) : traces::shipped_profile(p));
+}
 
 int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
   return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
@@ -241,20 +272,14 @@ double HardwareCostModel::roofline_seconds(double flops, double bytes, const std
 }
 
 // One GEMM call (or one batched call) of `flops` moving `bytes`.
-static double gemm_call_seconds(const HardwareCostModel& cm, const Machine& m, double flops,
-                                double bytes, const std::string& dtype) {
+double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
   const double gflop = flops * 1e-9;
-  double t = flops / (cm.gemm_tflops(gflop, dtype) * 1e12);
-  const auto it = m.gpu.compute.find(dtype);
-  const EfficiencyCurve& curve = it->second.gemm_curve;
+  double t = flops / (gemm_tflops(gflop, dtype) * 1e12);
+  const EfficiencyCurve& curve = compute_for(dtype).gemm_curve;
   if (!curve.empty() && gflop < curve.first_x())  // latency-bound: the first point's time
     t = std::max(t, curve.first_x() / curve.first_y() * 1e-3);
-  const double t_bytes = bytes / (m.gpu.hbm_achievable_GBps * 1e9);
-  return std::max({t, t_bytes, m.gpu.launch_floor_us * 1e-6});
-}
-
-double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
-  return gemm_call_seconds(*this, machine_, flops, bytes, dtype);
+  const double t_bytes = bytes / (machine_.gpu.hbm_achievable_GBps * 1e9);
+  return std::max({t, t_bytes, machine_.gpu.launch_floor_us * 1e-6});
 }
 
 double HardwareCostModel::gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
@@ -291,7 +316,7 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
   // (sim/workload "softmax"), priced there: not again here.
   const double gemm_flops = 2 * bh * sq * sk * d;
   const double gemm_bytes = bh * (sq * d + sk * d + sq * sk) * eb;
-  const double t_gemm = gemm_call_seconds(*this, machine_, gemm_flops, gemm_bytes, dtype);
+  const double t_gemm = gemm_call_seconds_for(gemm_flops, gemm_bytes, dtype);
   return (backward ? 4 : 2) * t_gemm;
 }
 
@@ -353,11 +378,7 @@ KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool b
   }
   if (sig.kind == "gemm" || sig.kind == "attention" || sig.kind == "flash_attention" || sig.kind == "adam")
     return {curve_kernel_seconds(k, backward), KernelSource::kModel};
-  double bytes = k.bytes;
-  if (bytes <= 0) {
-    const double passes = sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
-    bytes = elements_of(sig.shape) * elem_bytes(sig.dtype) * passes;
-  }
+  const double bytes = kernel_bytes(k, backward);
   if (is_memory_bound_kind(sig.kind) || k.flops <= 0) {
     const traces::OpSignature mem{is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
     return corrected(mem, bytes, memory_model_seconds(machine_, bytes));
@@ -370,7 +391,7 @@ double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool bac
   if (sig.kind == "gemm") {
     if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
     PROTWIN_CHECK(k.flops > 0, "kernel ", sig.key(), ": a gemm needs shape {m, n, k} or flops");
-    return gemm_call_seconds(*this, machine_, k.flops, k.bytes, sig.dtype);
+    return gemm_call_seconds_for(k.flops, k.bytes, sig.dtype);
   }
   if (sig.kind == "attention" || sig.kind == "flash_attention") {
     if (sig.kind == "flash_attention" && k.flops > 0 && sig.shape.size() != 4)
@@ -381,12 +402,7 @@ double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool bac
     const double bytes = k.bytes > 0 ? k.bytes : elements_of(sig.shape) * machine_.gpu_adam.bytes_per_param;
     return memory_seconds(bytes);
   }
-  double bytes = k.bytes;
-  if (bytes <= 0) {
-    // Read + write each element (swiglu reads two); backward also reads the saved input.
-    const double passes = sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
-    bytes = elements_of(sig.shape) * elem_bytes(sig.dtype) * passes;
-  }
+  const double bytes = kernel_bytes(k, backward);
   if (is_memory_bound_kind(sig.kind) || k.flops <= 0) return memory_seconds(bytes);
   return roofline_seconds(k.flops, bytes, sig.dtype);
 }
@@ -462,28 +478,28 @@ const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, Co
   PROTWIN_ASSERT(false, "unknown collective kind");
 }
 
-double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks,
-                                             CollectiveScope scope) const {
-  if (ranks <= 1 || bytes <= 0) return 0;
+KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const {
+  if (ranks <= 1 || bytes <= 0) return {0, KernelSource::kNone};
   if (scope == CollectiveScope::kInterNode && !machine_.inter_node && machine_.network)
-    return collectives_.seconds(kind, bytes, ranks, inter_node_ranks_per_node(ranks, machine_.gpu.count));
+    return {collectives_.seconds(kind, bytes, ranks, inter_node_ranks_per_node(ranks, machine_.gpu.count)),
+            KernelSource::kModel};
   const CollectiveSpec& c = collective_spec(kind, scope);
   const double model = c.alpha_us * 1e-6 + collective_bus_bytes(kind, bytes, ranks) / (c.busbw_GBps * 1e9);
-  if (!table_ || scope != CollectiveScope::kIntraNode) return model;
-  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks), bytes, model).seconds;
+  if (!table_ || scope != CollectiveScope::kIntraNode) return {model, KernelSource::kModel};
+  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks), bytes, model);
 }
 
-double HardwareCostModel::collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
-                                             int groups_per_node) const {
+KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                                                int groups_per_node) const {
   const double model = collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
-  if (!table_ || ranks <= 1 || bytes <= 0) return model;
-  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model).seconds;
+  if (!table_ || ranks <= 1 || bytes <= 0) return {model, KernelSource::kModel};
+  return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model);
 }
 
-double HardwareCostModel::send_recv_seconds(double bytes, bool inter_node) const {
+KernelTime HardwareCostModel::send_recv_priced(double bytes, bool inter_node) const {
   const double model = collectives_.send_recv_seconds(bytes, inter_node);
-  if (!table_ || bytes <= 0) return model;
-  return corrected_collective(collective_sig("send_recv", bytes, 2, inter_node ? 1 : 2), bytes, model).seconds;
+  if (!table_ || bytes <= 0) return {model, KernelSource::kModel};
+  return corrected_collective(collective_sig("send_recv", bytes, 2, inter_node ? 1 : 2), bytes, model);
 }
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
@@ -553,9 +569,11 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     const CopyDirectionSpec& d = h2d ? machine_.host_link.h2d : machine_.host_link.d2h;
     const double latency = (pinned ? d.pinned_latency_us : d.pageable_latency_us) * 1e-6;
     double rate = (pinned ? d.pinned_GBps : d.pageable_GBps) * machine_.host_link.size_curve.at(bytes);
+    c.source = KernelSource::kCurve;
     if (profile_) {  // a measured copy of this size sets the transfer's own rate
       traces::OpSignature sig{op.kind + (pinned ? "" : "_pageable"), {op.work.bytes}, "int8"};
       if (auto t = profile_(sig)) {
+        c.source = KernelSource::kProfile;
         if (*t <= latency) { c.fixed = from_seconds(*t); return c; }
         rate = bytes / ((*t - latency) * 1e9);
       }
@@ -579,8 +597,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        c.fixed = from_seconds(
-            collective_seconds(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
+        priced(&c, collective_priced(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
       } catch (const Error& e) {
         throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
       }
@@ -590,12 +607,13 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     const bool staged = inter ? machine_.inter_node && machine_.inter_node->host_staged
                               : machine_.intra_node.host_staged;
     if (!staged) {
-      c.fixed = from_seconds(collective_seconds(kind, bytes, ranks, scope));
+      priced(&c, collective_priced(kind, bytes, ranks, scope));
       return c;
     }
     // Host-staged: every rank's bus bytes go over its PCIe link in both directions.
     const CollectiveSpec& spec = collective_spec(kind, scope);
     c.fixed = from_seconds(spec.alpha_us * 1e-6);
+    c.source = KernelSource::kModel;
     c.links = {kLinkH2D, kLinkD2H, kLinkDuplex};
     c.link_bytes = collective_bus_bytes(kind, bytes, ranks);
     c.max_GBps = spec.busbw_GBps;
@@ -603,7 +621,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
   }
   if (op.kind == "send_recv") {
     const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
-    c.fixed = from_seconds(send_recv_seconds(bytes, inter));
+    priced(&c, send_recv_priced(bytes, inter));
     return c;
   }
   if (op.kind == "adam_cpu") {
@@ -611,15 +629,16 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     double t = cpu_adam_seconds(static_cast<double>(op.work.params), ranks);
     // FSDP's torch.optim.Adam on CPU tensors is slower than the SIMD CPU Adam (hardware.md §3.5).
     if (op.attrs.is_object() && op.attrs.value("impl", std::string()) == "torch") t *= machine_.cpu_adam.torch_slowdown;
-    c.fixed = from_seconds(t);
+    priced(&c, {t, KernelSource::kCurve});
     return c;
   }
   if (op.kind == "host_cast" || op.kind == "host_pass") {  // CPU passes over host memory
     const int ranks = ranks_sharing_host(plan, machine_.gpu.count);
-    c.fixed = from_seconds(op.kind == "host_cast"
-                               ? host_cast_seconds(bytes, ranks)
-                               : host_pass_seconds(op.attrs.is_object() ? op.attrs.value("what", std::string()) : "",
-                                                   bytes, static_cast<double>(op.work.params), ranks));
+    priced(&c, {op.kind == "host_cast"
+                    ? host_cast_seconds(bytes, ranks)
+                    : host_pass_seconds(op.attrs.is_object() ? op.attrs.value("what", std::string()) : "", bytes,
+                                        static_cast<double>(op.work.params), ranks),
+                KernelSource::kCurve});
     return c;
   }
   if (op.kind == "adam_device") {
@@ -632,15 +651,19 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
                     ": attrs.bytes_per_param must be a finite number >= 0");
       bpp = b.get<double>();
     }
-    c.fixed = from_seconds(device_adam_seconds(static_cast<double>(op.work.params), bpp));
+    priced(&c, {device_adam_seconds(static_cast<double>(op.work.params), bpp), KernelSource::kCurve});
     return c;
   }
   if (op.kind == "alloc" || op.kind == "free") return c;
   const std::vector<traces::Kernel> kernels = traces::kernels_of(op.attrs, std::function<std::string()>([&] { return traces::describe_op(op) + " attrs"; }));
   if (!kernels.empty()) {
-    double t = 0;
-    for (const auto& k : kernels) t += static_cast<double>(k.count) * kernel_seconds(k, op.kind == "backward");
-    c.fixed = from_seconds(t);
+    KernelTime sum{0, KernelSource::kNone};
+    for (const auto& k : kernels) {
+      const KernelTime t = kernel_time(k, op.kind == "backward");
+      sum.seconds += static_cast<double>(k.count) * t.seconds;
+      sum.source = sum.source == KernelSource::kNone || sum.source == t.source ? t.source : KernelSource::kMixed;
+    }
+    priced(&c, sum);
     return c;
   }
   if (op.work.flops > 0 || op.work.bytes > 0) {
@@ -649,7 +672,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
       dtype = op.attrs["dtype"].get<std::string>();
     else if (plan.meta.is_object() && plan.meta.contains("dtype") && plan.meta["dtype"].is_string())
       dtype = plan.meta["dtype"].get<std::string>();
-    c.fixed = from_seconds(roofline_seconds(op.work.flops, bytes, dtype));
+    priced(&c, {roofline_seconds(op.work.flops, bytes, dtype), KernelSource::kCurve});
   }
   return c;
 }

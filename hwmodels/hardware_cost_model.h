@@ -41,13 +41,6 @@ namespace protwin::hw {
 // Seconds per run of a kernel when a measured profile has it (e.g. traces::OpProfile::lookup).
 using ProfileLookup = std::function<std::optional<double>(const traces::OpSignature&)>;
 
-// Adapts anything with `std::optional<double> lookup(const traces::OpSignature&) const`
-// (traces::OpProfile). The profile must outlive the cost model.
-template <typename Profile>
-ProfileLookup profile_lookup(const Profile& profile) {
-  return [&profile](const traces::OpSignature& sig) { return profile.lookup(sig); };
-}
-
 enum class CopyDirection { kH2D, kD2H };
 enum class CollectiveScope { kIntraNode, kInterNode };
 
@@ -118,13 +111,17 @@ class HardwareCostModel : public CostModel {
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
   // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,
-                            CollectiveScope scope = CollectiveScope::kIntraNode) const;
+                            CollectiveScope scope = CollectiveScope::kIntraNode) const {
+    return collective_priced(kind, bytes, ranks, scope).seconds;
+  }
   // A group of `ranks` ranks with `ranks_per_node` on each node, `groups_per_node` groups sharing a
   // node's NICs (0: all of the node's GPUs in such groups; collective_model.h).
   double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
-                            int groups_per_node = 0) const;
+                            int groups_per_node = 0) const {
+    return collective_priced(kind, bytes, ranks, ranks_per_node, groups_per_node).seconds;
+  }
   // One point-to-point message between two GPUs, inside a node or across nodes.
-  double send_recv_seconds(double bytes, bool inter_node) const;
+  double send_recv_seconds(double bytes, bool inter_node) const { return send_recv_priced(bytes, inter_node).seconds; }
   const CollectiveModel& collectives() const { return collectives_; }
 
  private:
@@ -141,6 +138,10 @@ class HardwareCostModel : public CostModel {
   KernelTime corrected(const traces::OpSignature& sig, double bytes, double model_s) const;
   KernelTime corrected_collective(const traces::OpSignature& sig, double bytes, double model_s) const;  // memoised
   double collective_model_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
+  // collective_seconds and send_recv_seconds with what priced them.
+  KernelTime collective_priced(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const;
+  KernelTime collective_priced(CollectiveKind kind, double bytes, int ranks, int ranks_per_node, int groups_per_node) const;
+  KernelTime send_recv_priced(double bytes, bool inter_node) const;
 
   struct Memo;
   Machine machine_;
@@ -150,6 +151,16 @@ class HardwareCostModel : public CostModel {
   bool tables_derived_ = false;
   std::shared_ptr<Memo> memo_;
 };
+
+// The cost model of every simulating subcommand and of calibrate (issue 17): the machine's own
+// kernel-time sources (its curves; with gpu.sms its kernel tables and shape-aware model), and a
+// measured op profile's entries, when given, winning over them, each profiled time multiplied by
+// `profile_scale`. The profile must outlive the model.
+std::unique_ptr<HardwareCostModel> make_cost_model(Machine machine, const traces::OpProfile* profile = nullptr,
+                                                   double profile_scale = 1);
+// --profile: a shipped profile's name (traces/profiles/<name>.json), a file (a path with a '/' or
+// ending in .json), or "none" (nullptr). A bad file is an error naming it and the JSON pointer.
+std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& name_or_file);
 
 // Ranks per node of a legacy inter-node group (attrs.scope "inter_node" without
 // attrs.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the

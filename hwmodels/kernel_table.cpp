@@ -64,6 +64,9 @@ const char* kernel_source_name(KernelSource s) {
     case KernelSource::kDerived: return "derived";
     case KernelSource::kModel: return "model";
     case KernelSource::kCurve: return "curve";
+    case KernelSource::kRates: return "rates";
+    case KernelSource::kMixed: return "mixed";
+    case KernelSource::kNone: return "none";
   }
   return "model";
 }

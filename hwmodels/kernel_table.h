@@ -22,13 +22,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hwmodels/cost_model.h"
 #include "traces/op_profile.h"
 
 namespace protwin::hw {
-
-// Where a kernel's time came from, most trusted first.
-enum class KernelSource { kProfile, kMeasured, kInterpolated, kDerived, kModel, kCurve };
-const char* kernel_source_name(KernelSource s);
 
 struct KernelTime {
   double seconds = 0;

@@ -118,7 +118,7 @@ AllocatorSpec read_allocator(const JsonNode& n) {
 
 GpuSpec read_gpu(const JsonNode& n) {
   n.check_keys({"name", "count", "memory_bytes", "usable_memory_bytes", "p2p", "compute", "hbm", "launch_floor_us",
-                "sms", "kernel_floor_us", "kernel_launch_us", "framework_op_us", "attention", "allocator"});
+                "sms", "kernel_floor_us", "attention", "allocator"});
   GpuSpec g;
   g.name = n.get_string("name");
   g.count = static_cast<int>(n.get_int_in("count", 1, kMaxGpusPerNode));
@@ -142,8 +142,6 @@ GpuSpec read_gpu(const JsonNode& n) {
   g.launch_floor_us = n.get_nonneg_number("launch_floor_us");
   if (n.has("sms")) g.sms = static_cast<int>(n.get_int_in("sms", 1, 100000));
   if (n.has("kernel_floor_us")) g.kernel_floor_us = n.get_positive_number("kernel_floor_us");
-  g.kernel_launch_us = n.get_nonneg_number("kernel_launch_us");
-  g.framework_op_us = n.get_nonneg_number("framework_op_us");
   if (auto a = n.find("attention")) {
     a->check_keys({"flash_fwd_tflops", "flash_bwd_tflops"});
     GpuAttention att;

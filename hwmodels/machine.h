@@ -57,7 +57,6 @@ struct GpuSpec {
   double launch_floor_us = 0;                   // shortest eager op (back-to-back tiny kernels)
   int sms = 0;                                  // streaming multiprocessors; 0: no shape-aware model
   double kernel_floor_us = 0;                   // shortest GPU-side kernel; 0: launch_floor_us
-  double kernel_launch_us = 0, framework_op_us = 0;
   std::optional<GpuAttention> attention;        // FlashAttention throughput, when known
   AllocatorSpec allocator;
 };

@@ -151,6 +151,7 @@ OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& plan) const
                 op.work.bytes, " bytes take longer than the simulator's horizon of 2^62 ns (146 years) at the rates "
                 "of ", source_);
   c.fixed = ceil_ns(ns);
+  if (c.fixed.ns > 0 || c.link_bytes > 0) c.source = KernelSource::kRates;
   return c;
 }
 

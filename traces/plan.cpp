@@ -75,6 +75,10 @@ ChunkSpec read_chunk(const JsonNode& n) {
   c.id = static_cast<int>(n.get_int("id"));
   c.bytes = Bytes(n.get_nonneg_int("bytes"));
   c.dtype = n.get_string("dtype", "fp16");
+  if (n.has("resident")) c.resident = n.get_bool("resident", false);
+  c.optimizer = n.get_string("optimizer", "");
+  if (!c.optimizer.empty() && c.optimizer != "device" && c.optimizer != "host")
+    n.at("optimizer").fail("expected \"device\" or \"host\", got \"" + c.optimizer + "\"");
   if (auto ps = n.find("params")) {
     for (size_t i = 0; i < ps->size(); ++i) {
       JsonNode p = ps->at(i);
@@ -336,9 +340,9 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   if (format != kPlanFormat)
     root.at("format").fail("expected \"" + std::string(kPlanFormat) + "\", got \"" + format + "\"");
   const int64_t version = root.get_int("version");
-  if (version != kPlanVersion)
+  if (version != 1 && version != kPlanVersion)
     root.at("version").fail("unsupported plan version " + std::to_string(version) +
-                            " (this protwin reads version " + std::to_string(kPlanVersion) + ")");
+                            " (this protwin reads versions 1 and " + std::to_string(kPlanVersion) + ")");
   Plan plan;
   if (auto meta = root.find("meta")) {
     if (!meta->is_object()) meta->fail("expected an object");
@@ -423,7 +427,10 @@ nlohmann::json plan_frame(const Plan& plan) {
     json params = json::array();
     for (const auto& p : c.params)
       params.push_back({{"name", p.name}, {"offset", p.offset}, {"shape", p.shape}});
-    chunks.push_back({{"id", c.id}, {"bytes", c.bytes.n}, {"dtype", c.dtype}, {"params", params}});
+    json jc = {{"id", c.id}, {"bytes", c.bytes.n}, {"dtype", c.dtype}, {"params", params}};
+    if (c.resident) jc["resident"] = *c.resident;
+    if (!c.optimizer.empty()) jc["optimizer"] = c.optimizer;
+    chunks.push_back(std::move(jc));
   }
   return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta}, {"streams", streams},
           {"tensors", tensors},    {"chunks", chunks},        {"ops", json::array()}};

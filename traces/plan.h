@@ -1,13 +1,16 @@
-// Plan IR version 1 (DESIGN §3): a prescription of one training iteration.
+// Plan IR version 2 (DESIGN §3): a prescription of one training iteration.
 //
 // A Plan holds work (flops, bytes, params), never durations. The simulator and the runtime read
 // the same Plan; validate() is shared by both and runs before anything executes.
 //
-// JSON: {"format": "protwin.plan", "version": 1, "meta": {...}, "streams": [...],
+// JSON: {"format": "protwin.plan", "version": 2, "meta": {...}, "streams": [...],
 //        "tensors": [...], "chunks": [...], "ops": [...]}
+// Version 2 adds each chunk's residency and optimizer placement (ChunkSpec); version-1 files are
+// read as they are (their chunks without those fields).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +21,7 @@
 namespace protwin::traces {
 
 inline constexpr const char* kPlanFormat = "protwin.plan";
-inline constexpr int kPlanVersion = 1;
+inline constexpr int kPlanVersion = 2;  // written; 1 and 2 are read
 
 // The largest pool capacity, tensor and memory effect a Plan may hold (1 PiB); the sum of a pool's
 // effects is bounded too, so no memory walk overflows int64.
@@ -67,6 +70,11 @@ struct ChunkSpec {
   Bytes bytes;                   // chunk capacity in bytes (all chunks of a plan usually equal)
   std::string dtype = "fp16";
   std::vector<ChunkParam> params;
+  // Version 2, what the runtime replays: whether the chunk stays on the GPU all iteration (else its
+  // home is host memory and it visits the GPU in a buffer), and where its optimizer step runs
+  // ("device" | "host"). Unset (std::nullopt, "") in version-1 files and hand-written plans.
+  std::optional<bool> resident;
+  std::string optimizer;
 };
 
 enum class MemAt { kStart, kEnd };

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,6 +55,9 @@ struct Report {
   std::vector<StreamRecord> streams;
   std::vector<StreamRecord> hosts;                 // host-dispatch threads (busy = launch time); empty: off
   std::vector<PoolRecord> pools;
+  // Simulated ops per cost source ("profile", "curve", "model", "measured", ...; ops that cost
+  // nothing are not counted). Kept in memory for the subcommands' summaries, not written to the file.
+  std::map<std::string, int64_t> priced_by;
 
   const StreamRecord* stream(const std::string& name) const;
   const PoolRecord* pool(const std::string& name) const;

@@ -93,7 +93,8 @@ def main():
             print(f"| {s} | {v['largest_batch_that_fits']} | {v['best_batch']} | {v['compare_auto_batch']} | "
                   f"{v['best_matches_compare']} | {v['monotone_until_largest_fit']} |")
     print(f"\nreproduced: {summary['reproduced']}")
+    return 0 if summary["reproduced"] else 1  # exit 1: the criterion is missed
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

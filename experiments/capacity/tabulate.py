@@ -62,7 +62,8 @@ def main():
         print(f"| {r['machine']} | {r['gpus']} | {r['system']} | {r['max_params_B']:.1f}B | {shape} | "
               f"{r['next_layer_stopped_by']} | {r['closest_setting_overflows']} | {pub} |")
     print(f"\nreproduced: {summary['reproduced']}")
+    return 0 if summary["reproduced"] else 1  # exit 1: the criterion is missed
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

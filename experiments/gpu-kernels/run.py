@@ -151,10 +151,8 @@ def main():
             if not ok:
                 failed.append(f"{name} {bk}: MAPE {t_mape:.1f} % > {limit} %")
     shutil.rmtree(work)
-    with open(os.path.join(HERE, "results", "predictions.json"), "w") as f:
-        json.dump(predictions, f)
-    with open(os.path.join(HERE, "results", "mape.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    _protwin.write_json(os.path.join(HERE, "results", "predictions.json"), predictions, indent=None, sort_keys=False)
+    _protwin.write_json(os.path.join(HERE, "results", "mape.json"), summary, indent=1, sort_keys=False)
     _protwin.write_csv(os.path.join(HERE, "results", "mape.csv"), summary, list(summary[0].keys()))
     print(f"{'table':26s} {'bucket':18s} {'n':>5s} {'tables MAPE':>12s} {'max':>7s} {'model MAPE':>11s} {'max':>7s}  criterion")
     for s in summary:

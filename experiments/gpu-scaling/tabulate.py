@@ -83,7 +83,8 @@ def main():
             print(f"| {setup['model']}, {setup['machine']} | {s} | " + " | ".join(cells) +
                   f" | {'—' if sc is None else f'{sc:.2f}×'} |")
     print(f"\nreproduced: {summary['reproduced']}")
+    return 0 if summary["reproduced"] else 1  # exit 1: the criterion is missed
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

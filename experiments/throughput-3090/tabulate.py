@@ -105,7 +105,8 @@ def main():
     print(f"\nProTrain tokens/s over {m['models']} models: arithmetic mean {fmt(m['arithmetic_mean'], '{:.0f}')}, "
           f"without gpt2-1b {fmt(m['arithmetic_mean_without_gpt2_1b'], '{:.0f}')}, "
           f"geometric mean {fmt(m['geometric_mean'], '{:.0f}')}; reproduced: {summary['reproduced']}")
+    return 0 if summary["reproduced"] else 1  # exit 1: the criterion is missed
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -166,23 +166,6 @@ void measure_launch(const pp::ProbeOptions& o, cudaStream_t s, pp::ProbeResults&
     for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
   });
   r.launch_floor_us = batch / kBatch * 1e6;
-  // Round trip as the host sees it: launch + synchronize.
-  std::vector<double> t;
-  for (int i = 0; i <= o.repeats * 10; ++i) {
-    cudaEvent_t a, b;
-    CUDA_OK(cudaEventCreate(&a));
-    CUDA_OK(cudaEventCreate(&b));
-    CUDA_OK(cudaEventRecord(a, s));
-    empty_kernel<<<1, 1, 0, s>>>();
-    CUDA_OK(cudaEventRecord(b, s));
-    CUDA_OK(cudaStreamSynchronize(s));
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
-    if (i > 0) t.push_back(ms * 1e-3);
-    CUDA_OK(cudaEventDestroy(a));
-    CUDA_OK(cudaEventDestroy(b));
-  }
-  r.launch_sync_us = pp::median(t) * 1e6;
 }
 
 void measure_peers(const pp::ProbeOptions& o, pp::ProbeResults& r) {

@@ -92,10 +92,6 @@ nlohmann::json machine_fragment(const ProbeResults& r) {
     gpu["launch_floor_us"] = r.launch_floor_us;
     measured("/gpu/launch_floor_us", "back-to-back empty kernels on one stream, per kernel");
   }
-  if (r.launch_sync_us > 0) {
-    gpu["kernel_launch_us"] = r.launch_sync_us;
-    measured("/gpu/kernel_launch_us", "one empty kernel launch + cudaStreamSynchronize round trip");
-  }
   if (!r.peers.empty()) {
     bool all_p2p = true;
     for (const auto& p : r.peers) all_p2p = all_p2p && p.p2p;

@@ -47,7 +47,6 @@ struct ProbeResults {
   // h2d_duplex, d2h_duplex (pinned).
   std::map<std::string, std::vector<CopyPoint>> host;
   double launch_floor_us = 0;   // back-to-back empty kernels, per kernel
-  double launch_sync_us = 0;    // launch + synchronize round trip
   std::vector<PeerPoint> peers;
 };
 

@@ -132,22 +132,23 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
   rp.model = model_config_from_spec(field(m, "model_spec", meta), rp.seq, meta + "/model_spec");
   PROTWIN_CHECK(plan.pool_index("gpu") >= 0, meta, "/pools: the plan has no \"gpu\" pool");
 
-  // Block modes.
-  const nlohmann::json& modes = field(m, "layer_modes", meta);
-  PROTWIN_CHECK(modes.is_array() && static_cast<int64_t>(modes.size()) == rp.model.layers, meta,
-                "/layer_modes: expected ", rp.model.layers, " entries (one per decoder layer)");
-  for (size_t i = 0; i < modes.size(); ++i) {
-    const std::string s = modes[i].is_string() ? modes[i].get<std::string>() : "";
-    PROTWIN_CHECK(s == "none" || s == "ckpt" || s == "swap", meta, "/layer_modes/", i,
-                  ": expected \"none\", \"ckpt\" or \"swap\", got ", modes[i].dump());
-    rp.layer_modes.push_back(s == "none" ? LayerMode::kNone : s == "ckpt" ? LayerMode::kCheckpoint : LayerMode::kSwap);
+  // Block modes from the ops (meta.layer_modes is not read): a decoder layer that is recomputed is
+  // checkpointed, one whose activations a d2h copy moves out is swapped, any other keeps them.
+  rp.layer_modes.assign(static_cast<size_t>(rp.model.layers), LayerMode::kNone);
+  for (const traces::Op& op : plan.ops) {
+    const bool swap_out = op.kind == "d2h" && std::any_of(op.reads.begin(), op.reads.end(), [&](int t) {
+      return t >= 0 && t < static_cast<int>(plan.tensors.size()) &&
+             plan.tensors[static_cast<size_t>(t)].kind == traces::TensorKind::kActivation;
+    });
+    if (op.kind != "recompute" && !swap_out) continue;
+    const LayerMode mode = swap_out ? LayerMode::kSwap : LayerMode::kCheckpoint;
+    PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers, traces::describe_op(plan, op), ": ",
+                  swap_out ? "activation copy" : "recompute", " of block ", op.block, ", which is not a decoder layer");
+    LayerMode& layer = rp.layer_modes[static_cast<size_t>(op.block - 1)];
+    PROTWIN_CHECK(layer == LayerMode::kNone || layer == mode, traces::describe_op(plan, op), ": block ", op.block,
+                  " is both recomputed and swapped");
+    layer = mode;
   }
-
-  // Knobs: which chunks are persistent and where their optimizer runs.
-  const nlohmann::json& knobs = field(m, "knobs", meta);
-  const int64_t n_persist = int_field(knobs, "n_persist", meta + "/knobs");
-  const bool offload = bool_field(knobs, "offload", meta + "/knobs");
-  const bool gpu_adam = bool_field(knobs, "persistent_gpu_adam", meta + "/knobs");
 
   // Chunks onto the runtime's parameters: every parameter exactly once, same shape.
   const std::vector<ParamSpec> specs = param_specs(rp.model);
@@ -189,9 +190,20 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
     PROTWIN_CHECK(used * 4 <= ch.bytes.n, where, "/bytes: ", ch.bytes.n, " bytes cannot hold ", used,
                   " fp32 elements");
     rp.chunks.chunk_numel.push_back(used);
-    const bool resident = !offload || static_cast<int64_t>(c) < n_persist;
+    // Where the chunk lives and where its step runs: its own fields (plan version 2), else the
+    // knobs a version-1 plan's meta carries.
+    if (ch.resident && !ch.optimizer.empty()) {
+      rp.chunks.device_resident.push_back(*ch.resident);
+      rp.chunks.device_optimizer.push_back(ch.optimizer == "device");
+      continue;
+    }
+    PROTWIN_CHECK(m.contains("knobs"), where, ": no \"resident\" and \"optimizer\" (plan version 2) and no meta.knobs "
+                  "(version 1)\nhint: recompile the plan (protwin search -o, simulate --plan-out) to version 2");
+    const std::string kw = meta + "/knobs";
+    const bool offload = bool_field(m["knobs"], "offload", kw);
+    const bool resident = !offload || static_cast<int64_t>(c) < int_field(m["knobs"], "n_persist", kw);
     rp.chunks.device_resident.push_back(resident);
-    rp.chunks.device_optimizer.push_back(resident && (gpu_adam || !offload));
+    rp.chunks.device_optimizer.push_back(resident && (bool_field(m["knobs"], "persistent_gpu_adam", kw) || !offload));
   }
   for (size_t i = 0; i < specs.size(); ++i)
     PROTWIN_CHECK(rp.chunks.slots[i].chunk >= 0, source, ":/chunks: parameter ", specs[i].name,
@@ -207,9 +219,6 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
     if (k == "forward" || k == "backward" || k == "recompute") {
       PROTWIN_CHECK(op.block >= 0 && op.block <= rp.model.layers + 1, traces::describe_op(plan, op), ": block ",
                     op.block, " is not a block of the model (0..", rp.model.layers + 1, ")");
-      PROTWIN_CHECK(k != "recompute" || (op.block >= 1 && op.block <= rp.model.layers &&
-                                         rp.layer_modes[static_cast<size_t>(op.block - 1)] == LayerMode::kCheckpoint),
-                    traces::describe_op(plan, op), ": recompute of block ", op.block, ", which is not a ckpt layer");
     } else if (k == "h2d" || k == "d2h") {
       const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
                                    ? op.attrs["what"].get<std::string>() : "";

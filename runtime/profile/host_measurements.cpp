@@ -95,8 +95,6 @@ nlohmann::json machine_json(const HostMeasurements& m, const std::string& name) 
         {"compute", {{"fp32", fp32}, {"fp16", other}, {"bf16", other}}},
         {"hbm", {{"peak_GBps", std::max(hbm, max_y(mem))}, {"achievable_GBps", hbm}, {"curve", curve(mem, "bytes", "GBps")}}},
         {"launch_floor_us", floor_us},
-        {"kernel_launch_us", floor_us},
-        {"framework_op_us", floor_us},
         {"allocator",
          {{"round_bytes", 512}, {"small_alloc_max_bytes", 1048576}, {"small_segment_bytes", 2097152},
           {"mid_alloc_max_bytes", 10485760}, {"large_segment_bytes", 20971520}, {"large_round_bytes", 2097152},

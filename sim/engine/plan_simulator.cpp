@@ -193,6 +193,7 @@ class Run final : public Handler {
   std::vector<uint32_t> ready_, batch_;
   bool dispatch_pending_ = false;
   std::vector<int64_t> busy_, stream_ops_;
+  std::array<int64_t, static_cast<size_t>(hw::KernelSource::kNone) + 1> priced_by_{};  // ops per cost source
   size_t finished_ = 0;
   int64_t iteration_ = 0;
   std::vector<traces::OpRecord> records_;
@@ -347,6 +348,7 @@ void Run::add_op(const traces::Op& op) {
   if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), static_cast<uint32_t>(i));
 
   const hw::OpCost c = cost_model_.cost(op, header_);
+  ++priced_by_[static_cast<size_t>(c.source)];
   PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(header_, op), ": negative fixed time");
   PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(header_, op),
                  ": negative transfer bytes or rate cap");
@@ -675,6 +677,8 @@ traces::Report Run::report() {
   for (const Host& h : hosts_) {
     r.hosts.push_back(traces::StreamRecord{h.name, SimTime(h.busy_ns), h.n_ops});
   }
+  for (size_t k = 0; k + 1 < priced_by_.size(); ++k)  // ops that cost nothing are not counted
+    if (priced_by_[k] > 0) r.priced_by[hw::kernel_source_name(static_cast<hw::KernelSource>(k))] = priced_by_[k];
   r.pools.resize(pools_.size());
   for (size_t p = 0; p < pools_.size(); ++p) {
     r.pools[p].name = pools_[p].name();

@@ -25,7 +25,7 @@ PointCodec<Simulate4dResult> search_row_codec() {
                           {"iteration_s", s.iteration_s}, {"tokens_per_s", s.tokens_per_s},
                           {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
                           {"bubble_fraction", s.bubble_fraction}, {"memory_bytes", s.memory.total_bytes},
-                          {"fits_80pct", s.fits_80pct}};
+                          {"fits_80pct", s.fits_80pct}, {"priced_by", s.priced_by}};
   };
   c.decode = [](const nlohmann::json& j) {
     Simulate4dResult s;
@@ -41,6 +41,7 @@ PointCodec<Simulate4dResult> search_row_codec() {
     s.bubble_fraction = j.at("bubble_fraction");
     s.memory.total_bytes = j.at("memory_bytes");
     s.fits_80pct = j.at("fits_80pct");
+    s.priced_by = j.at("priced_by").get<std::map<std::string, int64_t>>();
     return s;
   };
   return c;
@@ -150,6 +151,7 @@ nlohmann::json search_4d_to_json(const Search4dResult& r, size_t top) {
     layout["memory_GiB"] = s.memory.total_gib();
     layout["fits_80pct"] = s.fits_80pct;
     layout["placement"] = placement_to_json(s.placement);
+    layout["priced_by"] = s.priced_by;
     rows.push_back(layout);
   }
   return {{"model", r.model},

@@ -116,6 +116,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     measure_4d(plan, report, r);
+    r.priced_by = report.priced_by;
     if (cfg.keep_report) r.report = std::move(report);
     if (plan_out) *plan_out = std::move(plan);
   } else {  // ops generated as the simulation takes them, records measured as they retire
@@ -129,6 +130,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
+    r.priced_by = report.priced_by;
   }
   r.peak_tflops = machine.gpu.compute.at(o.dtype).peak_tflops;
   r.mfu = r.peak_tflops > 0 ? r.tflops_per_gpu / r.peak_tflops : 0;
@@ -241,7 +243,8 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
           {"fits_80pct", r.fits_80pct},
           {"memory", estimate_to_json(r.memory, r.gpu_memory_gb)},
           {"ops", r.ops},
-          {"streams", streams}};
+          {"streams", streams},
+          {"priced_by", r.priced_by}};
   if (o.split.uneven()) j["config"]["stage_layers"] = stage_layers_json(o.split);
   return j;
 }

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +58,7 @@ struct Simulate4dResult {
   double gpu_memory_gb = 0, memory_limit_gib = 0;
   bool fits_80pct = false;
   std::vector<traces::StreamRecord> streams;
+  std::map<std::string, int64_t> priced_by;  // ops per cost source (traces::Report::priced_by)
   traces::Report report;       // with keep_report
   int64_t peak_live_ops = 0;   // the most ops the simulation held at once (RunStats::peak_live_ops)
 };

@@ -547,6 +547,11 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       if (N > 1) collective("all_gather", up, c);
     }
   }
+  // Version 2: every chunk says where it lives and where its step runs (what the runtime replays).
+  for (int c = 0; c < n_chunks; ++c) plan.chunks[static_cast<size_t>(c)].resident = persistent[static_cast<size_t>(c)];
+  for (const Op& op : plan.ops)
+    if (op.kind == "adam_device" || op.kind == "adam_cpu")
+      plan.chunks[static_cast<size_t>(op.chunk)].optimizer = op.kind == "adam_device" ? "device" : "host";
   return out;
 }
 

@@ -141,6 +141,7 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
     if (const auto* p = r.pool("gpu")) c.peak_gpu_bytes = p->peak.n;
     if (const auto* p = r.pool("pinned")) c.peak_pinned_bytes = p->peak.n;
     if (const auto* p = r.pool("pageable")) c.peak_pageable_bytes = p->peak.n;
+    c.priced_by = r.priced_by;
     if (plan_out) *plan_out = std::move(plan);
     if (report_out) *report_out = r;
   } catch (const Error& e) {
@@ -167,6 +168,7 @@ nlohmann::json candidate_to_json(const Candidate& c) {
     j["bound_gpu_bytes"] = c.bound_gpu_bytes;
     j["init_gpu_bytes"] = c.init_gpu_bytes;
     j["init_host_bytes"] = c.init_host_bytes;
+    j["priced_by"] = c.priced_by;
   }
   if (!c.failure.empty()) j["failure"] = c.failure;
   return j;
@@ -191,6 +193,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
     c.bound_gpu_bytes = j.at("bound_gpu_bytes");
     c.init_gpu_bytes = j.at("init_gpu_bytes");
     c.init_host_bytes = j.at("init_host_bytes");
+    c.priced_by = j.at("priced_by").get<std::map<std::string, int64_t>>();
   }
   c.failure = j.value("failure", "");
   return c;

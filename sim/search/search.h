@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,7 @@ struct Candidate {
   int64_t peak_gpu_bytes = 0, peak_pinned_bytes = 0, peak_pageable_bytes = 0;
   int64_t bound_gpu_bytes = 0;  // validate(): the GPU high-water under any schedule
   int64_t init_gpu_bytes = 0, init_host_bytes = 0;  // while the system builds the model (init_memory.h)
+  std::map<std::string, int64_t> priced_by;  // the plan's ops per cost source (traces::Report::priced_by)
   std::string failure;  // why the simulator refused it, if it did
 };
 

@@ -191,14 +191,14 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
       for (size_t k = 0; k < o.axes[i].keys.size(); ++k)
         p.overrides.push_back(o.axes[i].keys[k] + "=" + o.axes[i].values[p.index[i]][k]);
     nlohmann::json doc;
-    const hw::HardwareCostModel cost(apply_all(machine_json, source, p.overrides, &doc));
+    const auto cost = hw::make_cost_model(apply_all(machine_json, source, p.overrides, &doc), o.profile);
     p.set = nlohmann::json::object();
     for (const auto& a : o.axes)
       for (const auto& k : a.keys) p.set[k] = doc.at(pointer_of(k));
     SearchOptions so = o.search;
     so.system = p.system;
     so.progress = nullptr;
-    const SearchResult s = search_policy(model, cost, so);
+    const SearchResult s = search_policy(model, *cost, so);
     p.found = s.found;
     p.best = s.best;
     p.chunks = static_cast<int64_t>(s.best_plan.chunks.chunks.size());
@@ -234,11 +234,13 @@ nlohmann::json sweep_to_json(const SweepResult& r) {
                 {"exposed_optimizer_s", b.exposed_optimizer_s}, {"batch", b.batch}, {"knobs", b.knobs.to_json()},
                 {"chunks", p.chunks}, {"peak_gpu_bytes", b.peak_gpu_bytes},
                 {"analytic_peak_gpu_bytes", b.analytic_peak_gpu_bytes}, {"peak_pinned_bytes", b.peak_pinned_bytes},
-                {"peak_pageable_bytes", b.peak_pageable_bytes}, {"stream_busy_s", p.stream_busy_s}});
+                {"peak_pageable_bytes", b.peak_pageable_bytes}, {"stream_busy_s", p.stream_busy_s},
+                {"priced_by", b.priced_by}});
     } else {
       for (const char* k : {"tokens_per_s", "iteration_s", "analytic_iteration_s", "forward_s", "backward_s",
                             "exposed_optimizer_s", "batch", "knobs", "chunks", "peak_gpu_bytes",
-                            "analytic_peak_gpu_bytes", "peak_pinned_bytes", "peak_pageable_bytes", "stream_busy_s"})
+                            "analytic_peak_gpu_bytes", "peak_pinned_bytes", "peak_pageable_bytes", "stream_busy_s",
+                            "priced_by"})
         j[k] = nullptr;
       j["smallest_peak_gpu_bytes"] = p.smallest_peak_gpu_bytes;
       j["smallest_host_bytes"] = p.smallest_host_bytes;

@@ -39,6 +39,7 @@ struct SweepOptions {
   std::vector<SweepAxis> axes;
   std::vector<std::string> systems = {"protrain"};
   SearchOptions search;                          // every point's search (system set per point)
+  const traces::OpProfile* profile = nullptr;    // measured op times for every point (hw::make_cost_model)
   std::function<void(long done, long total)> progress;  // after each point (under mpirun: rank 0's)
 };
 

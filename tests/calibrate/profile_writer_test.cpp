@@ -113,7 +113,8 @@ TEST_CASE("a measured op profile wins over the curves, forward and backward") {
   e.us.add(150.0);
   p.add(e);
   const traces::OpProfile round = traces::OpProfile::parse(p.to_json().dump(), "profile.json");
-  const hw::HardwareCostModel cost(m, hw::profile_lookup(round));
+  const auto cost_model = hw::make_cost_model(m, &round);
+  const hw::HardwareCostModel& cost = *cost_model;
   traces::Kernel k;
   k.sig = {"gemm", {1024, 768, 256}, "fp32"};
   CHECK(cost.kernel_seconds(k, false) == Approx(1234e-6));

@@ -47,7 +47,7 @@ TEST_CASE("a plan predicted at the reference speeds is the plain simulation, all
   const hw::Machine m = hw::load_machine("host-emulated");
   const traces::OpProfile profile = traces::shipped_profile("host-emulated");
   const traces::Plan resident = rt::testing::resident_plan(w);
-  const auto cost = cli::cost_with_profile(m, &profile);
+  const auto cost = hw::make_cost_model(m, &profile);
   const double plain = sim::PlanSimulator(*cost).run(resident).iteration.seconds();
   cli::SpeedScaledPredictor pred(resident, m, &profile, {});
   CHECK(pred.iteration_s({}) == Approx(plain).epsilon(1e-12));

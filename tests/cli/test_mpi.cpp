@@ -7,6 +7,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/cli/gemm_profile.h"
 #include "tests/cli/run_protwin.h"
 
 namespace {
@@ -104,4 +105,23 @@ TEST_CASE("mpi: layouts refused on other ranks are listed as refused, as in one 
   REQUIRE(one.out.find("refused: TP 4 CP 1 PP 1 DP 3 MBS 1: ") != std::string::npos);
   same_as_one_process(args, 3);
   same_as_one_process(args + " --json", 2);
+}
+
+TEST_CASE("mpi: --profile reaches every rank: sweep and search-4d with a profile print what one process prints",
+          "[cli][mpi][profile]") {
+  // A profile pricing the first GEMM of each command's plans at 1 ms: the answer moves, on every rank.
+  const std::string dir = std::string(PROTWIN_BINARY_DIR) + "/tests/cli/mpi_profile_" + std::to_string(::getpid());
+  REQUIRE(run_protwin("simulate --model gpt2-small --machine rtx3090-server --gpus 1 --batch 4 --plan-out " + dir +
+                      ".offload.json").code == 0);
+  REQUIRE(run_protwin("simulate-4d --model 'llama:hidden=512,layers=8,heads=8,kv_heads=4,vocab=1000' --machine "
+                      "dgx-a100 --tp 1 --pp 1 --dp 1 --mbs 1 --gbs 4 --seq 1024 --plan-out " + dir + ".4d.json").code == 0);
+  const std::string sweep = kSweep + " --json --profile " +
+      gemm_profile(dir + ".p1.json", first_gemm(protwin::traces::read_plan(dir + ".offload.json")), 1e-3);
+  const std::string s4d = kSmall4d + " --json --profile " +
+      gemm_profile(dir + ".p2.json", first_gemm(protwin::traces::read_plan(dir + ".4d.json")), 1e-3);
+  CHECK(without_wall_times(run_protwin(sweep).out) != without_wall_times(run_protwin(kSweep + " --json").out));
+  CHECK(without_wall_times(run_protwin(s4d).out) != without_wall_times(run_protwin(kSmall4d + " --json").out));
+  same_as_one_process(sweep, 3);
+  same_as_one_process(s4d, 2);
+  for (const char* f : {".offload.json", ".4d.json", ".p1.json", ".p2.json"}) std::remove((dir + f).c_str());
 }

@@ -105,7 +105,7 @@ TEST_CASE("a machine's unknown fields and counts out of range are refused with t
           j["gpu"]["bogus_field"] = 3;
           j["provenance"]["/gpu/bogus_field"] = {{"kind", "measured"}, {"source", "test"}};
         }) == "x.json:/gpu: unknown field \"bogus_field\" (known: allocator, attention, compute, count, "
-              "framework_op_us, hbm, kernel_floor_us, kernel_launch_us, launch_floor_us, memory_bytes, name, p2p, sms, "
+              "hbm, kernel_floor_us, launch_floor_us, memory_bytes, name, p2p, sms, "
         "usable_memory_bytes)");
   CHECK(error_with([](nlohmann::json& j) { j["host_link"]["size_curve"]["note"] = "x"; }) ==
         "x.json:/host_link/size_curve: unknown field \"note\" (known: bytes, fraction)");

@@ -114,7 +114,6 @@ TEST_CASE("the machine fragment is the closed form of the measured points", "[pr
   r.host["h2d_duplex"] = {{4096, 6e-6}, {1073741824, 1073741824 / 11e9}};
   r.host["d2h_pageable"] = {{4096, 20e-6}, {1073741824, 1073741824 / 10e9}};
   r.launch_floor_us = 2.5;
-  r.launch_sync_us = 9.0;
   r.peers = {{0, 1, true, 268435456, 268435456 / 80e9}, {1, 0, true, 268435456, 268435456 / 81e9}};
 
   const nlohmann::json f = machine_fragment(r);
@@ -128,7 +127,7 @@ TEST_CASE("the machine fragment is the closed form of the measured points", "[pr
   CHECK(f["gpu"]["hbm"]["achievable_GBps"].get<double>() == Approx(2 * 268435456 / 300e-6 / 1e9));
   CHECK(f["gpu"]["hbm"]["curve"]["bytes"][0] == 2 * 1048576);
   CHECK(f["gpu"]["launch_floor_us"] == 2.5);
-  CHECK(f["gpu"]["kernel_launch_us"] == 9.0);
+  CHECK_FALSE(f["gpu"].contains("kernel_launch_us"));  // gpu.kernel_launch_us left the format (issue 17)
   CHECK(f["gpu"]["p2p"] == true);
   const auto& link = f["host_link"];
   CHECK(link["h2d"]["pinned_GBps"].get<double>() == Approx(25.0));

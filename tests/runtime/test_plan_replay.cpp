@@ -62,6 +62,10 @@ void check_policies(const std::string& model, uint32_t seed, int policies) {
     const RuntimePlan rp = make_runtime_plan(compile_plan(w, k), "policy.json");
     INFO(model << " policy " << i << ": " << k.to_json().dump() << " layer_modes "
                << rp.plan.meta["layer_modes"].dump());
+    // The layer modes the runtime reads from the ops are the compiler's (meta.layer_modes).
+    for (size_t l = 0; l < rp.layer_modes.size(); ++l)
+      CHECK(rp.plan.meta["layer_modes"][l] ==
+            (rp.layer_modes[l] == LayerMode::kNone ? "none" : rp.layer_modes[l] == LayerMode::kCheckpoint ? "ckpt" : "swap"));
     const TrainResult r = train_plan(rp, kSteps);
     REQUIRE(r.losses.size() == ref.losses.size());
     // Same arithmetic unless a tied gradient is summed on the host in pieces or CPU Adam is the
@@ -92,6 +96,49 @@ TEST_CASE("offloading changes nothing: random policies train like the all-reside
 TEST_CASE("offloading changes nothing: random policies train like the all-resident plan (llama-tiny)",
           "[runtime][replay]") {
   check_policies("llama-tiny", 23, 12);
+}
+
+TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the same losses, bitwise, and v1 plans too",
+          "[runtime][replay]") {
+  const sim::Workload w = tiny_workload("gpt2-tiny");
+  sim::OffloadKnobs k;  // ProTrain with every mode: persistent and offloaded chunks, swap, checkpoint
+  k.chunk_bytes = int64_t{1} << 20;
+  k.n_persist = 1;
+  k.n_buffer = 6;  // a block needs 6 chunk buffers at once at 1 MiB chunks
+  k.n_swap = 1;
+  k.n_checkpoint = 1;
+  const traces::Plan full = compile_plan(w, k);
+  traces::Plan stripped = full;
+  stripped.meta.erase("knobs");
+  stripped.meta.erase("layer_modes");
+  stripped = traces::plan_from_json(traces::plan_to_json(stripped), "stripped.json");
+  // Version 1: the chunks without their fields, the knobs in meta.
+  nlohmann::json v1_json = traces::plan_to_json(full);
+  v1_json["version"] = 1;
+  for (auto& c : v1_json["chunks"]) {
+    c.erase("resident");
+    c.erase("optimizer");
+  }
+  const traces::Plan v1 = traces::plan_from_json(v1_json, "v1.json");
+  const TrainResult ref = train_plan(make_runtime_plan(full, "full.json"), kSteps);
+  const RuntimePlan rp = make_runtime_plan(stripped, "stripped.json");
+  REQUIRE(rp.offloads);
+  CHECK(std::count(rp.layer_modes.begin(), rp.layer_modes.end(), LayerMode::kSwap) == 1);
+  CHECK(std::count(rp.layer_modes.begin(), rp.layer_modes.end(), LayerMode::kCheckpoint) == 1);
+  CHECK(std::count(rp.chunks.device_resident.begin(), rp.chunks.device_resident.end(), true) == 1);
+  for (const RuntimePlan& other : {rp, make_runtime_plan(v1, "v1.json")}) {
+    CHECK(other.chunks.device_resident == make_runtime_plan(full, "full.json").chunks.device_resident);
+    CHECK(other.chunks.device_optimizer == make_runtime_plan(full, "full.json").chunks.device_optimizer);
+    const TrainResult r = train_plan(other, kSteps);
+    REQUIRE(r.losses.size() == ref.losses.size());
+    for (size_t s = 0; s < r.losses.size(); ++s) CHECK(r.losses[s] == ref.losses[s]);
+  }
+  // A version-1 plan without its knobs cannot say where its chunks live: refused, with the fix.
+  traces::Plan bare = v1;
+  bare.meta.erase("knobs");
+  REQUIRE_THROWS_WITH(make_runtime_plan(bare, "bare.json"),
+                      Catch::StartsWith("bare.json:/chunks/0: no \"resident\" and \"optimizer\" (plan version 2) and "
+                                        "no meta.knobs (version 1)") && Catch::Contains("hint: recompile the plan"));
 }
 
 TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) and its step passes train like the resident plan",

@@ -42,8 +42,27 @@ TEST_CASE("wrong format or version is refused with the pointer") {
   j["format"] = "protwin.report";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/format: expected \"protwin.plan\", got \"protwin.report\"");
   j = small_plan_json();
+  j["version"] = 3;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 3 (this protwin reads versions 1 and 2)");
+}
+
+TEST_CASE("plan version 2: chunks say where they live and where their optimizer runs, and version 1 still reads") {
+  auto j = small_plan_json();
+  j["version"] = 1;
+  REQUIRE_NOTHROW(parse(j));  // a version-1 file, chunks without the fields
   j["version"] = 2;
-  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 2 (this protwin reads version 1)");
+  j["chunks"] = {{{"id", 0}, {"bytes", 64}, {"resident", false}, {"optimizer", "host"}}};
+  const Plan p = parse(j);
+  REQUIRE(p.chunks.size() == 1);
+  CHECK(p.chunks[0].resident == std::optional<bool>(false));
+  CHECK(p.chunks[0].optimizer == "host");
+  CHECK(plan_to_json(p)["chunks"][0]["resident"] == false);
+  CHECK(plan_to_json(p)["version"] == 2);
+  j["chunks"][0]["optimizer"] = "gpu";
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/chunks/0/optimizer: expected \"device\" or \"host\", got \"gpu\"");
+  j["chunks"][0]["optimizer"] = "device";
+  j["chunks"][0]["resident"] = 1;
+  REQUIRE_THROWS_WITH(parse(j), Catch::Contains("p.json:/chunks/0/resident"));
 }
 
 TEST_CASE("unknown stream") {
