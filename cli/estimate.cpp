@@ -36,7 +36,7 @@ struct SwitchFlags {
 void add_switches(po::options_description& desc, SwitchFlags& f) {
   desc.add_options()
       ("method", po::value(&f.method)->default_value(f.method),
-       "fujii | megatron | korthikanti | zero")
+       "fujii | megatron | korthikanti | zero | fsdp (torch FSDP FULL_SHARD, DP only)")
       ("zero-stage", po::value(&f.zero_stage)->default_value(f.zero_stage),
        "ZeRO stage 0-3 (--method zero)")
       ("zero-formula", po::value(&f.zero_formula)->default_value(f.zero_formula),
@@ -114,6 +114,7 @@ const char* method_title(sim::EstimateMethod m) {
     case sim::EstimateMethod::kMegatron: return "upstream Megatron-LM theoretical_memory_usage.py";
     case sim::EstimateMethod::kKorthikanti: return "Korthikanti et al. 2022 (arXiv 2205.05198) activations";
     case sim::EstimateMethod::kZero: return "ZeRO model states (arXiv 1910.02054)";
+    case sim::EstimateMethod::kFsdp: return "torch FSDP FULL_SHARD (torch 2.0/2.1 flat parameters, bf16 units)";
   }
   return "";
 }
@@ -145,7 +146,7 @@ int run_estimate(const std::vector<std::string>& args) {
   add_switches(desc, sw);
   po::variables_map vm;
   if (!parse_options("protwin estimate --model M --seq S --mbs B --tp T --cp C --pp P --dp D "
-                     "[--gpu-memory-GB G] [--method fujii|megatron|korthikanti|zero] [--json]",
+                     "[--gpu-memory-GB G] [--method fujii|megatron|korthikanti|zero|fsdp] [--json]",
                      desc, args, vm))
     return 0;
   require(vm, "model");

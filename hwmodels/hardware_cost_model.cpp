@@ -121,6 +121,45 @@ struct MemoKeyHash {
   }
 };
 
+namespace {
+
+// The GEMM model a KernelTable keeps for its lookups, over its own copy of the machine.
+KernelTable::GemmModel gemm_model_of(const Machine& machine) {
+  auto m = std::make_shared<const Machine>(machine);
+  KernelTable::GemmModel g;
+  g.flat_regime = machine.kernel_tables.flat_regime;
+  g.seconds = [m](const traces::OpSignature& sig) {
+    const auto& s = sig.shape;
+    try {
+      if (sig.kind == "gemm" && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
+      if (sig.kind == "bmm" && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
+    } catch (const Error&) {
+    }
+    return std::numeric_limits<double>::quiet_NaN();  // not a GEMM, or a dtype the GPU lacks
+  };
+  g.sustained_flops = [m](const std::string& dtype) {
+    const auto it = m->gpu.compute.find(dtype);
+    return it == m->gpu.compute.end() ? 0.0 : it->second.sustained_tflops * 1e12;
+  };
+  return g;
+}
+
+// The same tensor cores: as many SMs and the same dense peak in every half-precision dtype both
+// machines list (the 40 GB and 80 GB A100-SXM4: 108 SMs, 312 TFLOPS; hardware.md §2.2).
+bool same_tensor_cores(const Machine& a, const Machine& b) {
+  if (a.gpu.sms <= 0 || a.gpu.sms != b.gpu.sms) return false;
+  bool any = false;
+  for (const char* dtype : {"fp16", "bf16"}) {
+    const auto x = a.gpu.compute.find(dtype), y = b.gpu.compute.find(dtype);
+    if (x == a.gpu.compute.end() || y == b.gpu.compute.end()) continue;
+    if (x->second.peak_tflops != y->second.peak_tflops) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 struct HardwareCostModel::Memo {
   std::mutex mu;
   std::unordered_map<MemoKey, KernelTime, MemoKeyHash> times;
@@ -141,7 +180,8 @@ HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
   }
   if (kt.measured_on.empty() || kt.measured_on == machine_.name) {
     table_ = std::make_shared<KernelTable>(
-        tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); });
+        tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); },
+        KernelTable::Carry::kAbsolute, gemm_model_of(machine_));
     return;
   }
   // Tables measured on another machine: their corrections to that machine's model carry over.
@@ -150,7 +190,9 @@ HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
   const HardwareCostModel source_cost(std::move(source));
   table_ = std::make_shared<KernelTable>(
       tables, [&source_cost](const traces::OpSignature& sig, double bytes) { return source_cost.model_seconds(sig, bytes); },
-      /*shape_only=*/true);
+      same_tensor_cores(machine_, source_cost.machine()) ? KernelTable::Carry::kGemmsAbsolute
+                                                         : KernelTable::Carry::kShapeOnly,
+      gemm_model_of(machine_));
   tables_derived_ = true;
 }
 
@@ -160,7 +202,8 @@ void HardwareCostModel::set_kernel_tables(const std::vector<const traces::OpProf
   table_.reset();
   if (tables.empty() || !has_shape_model(machine_)) return;
   table_ = std::make_shared<KernelTable>(
-      tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); });
+      tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); },
+      KernelTable::Carry::kAbsolute, gemm_model_of(machine_));
 }
 
 double HardwareCostModel::collective_model_seconds(CollectiveKind kind, double bytes, int ranks,
@@ -210,8 +253,10 @@ KernelTime HardwareCostModel::corrected_collective(const traces::OpSignature& si
 KernelTime HardwareCostModel::corrected(const traces::OpSignature& sig, double bytes, double model_s) const {
   if (table_) {
     if (auto c = table_->correction(sig, bytes))
-      return {model_s * c->ratio,
-              tables_derived_ ? KernelSource::kDerived : c->exact ? KernelSource::kMeasured : KernelSource::kInterpolated};
+      return {model_s * c->ratio, tables_derived_ ? KernelSource::kDerived
+                                  : c->exact      ? KernelSource::kMeasured
+                                  : c->extrapolated ? KernelSource::kExtrapolated
+                                                    : KernelSource::kInterpolated};
   }
   return {model_s, KernelSource::kModel};
 }

@@ -18,6 +18,7 @@ const std::vector<traces::EmbeddedFile>& embedded_kernel_tables();
 namespace {
 
 constexpr double kReach = 1.0;  // one octave in log2 space
+constexpr double kFlatReach = 2.0;  // flat-regime GEMMs: two octaves
 
 double log2_of(double v) { return std::log2(std::max(v, 1.0)); }
 
@@ -61,6 +62,7 @@ const char* kernel_source_name(KernelSource s) {
     case KernelSource::kProfile: return "profile";
     case KernelSource::kMeasured: return "measured";
     case KernelSource::kInterpolated: return "interpolated";
+    case KernelSource::kExtrapolated: return "extrapolated";
     case KernelSource::kDerived: return "derived";
     case KernelSource::kModel: return "model";
     case KernelSource::kCurve: return "curve";
@@ -83,7 +85,22 @@ bool is_collective_kind(const std::string& kind) {
          kind == "send_recv";
 }
 
-KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model, bool shape_only) {
+bool KernelTable::flat(const traces::OpSignature& sig) const {
+  if (!gemm_.seconds || !(sig.kind == "gemm" || sig.kind == "bmm")) return false;
+  double flops = 2;
+  for (int64_t d : sig.shape) flops *= static_cast<double>(d);
+  const double t = gemm_.seconds(sig), sustained = gemm_.sustained_flops(sig.dtype);
+  return std::isfinite(t) && t > 0 && sustained > 0 && flops / t >= kFlatRegime * sustained;
+}
+
+bool KernelTable::shape_only(const std::string& group) const {
+  const bool gemm = group.rfind("gemm:", 0) == 0 || group.rfind("bmm:", 0) == 0;
+  return carry_ == Carry::kShapeOnly || (carry_ == Carry::kGemmsAbsolute && !gemm);
+}
+
+KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model, Carry carry,
+                         GemmModel gemm)
+    : gemm_(std::move(gemm)), carry_(carry) {
   for (const traces::OpProfile* table : tables) {
     for (const auto& e : table->entries()) {
       const std::vector<std::string> groups = groups_of(e.sig);
@@ -93,7 +110,9 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
       if (x.empty()) continue;
       const double predicted = model(e.sig, bytes);
       if (!(std::isfinite(predicted) && predicted > 0) || e.us.mean <= 0) continue;
-      groups_[groups.front()].push_back({std::move(x), std::log(e.mean_seconds() / predicted)});
+      const double log_ratio = std::log(e.mean_seconds() / predicted);
+      if (flat(e.sig)) flat_points_[groups.front()].push_back({x, log_ratio});
+      groups_[groups.front()].push_back({std::move(x), log_ratio});
       ++points_;
     }
   }
@@ -112,9 +131,12 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
         ref += p.log_ratio;
         ++n;
       }
-    largest_log_ratio_[name] = shape_only ? 0.0 : ref / n;
-    if (shape_only)
+    const bool relative = shape_only(name);
+    largest_log_ratio_[name] = relative ? 0.0 : ref / n;
+    if (relative)
       for (Point& p : points) p.log_ratio -= ref / n;
+    // Another GPU's table keeps this machine's own measured rate for large GEMMs: no extrapolation.
+    if (relative) flat_points_.erase(name);
   }
 }
 
@@ -139,13 +161,47 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
         sum += p.log_ratio / d2;
       }
     }
-    // Another dtype's table (a fallback GEMM group): its shape effects only.
-    const bool fallback = &g != &groups.front();
-    const double offset = fallback && (sig.kind == "gemm" || sig.kind == "bmm") ? largest_log_ratio_.at(g) : 0.0;
-    if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n - offset), !fallback};
-    if (wsum > 0) return Correction{std::exp(sum / wsum - offset), false};
+    const double shift = dtype_shift(sig, g, groups);
+    if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n + shift), &g == &groups.front()};
+    if (wsum > 0) return Correction{std::exp(sum / wsum + shift), false};
+  }
+  if (!gemm_.flat_regime || !flat(sig)) return std::nullopt;
+  for (const auto& g : groups) {
+    auto it = flat_points_.find(g);
+    if (it == flat_points_.end()) continue;
+    double wsum = 0, sum = 0;
+    for (const Point& p : it->second) {
+      if (p.x.size() != x.size()) continue;
+      // More rows (tokens) than a flat-regime point only adds full waves: no distance that way.
+      const size_t rows = x.size() - 3;
+      double d2 = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double d = i == rows ? std::max(0.0, p.x[i] - x[i]) : p.x[i] - x[i];
+        d2 += d * d;
+      }
+      if (d2 > kFlatReach * kFlatReach) continue;
+      d2 = std::max(d2, 1e-12);
+      wsum += 1 / d2;
+      sum += p.log_ratio / d2;
+    }
+    if (wsum > 0) return Correction{std::exp(sum / wsum + dtype_shift(sig, g, groups)), false, true};
   }
   return std::nullopt;
+}
+
+// What turns group g's correction (to its own dtype's model) into one for this kernel's dtype. For
+// another dtype's GEMM group: its measured time is this kernel's (same tensor cores), i.e. the log
+// of model(group dtype) / model(this dtype); without this machine's GEMM model, or for tables of
+// another GPU, its shape effects only (relative to its largest kernels).
+double KernelTable::dtype_shift(const traces::OpSignature& sig, const std::string& g,
+                                const std::vector<std::string>& groups) const {
+  if (g == groups.front() || !(sig.kind == "gemm" || sig.kind == "bmm")) return 0.0;
+  if (shape_only(g) || !gemm_.seconds) return -largest_log_ratio_.at(g);
+  traces::OpSignature as_group = sig;
+  as_group.dtype = g.substr(g.find(':') + 1);
+  const double other = gemm_.seconds(as_group), own = gemm_.seconds(sig);
+  return std::isfinite(other) && std::isfinite(own) && other > 0 && own > 0 ? std::log(other / own)
+                                                                           : -largest_log_ratio_.at(g);
 }
 
 std::vector<std::string> kernel_table_names() {

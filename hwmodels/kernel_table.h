@@ -9,10 +9,15 @@
 // correction rather than the time keeps the model's shape effects (tiles, waves, rooflines)
 // between and beyond measured points.
 //
-// Groups: gemm and bmm by dtype (bf16 falls back to fp16 and back: same tensor cores, shape effects
-// only, as for another GPU below, since each dtype has its own measured sustained rate); memory-bound
-// kinds by kind, falling back to layernorm (rmsnorm) and then elementwise, any dtype (bytes are
-// the coordinate); collectives by kind, ranks and ranks per node.
+// Groups: gemm and bmm by dtype (bf16 falls back to fp16 and back: the same tensor cores at the same
+// dense peak, so the other dtype's measured time is the kernel's time); memory-bound kinds by kind,
+// falling back to layernorm (rmsnorm) and then elementwise, any dtype (bytes are the coordinate);
+// collectives by kind, ranks and ranks per node.
+//
+// A GEMM no point reaches but that the model puts in its flat regime (at least kFlatRegime of the
+// dtype's sustained rate: many full waves of large tiles) takes the mean correction of the table's
+// own flat-regime GEMMs (extrapolated): the rate the table measured where the model no longer sees
+// shape effects, instead of the microbenchmark's sustained maximum the model assumes there.
 #pragma once
 
 #include <functional>
@@ -32,19 +37,41 @@ struct KernelTime {
   KernelSource source = KernelSource::kModel;
 };
 
+// A machine's GEMM model, kept by a KernelTable for its lookups (it must not refer to a
+// HardwareCostModel, which may be copied or destroyed): seconds of a gemm/bmm signature, and its
+// dtype's sustained flop/s.
+struct KernelGemmModel {
+  std::function<double(const traces::OpSignature&)> seconds;
+  std::function<double(const std::string& dtype)> sustained_flops;
+  bool flat_regime = true;  // extrapolate into the flat regime (machine kernel_tables.flat_regime)
+};
+
 class KernelTable {
  public:
   // Seconds the model gives a kernel moving `bytes`; not finite when it cannot price it.
   using ModelFn = std::function<double(const traces::OpSignature&, double bytes)>;
   struct Correction {
-    double ratio = 1;   // measured / model
-    bool exact = false; // the table has this kernel
+    double ratio = 1;           // measured / model
+    bool exact = false;         // the table has this kernel
+    bool extrapolated = false;  // no point in reach: the table's flat-regime GEMM correction
   };
+  using GemmModel = KernelGemmModel;
+  // The model's flat regime: at least this fraction of the sustained rate (assumed: the large-tile
+  // GEMMs the model prices within 10 % of their asymptote).
+  static constexpr double kFlatRegime = 0.9;
 
-  // shape_only (tables measured on another GPU): each group's corrections are taken relative to
-  // its largest kernels' (those within an octave of the largest per coordinate sum), so that only
-  // the shape effects carry over and the large-kernel rate stays this machine's own measurement.
-  KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model, bool shape_only = false);
+  // How the tables' corrections carry over to this machine:
+  // - kAbsolute: tables measured on this GPU;
+  // - kShapeOnly: another GPU: each group's corrections are taken relative to its largest kernels'
+  //   (those within an octave of the largest per coordinate sum), so that only the shape effects
+  //   carry over and the large-kernel rate stays this machine's own measurement;
+  // - kGemmsAbsolute: another card with the same tensor cores (SMs and dense peaks, e.g. the 40 GB
+  //   and 80 GB A100-SXM4): GEMMs as kAbsolute, memory-bound kernels and collectives as kShapeOnly.
+  enum class Carry { kAbsolute, kShapeOnly, kGemmsAbsolute };
+  // gemm: this machine's GEMM model; without it neither the flat-regime extrapolation nor the other
+  // dtype's absolute time is used (the other dtype's shape effects only).
+  KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model,
+              Carry carry = Carry::kAbsolute, GemmModel gemm = {});
 
   // The correction for a kernel moving `bytes` (memory-bound kinds, collectives), if any point is
   // within reach.
@@ -56,8 +83,15 @@ class KernelTable {
     std::vector<double> x;
     double log_ratio;
   };
+  bool flat(const traces::OpSignature& sig) const;  // the model's flat regime (gemm_ set)
+  double dtype_shift(const traces::OpSignature& sig, const std::string& group,
+                     const std::vector<std::string>& groups) const;
   std::map<std::string, std::vector<Point>> groups_;
   std::map<std::string, double> largest_log_ratio_;  // per group: its largest kernels' correction
+  std::map<std::string, std::vector<Point>> flat_points_;  // per GEMM group: its flat-regime kernels
+  bool shape_only(const std::string& group) const;  // the group carries its shape effects only
+  GemmModel gemm_;
+  Carry carry_ = Carry::kAbsolute;
   size_t points_ = 0;
 };
 

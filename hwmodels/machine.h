@@ -163,11 +163,13 @@ struct NetworkSpec {
 // The measured kernel tables a machine prices its kernels with (hwmodels/kernel_table.h):
 // names of hwmodels/kernel_tables/*.json. measured_on: the machine the tables were measured on
 // when it is another one (the tables' corrections then carry over to this machine's model:
-// "derived"); empty for this machine.
+// "derived"); empty for this machine. flat_regime: GEMMs no table point reaches but in the model's
+// flat regime take the nearby flat-regime points' correction (kernel_table.h; issue #18).
 struct KernelTablesSpec {
   bool enabled = true;
   std::vector<std::string> names;
   std::string measured_on;
+  bool flat_regime = true;
 };
 
 struct Machine {

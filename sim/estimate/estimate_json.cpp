@@ -18,6 +18,7 @@ json estimate_to_json(const MemoryEstimate& e, std::optional<double> gpu_memory_
   j["weights_grads_optimizer_GiB"] = e.weights_grads_optimizer_gib();
   j["activations_GiB"] = e.activations_included ? json(e.activations_gib()) : json(nullptr);
   j["total_GiB"] = e.total_gib();
+  if (e.method == EstimateMethod::kFsdp) j["fsdp_gathered_GiB"] = e.fsdp_gathered_bytes / MemoryEstimate::kGiB;
   if (e.activations_included) {
     j["activations"] = {{"layers_GiB", e.activation_layers_bytes / MemoryEstimate::kGiB},
                         {"embedding_GiB", e.activation_embedding_bytes / MemoryEstimate::kGiB},

@@ -23,6 +23,9 @@ void korthikanti_activations(const EstimateModel& m, const ParallelConfig& c,
                              const EstimateOptions& o, MemoryEstimate& out);
 void zero_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out);
+// torch FSDP FULL_SHARD's sharded states plus the units it holds unsharded at the peak.
+void fsdp_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+                       MemoryEstimate& out);
 
 // Pipeline-schedule factor on first-stage activations, as Megatron computes it: the interleaved
 // penalty 1 + (p−1)/(p·v), or min(1, m/p) when fewer micro-batches than stages are in flight.

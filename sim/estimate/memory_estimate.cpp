@@ -14,15 +14,16 @@ const char* method_name(EstimateMethod m) {
     case EstimateMethod::kMegatron: return "megatron";
     case EstimateMethod::kKorthikanti: return "korthikanti";
     case EstimateMethod::kZero: return "zero";
+    case EstimateMethod::kFsdp: return "fsdp";
   }
   return "?";
 }
 
 EstimateMethod parse_method(const std::string& s, const std::string& flag) {
   for (auto m : {EstimateMethod::kFujii, EstimateMethod::kMegatron, EstimateMethod::kKorthikanti,
-                 EstimateMethod::kZero})
+                 EstimateMethod::kZero, EstimateMethod::kFsdp})
     if (s == method_name(m)) return m;
-  throw Error(flag + " " + s + ": unknown method; expected fujii, megatron, korthikanti or zero");
+  throw Error(flag + " " + s + ": unknown method; expected fujii, megatron, korthikanti, zero or fsdp");
 }
 
 const char* recompute_name(Recompute r) {
@@ -63,6 +64,8 @@ void check_estimate_options(const EstimateOptions& opt) {
                 ": expected 0, 1, 2 or 3");
   PROTWIN_CHECK(opt.num_microbatches >= 0, "--num-microbatches ", opt.num_microbatches,
                 ": must be at least 1");
+  PROTWIN_CHECK(opt.fsdp_param_bytes == 2 || opt.fsdp_param_bytes == 4, "FSDP param dtype: ",
+                opt.fsdp_param_bytes, " bytes; expected 2 (bf16/fp16) or 4 (fp32)");
   PROTWIN_CHECK(opt.pad_vocab_multiple >= 0, "--pad-vocab ", opt.pad_vocab_multiple,
                 ": must be 0 (off) or a positive multiple");
   // Padded V = ceil(V / (multiple * TP)) * multiple * TP must stay far from int64's limit.
@@ -110,6 +113,13 @@ MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig&
       break;
     case EstimateMethod::kZero:
       d::zero_model_states(model, cfg, opt, e);
+      break;
+    case EstimateMethod::kFsdp:
+      // Activations at TP = CP = PP = 1 by the formula written for the model's kind: Fujii et al.'s
+      // for Llama-style SwiGLU layers, Korthikanti et al.'s for GPT-style 4h GeLU layers (MPT).
+      d::fsdp_model_states(model, cfg, opt, e);
+      if (model.swiglu) d::fujii_activations(model, cfg, opt, e);
+      else d::korthikanti_activations(model, cfg, opt, e);
       break;
   }
   e.stage_layers = model.layers / cfg.pp;

@@ -4,7 +4,8 @@
 // Default method: Fujii, Watanabe, Yokota, arXiv 2411.06465, as coded by the authors in
 // okoge-kaz/Megatron-LM megatron/training/theoretical_memory_usage.py (REFERENCE §3). Alternatives:
 // upstream Megatron-LM's formula, Korthikanti et al. 2022 (arXiv 2205.05198) and ZeRO model states
-// (arXiv 1910.02054). The core takes plain architecture numbers so it needs no model zoo.
+// (arXiv 1910.02054), and torch FSDP FULL_SHARD's (fsdp_estimator.cpp). The core takes plain
+// architecture numbers so it needs no model zoo.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,7 @@ struct ParallelConfig {
 inline constexpr int64_t kMaxWorldSize = int64_t{1} << 24;
 inline constexpr int64_t kMaxPadVocab = int64_t{1} << 20;
 
-enum class EstimateMethod { kFujii, kMegatron, kKorthikanti, kZero };
+enum class EstimateMethod { kFujii, kMegatron, kKorthikanti, kZero, kFsdp };
 enum class Recompute { kNone, kSelective, kFull };
 // Embedding-input activation term: the authors' code has 8·s'·b·h·p/t, upstream Megatron 8·s·b·p/t.
 enum class EmbeddingInputTerm { kAuthors, kUpstream };
@@ -73,6 +74,9 @@ struct EstimateOptions {
   EmbeddingInputTerm embedding_input = EmbeddingInputTerm::kAuthors;
   int zero_stage = 3;
   ZeroFormula zero_formula = ZeroFormula::kPaper;
+  // fsdp: bytes of FSDP's MixedPrecision.param_dtype, the dtype units are gathered and computed in
+  // (2: bf16/fp16, 4: fp32); the reduce dtype is fp32_grad_accum's (4 or 2 bytes).
+  int fsdp_param_bytes = 2;
 };
 
 // The estimate for one layout, in bytes (double: 12/(d·c) bytes per parameter is fractional).
@@ -84,6 +88,8 @@ struct MemoryEstimate {
   double bytes_per_param = 0;
   double weights_grads_optimizer_bytes = 0;
   bool activations_included = true;  // false for ZeRO (model states only)
+  double fsdp_gathered_bytes = 0;    // fsdp: unsharded units and gradients live at the peak
+                                     // (part of weights_grads_optimizer_bytes)
   double activation_layers_bytes = 0;      // transformer layers (after schedule factors)
   double activation_embedding_bytes = 0;   // embedding input + embedding dropout
   double activation_output_bytes = 0;      // final norm + LM head + cross entropy (p == 1)
@@ -101,7 +107,7 @@ struct MemoryEstimate {
 };
 
 const char* method_name(EstimateMethod m);
-// "fujii" | "megatron" | "korthikanti" | "zero"; anything else is a user error naming `flag`.
+// "fujii" | "megatron" | "korthikanti" | "zero" | "fsdp"; anything else is a user error naming `flag`.
 EstimateMethod parse_method(const std::string& s, const std::string& flag = "--method");
 const char* recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s, const std::string& flag = "--recompute");

@@ -18,6 +18,7 @@ const char* constraint_key(ConstraintKind k) {
     case ConstraintKind::kGbsMbsDp: return "gbs_mbs_dp";
     case ConstraintKind::kWorldSize: return "world_size";
     case ConstraintKind::kTpCpPerNode: return "tp_cp_per_node";
+    case ConstraintKind::kFsdpDpOnly: return "fsdp_dp_only";
   }
   return "?";
 }
@@ -89,6 +90,9 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
   if (c.gpus > 0 && world != c.gpus)
     return bad(K::kWorldSize, concat("--gpus ", c.gpus, ": TP*CP*PP*DP = ", c.tp, "*", c.cp, "*", c.pp,
                                      "*", c.dp, " = ", world, " does not match ", c.gpus, " GPUs"));
+  if (opt.method == EstimateMethod::kFsdp && (c.tp > 1 || c.cp > 1 || c.pp > 1))
+    return bad(K::kFsdpDpOnly, concat("--tp ", c.tp, " --cp ", c.cp, " --pp ", c.pp,
+                                      ": FSDP FULL_SHARD shards over data parallelism only (TP, CP and PP must be 1)"));
   return std::nullopt;
 }
 

@@ -21,6 +21,7 @@ enum class ConstraintKind {
   kGbsMbsDp,       // GBS % (MBS·DP), incl. GBS < MBS·DP
   kWorldSize,      // TP·CP·PP·DP ≠ GPUs, or more than kMaxWorldSize
   kTpCpPerNode,    // TP·CP > GPUs per node (search only)
+  kFsdpDpOnly,     // method fsdp with TP, CP or PP > 1 (FSDP FULL_SHARD shards over DP only)
 };
 
 // Short stable key, e.g. "layers_pp", used in JSON counts.

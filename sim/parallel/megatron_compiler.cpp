@@ -392,6 +392,12 @@ double model_flops_per_token(const ModelSpec& model, int64_t seq, const std::str
   return 3 * fwd / static_cast<double>(w.tokens);
 }
 
+void check_fsdp_layout(const MegatronOptions& o) {
+  const ParallelSizes& z = o.sizes;
+  PROTWIN_CHECK(!o.fsdp || (z.tp == 1 && z.pp == 1 && z.cp == 1), "--framework fsdp: FSDP FULL_SHARD shards over ",
+                "data parallelism only (--tp, --pp and --cp 1), got TP ", z.tp, " PP ", z.pp, " CP ", z.cp);
+}
+
 void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   if (framework == "megatron-core") return;
   if (framework == "fsdp") {
@@ -581,8 +587,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
                 "schedule (--vpp 1)");
   PROTWIN_CHECK(o.split.uneven() || unpadded.layers % (static_cast<int64_t>(p) * v) == 0, "--vpp ", v, ": layers ",
                 unpadded.layers, " are not divisible by PP*VPP ", static_cast<int64_t>(p) * v);
-  PROTWIN_CHECK(!o.fsdp || (z.tp == 1 && z.pp == 1 && z.cp == 1), "--framework fsdp: FSDP FULL_SHARD shards over ",
-                "data parallelism only (--tp, --pp and --cp 1), got TP ", z.tp, " PP ", z.pp, " CP ", z.cp);
+  check_fsdp_layout(o);
   const int64_t m = o.gbs / (o.mbs * z.dp);
   out.microbatches = m;
   // Model flops count the real vocabulary (the published formulas' V); the kernels the padded one.

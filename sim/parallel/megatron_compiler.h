@@ -110,6 +110,9 @@ struct MegatronOptions {
 // An unknown name is an error naming --framework.
 void apply_framework_preset(MegatronOptions& o, const std::string& framework);
 
+// With o.fsdp, refuses TP, PP or CP > 1 naming --framework (FSDP FULL_SHARD is data parallel only).
+void check_fsdp_layout(const MegatronOptions& o);
+
 // What the simulated rank of one stage does.
 struct StageInfo {
   std::string compute_stream;

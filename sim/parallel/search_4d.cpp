@@ -77,6 +77,11 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
   eo.recompute = o.base.recompute;
   eo.distributed_optimizer = o.base.distributed_optimizer;
   eo.flash_attention = o.base.flash_attention;
+  if (o.base.fsdp) {  // as simulate_4d estimates FSDP FULL_SHARD (DP-only layouts)
+    eo.method = EstimateMethod::kFsdp;
+    eo.fsdp_param_bytes = o.base.dtype == "fp32" ? 4 : 2;
+    eo.fp32_grad_accum = o.base.grad_bytes == 4;
+  }
   space.uneven_stages = o.uneven_stages;
   r.enumeration = search_parallel_configs(to_estimate_model(model), space, eo);
   r.options = o.base;

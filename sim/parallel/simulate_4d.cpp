@@ -91,15 +91,17 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   eo.hidden_dropout = eo.attention_dropout = o.dropout ? 0.1 : 0.0;
   eo.fp32_grad_accum = o.grad_bytes == 4;
   eo.pad_vocab_multiple = o.pad_vocab ? 128 : 0;
+  check_fsdp_layout(o);
+  if (o.fsdp) {  // FULL_SHARD's memory (fsdp_estimator.cpp): units gathered in the compute dtype
+    eo.method = EstimateMethod::kFsdp;
+    eo.fsdp_param_bytes = o.dtype == "fp32" ? 4 : 2;
+  }
   check_constraints(em, pc, eo);
 
   Simulate4dResult r;
   r.model = model.name;
   r.machine = machine.name;
   r.memory = estimate_memory(em, pc, eo);
-  if (o.fsdp)  // the op list is FSDP's, the memory estimate is still Megatron's (fits_80pct with it)
-    r.memory.notes.push_back("--framework fsdp: memory is Megatron's estimate for this layout (weights and "
-                             "gradients replicated), not FSDP FULL_SHARD's (everything sharded, two layers gathered)");
   r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
                                           : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
   r.memory_limit_gib = 0.8 * r.gpu_memory_gb;

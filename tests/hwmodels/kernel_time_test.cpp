@@ -7,6 +7,8 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/kernel_model.h"
+#include "hwmodels/kernel_table.h"
+#include "traces/op_profile.h"
 #include "traces/error.h"
 
 using namespace protwin::hw;
@@ -148,4 +150,91 @@ TEST_CASE("unfused attention is its batched GEMMs only: the softmax is charged o
     CHECK(cost.attention_seconds(shape, "fp32", false, false) == Approx(2 * t).epsilon(1e-12));
     CHECK(cost.attention_seconds(shape, "fp32", false, true) == Approx(4 * t).epsilon(1e-12));
   }
+}
+
+namespace {
+
+// A two-point fp16 GEMM table on a toy GPU whose model is flops / 100 TFLOPS (every GEMM in the
+// flat regime) except below 2^30 flops, where it runs at half that (not flat).
+const char* kFlatTable = R"({"format": "protwin.profile", "version": 1, "device": "toy",
+ "provenance": {"kind": "assumed", "source": "test"}, "ops": [
+ {"kind": "gemm", "dtype": "fp16", "shape": [4096, 4096, 4096], "key": "gemm:fp16:4096x4096x4096", "count": 1, "source": "test",
+  "mean_us": 1718.0, "min_us": 1718.0, "max_us": 1718.0, "std_us": 0},
+ {"kind": "gemm", "dtype": "fp16", "shape": [4096, 16384, 4096], "key": "gemm:fp16:4096x16384x4096", "count": 1, "source": "test",
+  "mean_us": 6000.0, "min_us": 6000.0, "max_us": 6000.0, "std_us": 0}]})";
+
+double toy_seconds(const protwin::traces::OpSignature& s) {
+  double flops = 2;
+  for (int64_t d : s.shape) flops *= static_cast<double>(d);
+  const double rate = (s.dtype == "bf16" ? 110e12 : 100e12) * (flops < 1073741824.0 ? 0.5 : 1.0);
+  return flops / rate;
+}
+
+KernelTable toy_table(bool flat_regime) {
+  static const protwin::traces::OpProfile profile = protwin::traces::OpProfile::parse(kFlatTable, "toy.json");
+  KernelGemmModel g;
+  g.seconds = toy_seconds;
+  g.sustained_flops = [](const std::string& dtype) { return dtype == "bf16" ? 110e12 : 100e12; };
+  g.flat_regime = flat_regime;
+  return KernelTable({&profile}, [](const protwin::traces::OpSignature& s, double) { return toy_seconds(s); },
+                     KernelTable::Carry::kAbsolute, g);
+}
+
+}  // namespace
+
+TEST_CASE("flat regime: beyond every point, the nearby flat points' correction, weighted by 1/d^2 in log2 space",
+          "[hwmodels][kernel][closed-form]") {
+  const KernelTable t = toy_table(true);
+  const auto gemm = [](int64_t m, int64_t n, int64_t k, const char* dtype = "fp16") {
+    return protwin::traces::OpSignature{"gemm", {m, n, k}, dtype};
+  };
+  const double r1 = std::log(1718e-6 / toy_seconds(gemm(4096, 4096, 4096)));
+  const double r2 = std::log(6000e-6 / toy_seconds(gemm(4096, 16384, 4096)));
+  // 32768 tokens (3 octaves beyond both points' 4096): no distance in tokens; n = 8192 is one octave
+  // from each point: equal weights.
+  auto c = t.correction(gemm(32768, 8192, 4096), 0);
+  REQUIRE(c);
+  CHECK(c->extrapolated);
+  CHECK_FALSE(c->exact);
+  CHECK(c->ratio == Approx(std::exp((r1 + r2) / 2)).epsilon(1e-12));
+  // n = 2048: 1 octave from the first point, 3 from the second (beyond the 2-octave reach).
+  c = t.correction(gemm(16384, 2048, 4096), 0);
+  REQUIRE(c);
+  CHECK(c->ratio == Approx(std::exp(r1)).epsilon(1e-12));
+  // Fewer tokens than the points count: 16384 x 8192 x 4096 at 1024 tokens is 2 octaves below in m,
+  // 1 in n: d^2 = 5 > 4, out of reach; and a GEMM off the flat regime is never extrapolated.
+  CHECK_FALSE(t.correction(gemm(1024, 8192, 4096), 0));
+  CHECK_FALSE(t.correction(gemm(512, 256, 2048), 0));
+  // Within an octave of a point: the ordinary interpolation, not the flat-regime one.
+  c = t.correction(gemm(6000, 4096, 4096), 0);
+  REQUIRE(c);
+  CHECK_FALSE(c->extrapolated);
+  // The machine switch turns the extrapolation off.
+  CHECK_FALSE(toy_table(false).correction(gemm(32768, 8192, 4096), 0));
+}
+
+TEST_CASE("a bf16 GEMM is priced at the fp16 table's measured time (same tensor cores)", "[hwmodels][kernel][closed-form]") {
+  const KernelTable t = toy_table(true);
+  const protwin::traces::OpSignature bf16{"gemm", {4096, 4096, 4096}, "bf16"};
+  const auto c = t.correction(bf16, 0);
+  REQUIRE(c);
+  CHECK_FALSE(c->exact);
+  CHECK(toy_seconds(bf16) * c->ratio == Approx(1718e-6).epsilon(1e-12));
+}
+
+TEST_CASE("A100-SXM4 40 GB prices GEMMs with the DGX A100's tables absolutely, memory-bound kernels by shape only",
+          "[hwmodels][kernel]") {
+  const HardwareCostModel dgx(load_machine("dgx-a100"));
+  const HardwareCostModel abci(load_machine("abci-a100"));
+  REQUIRE(abci.tables_derived());
+  // Same SMs and dense peaks: a measured GEMM costs the same on both (the model's HBM roofline does
+  // not bind at this size).
+  const KernelTime a = abci.gemm_time(1, 4096, 12288, 4096, "fp16"), d = dgx.gemm_time(1, 4096, 12288, 4096, "fp16");
+  CHECK(a.source == KernelSource::kDerived);
+  CHECK(a.seconds == Approx(d.seconds).epsilon(1e-9));
+  // The 3090 (82 SMs) keeps shape effects only: its own sustained rate for large GEMMs.
+  const HardwareCostModel rtx(load_machine("rtx3090-server"));
+  const HardwareCostModel rtx_model(without_tables("rtx3090-server"));
+  CHECK(rtx.gemm_time(1, 32768, 8192, 4096, "fp16").seconds ==
+        Approx(rtx_model.gemm_time(1, 32768, 8192, 4096, "fp16").seconds).epsilon(1e-9));
 }

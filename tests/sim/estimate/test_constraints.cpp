@@ -85,7 +85,7 @@ TEST_CASE("sizes below one and bad option values") {
   CHECK_THAT(message_of(layout(8192, 1, 1, 1, 1, 1), o),
              Equals("--zero-stage 4: expected 0, 1, 2 or 3"));
   CHECK_THROWS_WITH(parse_method("deepspeed"),
-                    "--method deepspeed: unknown method; expected fujii, megatron, korthikanti or zero");
+                    "--method deepspeed: unknown method; expected fujii, megatron, korthikanti, zero or fsdp");
   CHECK_THROWS_WITH(parse_recompute("some"),
                     "--recompute some: unknown recompute granularity; expected none, selective or full");
 }

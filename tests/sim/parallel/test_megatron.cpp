@@ -15,6 +15,7 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
+#include "sim/parallel/estimate_model.h"
 #include "sim/parallel/megatron_compiler.h"
 #include "sim/parallel/search_4d.h"
 #include "sim/parallel/simulate_4d.h"
@@ -410,4 +411,33 @@ TEST_CASE("uneven first/last stages: layers per stage, stage busy time m L_s (F 
   o.vpp = 2;
   o.gbs = 4;
   CHECK_THROWS_WITH(compile_megatron_plan(m, o, place_groups(o.sizes, 8, 1)), Catch::Contains("--vpp 2: uneven"));
+}
+
+TEST_CASE("search_4d --framework fsdp: DP-only layouts priced by FSDP FULL_SHARD's memory, MPT-7B on 8 H100s",
+          "[parallel][fsdp][search]") {
+  // Before FSDP's estimator the layouts were judged by Megatron's (replicated bf16 weights and fp32
+  // gradients) and the search found none for llama3.1-8b.
+  const hw::HardwareCostModel cost(hw::load_machine("hgx-h100"));
+  const ModelSpec mpt = resolve_model("gpt:hidden=4096,layers=32,heads=32,vocab=50368,max_positions=2048,bias=false");
+  Search4dOptions o;
+  o.nodes = 1;
+  o.base.seq = 2048;
+  o.base.gbs = 48;
+  o.base.dtype = "bf16";
+  apply_framework_preset(o.base, "fsdp");
+  const Search4dResult r = search_4d(mpt, cost, o);
+  REQUIRE(r.simulated >= 1);
+  CHECK(r.failed == 0);
+  CHECK(r.enumeration.rejected_by_reason.at("fsdp_dp_only") > 0);
+  for (const auto& row : r.ranked) {
+    const SearchCandidate& c = row.candidate;
+    CHECK((c.tp == 1 && c.cp == 1 && c.pp == 1 && c.dp == 8));
+    // Each simulated layout's memory is the estimator's FSDP figure for it.
+    EstimateOptions eo;
+    eo.method = EstimateMethod::kFsdp;
+    ParallelConfig pc;
+    pc.seq = 2048, pc.mbs = c.mbs, pc.dp = 8, pc.gbs = 48, pc.gpus = 8;
+    CHECK(row.result.memory.total_bytes == estimate_memory(to_estimate_model(mpt), pc, eo).total_bytes);
+    CHECK(row.result.fits_80pct);
+  }
 }
