@@ -22,8 +22,8 @@ struct LinkSpec {
 };
 
 // Where an op's time came from, most trusted first: a measured op profile; a measured kernel table
-// (exact, interpolated, extrapolated in the flat regime, or derived from another GPU's); the shape-aware model; the machine file's
-// curves and rates; a rates file. kMixed: an op whose kernels came from different sources; kNone:
+// (exact, interpolated, extrapolated in the flat regime, or derived from another GPU's); the
+// shape-aware model; the machine file's curves and rates; a rates file. kMixed: an op whose kernels came from different sources; kNone:
 // an op that costs nothing (alloc, free). The simulating subcommands count ops per source.
 enum class KernelSource : uint8_t { kProfile, kMeasured, kInterpolated, kExtrapolated, kDerived, kModel, kCurve, kRates, kMixed, kNone };
 const char* kernel_source_name(KernelSource s);
