@@ -44,8 +44,8 @@ constexpr int64_t kMaxDelta = int64_t{1} << 56;
 
 constexpr uint32_t kNone = 0xffffffffu;
 
-// One op while it is in the run's window: what the event loop reads (one cache line: its cost,
-// stream, what it waits for, its successors as a linked list of edges, its memory effects
+// One op while the run holds it, in its slot: what the event loop reads (one cache line: its
+// cost, stream, id, its successors as a linked list of edges, its memory effects
 // [mem_begin, mem_split) at start and [mem_split, mem_end) at its end, its times) ...
 struct alignas(64) OpState {
   int64_t fixed = 0;         // ns
@@ -56,6 +56,7 @@ struct alignas(64) OpState {
   int32_t priority = 0;
   uint32_t succ_head = kNone;
   uint32_t mem_begin = 0, mem_split = 0, mem_end = 0;
+  uint32_t id = 0;
 };
 static_assert(sizeof(OpState) <= 64, "one cache line per op");
 
@@ -87,8 +88,9 @@ struct Route {
 // until that op ends, and before an op that depends on CPU work until that work ends.
 struct Host {
   std::string name;              // "host", or "stage0.host" for streams "stage0.*"
-  std::deque<uint32_t> ops;      // the ops it has yet to issue, in id order
+  std::deque<uint32_t> ops;      // the slots of the ops it has yet to issue, in id order
   int64_t n_ops = 0;             // all ops it issues
+  int64_t last_id = -1;          // the last op given to it
   int64_t pending = 0;           // issued, not finished
   bool busy = false;             // launching, or blocked until a host_sync op ends
   int64_t busy_ns = 0;
@@ -110,35 +112,47 @@ enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
 // One simulation of one plan: all mutable state lives here.
 class Run final : public Handler {
  public:
-  // streamed: the source generates ops during the loop (it is told when ops start, and finished
-  // ops are retired in id order during the loop); otherwise every op is taken before the loop.
-  Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink)
-      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), sink_(std::move(sink)) {}
-  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_}; }
+  // streamed: the source generates ops during the loop (it is told when ops start; each op's slot
+  // is freed when it ends); otherwise every op is taken before the loop, op i in slot i.
+  // any_order: records go to the sink as ops end, not in id order.
+  Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink, bool any_order)
+      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), any_order_(any_order),
+        sink_(std::move(sink)) {}
+  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_held_}; }
 
   traces::Report simulate();
   void on_event(uint64_t p) override;
 
  private:
-  OpState& at(size_t i) { return ring_[i & mask_]; }
-  OpExtra& extra(size_t i) { return extra_[i & mask_]; }
+  // Everything below indexes ops by slot (= id for a plan's run).
+  OpState& at(size_t i) { return state_[i]; }
+  OpExtra& extra(size_t i) { return extra_[i]; }
   // The op (in a streamed run a copy of its id, kind and stream: the source may have freed it).
   traces::Op op(size_t i) {
     if (!streamed_) return *extra(i).op;
     traces::Op o;
-    o.id = static_cast<int>(i);
-    o.kind = kinds_[kind_of_[i & mask_]];
+    o.id = static_cast<int>(at(i).id);
+    o.kind = kinds_[kind_of_[i]];
     o.stream = stream_names_[static_cast<size_t>(at(i).stream)];
     return o;
   }
   // Unfinished dependencies of op i (+1 until launched, with host dispatch): apart, as successors'
   // counts are what an op's end touches.
-  int32_t& waiting(size_t i) { return waiting_[i & mask_]; }
+  int32_t& waiting(size_t i) { return waiting_[i]; }
+  // Whether the op with id `id` (generated) has ended.
+  bool ended(uint32_t id) {
+    if (!streamed_) return at(id).end >= 0;
+    auto it = slot_of_.find(id);
+    return it == slot_of_.end() || at(it->second).end >= 0;
+  }
   void init();
   bool pull();
   void add_op(const traces::Op& op);
+  uint32_t take_slot(uint32_t id);
+  void free_slot(size_t i);
   void link(uint32_t from, uint32_t to);
-  void grow();
+  void link_edge(uint32_t from, uint32_t to);
+  void resize_slots(size_t n);
   int32_t route_id(const hw::OpCost& c, const traces::Op& op);
   void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
   void dispatch();
@@ -146,7 +160,8 @@ class Run final : public Handler {
   void begin(size_t i);
   void after_fixed(size_t i);
   void finish(size_t i);
-  void retire();
+  void put_record(size_t i);
+  void deliver(traces::OpRecord&& r);
   traces::OpRecord record(size_t i);
   void apply_mem(size_t i, bool at_end);
   void try_launch(size_t h);
@@ -156,30 +171,37 @@ class Run final : public Handler {
   OpSource& source_;
   const traces::Plan& header_;
   const hw::CostModel& cost_model_;
-  const bool streamed_;
+  const bool streamed_, any_order_;
   const OpRecordSink sink_;
   bool exhausted_ = false;
   bool loop_started_ = false;
 
-  // The window: ops [base_, gen_) in a ring of power-of-two size (nothing allocated per op
-  // while simulating, apart from the window's growth).
-  std::vector<OpState> ring_;
+  // The ops held, one per slot (nothing allocated per op while simulating, apart from the
+  // pool's growth). Streamed: slots of ended ops are reused; slot_of_ finds an op by id.
+  std::vector<OpState> state_;
   std::vector<OpExtra> extra_;
   std::vector<int32_t> waiting_;
-  std::vector<uint32_t> kind_of_;   // streamed: the window's ops' kinds, as indices into kinds_
+  std::vector<uint32_t> kind_of_;   // streamed: the ops' kinds, as indices into kinds_
   std::vector<std::string> kinds_;
-  size_t mask_ = 0;
-  uint64_t base_ = 0, gen_ = 0, peak_live_ = 0;
+  std::vector<uint32_t> free_slots_;
+  std::unordered_map<uint32_t, uint32_t> slot_of_;
+  // Streamed: ops waiting for an op not generated yet (its id -> their slots).
+  std::unordered_map<uint32_t, std::vector<uint32_t>> awaited_;
+  // Streamed, records in id order: the next id to go out, the records of ops ended before it.
+  uint32_t next_out_ = 0;
+  std::unordered_map<uint32_t, traces::OpRecord> held_;
+  uint64_t gen_ = 0, live_ = 0, peak_live_ = 0, peak_held_ = 0;
   std::vector<Edge> edges_;
   uint32_t free_edge_ = kNone;
   std::vector<std::pair<uint32_t, uint32_t>> forward_deps_;  // (dep, op) with dep > op: linked once all are taken
   std::vector<int64_t> mem_;  // delta_bytes * kMaxPools + pool
   std::vector<size_t> changes_per_pool_;
   std::vector<std::string> stream_names_, pool_names_;
-  std::vector<int32_t> last_on_stream_, host_of_stream_;
+  std::vector<int32_t> last_on_stream_, host_of_stream_;  // slot of the stream's last op held (-1: none)
+  std::vector<int64_t> last_id_on_stream_;
   int last_stream_ = -1;
   std::vector<Route> routes_;  // distinct (links, cap) of the plan's transfers
-  std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op -> its CPU-work deps (kCpuDep ops)
+  std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op's slot -> its CPU-work deps' ids
   bool has_hosts_ = false;     // some op has a host time or is CPU work
   std::vector<Host> hosts_;
   int64_t queue_depth_ = 1024;
@@ -208,14 +230,9 @@ void Run::init() {
   network_.emplace(engine_, std::move(caps), kPrioEnd);
   changes_per_pool_.assign(pool_names_.size(), 0);
   last_on_stream_.assign(stream_names_.size(), -1);
+  last_id_on_stream_.assign(stream_names_.size(), -1);
   host_of_stream_.assign(stream_names_.size(), -1);
-  size_t slots = 1024;
-  while (slots < source_.size_hint()) slots *= 2;
-  resize_huge(ring_, slots);
-  resize_huge(extra_, slots);
-  resize_huge(waiting_, slots);
-  if (streamed_) kind_of_.resize(slots);
-  mask_ = slots - 1;
+  resize_slots(std::max<size_t>(streamed_ ? 1024 : 1, source_.size_hint()));
   reserve_huge(edges_, 2 * source_.size_hint());
 
   while (source_.wants_more() && pull()) {
@@ -249,35 +266,57 @@ bool Run::pull() {
   return true;
 }
 
-// Doubles the ring, keeping every op of the window at its id's slot.
-void Run::grow() {
-  std::vector<OpState> bigger;
-  std::vector<OpExtra> bigger_extra;
-  std::vector<int32_t> bigger_waiting;
-  resize_huge(bigger, ring_.size() * 2);
-  resize_huge(bigger_extra, ring_.size() * 2);
-  resize_huge(bigger_waiting, ring_.size() * 2);
-  const size_t mask = bigger.size() - 1;
-  for (uint64_t i = base_; i < gen_; ++i) {
-    bigger[i & mask] = at(i);
-    bigger_extra[i & mask] = extra(i);
-    bigger_waiting[i & mask] = waiting(i);
+// Grows the slot arrays to n slots (ops keep their slots); streamed, the new slots are free.
+void Run::resize_slots(size_t n) {
+  const size_t old = state_.size();
+  if (old == 0) {
+    resize_huge(state_, n);
+    resize_huge(extra_, n);
+    resize_huge(waiting_, n);
+  } else {
+    state_.resize(n);
+    extra_.resize(n);
+    waiting_.resize(n);
   }
-  if (streamed_) {
-    std::vector<uint32_t> bigger_kinds(bigger.size());
-    for (uint64_t i = base_; i < gen_; ++i) bigger_kinds[i & mask] = kind_of_[i & mask_];
-    kind_of_.swap(bigger_kinds);
+  if (!streamed_) return;
+  kind_of_.resize(n);
+  for (size_t k = n; k-- > old;) free_slots_.push_back(static_cast<uint32_t>(k));
+}
+
+// The slot for op `id`: its id in a plan's run, else a free one.
+uint32_t Run::take_slot(uint32_t id) {
+  if (!streamed_) {
+    if (id >= state_.size()) resize_slots(2 * state_.size());
+    return id;
   }
-  ring_.swap(bigger);
-  extra_.swap(bigger_extra);
-  waiting_.swap(bigger_waiting);
-  mask_ = mask;
+  if (free_slots_.empty()) resize_slots(2 * state_.size());
+  const uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  PROTWIN_ASSERT(slot_of_.emplace(id, slot).second, "op ", id, " generated twice (OpSource contract)");
+  return slot;
+}
+
+// A streamed op has ended and its record is out: the source may drop it, its slot is reused.
+void Run::free_slot(size_t i) {
+  const OpState& st = at(i);
+  source_.release(static_cast<int>(st.id), st.stream);
+  slot_of_.erase(st.id);
+  if (last_on_stream_[static_cast<size_t>(st.stream)] == static_cast<int32_t>(i))
+    last_on_stream_[static_cast<size_t>(st.stream)] = -1;
+  free_slots_.push_back(static_cast<uint32_t>(i));
+  --live_;
 }
 
 // `to` waits for `from` (unless `from` has ended): an edge at the end of from's successors, so
 // successors stay in id order.
 void Run::link(uint32_t from, uint32_t to) {
-  if (from < base_ || at(from).end >= 0) return;
+  if (at(from).end >= 0) return;
+  link_edge(from, to);
+  ++waiting(to);
+}
+
+// The edge alone (`to` already counts `from` among what it waits for).
+void Run::link_edge(uint32_t from, uint32_t to) {
   uint32_t e = free_edge_;
   if (e != kNone) {
     free_edge_ = edges_[e].next;
@@ -290,19 +329,23 @@ void Run::link(uint32_t from, uint32_t to) {
   if (tail == kNone) at(from).succ_head = e;
   else edges_[tail].next = e;
   tail = e;
-  ++waiting(to);
 }
 
 void Run::add_op(const traces::Op& op) {
-  const uint64_t i = gen_;
-  PROTWIN_CHECK(i < (uint64_t{1} << 31), "plan: too many ops (", i + 1, ")");
-  PROTWIN_CHECK(op.id == static_cast<int>(i), traces::describe_op(header_, op), ": op ids must be dense: ",
-                "expected id ", i);
-  if (gen_ - base_ == ring_.size()) grow();
+  PROTWIN_CHECK(gen_ < (uint64_t{1} << 31), "plan: too many ops (", gen_ + 1, ")");
+  if (streamed_) {
+    PROTWIN_ASSERT(op.id >= 0, traces::describe_op(header_, op), ": negative op id");
+  } else {
+    PROTWIN_CHECK(op.id == static_cast<int>(gen_), traces::describe_op(header_, op), ": op ids must be dense: ",
+                  "expected id ", gen_);
+  }
+  const auto id = static_cast<uint32_t>(op.id);
+  const uint32_t i = take_slot(id);
   ++gen_;
-  peak_live_ = std::max(peak_live_, gen_ - base_);
+  peak_live_ = std::max(peak_live_, ++live_);
   OpState& st = at(i);
   st = OpState{};
+  st.id = id;
   OpExtra& x = extra(i);
   x.op = &op;
   x.succ_tail = kNone;
@@ -317,7 +360,7 @@ void Run::add_op(const traces::Op& op) {
       k = static_cast<int>(kinds_.size());
       kinds_.push_back(op.kind);
     }
-    kind_of_[i & mask_] = static_cast<uint32_t>(k);
+    kind_of_[i] = static_cast<uint32_t>(k);
   }
   waiting(i) = 0;
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
@@ -328,23 +371,37 @@ void Run::add_op(const traces::Op& op) {
   st.stream = s;
   st.priority = op.priority;
 
+  // The stream's previous op (in id order), if still held.
   const int prev = last_on_stream_[static_cast<size_t>(s)];
+  const int64_t prev_id = last_id_on_stream_[static_cast<size_t>(s)];
+  PROTWIN_ASSERT(prev_id < static_cast<int64_t>(id), traces::describe_op(header_, op), ": generated after op ", prev_id,
+                 " of its stream (OpSource contract: a stream's ops in id order)");
   last_on_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(i);
+  last_id_on_stream_[static_cast<size_t>(s)] = id;
   bool prev_listed = false;
   for (int d : op.deps) {
     PROTWIN_CHECK(d >= 0, traces::describe_op(header_, op), ": dependency on op ", d, " which does not exist");
     PROTWIN_CHECK(d != op.id, traces::describe_op(header_, op), ": depends on itself");
-    if (d == prev) prev_listed = true;
-    if (static_cast<uint64_t>(d) > i) {
-      PROTWIN_CHECK(!streamed_, traces::describe_op(header_, op), ": dependency on the later op ", d,
-                    ": a streamed plan lists every op after its dependencies");
-      forward_deps_.emplace_back(static_cast<uint32_t>(d), static_cast<uint32_t>(i));
-      ++waiting(i);
-    } else {
-      link(static_cast<uint32_t>(d), static_cast<uint32_t>(i));
+    const auto dep = static_cast<uint32_t>(d);
+    if (d == prev_id) prev_listed = true;
+    if (!streamed_) {
+      if (dep > id) {  // linked once every op is taken
+        forward_deps_.emplace_back(dep, id);
+        ++waiting(i);
+      } else {
+        link(dep, i);
+      }
+      continue;
     }
+    auto held = slot_of_.find(dep);
+    if (held != slot_of_.end()) {
+      link(held->second, i);
+    } else if (!source_.generated(d)) {  // waits for it by id
+      awaited_[dep].push_back(i);
+      ++waiting(i);
+    }  // else it has ended
   }
-  if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), static_cast<uint32_t>(i));
+  if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), i);
 
   const hw::OpCost c = cost_model_.cost(op, header_);
   PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(header_, op), ": negative fixed time");
@@ -372,19 +429,28 @@ void Run::add_op(const traces::Op& op) {
           queue_depth_ = cost_model_.launch_queue_depth();
           PROTWIN_ASSERT(queue_depth_ >= 1, "launch queue depth ", queue_depth_, " < 1");
         }
-        hosts_.push_back(Host{name, {}, 0, 0, false, 0});
+        hosts_.push_back(Host{name, {}, 0, -1, 0, false, 0});
       }
       host_of_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(h);
     }
     x.host = host_of_stream_[static_cast<size_t>(s)];
-    hosts_[static_cast<size_t>(x.host)].ops.push_back(static_cast<uint32_t>(i));
-    ++hosts_[static_cast<size_t>(x.host)].n_ops;
+    Host& host = hosts_[static_cast<size_t>(x.host)];
+    PROTWIN_ASSERT(host.last_id < static_cast<int64_t>(id), traces::describe_op(header_, op), ": generated after op ",
+                   host.last_id, " of host ", host.name, " (OpSource contract: a host's ops in id order)");
+    host.last_id = id;
+    host.ops.push_back(i);
+    ++host.n_ops;
     ++waiting(i);  // the launch
     for (int d : op.deps) {
-      if (static_cast<uint64_t>(d) < i && static_cast<uint64_t>(d) >= base_ && (extra(d).host_flags & kCpuWork)) {
-        x.host_flags |= kCpuDep;
-        cpu_deps_[static_cast<uint32_t>(i)].push_back(static_cast<uint32_t>(d));
+      const auto dep = static_cast<uint32_t>(d);
+      if (streamed_) {
+        auto held = slot_of_.find(dep);
+        if (held == slot_of_.end() || !(extra(held->second).host_flags & kCpuWork)) continue;
+      } else if (dep >= id || !(extra(dep).host_flags & kCpuWork)) {
+        continue;
       }
+      x.host_flags |= kCpuDep;
+      cpu_deps_[i].push_back(dep);
     }
   }
 
@@ -420,6 +486,13 @@ void Run::add_op(const traces::Op& op) {
     PROTWIN_ASSERT(!loop_started_, traces::describe_op(header_, op),
                    ": generated after every op it waits for had ended (OpSource contract)");
     make_ready(i);
+  }
+  if (!awaited_.empty()) {  // ops generated before it wait for it
+    auto it = awaited_.find(id);
+    if (it != awaited_.end()) {
+      for (uint32_t w : it->second) link_edge(i, w);
+      awaited_.erase(it);
+    }
   }
 }
 
@@ -465,7 +538,7 @@ void Run::dispatch() {
   if (batch_.size() > 1) {
     std::sort(batch_.begin(), batch_.end(), [this](uint32_t a, uint32_t b) {
       const int32_t pa = at(a).priority, pb = at(b).priority;
-      return pa != pb ? pa < pb : a < b;
+      return pa != pb ? pa < pb : at(a).id < at(b).id;
     });
   }
   for (uint32_t i : batch_) {
@@ -478,14 +551,17 @@ void Run::dispatch() {
 
 void Run::try_launch(size_t h) {
   if (hosts_[h].busy || hosts_[h].pending >= queue_depth_) return;
-  while (hosts_[h].ops.empty() && pull()) {
+  while (hosts_[h].ops.empty() && !exhausted_ && source_.more_for_host(hosts_[h].name)) {
+    bool took = false;
+    while (source_.wants_more() && pull()) took = true;
+    if (!took && !pull()) break;
   }
   Host& host = hosts_[h];
   if (host.ops.empty()) return;
   const uint32_t i = host.ops.front();
   if (extra(i).host_flags & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
     for (uint32_t d : cpu_deps_[i]) {
-      if (d >= base_ && at(d).end < 0) return;
+      if (!ended(d)) return;
     }
   }
   host.busy = true;
@@ -527,7 +603,7 @@ void Run::apply_mem(size_t i, bool at_end) {
 
 void Run::begin(size_t i) {
   if (streamed_) {  // the source may want to generate what follows this op before it ends
-    source_.starting(static_cast<int>(i));
+    source_.starting(static_cast<int>(at(i).id), at(i).stream);
     while (source_.wants_more() && pull()) {
     }
   }
@@ -592,28 +668,46 @@ void Run::finish(size_t i) {
     e = next;
   }
   if (streamed_) {
-    while (base_ < gen_ && at(base_).end >= 0) retire();
+    put_record(i);
+    free_slot(i);
   }
 }
 
 traces::OpRecord Run::record(size_t i) {
   const OpState& st = at(i);
   const OpExtra& x = extra(i);
-  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(i), kinds_[kind_of_[i & mask_]],
+  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(st.id), kinds_[kind_of_[i]],
                                                     stream_names_[static_cast<size_t>(st.stream)], SimTime(st.start),
                                                     SimTime(st.end), std::nullopt}
-                                 : traces::OpRecord{static_cast<int>(i), x.op->kind, x.op->stream, SimTime(st.start),
+                                 : traces::OpRecord{static_cast<int>(st.id), x.op->kind, x.op->stream, SimTime(st.start),
                                                     SimTime(st.end), std::nullopt};
   if (x.launch_start >= 0) r.launch = {SimTime(x.launch_start), SimTime(x.launch_end)};
   return r;
 }
 
-// The window's oldest op has ended: its record goes out and the source may drop it.
-void Run::retire() {
-  if (sink_) sink_(record(base_));
-  else records_.push_back(record(base_));
-  source_.release(static_cast<int>(base_));
-  ++base_;
+// A streamed op has ended: its record goes out now (any order), or once every op before it has.
+void Run::put_record(size_t i) {
+  traces::OpRecord r = record(i);
+  if (any_order_ || r.id != static_cast<int>(next_out_)) {
+    if (any_order_) {
+      deliver(std::move(r));
+      return;
+    }
+    held_.emplace(static_cast<uint32_t>(r.id), std::move(r));
+    peak_held_ = std::max<uint64_t>(peak_held_, held_.size());
+    return;
+  }
+  deliver(std::move(r));
+  ++next_out_;
+  for (auto it = held_.find(next_out_); it != held_.end(); it = held_.find(++next_out_)) {
+    deliver(std::move(it->second));
+    held_.erase(it);
+  }
+}
+
+void Run::deliver(traces::OpRecord&& r) {
+  if (sink_) sink_(r);
+  else records_.push_back(std::move(r));
 }
 
 void Run::on_event(uint64_t p) {
@@ -639,7 +733,16 @@ traces::Report Run::simulate() {
   engine_.run();
   loop_cpu_s_ = thread_cpu_s() - t0;
   if (finished_ != gen_) {
-    for (uint64_t i = base_; i < gen_; ++i) {
+    for (size_t i = 0; i < state_.size(); ++i) {
+      if (streamed_) {
+        auto held = slot_of_.find(at(i).id);
+        if (held == slot_of_.end() || held->second != i) continue;  // a free slot
+      }
+      if (!streamed_ && i >= gen_) break;
+      for (const auto& [id, waiters] : awaited_)
+        for (uint32_t w : waiters)
+          PROTWIN_ASSERT(w != i, traces::describe_op(header_, op(i)), ": waits for op ", id,
+                         ", never generated (OpSource contract)");
       PROTWIN_CHECK(at(i).end >= 0, traces::describe_op(header_, op(i)),
                     ": never ran: its dependencies (deps and the in-order stream) form a cycle");
     }
@@ -660,10 +763,11 @@ traces::Report Run::report() {
   }
   r.meta["links"] = std::move(links);
 
-  if (!streamed_) {  // every op is still in the window
+  if (!streamed_) {  // every op is still held, op i in slot i
     reserve_huge(records_, gen_);
-    for (; base_ < gen_; ++base_) records_.push_back(record(base_));
+    for (size_t i = 0; i < gen_; ++i) records_.push_back(record(i));
   }
+  PROTWIN_ASSERT(held_.empty(), "records held back at the end of the run");
   r.ops = std::move(records_);
   r.iteration = SimTime(iteration_);
   r.streams.resize(header_.streams.size());
@@ -690,14 +794,15 @@ traces::Report Run::report() {
 
 traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) const {
   PlanOpSource source(plan);
-  Run run(source, *cost_, false, nullptr);
+  Run run(source, *cost_, false, nullptr, false);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;
 }
 
-traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink) const {
-  Run run(source, *cost_, true, sink);
+traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink,
+                                  bool any_order) const {
+  Run run(source, *cost_, true, sink, any_order);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;

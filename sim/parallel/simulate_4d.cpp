@@ -118,13 +118,13 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     measure_4d(plan, report, r);
     if (cfg.keep_report) r.report = std::move(report);
     if (plan_out) *plan_out = std::move(plan);
-  } else {  // ops generated as the simulation takes them, records measured as they retire
+  } else {  // ops generated as the simulation takes them, records measured as they end
     MegatronOpStream stream(model, o, pl, meta);
     const TemplateCostModel priced(cost, stream.templates(), stream.header());
     Measure4d measure(stream.plan());
     RunStats stats;
     const traces::Report report =
-        PlanSimulator(priced).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); });
+        PlanSimulator(priced).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); }, true);
     r.options = stream.plan().options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
