@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -91,6 +92,7 @@ struct Host {
   std::deque<uint32_t> ops;      // the slots of the ops it has yet to issue, in id order
   int64_t n_ops = 0;             // all ops it issues
   int64_t last_id = -1;          // the last op given to it
+  bool drained = false;          // the source has no more of its ops
   int64_t pending = 0;           // issued, not finished
   bool busy = false;             // launching, or blocked until a host_sync op ends
   int64_t busy_ns = 0;
@@ -108,6 +110,46 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
 }
 
 enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
+
+// The slots of the ops a streamed run holds, by id: a table of pages of 1,024 ids each, a page
+// there while it holds an op. The held ids come in runs (a task's ops are numbered together), so
+// a few pages hold them all; the page list itself is 8 bytes per 1,024 ids of the plan.
+class SlotsById {
+ public:
+  uint32_t find(uint32_t id) const {
+    const size_t pg = id >> kPageBits;
+    return pg < pages_.size() && pages_[pg] ? pages_[pg]->slot[id & kPageMask] : kNone;
+  }
+  // False if `id` is there already.
+  bool insert(uint32_t id, uint32_t slot) {
+    const size_t pg = id >> kPageBits;
+    if (pg >= pages_.size()) pages_.resize(pg + 1);
+    if (!pages_[pg]) {
+      pages_[pg] = std::make_unique<Page>();
+      pages_[pg]->slot.fill(kNone);
+    }
+    uint32_t& cell = pages_[pg]->slot[id & kPageMask];
+    if (cell != kNone) return false;
+    cell = slot;
+    ++pages_[pg]->held;
+    return true;
+  }
+  void erase(uint32_t id) {
+    const size_t pg = id >> kPageBits;
+    Page& page = *pages_[pg];
+    page.slot[id & kPageMask] = kNone;
+    if (--page.held == 0) pages_[pg].reset();
+  }
+
+ private:
+  static constexpr int kPageBits = 10;
+  static constexpr uint32_t kPageMask = (1u << kPageBits) - 1;
+  struct Page {
+    std::array<uint32_t, size_t{1} << kPageBits> slot;
+    int held = 0;
+  };
+  std::vector<std::unique_ptr<Page>> pages_;
+};
 
 // One simulation of one plan: all mutable state lives here.
 class Run final : public Handler {
@@ -142,8 +184,14 @@ class Run final : public Handler {
   // Whether the op with id `id` (generated) has ended.
   bool ended(uint32_t id) {
     if (!streamed_) return at(id).end >= 0;
-    auto it = slot_of_.find(id);
-    return it == slot_of_.end() || at(it->second).end >= 0;
+    const uint32_t slot = slot_of_.find(id);
+    return slot == kNone || at(slot).end >= 0;
+  }
+  // Plans have a handful of streams (a linear scan); 4D plans one set per stage (a hash map).
+  int find_stream(const std::string& name) const {
+    if (stream_index_.empty()) return find_name(stream_names_, name);
+    auto it = stream_index_.find(name);
+    return it == stream_index_.end() ? -1 : it->second;
   }
   void init();
   bool pull();
@@ -184,7 +232,7 @@ class Run final : public Handler {
   std::vector<uint32_t> kind_of_;   // streamed: the ops' kinds, as indices into kinds_
   std::vector<std::string> kinds_;
   std::vector<uint32_t> free_slots_;
-  std::unordered_map<uint32_t, uint32_t> slot_of_;
+  SlotsById slot_of_;
   // Streamed: ops waiting for an op not generated yet (its id -> their slots).
   std::unordered_map<uint32_t, std::vector<uint32_t>> awaited_;
   // Streamed, records in id order: the next id to go out, the records of ops ended before it.
@@ -197,6 +245,7 @@ class Run final : public Handler {
   std::vector<int64_t> mem_;  // delta_bytes * kMaxPools + pool
   std::vector<size_t> changes_per_pool_;
   std::vector<std::string> stream_names_, pool_names_;
+  std::unordered_map<std::string, int> stream_index_;  // with more than kScanStreams streams
   std::vector<int32_t> last_on_stream_, host_of_stream_;  // slot of the stream's last op held (-1: none)
   std::vector<int64_t> last_id_on_stream_;
   int last_stream_ = -1;
@@ -222,6 +271,9 @@ class Run final : public Handler {
 
 void Run::init() {
   for (const auto& s : header_.streams) stream_names_.push_back(s.name);
+  constexpr size_t kScanStreams = 16;
+  if (stream_names_.size() > kScanStreams)
+    for (size_t i = stream_names_.size(); i-- > 0;) stream_index_[stream_names_[i]] = static_cast<int>(i);
   for (const auto& p : header_.pools) pool_names_.push_back(p.name);
   PROTWIN_CHECK(pool_names_.size() <= kMaxPools, "plan: at most ", kMaxPools, " pools, got ",
                 pool_names_.size());
@@ -292,7 +344,7 @@ uint32_t Run::take_slot(uint32_t id) {
   if (free_slots_.empty()) resize_slots(2 * state_.size());
   const uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
-  PROTWIN_ASSERT(slot_of_.emplace(id, slot).second, "op ", id, " generated twice (OpSource contract)");
+  PROTWIN_ASSERT(slot_of_.insert(id, slot), "op ", id, " generated twice (OpSource contract)");
   return slot;
 }
 
@@ -365,7 +417,7 @@ void Run::add_op(const traces::Op& op) {
   waiting(i) = 0;
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
                     ? last_stream_
-                    : find_name(stream_names_, op.stream);
+                    : find_stream(op.stream);
   PROTWIN_CHECK(s >= 0, traces::describe_op(header_, op), ": unknown stream \"", op.stream, "\"");
   last_stream_ = s;
   st.stream = s;
@@ -393,9 +445,9 @@ void Run::add_op(const traces::Op& op) {
       }
       continue;
     }
-    auto held = slot_of_.find(dep);
-    if (held != slot_of_.end()) {
-      link(held->second, i);
+    const uint32_t held = slot_of_.find(dep);
+    if (held != kNone) {
+      link(held, i);
     } else if (!source_.generated(d)) {  // waits for it by id
       awaited_[dep].push_back(i);
       ++waiting(i);
@@ -429,7 +481,7 @@ void Run::add_op(const traces::Op& op) {
           queue_depth_ = cost_model_.launch_queue_depth();
           PROTWIN_ASSERT(queue_depth_ >= 1, "launch queue depth ", queue_depth_, " < 1");
         }
-        hosts_.push_back(Host{name, {}, 0, -1, 0, false, 0});
+        hosts_.push_back(Host{name, {}, 0, -1, false, 0, false, 0});
       }
       host_of_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(h);
     }
@@ -444,8 +496,8 @@ void Run::add_op(const traces::Op& op) {
     for (int d : op.deps) {
       const auto dep = static_cast<uint32_t>(d);
       if (streamed_) {
-        auto held = slot_of_.find(dep);
-        if (held == slot_of_.end() || !(extra(held->second).host_flags & kCpuWork)) continue;
+        const uint32_t held = slot_of_.find(dep);
+        if (held == kNone || !(extra(held).host_flags & kCpuWork)) continue;
       } else if (dep >= id || !(extra(dep).host_flags & kCpuWork)) {
         continue;
       }
@@ -551,7 +603,11 @@ void Run::dispatch() {
 
 void Run::try_launch(size_t h) {
   if (hosts_[h].busy || hosts_[h].pending >= queue_depth_) return;
-  while (hosts_[h].ops.empty() && !exhausted_ && source_.more_for_host(hosts_[h].name)) {
+  while (hosts_[h].ops.empty() && !exhausted_ && !hosts_[h].drained) {
+    if (!source_.more_for_host(hosts_[h].name)) {
+      hosts_[h].drained = true;
+      break;
+    }
     bool took = false;
     while (source_.wants_more() && pull()) took = true;
     if (!took && !pull()) break;
@@ -735,8 +791,7 @@ traces::Report Run::simulate() {
   if (finished_ != gen_) {
     for (size_t i = 0; i < state_.size(); ++i) {
       if (streamed_) {
-        auto held = slot_of_.find(at(i).id);
-        if (held == slot_of_.end() || held->second != i) continue;  // a free slot
+        if (slot_of_.find(at(i).id) != i) continue;  // a free slot
       }
       if (!streamed_ && i >= gen_) break;
       for (const auto& [id, waiters] : awaited_)
