@@ -61,11 +61,10 @@ struct alignas(64) OpState {
 };
 static_assert(sizeof(OpState) <= 64, "one cache line per op");
 
-// ... and the rest: the op itself (a streamed run keeps its id, kind and stream instead: the
-// source frees the op once it is taken), its last successor edge, host dispatch.
-struct OpExtra {
-  const traces::Op* op = nullptr;
-  uint32_t succ_tail = kNone;
+// ... apart: the op itself (a plan's run; a streamed run keeps its id, kind and stream instead: the
+// source frees the op once it is taken), its last successor edge, and, only once some op has host
+// work (arrays of a plan without it stay small), its host dispatch.
+struct HostState {
   int32_t host = -1;         // host index (-1: not issued by a host)
   int64_t host_ns = 0;
   int64_t launch_start = -1, launch_end = -1;
@@ -168,10 +167,10 @@ class Run final : public Handler {
  private:
   // Everything below indexes ops by slot (= id for a plan's run).
   OpState& at(size_t i) { return state_[i]; }
-  OpExtra& extra(size_t i) { return extra_[i]; }
+  HostState& host_state(size_t i) { return host_states_[i]; }
   // The op (in a streamed run a copy of its id, kind and stream: the source may have freed it).
   traces::Op op(size_t i) {
-    if (!streamed_) return *extra(i).op;
+    if (!streamed_) return *op_of_[i];
     traces::Op o;
     o.id = static_cast<int>(at(i).id);
     o.kind = kinds_[kind_of_[i]];
@@ -227,7 +226,9 @@ class Run final : public Handler {
   // The ops held, one per slot (nothing allocated per op while simulating, apart from the
   // pool's growth). Streamed: slots of ended ops are reused; slot_of_ finds an op by id.
   std::vector<OpState> state_;
-  std::vector<OpExtra> extra_;
+  std::vector<const traces::Op*> op_of_;  // a plan's run
+  std::vector<uint32_t> succ_tail_;
+  std::vector<HostState> host_states_;    // empty while no op has host work
   std::vector<int32_t> waiting_;
   std::vector<uint32_t> kind_of_;   // streamed: the ops' kinds, as indices into kinds_
   std::vector<std::string> kinds_;
@@ -285,7 +286,12 @@ void Run::init() {
   last_id_on_stream_.assign(stream_names_.size(), -1);
   host_of_stream_.assign(stream_names_.size(), -1);
   resize_slots(std::max<size_t>(streamed_ ? 1024 : 1, source_.size_hint()));
-  reserve_huge(edges_, 2 * source_.size_hint());
+  if (!streamed_) {  // a plan (the header is the whole plan): an edge per dependency and stream predecessor
+    size_t edges = 0, effects = 0;
+    for (const auto& op : header_.ops) edges += op.deps.size() + 1, effects += op.mem.size();
+    reserve_huge(edges_, edges);
+    reserve_huge(mem_, effects);
+  }
 
   while (source_.wants_more() && pull()) {
   }
@@ -323,11 +329,14 @@ void Run::resize_slots(size_t n) {
   const size_t old = state_.size();
   if (old == 0) {
     resize_huge(state_, n);
-    resize_huge(extra_, n);
+    if (!streamed_) resize_huge(op_of_, n);
+    resize_huge(succ_tail_, n);
     resize_huge(waiting_, n);
   } else {
     state_.resize(n);
-    extra_.resize(n);
+    if (!streamed_) op_of_.resize(n);
+    succ_tail_.resize(n);
+    if (!host_states_.empty()) host_states_.resize(n);
     waiting_.resize(n);
   }
   if (!streamed_) return;
@@ -377,7 +386,7 @@ void Run::link_edge(uint32_t from, uint32_t to) {
     e = static_cast<uint32_t>(edges_.size());
     edges_.push_back(Edge{to, kNone});
   }
-  uint32_t& tail = extra(from).succ_tail;
+  uint32_t& tail = succ_tail_[from];
   if (tail == kNone) at(from).succ_head = e;
   else edges_[tail].next = e;
   tail = e;
@@ -398,14 +407,9 @@ void Run::add_op(const traces::Op& op) {
   OpState& st = at(i);
   st = OpState{};
   st.id = id;
-  OpExtra& x = extra(i);
-  x.op = &op;
-  x.succ_tail = kNone;
-  x.host = -1;
-  x.host_ns = 0;
-  x.launch_start = x.launch_end = -1;
-  x.wakes = 0;
-  x.host_flags = 0;
+  if (!streamed_) op_of_[i] = &op;
+  succ_tail_[i] = kNone;
+  if (!host_states_.empty()) host_states_[i] = HostState{};
   if (streamed_) {
     int k = find_name(kinds_, op.kind);
     if (k < 0) {
@@ -465,11 +469,16 @@ void Run::add_op(const traces::Op& op) {
   t.route = c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1;
   PROTWIN_ASSERT(c.host.ns >= 0, traces::describe_op(header_, op), ": negative host time");
   if (c.host.ns > 0 || c.host_sync || c.cpu_work) {
-    has_hosts_ = true;
+    if (!has_hosts_) {
+      has_hosts_ = true;
+      host_states_.resize(state_.size());
+    }
+    HostState& x = host_state(i);
     x.host_ns = c.host.ns;
     x.host_flags = static_cast<uint8_t>((c.host_sync ? kSync : 0) | (c.cpu_work ? kCpuWork : 0));
   }
-  if (x.host_ns > 0) {  // issued by its stream's host thread: it waits for its launch
+  if (has_hosts_ && host_state(i).host_ns > 0) {  // issued by its stream's host thread: it waits for its launch
+    HostState& x = host_state(i);
     if (host_of_stream_[static_cast<size_t>(s)] < 0) {
       const std::string name = traces::host_of_stream(stream_names_[static_cast<size_t>(s)]);
       size_t h = 0;
@@ -497,8 +506,8 @@ void Run::add_op(const traces::Op& op) {
       const auto dep = static_cast<uint32_t>(d);
       if (streamed_) {
         const uint32_t held = slot_of_.find(dep);
-        if (held == kNone || !(extra(held).host_flags & kCpuWork)) continue;
-      } else if (dep >= id || !(extra(dep).host_flags & kCpuWork)) {
+        if (held == kNone || !(host_state(held).host_flags & kCpuWork)) continue;
+      } else if (dep >= id || !(host_state(dep).host_flags & kCpuWork)) {
         continue;
       }
       x.host_flags |= kCpuDep;
@@ -590,7 +599,7 @@ void Run::dispatch() {
   if (batch_.size() > 1) {
     std::sort(batch_.begin(), batch_.end(), [this](uint32_t a, uint32_t b) {
       const int32_t pa = at(a).priority, pb = at(b).priority;
-      return pa != pb ? pa < pb : at(a).id < at(b).id;
+      return pa != pb ? pa < pb : streamed_ ? at(a).id < at(b).id : a < b;  // a plan's slots are its ids
     });
   }
   for (uint32_t i : batch_) {
@@ -615,18 +624,18 @@ void Run::try_launch(size_t h) {
   Host& host = hosts_[h];
   if (host.ops.empty()) return;
   const uint32_t i = host.ops.front();
-  if (extra(i).host_flags & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
+  if (host_state(i).host_flags & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
     for (uint32_t d : cpu_deps_[i]) {
       if (!ended(d)) return;
     }
   }
   host.busy = true;
-  extra(i).launch_start = engine_.now().ns;
-  engine_.schedule(SimTime(engine_.now().ns + extra(i).host_ns), kPrioEnd, this, payload(kLaunched, i));
+  host_state(i).launch_start = engine_.now().ns;
+  engine_.schedule(SimTime(engine_.now().ns + host_state(i).host_ns), kPrioEnd, this, payload(kLaunched, i));
 }
 
 void Run::launched(size_t i) {
-  OpExtra& st = extra(i);
+  HostState& st = host_state(i);
   const auto h = static_cast<size_t>(st.host);
   Host& host = hosts_[h];
   st.launch_end = engine_.now().ns;
@@ -700,19 +709,19 @@ void Run::finish(size_t i) {
   streams_[s].release();
   ++finished_;
   if (has_hosts_) {
-    const int32_t host = extra(i).host;
+    const int32_t host = host_state(i).host;
     if (host >= 0) {
       const auto h = static_cast<size_t>(host);
       --hosts_[h].pending;
-      if (extra(i).wakes == 0) try_launch(h);  // may take more ops: extra(i) is read again below
+      if (host_state(i).wakes == 0) try_launch(h);  // may take more ops: host_state(i) is read again below
     }
-    if (extra(i).wakes != 0) {  // the end of a host_sync op
-      const auto h = static_cast<size_t>(extra(i).wakes - 1);
-      extra(i).wakes = 0;
+    if (host_state(i).wakes != 0) {  // the end of a host_sync op
+      const auto h = static_cast<size_t>(host_state(i).wakes - 1);
+      host_state(i).wakes = 0;
       hosts_[h].busy = false;
       try_launch(h);
     }
-    if (extra(i).host_flags & kCpuWork) {  // CPU work (rare): any host may wait for it
+    if (host_state(i).host_flags & kCpuWork) {  // CPU work (rare): any host may wait for it
       for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
     }
   }
@@ -731,13 +740,13 @@ void Run::finish(size_t i) {
 
 traces::OpRecord Run::record(size_t i) {
   const OpState& st = at(i);
-  const OpExtra& x = extra(i);
+
   traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(st.id), kinds_[kind_of_[i]],
                                                     stream_names_[static_cast<size_t>(st.stream)], SimTime(st.start),
                                                     SimTime(st.end), std::nullopt}
-                                 : traces::OpRecord{static_cast<int>(st.id), x.op->kind, x.op->stream, SimTime(st.start),
-                                                    SimTime(st.end), std::nullopt};
-  if (x.launch_start >= 0) r.launch = {SimTime(x.launch_start), SimTime(x.launch_end)};
+                                 : traces::OpRecord{static_cast<int>(st.id), op_of_[i]->kind, op_of_[i]->stream,
+                                                    SimTime(st.start), SimTime(st.end), std::nullopt};
+  if (has_hosts_ && host_state(i).launch_start >= 0) r.launch = {SimTime(host_state(i).launch_start), SimTime(host_state(i).launch_end)};
   return r;
 }
 
