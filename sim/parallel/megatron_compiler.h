@@ -130,7 +130,7 @@ struct ParallelPlan {
 };
 
 // The largest plan the compiler builds (about 600 bytes per op when materialised, more with
-// expand_kernels; a MegatronOpStream holds only its window, but the simulation's time still
+// expand_kernels; a MegatronOpStream holds only its stages' in-flight ops, but the simulation's time still
 // grows with the plan): a bigger one is refused naming --gbs (its micro-batches set the plan's
 // length).
 inline constexpr int64_t kMaxPlanOps = int64_t{1} << 22;
