@@ -3,6 +3,7 @@
 // every number printed).
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "sim/parallel/simulate_4d.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
+#include "traces/record_spool.h"
 #include "traces/report.h"
 
 namespace protwin::cli {
@@ -115,17 +117,23 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   cfg.options.mbs = mbs;
   cfg.options.vpp = vpp;
   cfg.options.split = {first_layers, last_layers};
-  cfg.options.expand_kernels = !plan_out.empty();
   cfg.nodes = nodes;
   PROTWIN_CHECK(!vm.count("nodes") || nodes >= 1, "--nodes ", nodes, ": must be at least 1");
   cfg.gpu_memory_gb = in.gpu_memory_gb;
-  cfg.keep_report = !trace_path.empty() || !out_path.empty();
-  sim::ParallelPlan plan;
-  const sim::Simulate4dResult r = sim::simulate_4d(in.model, *in.cost, cfg, plan_out.empty() ? nullptr : &plan);
-
-  if (!plan_out.empty()) traces::write_plan(plan.plan, plan_out);
-  if (!out_path.empty()) traces::write_report(r.report, out_path);
-  if (!trace_path.empty()) traces::write_chrome_trace(r.report, trace_path);
+  // Written as they come: the plan op by op as it is generated, the ops' records to a temporary
+  // file as the simulation hands them out, the report and trace from it at the end.
+  cfg.plan_path = plan_out;
+  std::unique_ptr<traces::RecordSpool> records;
+  if (!trace_path.empty() || !out_path.empty()) {
+    records = std::make_unique<traces::RecordSpool>();
+    cfg.records = [&](const traces::OpRecord& op) { records->add(op); };
+  }
+  const sim::Simulate4dResult r = sim::simulate_4d(in.model, *in.cost, cfg);
+  if (records) {
+    const traces::OpRecordVisitor ops = [&](const auto& f) { records->for_each(f); };
+    if (!out_path.empty()) traces::write_report(r.report, ops, out_path);
+    if (!trace_path.empty()) traces::write_chrome_trace(r.report, ops, trace_path);
+  }
   const std::pair<const char*, const std::string*> written[] = {
       {"plan", &plan_out}, {"report", &out_path}, {"chrome trace (open in ui.perfetto.dev)", &trace_path}};
   // Outputs can be hundreds of MB: say how big (on stderr with --json, whose stdout is the JSON).

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "traces/file_io.h"
+#include "traces/json_splice.h"
 
 namespace protwin::traces {
 
@@ -10,9 +11,10 @@ namespace {
 // Chrome traces count in microseconds; keep nanosecond precision as a fraction.
 double us(SimTime t) { return static_cast<double>(t.ns) / 1000.0; }
 
-// Calls emit(event) for every trace event, in order: the metadata, the ops, the pool counters.
+// Calls emit(event) for every trace event, in order: the metadata, the ops (`ops` visits them, twice),
+// the pool counters.
 template <class Emit>
-void trace_events(const Report& report, Emit&& emit) {
+void trace_events(const Report& report, const OpRecordVisitor& ops, Emit&& emit) {
   using nlohmann::json;
   constexpr int kPid = 1;
   const std::string process =
@@ -35,19 +37,19 @@ void trace_events(const Report& report, Emit&& emit) {
     emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t}, {"args", {{"name", report.hosts[i].name}}}});
     emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t}, {"args", {{"sort_index", t}}}});
   }
-  for (const auto& op : report.ops) {
+  ops([&](const OpRecord& op) {
     auto it = tid.find(op.stream);
     const int t = it == tid.end() ? 0 : it->second;
     emit({{"ph", "X"}, {"name", op.kind}, {"cat", op.stream}, {"pid", kPid}, {"tid", t}, {"ts", us(op.start)},
           {"dur", us(op.end - op.start)}, {"args", {{"op", op.id}}}});
-  }
-  for (const auto& op : report.ops) {
-    if (!op.launch) continue;
+  });
+  ops([&](const OpRecord& op) {
+    if (!op.launch) return;
     auto it = host_tid.find(host_of_stream(op.stream));
     emit({{"ph", "X"}, {"name", "launch " + op.kind}, {"cat", "host"}, {"pid", kPid},
           {"tid", it == host_tid.end() ? 0 : it->second}, {"ts", us(op.launch->first)},
           {"dur", us(op.launch->second - op.launch->first)}, {"args", {{"op", op.id}}}});
-  }
+  });
   // One counter track per memory pool (bytes over time).
   for (const auto& pool : report.pools) {
     for (const auto& [t, b] : pool.curve)
@@ -65,25 +67,22 @@ nlohmann::json trace_frame(const Report& report) {
 
 nlohmann::json chrome_trace(const Report& report) {
   nlohmann::json j = trace_frame(report);
-  trace_events(report, [&](nlohmann::json&& e) { j["traceEvents"].push_back(std::move(e)); });
+  trace_events(report, visit_ops(report), [&](nlohmann::json&& e) { j["traceEvents"].push_back(std::move(e)); });
   return j;
+}
+
+void write_chrome_trace(const Report& report, const std::string& path) {
+  write_chrome_trace(report, visit_ops(report), path);
 }
 
 // Streamed: the frame's text with the events written one by one where its empty list was (the
 // same bytes as chrome_trace(report).dump()), so a trace of millions of ops is never one JSON
 // document in memory.
-void write_chrome_trace(const Report& report, const std::string& path) {
-  const std::string frame = trace_frame(report).dump() + "\n";
-  const std::string empty = "\"traceEvents\":[]";
-  const size_t at = frame.find(empty);
+void write_chrome_trace(const Report& report, const OpRecordVisitor& ops, const std::string& path) {
   AtomicFileWriter out(path);
-  out.write(frame.substr(0, at + empty.size() - 1));
-  bool first = true;
-  trace_events(report, [&](nlohmann::json&& e) {
-    out.write(first ? e.dump() : "," + e.dump());
-    first = false;
-  });
-  out.write(frame.substr(at + empty.size() - 1));
+  ArraySplicer splice(out, trace_frame(report), "traceEvents", -1);
+  trace_events(report, ops, [&](nlohmann::json&& e) { splice.add(e); });
+  splice.finish();
   out.commit();
 }
 

@@ -11,6 +11,8 @@
 namespace protwin::traces {
 
 nlohmann::json chrome_trace(const Report& report);
-void write_chrome_trace(const Report& report, const std::string& path);  // atomic
+void write_chrome_trace(const Report& report, const std::string& path);  // atomic, streamed (event by event)
+// The same file for `report` with the records `ops` visits as its ops (report.ops is not read).
+void write_chrome_trace(const Report& report, const OpRecordVisitor& ops, const std::string& path);
 
 }  // namespace protwin::traces

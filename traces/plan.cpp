@@ -1,5 +1,7 @@
 #include "traces/plan.h"
 
+#include "traces/json_splice.h"
+
 #include <algorithm>
 #include <climits>
 #include <memory>
@@ -444,27 +446,25 @@ nlohmann::json plan_to_json(const Plan& plan) {
   return j;
 }
 
-// Streamed: the frame's text with the ops written one by one where its empty list was, indented as
-// dump(1) indents them at depth 2 (the same bytes as plan_to_json(plan).dump(1)).
 void write_plan(const Plan& plan, const std::string& path) {
-  const std::string frame = plan_frame(plan).dump(1) + "\n";
-  const std::string empty = "\n \"ops\": []";
-  const size_t at = frame.find(empty);
-  PROTWIN_ASSERT(at != std::string::npos, "plan frame without its ops list");
-  AtomicFileWriter out(path);
-  out.write(frame.substr(0, at + empty.size() - 1));
-  for (size_t i = 0; i < plan.ops.size(); ++i) {
-    std::string op = op_to_json(plan.ops[i]).dump(1);
-    std::string indented = (i ? ",\n  " : "\n  ");
-    indented.reserve(op.size() * 2);
-    for (char c : op) {
-      indented += c;
-      if (c == '\n') indented += "  ";
-    }
-    out.write(indented);
-  }
-  out.write(plan.ops.empty() ? frame.substr(at + empty.size() - 1) : "\n " + frame.substr(at + empty.size() - 1));
+  PlanWriter out(path, plan);
+  for (const auto& op : plan.ops) out.add(op);
   out.commit();
+}
+
+// The frame's text with the ops written one by one where its empty list was (the same bytes as
+// plan_to_json(plan).dump(1)).
+PlanWriter::PlanWriter(const std::string& path, const Plan& header)
+    : out_(std::make_unique<AtomicFileWriter>(path)),
+      splice_(std::make_unique<ArraySplicer>(*out_, plan_frame(header), "ops", 1)) {}
+
+PlanWriter::~PlanWriter() = default;
+
+void PlanWriter::add(const Op& op) { splice_->add(op_to_json(op)); }
+
+void PlanWriter::commit() {
+  splice_->finish();
+  out_->commit();
 }
 
 ValidationResult validate(const Plan& plan) {

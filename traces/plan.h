@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@
 #include "traces/units.h"
 
 namespace protwin::traces {
+
+class AtomicFileWriter;
+class ArraySplicer;
 
 inline constexpr const char* kPlanFormat = "protwin.plan";
 inline constexpr int kPlanVersion = 2;  // written; 1 and 2 are read
@@ -142,7 +146,22 @@ std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector
 Plan plan_from_json(const nlohmann::json& j, const std::string& source);
 Plan read_plan(const std::string& path);
 nlohmann::json plan_to_json(const Plan& plan);
-void write_plan(const Plan& plan, const std::string& path);  // atomic
+void write_plan(const Plan& plan, const std::string& path);  // atomic, streamed (op by op)
+
+// The same file written as the ops come (a plan generated op by op is never held whole): the
+// header's meta, streams, pools, tensors and chunks first, then each op in id order; commit()
+// renames the temporary file over `path` (without it, nothing is written).
+class PlanWriter {
+ public:
+  PlanWriter(const std::string& path, const Plan& header);
+  ~PlanWriter();
+  void add(const Op& op);
+  void commit();
+
+ private:
+  std::unique_ptr<AtomicFileWriter> out_;
+  std::unique_ptr<ArraySplicer> splice_;
+};
 
 // Checks a plan before anything runs: ids dense and topologically ordered, streams, tensors and
 // pools exist, bytes non-negative, the dependency graph (deps + in-order streams) is a DAG,

@@ -1,5 +1,7 @@
 #include "traces/report.h"
 
+#include "traces/json_splice.h"
+
 #include "traces/error.h"
 #include "traces/file_io.h"
 #include "traces/json_reader.h"
@@ -92,14 +94,18 @@ Report read_report(const std::string& path) {
   return report_from_json(doc.json(), path);
 }
 
-nlohmann::json report_to_json(const Report& r) {
+namespace {
+
+nlohmann::json op_record_to_json(const OpRecord& o) {
+  nlohmann::json j = {{"id", o.id}, {"kind", o.kind}, {"stream", o.stream}, {"start_ns", o.start.ns},
+                      {"end_ns", o.end.ns}};
+  if (o.launch) j["launch_ns"] = {o.launch->first.ns, o.launch->second.ns};
+  return j;
+}
+
+// The report without its ops ("ops": []).
+nlohmann::json report_frame(const Report& r) {
   using nlohmann::json;
-  json ops = json::array();
-  for (const auto& o : r.ops) {
-    ops.push_back({{"id", o.id}, {"kind", o.kind}, {"stream", o.stream}, {"start_ns", o.start.ns},
-                   {"end_ns", o.end.ns}});
-    if (o.launch) ops.back()["launch_ns"] = {o.launch->first.ns, o.launch->second.ns};
-  }
   json streams = json::array();
   for (const auto& s : r.streams)
     streams.push_back({{"name", s.name}, {"busy_ns", s.busy.ns}, {"ops", s.ops}});
@@ -111,7 +117,7 @@ nlohmann::json report_to_json(const Report& r) {
                      {"peak_at_ns", p.peak_at.ns}, {"curve", curve}});
   }
   json j = {{"format", kReportFormat}, {"version", kReportVersion}, {"meta", r.meta},
-            {"iteration_ns", r.iteration.ns}, {"ops", ops}, {"streams", streams}, {"pools", pools}};
+            {"iteration_ns", r.iteration.ns}, {"ops", json::array()}, {"streams", streams}, {"pools", pools}};
   if (!r.hosts.empty()) {
     json hosts = json::array();
     for (const auto& h : r.hosts) hosts.push_back({{"name", h.name}, {"busy_ns", h.busy.ns}, {"ops", h.ops}});
@@ -120,10 +126,30 @@ nlohmann::json report_to_json(const Report& r) {
   return j;
 }
 
+}  // namespace
+
+nlohmann::json report_to_json(const Report& r) {
+  nlohmann::json j = report_frame(r);
+  for (const auto& o : r.ops) j["ops"].push_back(op_record_to_json(o));
+  return j;
+}
+
 std::string report_to_string(const Report& r) { return report_to_json(r).dump(1) + "\n"; }
 
-void write_report(const Report& r, const std::string& path) {
-  write_file_atomic(path, report_to_string(r));
+OpRecordVisitor visit_ops(const Report& r) {
+  return [&r](const std::function<void(const OpRecord&)>& f) {
+    for (const auto& o : r.ops) f(o);
+  };
+}
+
+void write_report(const Report& r, const std::string& path) { write_report(r, visit_ops(r), path); }
+
+void write_report(const Report& r, const OpRecordVisitor& ops, const std::string& path) {
+  AtomicFileWriter out(path);
+  ArraySplicer splice(out, report_frame(r), "ops", 1);
+  ops([&](const OpRecord& o) { splice.add(op_record_to_json(o)); });
+  splice.finish();
+  out.commit();
 }
 
 }  // namespace protwin::traces

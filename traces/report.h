@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ Report read_report(const std::string& path);
 nlohmann::json report_to_json(const Report& report);
 // Deterministic text: the same Report gives byte-identical output.
 std::string report_to_string(const Report& report);
-void write_report(const Report& report, const std::string& path);  // atomic
+void write_report(const Report& report, const std::string& path);  // atomic, streamed (op by op)
+// Visits op records in order (a Report's ops, a RecordSpool's).
+using OpRecordVisitor = std::function<void(const std::function<void(const OpRecord&)>&)>;
+OpRecordVisitor visit_ops(const Report& report);  // its ops (the report must outlive the visitor)
+// The same file as write_report(report) would write for `report` with the records `ops` visits as
+// its ops (report.ops is not read): a run's report from records kept outside memory.
+void write_report(const Report& report, const OpRecordVisitor& ops, const std::string& path);
 
 }  // namespace protwin::traces

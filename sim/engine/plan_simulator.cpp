@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -44,8 +45,8 @@ constexpr int64_t kMaxDelta = int64_t{1} << 56;
 
 constexpr uint32_t kNone = 0xffffffffu;
 
-// One op while it is in the run's window: what the event loop reads (one cache line: its cost,
-// stream, what it waits for, its successors as a linked list of edges, its memory effects
+// One op while the run holds it, in its slot: what the event loop reads (one cache line: its
+// cost, stream, id, its successors as a linked list of edges, its memory effects
 // [mem_begin, mem_split) at start and [mem_split, mem_end) at its end, its times) ...
 struct alignas(64) OpState {
   int64_t fixed = 0;         // ns
@@ -56,14 +57,14 @@ struct alignas(64) OpState {
   int32_t priority = 0;
   uint32_t succ_head = kNone;
   uint32_t mem_begin = 0, mem_split = 0, mem_end = 0;
+  uint32_t id = 0;
 };
 static_assert(sizeof(OpState) <= 64, "one cache line per op");
 
-// ... and the rest: the op itself (a streamed run keeps its id, kind and stream instead: the
-// source frees the op once it is taken), its last successor edge, host dispatch.
-struct OpExtra {
-  const traces::Op* op = nullptr;
-  uint32_t succ_tail = kNone;
+// ... apart: the op itself (a plan's run; a streamed run keeps its id, kind and stream instead: the
+// source frees the op once it is taken), its last successor edge, and, only once some op has host
+// work (arrays of a plan without it stay small), its host dispatch.
+struct HostState {
   int32_t host = -1;         // host index (-1: not issued by a host)
   int64_t host_ns = 0;
   int64_t launch_start = -1, launch_end = -1;
@@ -87,8 +88,10 @@ struct Route {
 // until that op ends, and before an op that depends on CPU work until that work ends.
 struct Host {
   std::string name;              // "host", or "stage0.host" for streams "stage0.*"
-  std::deque<uint32_t> ops;      // the ops it has yet to issue, in id order
+  std::deque<uint32_t> ops;      // the slots of the ops it has yet to issue, in id order
   int64_t n_ops = 0;             // all ops it issues
+  int64_t last_id = -1;          // the last op given to it
+  bool drained = false;          // the source has no more of its ops
   int64_t pending = 0;           // issued, not finished
   bool busy = false;             // launching, or blocked until a host_sync op ends
   int64_t busy_ns = 0;
@@ -107,38 +110,96 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
 
 enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
 
+// The slots of the ops a streamed run holds, by id: a table of pages of 1,024 ids each, a page
+// there while it holds an op. The held ids come in runs (a task's ops are numbered together), so
+// a few pages hold them all; the page list itself is 8 bytes per 1,024 ids of the plan.
+class SlotsById {
+ public:
+  uint32_t find(uint32_t id) const {
+    const size_t pg = id >> kPageBits;
+    return pg < pages_.size() && pages_[pg] ? pages_[pg]->slot[id & kPageMask] : kNone;
+  }
+  // False if `id` is there already.
+  bool insert(uint32_t id, uint32_t slot) {
+    const size_t pg = id >> kPageBits;
+    if (pg >= pages_.size()) pages_.resize(pg + 1);
+    if (!pages_[pg]) {
+      pages_[pg] = std::make_unique<Page>();
+      pages_[pg]->slot.fill(kNone);
+    }
+    uint32_t& cell = pages_[pg]->slot[id & kPageMask];
+    if (cell != kNone) return false;
+    cell = slot;
+    ++pages_[pg]->held;
+    return true;
+  }
+  void erase(uint32_t id) {
+    const size_t pg = id >> kPageBits;
+    Page& page = *pages_[pg];
+    page.slot[id & kPageMask] = kNone;
+    if (--page.held == 0) pages_[pg].reset();
+  }
+
+ private:
+  static constexpr int kPageBits = 10;
+  static constexpr uint32_t kPageMask = (1u << kPageBits) - 1;
+  struct Page {
+    std::array<uint32_t, size_t{1} << kPageBits> slot;
+    int held = 0;
+  };
+  std::vector<std::unique_ptr<Page>> pages_;
+};
+
 // One simulation of one plan: all mutable state lives here.
 class Run final : public Handler {
  public:
-  // streamed: the source generates ops during the loop (it is told when ops start, and finished
-  // ops are retired in id order during the loop); otherwise every op is taken before the loop.
-  Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink)
-      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), sink_(std::move(sink)) {}
-  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_}; }
+  // streamed: the source generates ops during the loop (it is told when ops start; each op's slot
+  // is freed when it ends); otherwise every op is taken before the loop, op i in slot i.
+  // any_order: records go to the sink as ops end, not in id order.
+  Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink, bool any_order)
+      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), any_order_(any_order),
+        sink_(std::move(sink)) {}
+  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_held_}; }
 
   traces::Report simulate();
   void on_event(uint64_t p) override;
 
  private:
-  OpState& at(size_t i) { return ring_[i & mask_]; }
-  OpExtra& extra(size_t i) { return extra_[i & mask_]; }
+  // Everything below indexes ops by slot (= id for a plan's run).
+  OpState& at(size_t i) { return state_[i]; }
+  HostState& host_state(size_t i) { return host_states_[i]; }
   // The op (in a streamed run a copy of its id, kind and stream: the source may have freed it).
   traces::Op op(size_t i) {
-    if (!streamed_) return *extra(i).op;
+    if (!streamed_) return *op_of_[i];
     traces::Op o;
-    o.id = static_cast<int>(i);
-    o.kind = kinds_[kind_of_[i & mask_]];
+    o.id = static_cast<int>(at(i).id);
+    o.kind = kinds_[kind_of_[i]];
     o.stream = stream_names_[static_cast<size_t>(at(i).stream)];
     return o;
   }
   // Unfinished dependencies of op i (+1 until launched, with host dispatch): apart, as successors'
   // counts are what an op's end touches.
-  int32_t& waiting(size_t i) { return waiting_[i & mask_]; }
+  int32_t& waiting(size_t i) { return waiting_[i]; }
+  // Whether the op with id `id` (generated) has ended.
+  bool ended(uint32_t id) {
+    if (!streamed_) return at(id).end >= 0;
+    const uint32_t slot = slot_of_.find(id);
+    return slot == kNone || at(slot).end >= 0;
+  }
+  // Plans have a handful of streams (a linear scan); 4D plans one set per stage (a hash map).
+  int find_stream(const std::string& name) const {
+    if (stream_index_.empty()) return find_name(stream_names_, name);
+    auto it = stream_index_.find(name);
+    return it == stream_index_.end() ? -1 : it->second;
+  }
   void init();
   bool pull();
   void add_op(const traces::Op& op);
+  uint32_t take_slot(uint32_t id);
+  void free_slot(size_t i);
   void link(uint32_t from, uint32_t to);
-  void grow();
+  void link_edge(uint32_t from, uint32_t to);
+  void resize_slots(size_t n);
   int32_t route_id(const hw::OpCost& c, const traces::Op& op);
   void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
   void dispatch();
@@ -146,7 +207,8 @@ class Run final : public Handler {
   void begin(size_t i);
   void after_fixed(size_t i);
   void finish(size_t i);
-  void retire();
+  void put_record(size_t i);
+  void deliver(traces::OpRecord&& r);
   traces::OpRecord record(size_t i);
   void apply_mem(size_t i, bool at_end);
   void try_launch(size_t h);
@@ -156,30 +218,40 @@ class Run final : public Handler {
   OpSource& source_;
   const traces::Plan& header_;
   const hw::CostModel& cost_model_;
-  const bool streamed_;
+  const bool streamed_, any_order_;
   const OpRecordSink sink_;
   bool exhausted_ = false;
   bool loop_started_ = false;
 
-  // The window: ops [base_, gen_) in a ring of power-of-two size (nothing allocated per op
-  // while simulating, apart from the window's growth).
-  std::vector<OpState> ring_;
-  std::vector<OpExtra> extra_;
+  // The ops held, one per slot (nothing allocated per op while simulating, apart from the
+  // pool's growth). Streamed: slots of ended ops are reused; slot_of_ finds an op by id.
+  std::vector<OpState> state_;
+  std::vector<const traces::Op*> op_of_;  // a plan's run
+  std::vector<uint32_t> succ_tail_;
+  std::vector<HostState> host_states_;    // empty while no op has host work
   std::vector<int32_t> waiting_;
-  std::vector<uint32_t> kind_of_;   // streamed: the window's ops' kinds, as indices into kinds_
+  std::vector<uint32_t> kind_of_;   // streamed: the ops' kinds, as indices into kinds_
   std::vector<std::string> kinds_;
-  size_t mask_ = 0;
-  uint64_t base_ = 0, gen_ = 0, peak_live_ = 0;
+  std::vector<uint32_t> free_slots_;
+  SlotsById slot_of_;
+  // Streamed: ops waiting for an op not generated yet (its id -> their slots).
+  std::unordered_map<uint32_t, std::vector<uint32_t>> awaited_;
+  // Streamed, records in id order: the next id to go out, the records of ops ended before it.
+  uint32_t next_out_ = 0;
+  std::unordered_map<uint32_t, traces::OpRecord> held_;
+  uint64_t gen_ = 0, live_ = 0, peak_live_ = 0, peak_held_ = 0;
   std::vector<Edge> edges_;
   uint32_t free_edge_ = kNone;
   std::vector<std::pair<uint32_t, uint32_t>> forward_deps_;  // (dep, op) with dep > op: linked once all are taken
   std::vector<int64_t> mem_;  // delta_bytes * kMaxPools + pool
   std::vector<size_t> changes_per_pool_;
   std::vector<std::string> stream_names_, pool_names_;
-  std::vector<int32_t> last_on_stream_, host_of_stream_;
+  std::unordered_map<std::string, int> stream_index_;  // with more than kScanStreams streams
+  std::vector<int32_t> last_on_stream_, host_of_stream_;  // slot of the stream's last op held (-1: none)
+  std::vector<int64_t> last_id_on_stream_;
   int last_stream_ = -1;
   std::vector<Route> routes_;  // distinct (links, cap) of the plan's transfers
-  std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op -> its CPU-work deps (kCpuDep ops)
+  std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op's slot -> its CPU-work deps' ids
   bool has_hosts_ = false;     // some op has a host time or is CPU work
   std::vector<Host> hosts_;
   int64_t queue_depth_ = 1024;
@@ -201,6 +273,9 @@ class Run final : public Handler {
 
 void Run::init() {
   for (const auto& s : header_.streams) stream_names_.push_back(s.name);
+  constexpr size_t kScanStreams = 16;
+  if (stream_names_.size() > kScanStreams)
+    for (size_t i = stream_names_.size(); i-- > 0;) stream_index_[stream_names_[i]] = static_cast<int>(i);
   for (const auto& p : header_.pools) pool_names_.push_back(p.name);
   PROTWIN_CHECK(pool_names_.size() <= kMaxPools, "plan: at most ", kMaxPools, " pools, got ",
                 pool_names_.size());
@@ -209,15 +284,15 @@ void Run::init() {
   network_.emplace(engine_, std::move(caps), kPrioEnd);
   changes_per_pool_.assign(pool_names_.size(), 0);
   last_on_stream_.assign(stream_names_.size(), -1);
+  last_id_on_stream_.assign(stream_names_.size(), -1);
   host_of_stream_.assign(stream_names_.size(), -1);
-  size_t slots = 1024;
-  while (slots < source_.size_hint()) slots *= 2;
-  resize_huge(ring_, slots);
-  resize_huge(extra_, slots);
-  resize_huge(waiting_, slots);
-  if (streamed_) kind_of_.resize(slots);
-  mask_ = slots - 1;
-  reserve_huge(edges_, 2 * source_.size_hint());
+  resize_slots(std::max<size_t>(streamed_ ? 1024 : 1, source_.size_hint()));
+  if (!streamed_) {  // a plan (the header is the whole plan): an edge per dependency and stream predecessor
+    size_t edges = 0, effects = 0;
+    for (const auto& op : header_.ops) edges += op.deps.size() + 1, effects += op.mem.size();
+    reserve_huge(edges_, edges);
+    reserve_huge(mem_, effects);
+  }
 
   while (source_.wants_more() && pull()) {
   }
@@ -250,35 +325,60 @@ bool Run::pull() {
   return true;
 }
 
-// Doubles the ring, keeping every op of the window at its id's slot.
-void Run::grow() {
-  std::vector<OpState> bigger;
-  std::vector<OpExtra> bigger_extra;
-  std::vector<int32_t> bigger_waiting;
-  resize_huge(bigger, ring_.size() * 2);
-  resize_huge(bigger_extra, ring_.size() * 2);
-  resize_huge(bigger_waiting, ring_.size() * 2);
-  const size_t mask = bigger.size() - 1;
-  for (uint64_t i = base_; i < gen_; ++i) {
-    bigger[i & mask] = at(i);
-    bigger_extra[i & mask] = extra(i);
-    bigger_waiting[i & mask] = waiting(i);
+// Grows the slot arrays to n slots (ops keep their slots); streamed, the new slots are free.
+void Run::resize_slots(size_t n) {
+  const size_t old = state_.size();
+  if (old == 0) {
+    resize_huge(state_, n);
+    if (!streamed_) resize_huge(op_of_, n);
+    resize_huge(succ_tail_, n);
+    resize_huge(waiting_, n);
+  } else {
+    state_.resize(n);
+    if (!streamed_) op_of_.resize(n);
+    succ_tail_.resize(n);
+    if (!host_states_.empty()) host_states_.resize(n);
+    waiting_.resize(n);
   }
-  if (streamed_) {
-    std::vector<uint32_t> bigger_kinds(bigger.size());
-    for (uint64_t i = base_; i < gen_; ++i) bigger_kinds[i & mask] = kind_of_[i & mask_];
-    kind_of_.swap(bigger_kinds);
+  if (!streamed_) return;
+  kind_of_.resize(n);
+  for (size_t k = n; k-- > old;) free_slots_.push_back(static_cast<uint32_t>(k));
+}
+
+// The slot for op `id`: its id in a plan's run, else a free one.
+uint32_t Run::take_slot(uint32_t id) {
+  if (!streamed_) {
+    if (id >= state_.size()) resize_slots(2 * state_.size());
+    return id;
   }
-  ring_.swap(bigger);
-  extra_.swap(bigger_extra);
-  waiting_.swap(bigger_waiting);
-  mask_ = mask;
+  if (free_slots_.empty()) resize_slots(2 * state_.size());
+  const uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  PROTWIN_ASSERT(slot_of_.insert(id, slot), "op ", id, " generated twice (OpSource contract)");
+  return slot;
+}
+
+// A streamed op has ended and its record is out: the source may drop it, its slot is reused.
+void Run::free_slot(size_t i) {
+  const OpState& st = at(i);
+  source_.release(static_cast<int>(st.id), st.stream);
+  slot_of_.erase(st.id);
+  if (last_on_stream_[static_cast<size_t>(st.stream)] == static_cast<int32_t>(i))
+    last_on_stream_[static_cast<size_t>(st.stream)] = -1;
+  free_slots_.push_back(static_cast<uint32_t>(i));
+  --live_;
 }
 
 // `to` waits for `from` (unless `from` has ended): an edge at the end of from's successors, so
 // successors stay in id order.
 void Run::link(uint32_t from, uint32_t to) {
-  if (from < base_ || at(from).end >= 0) return;
+  if (at(from).end >= 0) return;
+  link_edge(from, to);
+  ++waiting(to);
+}
+
+// The edge alone (`to` already counts `from` among what it waits for).
+void Run::link_edge(uint32_t from, uint32_t to) {
   uint32_t e = free_edge_;
   if (e != kNone) {
     free_edge_ = edges_[e].next;
@@ -287,65 +387,78 @@ void Run::link(uint32_t from, uint32_t to) {
     e = static_cast<uint32_t>(edges_.size());
     edges_.push_back(Edge{to, kNone});
   }
-  uint32_t& tail = extra(from).succ_tail;
+  uint32_t& tail = succ_tail_[from];
   if (tail == kNone) at(from).succ_head = e;
   else edges_[tail].next = e;
   tail = e;
-  ++waiting(to);
 }
 
 void Run::add_op(const traces::Op& op) {
-  const uint64_t i = gen_;
-  PROTWIN_CHECK(i < (uint64_t{1} << 31), "plan: too many ops (", i + 1, ")");
-  PROTWIN_CHECK(op.id == static_cast<int>(i), traces::describe_op(header_, op), ": op ids must be dense: ",
-                "expected id ", i);
-  if (gen_ - base_ == ring_.size()) grow();
+  PROTWIN_CHECK(gen_ < (uint64_t{1} << 31), "plan: too many ops (", gen_ + 1, ")");
+  if (streamed_) {
+    PROTWIN_ASSERT(op.id >= 0, traces::describe_op(header_, op), ": negative op id");
+  } else {
+    PROTWIN_CHECK(op.id == static_cast<int>(gen_), traces::describe_op(header_, op), ": op ids must be dense: ",
+                  "expected id ", gen_);
+  }
+  const auto id = static_cast<uint32_t>(op.id);
+  const uint32_t i = take_slot(id);
   ++gen_;
-  peak_live_ = std::max(peak_live_, gen_ - base_);
+  peak_live_ = std::max(peak_live_, ++live_);
   OpState& st = at(i);
   st = OpState{};
-  OpExtra& x = extra(i);
-  x.op = &op;
-  x.succ_tail = kNone;
-  x.host = -1;
-  x.host_ns = 0;
-  x.launch_start = x.launch_end = -1;
-  x.wakes = 0;
-  x.host_flags = 0;
+  st.id = id;
+  if (!streamed_) op_of_[i] = &op;
+  succ_tail_[i] = kNone;
+  if (!host_states_.empty()) host_states_[i] = HostState{};
   if (streamed_) {
     int k = find_name(kinds_, op.kind);
     if (k < 0) {
       k = static_cast<int>(kinds_.size());
       kinds_.push_back(op.kind);
     }
-    kind_of_[i & mask_] = static_cast<uint32_t>(k);
+    kind_of_[i] = static_cast<uint32_t>(k);
   }
   waiting(i) = 0;
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
                     ? last_stream_
-                    : find_name(stream_names_, op.stream);
+                    : find_stream(op.stream);
   PROTWIN_CHECK(s >= 0, traces::describe_op(header_, op), ": unknown stream \"", op.stream, "\"");
   last_stream_ = s;
   st.stream = s;
   st.priority = op.priority;
 
+  // The stream's previous op (in id order), if still held.
   const int prev = last_on_stream_[static_cast<size_t>(s)];
+  const int64_t prev_id = last_id_on_stream_[static_cast<size_t>(s)];
+  PROTWIN_ASSERT(prev_id < static_cast<int64_t>(id), traces::describe_op(header_, op), ": generated after op ", prev_id,
+                 " of its stream (OpSource contract: a stream's ops in id order)");
   last_on_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(i);
+  last_id_on_stream_[static_cast<size_t>(s)] = id;
   bool prev_listed = false;
   for (int d : op.deps) {
     PROTWIN_CHECK(d >= 0, traces::describe_op(header_, op), ": dependency on op ", d, " which does not exist");
     PROTWIN_CHECK(d != op.id, traces::describe_op(header_, op), ": depends on itself");
-    if (d == prev) prev_listed = true;
-    if (static_cast<uint64_t>(d) > i) {
-      PROTWIN_CHECK(!streamed_, traces::describe_op(header_, op), ": dependency on the later op ", d,
-                    ": a streamed plan lists every op after its dependencies");
-      forward_deps_.emplace_back(static_cast<uint32_t>(d), static_cast<uint32_t>(i));
-      ++waiting(i);
-    } else {
-      link(static_cast<uint32_t>(d), static_cast<uint32_t>(i));
+    const auto dep = static_cast<uint32_t>(d);
+    if (d == prev_id) prev_listed = true;
+    if (!streamed_) {
+      if (dep > id) {  // linked once every op is taken
+        forward_deps_.emplace_back(dep, id);
+        ++waiting(i);
+      } else {
+        link(dep, i);
+      }
+      continue;
     }
+    const uint32_t held = slot_of_.find(dep);
+    if (held != kNone) {
+      link(held, i);
+    } else if (!source_.generated(d)) {  // waits for it by id
+      awaited_[dep].push_back(i);
+      ++waiting(i);
+    }  // else it has ended
   }
-  if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), static_cast<uint32_t>(i));
+  if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), i);
 
   const hw::OpCost c = cost_model_.cost(op, header_);
   ++priced_by_[static_cast<size_t>(c.source)];
@@ -358,11 +471,16 @@ void Run::add_op(const traces::Op& op) {
   t.route = c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1;
   PROTWIN_ASSERT(c.host.ns >= 0, traces::describe_op(header_, op), ": negative host time");
   if (c.host.ns > 0 || c.host_sync || c.cpu_work) {
-    has_hosts_ = true;
+    if (!has_hosts_) {
+      has_hosts_ = true;
+      host_states_.resize(state_.size());
+    }
+    HostState& x = host_state(i);
     x.host_ns = c.host.ns;
     x.host_flags = static_cast<uint8_t>((c.host_sync ? kSync : 0) | (c.cpu_work ? kCpuWork : 0));
   }
-  if (x.host_ns > 0) {  // issued by its stream's host thread: it waits for its launch
+  if (has_hosts_ && host_state(i).host_ns > 0) {  // issued by its stream's host thread: it waits for its launch
+    HostState& x = host_state(i);
     if (host_of_stream_[static_cast<size_t>(s)] < 0) {
       const std::string name = traces::host_of_stream(stream_names_[static_cast<size_t>(s)]);
       size_t h = 0;
@@ -374,19 +492,28 @@ void Run::add_op(const traces::Op& op) {
           queue_depth_ = cost_model_.launch_queue_depth();
           PROTWIN_ASSERT(queue_depth_ >= 1, "launch queue depth ", queue_depth_, " < 1");
         }
-        hosts_.push_back(Host{name, {}, 0, 0, false, 0});
+        hosts_.push_back(Host{name, {}, 0, -1, false, 0, false, 0});
       }
       host_of_stream_[static_cast<size_t>(s)] = static_cast<int32_t>(h);
     }
     x.host = host_of_stream_[static_cast<size_t>(s)];
-    hosts_[static_cast<size_t>(x.host)].ops.push_back(static_cast<uint32_t>(i));
-    ++hosts_[static_cast<size_t>(x.host)].n_ops;
+    Host& host = hosts_[static_cast<size_t>(x.host)];
+    PROTWIN_ASSERT(host.last_id < static_cast<int64_t>(id), traces::describe_op(header_, op), ": generated after op ",
+                   host.last_id, " of host ", host.name, " (OpSource contract: a host's ops in id order)");
+    host.last_id = id;
+    host.ops.push_back(i);
+    ++host.n_ops;
     ++waiting(i);  // the launch
     for (int d : op.deps) {
-      if (static_cast<uint64_t>(d) < i && static_cast<uint64_t>(d) >= base_ && (extra(d).host_flags & kCpuWork)) {
-        x.host_flags |= kCpuDep;
-        cpu_deps_[static_cast<uint32_t>(i)].push_back(static_cast<uint32_t>(d));
+      const auto dep = static_cast<uint32_t>(d);
+      if (streamed_) {
+        const uint32_t held = slot_of_.find(dep);
+        if (held == kNone || !(host_state(held).host_flags & kCpuWork)) continue;
+      } else if (dep >= id || !(host_state(dep).host_flags & kCpuWork)) {
+        continue;
       }
+      x.host_flags |= kCpuDep;
+      cpu_deps_[i].push_back(dep);
     }
   }
 
@@ -422,6 +549,13 @@ void Run::add_op(const traces::Op& op) {
     PROTWIN_ASSERT(!loop_started_, traces::describe_op(header_, op),
                    ": generated after every op it waits for had ended (OpSource contract)");
     make_ready(i);
+  }
+  if (!awaited_.empty()) {  // ops generated before it wait for it
+    auto it = awaited_.find(id);
+    if (it != awaited_.end()) {
+      for (uint32_t w : it->second) link_edge(i, w);
+      awaited_.erase(it);
+    }
   }
 }
 
@@ -467,7 +601,7 @@ void Run::dispatch() {
   if (batch_.size() > 1) {
     std::sort(batch_.begin(), batch_.end(), [this](uint32_t a, uint32_t b) {
       const int32_t pa = at(a).priority, pb = at(b).priority;
-      return pa != pb ? pa < pb : a < b;
+      return pa != pb ? pa < pb : streamed_ ? at(a).id < at(b).id : a < b;  // a plan's slots are its ids
     });
   }
   for (uint32_t i : batch_) {
@@ -480,23 +614,30 @@ void Run::dispatch() {
 
 void Run::try_launch(size_t h) {
   if (hosts_[h].busy || hosts_[h].pending >= queue_depth_) return;
-  while (hosts_[h].ops.empty() && pull()) {
+  while (hosts_[h].ops.empty() && !exhausted_ && !hosts_[h].drained) {
+    if (!source_.more_for_host(hosts_[h].name)) {
+      hosts_[h].drained = true;
+      break;
+    }
+    bool took = false;
+    while (source_.wants_more() && pull()) took = true;
+    if (!took && !pull()) break;
   }
   Host& host = hosts_[h];
   if (host.ops.empty()) return;
   const uint32_t i = host.ops.front();
-  if (extra(i).host_flags & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
+  if (host_state(i).host_flags & kCpuDep) {  // a handoff from CPU work (the CPU optimizer): wait for it
     for (uint32_t d : cpu_deps_[i]) {
-      if (d >= base_ && at(d).end < 0) return;
+      if (!ended(d)) return;
     }
   }
   host.busy = true;
-  extra(i).launch_start = engine_.now().ns;
-  engine_.schedule(SimTime(engine_.now().ns + extra(i).host_ns), kPrioEnd, this, payload(kLaunched, i));
+  host_state(i).launch_start = engine_.now().ns;
+  engine_.schedule(SimTime(engine_.now().ns + host_state(i).host_ns), kPrioEnd, this, payload(kLaunched, i));
 }
 
 void Run::launched(size_t i) {
-  OpExtra& st = extra(i);
+  HostState& st = host_state(i);
   const auto h = static_cast<size_t>(st.host);
   Host& host = hosts_[h];
   st.launch_end = engine_.now().ns;
@@ -529,7 +670,7 @@ void Run::apply_mem(size_t i, bool at_end) {
 
 void Run::begin(size_t i) {
   if (streamed_) {  // the source may want to generate what follows this op before it ends
-    source_.starting(static_cast<int>(i));
+    source_.starting(static_cast<int>(at(i).id), at(i).stream);
     while (source_.wants_more() && pull()) {
     }
   }
@@ -570,19 +711,19 @@ void Run::finish(size_t i) {
   streams_[s].release();
   ++finished_;
   if (has_hosts_) {
-    const int32_t host = extra(i).host;
+    const int32_t host = host_state(i).host;
     if (host >= 0) {
       const auto h = static_cast<size_t>(host);
       --hosts_[h].pending;
-      if (extra(i).wakes == 0) try_launch(h);  // may take more ops: extra(i) is read again below
+      if (host_state(i).wakes == 0) try_launch(h);  // may take more ops: host_state(i) is read again below
     }
-    if (extra(i).wakes != 0) {  // the end of a host_sync op
-      const auto h = static_cast<size_t>(extra(i).wakes - 1);
-      extra(i).wakes = 0;
+    if (host_state(i).wakes != 0) {  // the end of a host_sync op
+      const auto h = static_cast<size_t>(host_state(i).wakes - 1);
+      host_state(i).wakes = 0;
       hosts_[h].busy = false;
       try_launch(h);
     }
-    if (extra(i).host_flags & kCpuWork) {  // CPU work (rare): any host may wait for it
+    if (host_state(i).host_flags & kCpuWork) {  // CPU work (rare): any host may wait for it
       for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
     }
   }
@@ -594,28 +735,46 @@ void Run::finish(size_t i) {
     e = next;
   }
   if (streamed_) {
-    while (base_ < gen_ && at(base_).end >= 0) retire();
+    put_record(i);
+    free_slot(i);
   }
 }
 
 traces::OpRecord Run::record(size_t i) {
   const OpState& st = at(i);
-  const OpExtra& x = extra(i);
-  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(i), kinds_[kind_of_[i & mask_]],
+
+  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(st.id), kinds_[kind_of_[i]],
                                                     stream_names_[static_cast<size_t>(st.stream)], SimTime(st.start),
                                                     SimTime(st.end), std::nullopt}
-                                 : traces::OpRecord{static_cast<int>(i), x.op->kind, x.op->stream, SimTime(st.start),
-                                                    SimTime(st.end), std::nullopt};
-  if (x.launch_start >= 0) r.launch = {SimTime(x.launch_start), SimTime(x.launch_end)};
+                                 : traces::OpRecord{static_cast<int>(st.id), op_of_[i]->kind, op_of_[i]->stream,
+                                                    SimTime(st.start), SimTime(st.end), std::nullopt};
+  if (has_hosts_ && host_state(i).launch_start >= 0) r.launch = {SimTime(host_state(i).launch_start), SimTime(host_state(i).launch_end)};
   return r;
 }
 
-// The window's oldest op has ended: its record goes out and the source may drop it.
-void Run::retire() {
-  if (sink_) sink_(record(base_));
-  else records_.push_back(record(base_));
-  source_.release(static_cast<int>(base_));
-  ++base_;
+// A streamed op has ended: its record goes out now (any order), or once every op before it has.
+void Run::put_record(size_t i) {
+  traces::OpRecord r = record(i);
+  if (any_order_ || r.id != static_cast<int>(next_out_)) {
+    if (any_order_) {
+      deliver(std::move(r));
+      return;
+    }
+    held_.emplace(static_cast<uint32_t>(r.id), std::move(r));
+    peak_held_ = std::max<uint64_t>(peak_held_, held_.size());
+    return;
+  }
+  deliver(std::move(r));
+  ++next_out_;
+  for (auto it = held_.find(next_out_); it != held_.end(); it = held_.find(++next_out_)) {
+    deliver(std::move(it->second));
+    held_.erase(it);
+  }
+}
+
+void Run::deliver(traces::OpRecord&& r) {
+  if (sink_) sink_(r);
+  else records_.push_back(std::move(r));
 }
 
 void Run::on_event(uint64_t p) {
@@ -641,7 +800,15 @@ traces::Report Run::simulate() {
   engine_.run();
   loop_cpu_s_ = thread_cpu_s() - t0;
   if (finished_ != gen_) {
-    for (uint64_t i = base_; i < gen_; ++i) {
+    for (size_t i = 0; i < state_.size(); ++i) {
+      if (streamed_) {
+        if (slot_of_.find(at(i).id) != i) continue;  // a free slot
+      }
+      if (!streamed_ && i >= gen_) break;
+      for (const auto& [id, waiters] : awaited_)
+        for (uint32_t w : waiters)
+          PROTWIN_ASSERT(w != i, traces::describe_op(header_, op(i)), ": waits for op ", id,
+                         ", never generated (OpSource contract)");
       PROTWIN_CHECK(at(i).end >= 0, traces::describe_op(header_, op(i)),
                     ": never ran: its dependencies (deps and the in-order stream) form a cycle");
     }
@@ -662,10 +829,11 @@ traces::Report Run::report() {
   }
   r.meta["links"] = std::move(links);
 
-  if (!streamed_) {  // every op is still in the window
+  if (!streamed_) {  // every op is still held, op i in slot i
     reserve_huge(records_, gen_);
-    for (; base_ < gen_; ++base_) records_.push_back(record(base_));
+    for (size_t i = 0; i < gen_; ++i) records_.push_back(record(i));
   }
+  PROTWIN_ASSERT(held_.empty(), "records held back at the end of the run");
   r.ops = std::move(records_);
   r.iteration = SimTime(iteration_);
   r.streams.resize(header_.streams.size());
@@ -694,14 +862,15 @@ traces::Report Run::report() {
 
 traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) const {
   PlanOpSource source(plan);
-  Run run(source, *cost_, false, nullptr);
+  Run run(source, *cost_, false, nullptr, false);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;
 }
 
-traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink) const {
-  Run run(source, *cost_, true, sink);
+traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink,
+                                  bool any_order) const {
+  Run run(source, *cost_, true, sink, any_order);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;

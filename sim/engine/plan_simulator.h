@@ -19,16 +19,17 @@
 // `protwin bench engine` measures it (about 6 M ops/s on a 1M-op synthetic plan).
 // Streaming (issue 21): ops may come from an OpSource that generates them while the run consumes
 // them; the run reads each op once, when it takes it (keeping its cost, dependencies, id, kind
-// and stream), keeps only the window from the oldest unfinished op to the newest generated one
-// (a ring buffer), and hands each op's record to a sink in id order as the window's front
-// finishes. A plan's ops are all generated before the loop starts, so its window is the
-// whole plan, as before.
+// and stream), holds it in a slot of a pool (found by id through a hash map) from then until it
+// ends, and hands its record to a sink. Only generated, unfinished ops are held, whatever their
+// ids. A plan's ops are all generated before the loop starts and sit in the slot of their id (no
+// map, no release: its Report has every op).
 // run() keeps all its state local, so one PlanSimulator (or several) may run in many threads at
 // once, provided the CostModel's cost() is thread-safe (const and stateless, as RateCostModel).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "hwmodels/cost_model.h"
 #include "traces/plan.h"
@@ -42,30 +43,43 @@ struct RunStats {
   uint64_t events = 0;
   double event_loop_cpu_s = 0;
   uint64_t ops = 0;
-  uint64_t peak_live_ops = 0;  // the largest window of ops held at once (generated, not yet retired)
+  uint64_t peak_live_ops = 0;  // the most ops held at once (generated, not yet ended)
+  uint64_t peak_held_records = 0;  // streamed, records in id order: the most held back for it
 };
 
-// Ops in id order, produced as the run asks for them.
+// Ops produced as the run asks for them, in any order of ids (a plan's in id order).
 // Contract that keeps a streamed run identical to the run of the whole plan: an op must be
 // generated before the last of its dependencies (deps and the previous op of its stream) ends,
-// and ops without dependencies before the loop starts. The run asks for ops while wants_more(),
-// when a host thread needs its next op, and tells the source when each op starts (starting()), so
-// a source that knows its plan's structure generates just far enough ahead. A run that finds the
-// contract broken (an op generated with nothing left to wait for) throws an internal error.
+// and ops without dependencies before the loop starts; the ops of one stream, and of one host
+// thread, are generated in id order. A dependency the run does not hold is an op that ended,
+// unless generated() says it is yet to come (then the run waits for it by id). The run asks for
+// ops while wants_more(), when a host thread has issued every op it holds (more_for_host), and
+// tells the source when each op starts (starting()), so a source that knows its plan's structure
+// generates just far enough ahead. A run that finds the contract broken (an op generated with
+// nothing left to wait for, a stream's ops out of order) throws an internal error.
 class OpSource {
  public:
   virtual ~OpSource() = default;
   // meta, streams and pools of the plan (its ops are not read).
   virtual const traces::Plan& header() const = 0;
-  // The next op (id = ops generated so far), or nullptr after the last. A streamed run reads it
-  // before it asks for the next one; a plan's run keeps it until the run ends.
+  // The next op, or nullptr after the last. A streamed run reads it before it asks for the next
+  // one; a plan's run keeps it until the run ends.
   virtual const traces::Op* next() = 0;
   // Whether the run must take more ops before it goes on.
   virtual bool wants_more() const = 0;
-  // Op `id` starts now.
-  virtual void starting(int id) { (void)id; }
-  // Ops up to `id` have ended and their records are out (called in id order).
-  virtual void release(int id) { (void)id; }
+  // Whether op `id`, which the run does not hold, has been generated (and so has ended).
+  virtual bool generated(int id) const = 0;
+  // Host thread `host` (traces::host_of_stream) has issued every op it was given: true when the
+  // source now wants (wants_more) to hand out more, false when it has none of that host's left.
+  // By default the run takes the source's next ops until one is that host's.
+  virtual bool more_for_host(const std::string& host) {
+    (void)host;
+    return false;
+  }
+  // Op `id` (on stream `stream`, an index into header().streams) starts now.
+  virtual void starting(int id, int stream) { (void)id, (void)stream; }
+  // Op `id` has ended and its record is out.
+  virtual void release(int id, int stream) { (void)id, (void)stream; }
   // How many ops the run will hold at once, if known (sizes its arrays up front); 0: unknown.
   virtual size_t size_hint() const { return 0; }
 };
@@ -77,6 +91,7 @@ class PlanOpSource final : public OpSource {
   const traces::Plan& header() const override { return plan_; }
   const traces::Op* next() override { return next_ < plan_.ops.size() ? &plan_.ops[next_++] : nullptr; }
   bool wants_more() const override { return next_ < plan_.ops.size(); }
+  bool generated(int id) const override { return static_cast<size_t>(id) < next_; }
   size_t size_hint() const override { return plan_.ops.size(); }
 
  private:
@@ -94,9 +109,11 @@ class PlanSimulator {
   // ids, a pool over capacity or below zero, a dependency cycle.
   // `stats`, when given, receives what the run cost (bench engine).
   traces::Report run(const traces::Plan& plan, RunStats* stats = nullptr) const;
-  // The same for ops from `source`. With a sink, each op's record goes to it (in id order) and
-  // the Report's ops stay empty; without, they are in the Report as for a plan.
-  traces::Report run(OpSource& source, RunStats* stats = nullptr, const OpRecordSink& sink = nullptr) const;
+  // The same for ops from `source`. With a sink, each op's record goes to it and the Report's ops
+  // stay empty; without, they are in the Report as for a plan. Records go out in id order (held
+  // until every op before has ended), or with `any_order` as each op ends.
+  traces::Report run(OpSource& source, RunStats* stats = nullptr, const OpRecordSink& sink = nullptr,
+                     bool any_order = false) const;
 
  private:
   const hw::CostModel* cost_;

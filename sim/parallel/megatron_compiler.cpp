@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/parallel/pipeline_schedule.h"
 #include "sim/workload/workload.h"
@@ -314,46 +315,58 @@ struct StageState {
   int last_dp = -1;
   std::vector<int> pending;  // waited for by the next op on the compute stream
   std::vector<Chunk> chunks;
+  // FSDP (one stage, one chunk; its forward and backward tasks alternate per micro-batch): the
+  // current micro-batch's units' last compute ops in forward and backward, their gathers for the
+  // backward (-1: not yet issued), the root unit's gather.
+  std::vector<int> fsdp_fwd_done, fsdp_bwd_done, fsdp_gathered;
+  int fsdp_root_gather = -1;
 };
 
-// Emits ops with consecutive ids into `out` (the ops generated and not yet released).
+// Emits ops with consecutive ids from set_next_id() on into `out` (the ops built and not yet
+// handed to the run). Without `out` it only counts: ids advance and the stage's ids and flops
+// are tracked, but no op is built (the stream's skeleton, which numbers the plan).
 class Emitter {
  public:
-  Emitter(std::deque<Op>& out, const TemplateBank& bank, bool expand) : out_(out), bank_(bank), expand_(expand) {}
+  Emitter(std::deque<Op>* out, const TemplateBank& bank, bool expand) : out_(out), bank_(bank), expand_(expand) {}
+
+  bool counting() const { return out_ == nullptr; }
+  int next_id() const { return next_id_; }
+  void set_next_id(int id) { next_id_ = id; }
 
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
-    Op op;
-    op.id = next_id_;
-    op.kind = t.kind;
-    op.stream = st.streams[role];
-    op.block = block;
-    if (role == kCompute) {
-      deps.insert(deps.end(), st.pending.begin(), st.pending.end());
-      st.pending.clear();
-    }
-    deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    op.deps = std::move(deps);
-    op.work = t.work;
-    // Compute ops carry their kernels only when expanded; collectives, sends and the optimizer
-    // always carry their (small) attrs: ranks, ranks_per_node, scope.
-    if (expand_) {
-      op.attrs = t.attrs;
-    } else {
-      op.attrs = nlohmann::json::object();
-      for (const char* key : {"ranks", "ranks_per_node", "scope"}) {
-        auto it = t.attrs.find(key);
-        if (it != t.attrs.end()) op.attrs[key] = *it;
+    if (out_) {
+      Op op;
+      op.id = next_id_;
+      op.kind = t.kind;
+      op.stream = st.streams[role];
+      op.block = block;
+      if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
+      deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      op.deps = std::move(deps);
+      op.work = t.work;
+      // Compute ops carry their kernels only when expanded; collectives, sends and the optimizer
+      // always carry their (small) attrs: ranks, ranks_per_node, scope.
+      if (expand_) {
+        op.attrs = t.attrs;
+      } else {
+        op.attrs = nlohmann::json::object();
+        for (const char* key : {"ranks", "ranks_per_node", "scope"}) {
+          auto it = t.attrs.find(key);
+          if (it != t.attrs.end()) op.attrs[key] = *it;
+        }
       }
+      op.attrs["tmpl"] = tmpl;
+      out_->push_back(std::move(op));
+    } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
+      (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
     }
-    op.attrs["tmpl"] = tmpl;
-    out_.push_back(std::move(op));
     const int id = next_id_++;
     if (role == kCompute) {
+      st.pending.clear();
       st.last_compute = id;
-      (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
     }
     if (role == kDpComm) st.last_dp = id;
     return id;
@@ -363,7 +376,8 @@ class Emitter {
     ids_.clear();
     for (const Step& s : prog) {
       std::vector<int> deps;
-      for (int d : s.deps) deps.push_back(d == kPrevCompute ? st.last_compute : ids_[static_cast<size_t>(d)]);
+      if (out_)
+        for (int d : s.deps) deps.push_back(d == kPrevCompute ? st.last_compute : ids_[static_cast<size_t>(d)]);
       const int id = emit(st, info, s.tmpl, s.role, std::move(deps), block);
       ids_.push_back(id);
       if (s.exit) st.pending.push_back(id);
@@ -371,7 +385,7 @@ class Emitter {
   }
 
  private:
-  std::deque<Op>& out_;
+  std::deque<Op>* out_;
   int next_id_ = 0;
   const TemplateBank& bank_;
   bool expand_;
@@ -459,46 +473,88 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.local_ddp = !o.overlap_grad_reduce;
 }
 
-// The compiler's state between two ops: what compile_megatron_plan built before its emission
-// loop, and where the loop is.
+// The compiler's state between two ops. Two emissions of the same code run side by side:
+//  - the skeleton numbers the plan: it emits the tasks in compile order (the order that makes
+//    ids topological: a stage goes on while the sends it waits for exist) but builds no op, only
+//    counting ids; for each task it records the first id and the id of the send it takes, for the
+//    tail the first ids of its pieces and the ids they take from other stages;
+//  - the builder builds the ops of one stage's task at a time, with the skeleton's ids. Streamed
+//    (a simulation takes the ops), each stage builds its own tasks as the run needs them (one
+//    task ahead of the task running, or the host thread's next op), so the ops held follow each
+//    stage's in-flight work, never the other stages' position in the compile order. A send (or a
+//    tail op) that another stage has not built yet is a dependency the run waits for by id
+//    (generated() is false until it is handed out). In id order (compile_megatron_plan), the
+//    builder builds each task as the skeleton emits it, which hands the ops out in id order.
 class MegatronOpStream::Impl {
  public:
-  Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl, const nlohmann::json& meta);
+  Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl, const nlohmann::json& meta,
+       bool id_order);
   const traces::Op* next();
-  void starting(int id);
-  void release(int id);
-  // Ops already emitted go to the run at once (they are held anyway).
-  bool wants_more() const {
-    return ops_base_ + static_cast<int64_t>(ops_.size()) > handed_ || unmet_ > 0 || (tail_needed_ && phase_ != kDone);
-  }
+  void starting(int id, int stream);
+  void release(int id, int stream);
+  bool more_for_host(const std::string& host);
+  bool generated(int id) const { return promised_.empty() || promised_.count(id) == 0; }
+  bool wants_more() const { return ops_.size() > (handed_ ? 1u : 0u) || unmet_ > 0; }
 
   ParallelPlan out;
   TemplateBank bank;
 
  private:
-  enum Phase { kGathers, kTasks, kDone };
-  // The stage and pipeline task (index into its schedule) an op belongs to; kGatherTask for the
-  // parameter gathers before the first task, kTailTask for the tail.
-  struct Tag {
-    int stage;
-    int64_t task;
-  };
+  // A pipeline task (index into its stage's schedule) or, for the parameter gathers before the
+  // first task and the tail's pieces, these marks.
   static constexpr int64_t kGatherTask = -1;
   static constexpr int64_t kTailTask = std::numeric_limits<int64_t>::max();
+  struct Track {
+    std::vector<StageState> st;
+    Emitter em;
+  };
+  // What the skeleton found for a task the builder has not built yet.
+  struct TaskIds {
+    int first = -1;  // its first op's id
+    int send = -1;   // the send from the neighbouring stage it waits for (-1: none)
+  };
+  // Ops a stage built and the run has not released yet: ids [first, end) of one task.
+  struct Span {
+    int first, end;
+    int64_t task;
+    int unreleased;
+  };
 
-  bool emit_more();
-  void emit_task(int s, const PipeTask& t);
-  void emit_fsdp_task(StageState& S, StageInfo& info, Chunk& c, bool forward);
-  void emit_tail();
-  void tag_new_ops(int stage, int64_t task) {
-    while (base_ + static_cast<int64_t>(tags_.size()) < ops_base_ + static_cast<int64_t>(ops_.size()))
-      tags_.push_back({stage, task});
+  void emit_gathers(Track& tr);
+  void emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids);
+  void emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward);
+  // The tail per stage: gradients not reduced during backward; the tied embedding's all-reduce
+  // (stage 0); the step (and the gathers after it). Compile order: every stage's grads, the tied
+  // all-reduce, every stage's step.
+  void emit_tail_grads(Track& tr, int s);
+  void emit_tied(Track& tr);
+  void emit_step(Track& tr, int s);
+  // The skeleton's next task (or its tail); false when it has emitted everything.
+  bool skeleton_step();
+  // The builder's next piece: a stage's task or tail (or, in id order, the skeleton's next);
+  // false when every op is built.
+  bool build_more();
+  void build_task(int s);
+  void build_tail(int s);
+  void build_tail_in_id_order();
+  // `id`, emitted by stage `s`'s skeleton, as a dependency of an op being built: promised to the
+  // run unless that stage has built it.
+  int dep_on(int s, int id) {
+    if (id >= 0 && id > last_built_[static_cast<size_t>(s)]) promised_.insert(id);
+    return id;
   }
-  // Stage s must have emitted `tasks` tasks (all of them and the tail, when that is more).
+  void add_span(int s, int first, int64_t task);
+  Span* find_span(int s, int id);
+  // Stage s must have built `tasks` tasks (all of them and its tail, when that is more).
   void need(int s, int64_t tasks);
-  void emitted_task(int s);
+  bool unmet(int s) const {
+    const auto i = static_cast<size_t>(s);
+    return built_[i] < need_[i] || (tail_needed_[i] && !tail_built_[i]);
+  }
+  void update_unmet(int s, bool before) { unmet_ += static_cast<int>(unmet(s)) - static_cast<int>(before); }
 
   MegatronOptions& o_;
+  const bool id_order_;
   ModelSpec model_;
   int p_ = 1, v_ = 1, n_vstages_ = 1;
   int64_t m_ = 1, tasks_per_stage_ = 0;
@@ -506,20 +562,31 @@ class MegatronOpStream::Impl {
   bool tied_ = false, dp_ops_ = false;
   int e_ = 2;
   Program emb_fwd_, emb_bwd_, head_fwd_, head_bwd_, layer_fwd_, layer_re_, layer_bwd_;
-  std::vector<StageState> st_;
-  std::deque<Op> ops_;      // generated and not yet read by the run: ids [ops_base_, ops_base_ + size)
-  std::deque<Tag> tags_;    // the tags of ops [base_, base_ + size): handed out, not released
-  int64_t base_ = 0, ops_base_ = 0, handed_ = 0;
-  Emitter em_;
-  Phase phase_ = kGathers;
-  int cur_ = 0;             // the stage the emission loop is at
-  bool progress_ = false;   // some stage emitted a task in this sweep
-  std::vector<int64_t> next_task_, need_;
-  int unmet_ = 0;           // stages with next_task_ < need_
-  bool tail_needed_ = false;
-  // Sends emitted and not yet waited for: (virtual stage, micro-batch) -> op id.
+  std::deque<Op> ops_;  // built and not yet read by the run (the front was handed last when handed_)
+  bool handed_ = false;
+  Track skel_, builder_;
+
+  // Skeleton: where its emission loop is, the sends emitted and not yet waited for
+  // ((virtual stage, micro-batch) -> op id), what it found for the builder.
+  std::vector<int64_t> skel_next_;
+  int cur_ = 0;
+  bool progress_ = false, skel_done_ = false;
   std::unordered_map<int64_t, int> sent_fwd_, sent_bwd_;
   int64_t send_key(int vs, int64_t mb) const { return static_cast<int64_t>(vs) * m_ + mb; }
+  std::vector<std::deque<TaskIds>> planned_;                  // per stage, in task order
+  std::deque<std::pair<int, int64_t>> skel_order_;            // id order: (stage, task) as emitted
+  std::vector<int> tail_grads_first_, tail_step_first_;       // per stage
+  int tied_first_ = -1, tied_last_stage_dep_ = -1;
+
+  // Builder.
+  std::vector<int64_t> built_, need_;
+  std::vector<bool> tail_built_, tail_needed_;
+  std::vector<int> last_built_;     // the last id each stage built
+  int unmet_ = 0;                   // stages with unmet(s)
+  std::vector<std::deque<Span>> spans_;
+  std::vector<int> stage_of_stream_;
+  std::unordered_map<std::string, int> stage_of_host_;
+  std::unordered_set<int> promised_;  // ids built ops wait for that are not built yet
 
   int grad_tmpl(int64_t params) {
     return bank.collective(o_.distributed_optimizer ? "reduce_scatter" : "all_reduce", kDpComm,
@@ -560,16 +627,14 @@ class MegatronOpStream::Impl {
   const Program& bwd_of(const Unit& u) const {
     return u.kind == BlockKind::kEmbedding ? emb_bwd_ : u.kind == BlockKind::kHead ? head_bwd_ : layer_bwd_;
   }
-  // FSDP (one stage, one chunk; its forward and backward tasks alternate per micro-batch): the
-  // current micro-batch's units' last compute ops in forward and backward, their gathers for the
-  // backward (-1: not yet issued), the root unit's gather.
-  std::vector<int> fsdp_fwd_done_, fsdp_bwd_done_, fsdp_gathered_;
-  int fsdp_root_gather_ = -1;
 };
 
 MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
-                             const nlohmann::json& meta)
-    : o_(out.options), em_(ops_, bank, options.expand_kernels) {
+                             const nlohmann::json& meta, bool id_order)
+    : o_(out.options),
+      id_order_(id_order),
+      skel_{{}, Emitter(nullptr, bank, false)},
+      builder_{{}, Emitter(&ops_, bank, options.expand_kernels)} {
   out.options = options;
   MegatronOptions& o = out.options;
   if (o.seq == 0) o.seq = unpadded.default_seq;
@@ -656,7 +721,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   const int64_t dpc = z.dp * z.cp;
   const bool tied = model.tied_embeddings && p > 1;
   const bool dp_ops = dpc > 1;
-  std::vector<StageState>& st = st_;
+  std::vector<StageState>& st = skel_.st;
   st.resize(static_cast<size_t>(p));
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
   for (int s = 0; s < p; ++s) {
@@ -729,90 +794,138 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   p_ = p, v_ = v, n_vstages_ = n_vstages, m_ = m, tasks_per_stage_ = 2 * m * v;
   dpc_ = dpc, tied_ = tied, dp_ops_ = dp_ops, e_ = e;
   model_ = model;
-  next_task_.assign(static_cast<size_t>(p), 0);
-  need_.assign(static_cast<size_t>(p), 0);
+  const auto np = static_cast<size_t>(p);
+  builder_.st = skel_.st;
+  skel_next_.assign(np, 0);
+  planned_.resize(np);
+  tail_grads_first_.assign(np, -1);
+  tail_step_first_.assign(np, -1);
+  built_.assign(np, 0);
+  need_.assign(np, 0);
+  tail_built_.assign(np, false);
+  tail_needed_.assign(np, false);
+  last_built_.assign(np, -1);
+  spans_.resize(np);
+  for (const auto& s : plan.streams) {
+    const size_t dot = s.name.find('.');
+    stage_of_stream_.push_back(std::stoi(s.name.substr(5, dot - 5)));  // "stage<s>.<role>"
+  }
+  for (int s = 0; s < p; ++s) stage_of_host_[traces::host_of_stream(skel_.st[static_cast<size_t>(s)].streams[kCompute])] = s;
+  // The parameter gathers come first in both: the builder's go to the run before it starts.
+  emit_gathers(skel_);
+  emit_gathers(builder_);
   // Before the run: every stage's first task (the ops without a predecessor of their own stage
   // wait for the gathers and the previous stage's sends).
-  for (int s = 0; s < p; ++s) need(s, 1);
+  if (!id_order_)
+    for (int s = 0; s < p; ++s) need(s, 1);
 }
 
 void MegatronOpStream::Impl::need(int s, int64_t tasks) {
+  const auto i = static_cast<size_t>(s);
+  const bool before = unmet(s);
   if (tasks >= tasks_per_stage_) {
-    tail_needed_ = true;
+    tail_needed_[i] = true;
     tasks = tasks_per_stage_;
   }
-  int64_t& n = need_[static_cast<size_t>(s)];
-  if (tasks <= n) return;
-  const int64_t done = next_task_[static_cast<size_t>(s)];
-  if (n <= done && tasks > done) ++unmet_;
-  n = tasks;
+  need_[i] = std::max(need_[i], tasks);
+  update_unmet(s, before);
 }
 
-void MegatronOpStream::Impl::emitted_task(int s) {
-  const int64_t done = ++next_task_[static_cast<size_t>(s)];
-  if (done == need_[static_cast<size_t>(s)]) --unmet_;
+void MegatronOpStream::Impl::add_span(int s, int first, int64_t task) {
+  const int end = builder_.em.next_id();
+  if (end == first) return;
+  if (!id_order_) spans_[static_cast<size_t>(s)].push_back({first, end, task, end - first});
+  last_built_[static_cast<size_t>(s)] = end - 1;
 }
 
-void MegatronOpStream::Impl::starting(int id) {
-  PROTWIN_ASSERT(id >= base_ && id < handed_, "op ", id, " is not in the stream's window");
-  const Tag& t = tags_[static_cast<size_t>(id - base_)];
+MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
+  auto& spans = spans_[static_cast<size_t>(s)];
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it)
+    if (it->first <= id && id < it->end) return &*it;
+  PROTWIN_ASSERT(false, "op ", id, " of stage ", s, " is not among the ops the stream handed out");
+  return nullptr;
+}
+
+void MegatronOpStream::Impl::starting(int id, int stream) {
+  const int s = stage_of_stream_[static_cast<size_t>(stream)];
+  const Span* span = find_span(s, id);
   // Its task's successor must exist before this task's last compute op ends.
-  if (t.task != kGatherTask && t.task != kTailTask) need(t.stage, t.task + 2);
+  if (span->task != kGatherTask && span->task != kTailTask) need(s, span->task + 2);
 }
 
-void MegatronOpStream::Impl::release(int id) {
-  while (base_ <= id && base_ < handed_) {
-    tags_.pop_front();
-    ++base_;
-  }
+void MegatronOpStream::Impl::release(int id, int stream) {
+  const int s = stage_of_stream_[static_cast<size_t>(stream)];
+  --find_span(s, id)->unreleased;
+  auto& spans = spans_[static_cast<size_t>(s)];
+  while (!spans.empty() && spans.front().unreleased == 0) spans.pop_front();
+}
+
+bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
+  auto it = stage_of_host_.find(host);
+  PROTWIN_ASSERT(it != stage_of_host_.end(), "no stage has host ", host);
+  const int s = it->second;
+  const auto i = static_cast<size_t>(s);
+  if (tail_built_[i]) return false;
+  need(s, built_[i] + 1);
+  return true;
 }
 
 const traces::Op* MegatronOpStream::Impl::next() {
-  if (handed_ > ops_base_) {  // the run has read the op handed last
+  if (handed_) {  // the run has read the op handed last
     ops_.pop_front();
-    ++ops_base_;
+    handed_ = false;
   }
   while (ops_.empty()) {
-    if (!emit_more()) return nullptr;
+    if (!build_more()) return nullptr;
   }
-  ++handed_;
+  handed_ = true;
+  if (!promised_.empty()) promised_.erase(ops_.front().id);
   return &ops_.front();
 }
 
-// One step of compile_megatron_plan's emission: the gathers, one task, or the tail. False when
-// every op has been emitted.
-bool MegatronOpStream::Impl::emit_more() {
-  const MegatronOptions& o = o_;
-  if (phase_ == kGathers) {
-    phase_ = kTasks;
-    // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
-    // start, in forward order; a bucket's first forward waits for it.
-    if (dp_ops_ && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)
-      for (int s = 0; s < p_; ++s) {
-        auto& S = st_[static_cast<size_t>(s)];
-        for (auto& c : S.chunks)
-          for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
-            it->gather_op = em_.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
-      }
-    tag_new_ops(0, kGatherTask);
+bool MegatronOpStream::Impl::build_more() {
+  if (id_order_) {
+    if (skel_order_.empty() && !skeleton_step()) return false;
+    if (skel_order_.empty()) return true;  // the skeleton emitted the tail: built in id order
+    const int s = skel_order_.front().first;
+    skel_order_.pop_front();
+    build_task(s);
     return true;
   }
-  if (phase_ == kDone) return false;
-  // The stages' tasks in an order where every op's dependencies come first (ids are
-  // topological): a stage goes on while the sends it waits for exist; sweeps over the stages
-  // until one makes no progress.
+  // A stage the run waits for first; else (the run asks for ops it did not announce: it ends, or
+  // the source broke its contract) the first stage with anything left.
+  int pick = -1;
+  for (int s = 0; s < p_ && pick < 0; ++s)
+    if (unmet(s)) pick = s;
+  for (int s = 0; s < p_ && pick < 0 && unmet_ == 0; ++s)
+    if (!tail_built_[static_cast<size_t>(s)]) pick = s;
+  if (pick < 0) return false;
+  const bool before = unmet(pick);
+  if (built_[static_cast<size_t>(pick)] < tasks_per_stage_) build_task(pick);
+  else build_tail(pick);
+  update_unmet(pick, before);
+  return true;
+}
+
+// The skeleton emits the next task in compile order (a stage goes on while the sends it waits for
+// exist; sweeps over the stages until one makes no progress), then the tail.
+bool MegatronOpStream::Impl::skeleton_step() {
+  if (skel_done_) return false;
   for (;;) {
     const int s = cur_;
-    int64_t& i = next_task_[static_cast<size_t>(s)];
+    int64_t& i = skel_next_[static_cast<size_t>(s)];
     if (i < tasks_per_stage_) {
       const PipeTask t = pipeline_task(s, p_, v_, m_, i);
       const int vs = t.chunk * p_ + s;
       const bool ready = t.forward ? vs == 0 || sent_fwd_.count(send_key(vs - 1, t.microbatch))
                                    : vs + 1 == n_vstages_ || sent_bwd_.count(send_key(vs + 1, t.microbatch));
       if (ready) {
-        emit_task(s, t);
-        tag_new_ops(s, i);
-        emitted_task(s);
+        TaskIds ids;
+        ids.first = skel_.em.next_id();
+        emit_task(skel_, s, t, ids);
+        planned_[static_cast<size_t>(s)].push_back(ids);
+        if (id_order_) skel_order_.push_back({s, i});
+        ++i;
         progress_ = true;
         return true;
       }
@@ -826,65 +939,150 @@ bool MegatronOpStream::Impl::emit_more() {
     break;
   }
   for (int s = 0; s < p_; ++s)
-    PROTWIN_ASSERT(next_task_[static_cast<size_t>(s)] == tasks_per_stage_, "pipeline schedule of stage ", s,
+    PROTWIN_ASSERT(skel_next_[static_cast<size_t>(s)] == tasks_per_stage_, "pipeline schedule of stage ", s,
                    " deadlocks");
-  emit_tail();
-  tag_new_ops(0, kTailTask);
-  phase_ = kDone;
+  for (int s = 0; s < p_; ++s) {
+    tail_grads_first_[static_cast<size_t>(s)] = skel_.em.next_id();
+    emit_tail_grads(skel_, s);
+  }
+  if (tied_) {
+    tied_first_ = skel_.em.next_id();
+    tied_last_stage_dep_ = skel_.st.back().last_compute;
+    emit_tied(skel_);
+  }
+  for (int s = 0; s < p_; ++s) {
+    tail_step_first_[static_cast<size_t>(s)] = skel_.em.next_id();
+    emit_step(skel_, s);
+  }
+  skel_done_ = true;
+  if (id_order_) build_tail_in_id_order();
   return true;
 }
 
-void MegatronOpStream::Impl::emit_task(int s, const PipeTask& t) {
+void MegatronOpStream::Impl::build_task(int s) {
+  const auto i = static_cast<size_t>(s);
+  while (planned_[i].empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
+  TaskIds ids = planned_[i].front();
+  planned_[i].pop_front();
+  const int64_t task = built_[i];
+  builder_.em.set_next_id(ids.first);
+  emit_task(builder_, s, pipeline_task(s, p_, v_, m_, task), ids);
+  add_span(s, ids.first, task);
+  ++built_[i];
+}
+
+void MegatronOpStream::Impl::build_tail(int s) {
+  while (!skel_done_) skeleton_step();
+  const auto i = static_cast<size_t>(s);
+  builder_.em.set_next_id(tail_grads_first_[i]);
+  emit_tail_grads(builder_, s);
+  add_span(s, tail_grads_first_[i], kTailTask);
+  if (tied_ && s == 0) {
+    builder_.em.set_next_id(tied_first_);
+    emit_tied(builder_);
+    add_span(s, tied_first_, kTailTask);
+  }
+  builder_.em.set_next_id(tail_step_first_[i]);
+  emit_step(builder_, s);
+  add_span(s, tail_step_first_[i], kTailTask);
+  tail_built_[i] = true;
+}
+
+void MegatronOpStream::Impl::build_tail_in_id_order() {
+  for (int s = 0; s < p_; ++s) {
+    builder_.em.set_next_id(tail_grads_first_[static_cast<size_t>(s)]);
+    emit_tail_grads(builder_, s);
+    add_span(s, tail_grads_first_[static_cast<size_t>(s)], kTailTask);
+  }
+  if (tied_) {
+    builder_.em.set_next_id(tied_first_);
+    emit_tied(builder_);
+    add_span(0, tied_first_, kTailTask);
+  }
+  for (int s = 0; s < p_; ++s) {
+    builder_.em.set_next_id(tail_step_first_[static_cast<size_t>(s)]);
+    emit_step(builder_, s);
+    add_span(s, tail_step_first_[static_cast<size_t>(s)], kTailTask);
+    tail_built_[static_cast<size_t>(s)] = true;
+  }
+}
+
+// Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
+// start, in forward order; a bucket's first forward waits for it.
+void MegatronOpStream::Impl::emit_gathers(Track& tr) {
   const MegatronOptions& o = o_;
-  auto& S = st_[static_cast<size_t>(s)];
+  if (!(dp_ops_ && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)) return;
+  for (int s = 0; s < p_; ++s) {
+    auto& S = tr.st[static_cast<size_t>(s)];
+    const int first = tr.em.next_id();
+    for (auto& c : S.chunks)
+      for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
+        it->gather_op = tr.em.emit(S, out.stages[static_cast<size_t>(s)], param_tmpl(it->params), kDpComm, {}, -1);
+    if (!tr.em.counting()) add_span(s, first, kGatherTask);
+  }
+}
+
+void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
+  const MegatronOptions& o = o_;
+  Emitter& em = tr.em;
+  auto& S = tr.st[static_cast<size_t>(s)];
   auto& info = out.stages[static_cast<size_t>(s)];
   Chunk& c = S.chunks[static_cast<size_t>(t.chunk)];
   const int vs = t.chunk * p_ + s;
-  // The send this task waits for is waited for by this task only.
+  // The send this task waits for is waited for by this task only: the skeleton finds it among
+  // the sends emitted, the builder has its id from the skeleton (the neighbour may not have built
+  // it yet).
   auto take = [&](std::unordered_map<int64_t, int>& sent, int from) {
-    auto it = sent.find(send_key(from, t.microbatch));
-    S.pending.push_back(it->second);
-    sent.erase(it);
+    if (em.counting()) {
+      auto it = sent.find(send_key(from, t.microbatch));
+      ids.send = it->second;
+      sent.erase(it);
+    } else {
+      dep_on(from % p_, ids.send);
+    }
+    S.pending.push_back(ids.send);
+  };
+  // A send this task emits, for the skeleton's tasks that wait for it.
+  auto put = [&](std::unordered_map<int64_t, int>& sent, int id) {
+    if (em.counting()) sent[send_key(vs, t.microbatch)] = id;
   };
   if (o.fsdp) {
-    emit_fsdp_task(S, info, c, t.forward);
+    emit_fsdp_task(tr, S, info, c, t.forward);
     return;
   }
   if (t.forward) {
     if (vs > 0) {
       take(sent_fwd_, vs - 1);
-      if (p2p_gather_ >= 0) em_.emit(S, info, p2p_gather_, kCompute, {}, -1);
+      if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
     }
     for (const Unit& u : c.units) {
       if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
         S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
-      em_.run(S, info, u.kind == BlockKind::kEmbedding ? emb_fwd_ : u.kind == BlockKind::kHead ? head_fwd_ : layer_fwd_,
-              u.block);
+      em.run(S, info, fwd_of(u), u.block);
     }
     if (vs + 1 < n_vstages_) {
       std::vector<int> deps = S.pending;
       deps.push_back(S.last_compute);
-      sent_fwd_[send_key(vs, t.microbatch)] = em_.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1);
+      put(sent_fwd_, em.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1));
     }
     return;
   }
   if (vs + 1 < n_vstages_) {
     take(sent_bwd_, vs + 1);
-    if (p2p_gather_ >= 0) em_.emit(S, info, p2p_gather_, kCompute, {}, -1);
+    if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
   }
   const bool last_mb = t.microbatch == m_ - 1;
   for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
-    if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em_.run(S, info, layer_re_, it->block);
-    em_.run(S, info, it->kind == BlockKind::kEmbedding ? emb_bwd_ : it->kind == BlockKind::kHead ? head_bwd_ : layer_bwd_,
-            it->block);
-    if (o.local_ddp) em_.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
+    if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re_, it->block);
+    em.run(S, info, bwd_of(*it), it->block);
+    if (o.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
     if (dp_ops_ && o.overlap_grad_reduce && last_mb && it->bucket_end && !o.fsdp)
-      em_.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
+      em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
   }
   if (vs > 0) {
     std::vector<int> deps = S.pending;
     deps.push_back(S.last_compute);
-    sent_bwd_[send_key(vs, t.microbatch)] = em_.emit(S, info, p2p_tmpl((s + p_ - 1) % p_, false), kP2p, deps, -1);
+    put(sent_bwd_, em.emit(S, info, p2p_tmpl((s + p_ - 1) % p_, false), kP2p, deps, -1));
   }
 }
 
@@ -899,79 +1097,86 @@ void MegatronOpStream::Impl::emit_task(int s, const PipeTask& t) {
 // share the NVLinks). Streamed, every op depends on ops of its own task except the last layer's
 // backward gather, which waits for the forward task's last compute op (the stage's last compute
 // op of the task before, as the OpSource contract allows).
-void MegatronOpStream::Impl::emit_fsdp_task(StageState& S, StageInfo& info, Chunk& c, bool forward) {
+void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward) {
   const MegatronOptions& o = o_;
+  Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
   const size_t n = u.size();
   const auto is_layer = [&](size_t i) { return i < n && u[i].kind == BlockKind::kDecoder; };
   int64_t root_params = 0;
   for (const Unit& x : u) root_params += x.kind == BlockKind::kDecoder ? 0 : x.params;
   if (forward) {
-    fsdp_fwd_done_.assign(n, -1);
-    fsdp_gathered_.assign(n, -1);
-    fsdp_root_gather_ = em_.emit(S, info, fsdp_gather_tmpl(root_params), kDpComm, {}, -1);
+    S.fsdp_fwd_done.assign(n, -1);
+    S.fsdp_gathered.assign(n, -1);
+    S.fsdp_root_gather = em.emit(S, info, fsdp_gather_tmpl(root_params), kDpComm, {}, -1);
     for (size_t i = 0; i < n; ++i) {
       if (is_layer(i)) {
         std::vector<int> deps;
-        if (i >= 2 && is_layer(i - 2)) deps.push_back(fsdp_fwd_done_[i - 2]);  // limit_all_gathers
-        S.pending.push_back(em_.emit(S, info, fsdp_gather_tmpl(u[i].params), kDpComm, deps, -1));
+        if (i >= 2 && is_layer(i - 2)) deps.push_back(S.fsdp_fwd_done[i - 2]);  // limit_all_gathers
+        S.pending.push_back(em.emit(S, info, fsdp_gather_tmpl(u[i].params), kDpComm, deps, -1));
       } else {
-        S.pending.push_back(fsdp_root_gather_);
+        S.pending.push_back(S.fsdp_root_gather);
       }
-      em_.run(S, info, fwd_of(u[i]), u[i].block);
-      fsdp_fwd_done_[i] = S.last_compute;
+      em.run(S, info, fwd_of(u[i]), u[i].block);
+      S.fsdp_fwd_done[i] = S.last_compute;
     }
     return;
   }
-  fsdp_bwd_done_.assign(n, -1);
+  S.fsdp_bwd_done.assign(n, -1);
   for (size_t r = n; r-- > 0;) {
     if (is_layer(r)) {
       // The last layer's gather is issued by its pre-backward hook, once the forward is done.
-      if (fsdp_gathered_[r] < 0)
-        fsdp_gathered_[r] = em_.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {fsdp_fwd_done_.back()}, -1);
-      S.pending.push_back(fsdp_gathered_[r]);
-      if (o.recompute == Recompute::kFull) em_.run(S, info, layer_re_, u[r].block);
+      if (S.fsdp_gathered[r] < 0)
+        S.fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {S.fsdp_fwd_done.back()}, -1);
+      S.pending.push_back(S.fsdp_gathered[r]);
+      if (o.recompute == Recompute::kFull) em.run(S, info, layer_re_, u[r].block);
     }
-    em_.run(S, info, bwd_of(u[r]), u[r].block);
-    fsdp_bwd_done_[r] = S.last_compute;
+    em.run(S, info, bwd_of(u[r]), u[r].block);
+    S.fsdp_bwd_done[r] = S.last_compute;
     if (!is_layer(r)) continue;
     if (r >= 1 && is_layer(r - 1)) {  // BACKWARD_POST prefetch, rate-limited by the unit two back
       std::vector<int> deps;
-      if (is_layer(r + 1)) deps.push_back(fsdp_bwd_done_[r + 1]);
-      fsdp_gathered_[r - 1] = em_.emit(S, info, fsdp_gather_tmpl(u[r - 1].params), kDpComm, deps, -1);
+      if (is_layer(r + 1)) deps.push_back(S.fsdp_bwd_done[r + 1]);
+      S.fsdp_gathered[r - 1] = em.emit(S, info, fsdp_gather_tmpl(u[r - 1].params), kDpComm, deps, -1);
     }
-    em_.emit(S, info, fsdp_reduce_tmpl(u[r].params), kDpComm, {S.last_compute}, -1);
+    em.emit(S, info, fsdp_reduce_tmpl(u[r].params), kDpComm, {S.last_compute}, -1);
   }
-  em_.emit(S, info, fsdp_reduce_tmpl(root_params), kDpComm, {S.last_compute}, -1);  // the root's post-backward
+  em.emit(S, info, fsdp_reduce_tmpl(root_params), kDpComm, {S.last_compute}, -1);  // the root's post-backward
 }
 
-// Tail: gradients not reduced during backward, the tied embedding, the step, the gathers.
-void MegatronOpStream::Impl::emit_tail() {
+// Tail, stage s: the gradient buckets not reduced during backward.
+void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
+  const MegatronOptions& o = o_;
+  auto& S = tr.st[static_cast<size_t>(s)];
+  if (!dp_ops_ || o.overlap_grad_reduce || o.fsdp) return;
+  for (auto& c : S.chunks)
+    for (auto& b : c.buckets)
+      tr.em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
+}
+
+// Tail: Megatron all-reduces the word-embedding gradient between the first and the last stage
+// (an op of stage 0 that waits for the last stage's last compute op).
+void MegatronOpStream::Impl::emit_tied(Track& tr) {
+  const MegatronOptions& o = o_;
+  const Placement& pl = out.placement;
+  auto& S0 = tr.st.front();
+  GroupPlacement g;
+  g.name = "embedding";
+  g.size = 2;
+  g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
+  g.ranks_per_node = g.nodes == 2 ? 1 : 2;
+  const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, o.sizes.tp) * model_.hidden * o.grad_bytes,
+                                   g, "tied embedding gradient");
+  const int last = tr.em.counting() ? tr.st.back().last_compute : dep_on(p_ - 1, tied_last_stage_dep_);
+  tr.em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, last}, -1);
+}
+
+// Tail, stage s: the step (after the tied all-reduce on the first and last stage) and the
+// parameter gathers after it.
+void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
   const MegatronOptions& o = o_;
   const Placement& pl = out.placement;
   const ParallelSizes& z = o.sizes;
-  std::vector<StageState>& st = st_;
-  const int p = p_;
-  for (int s = 0; s < p; ++s) {
-    auto& S = st[static_cast<size_t>(s)];
-    if (!dp_ops_ || o.overlap_grad_reduce || o.fsdp) continue;
-    for (auto& c : S.chunks)
-      for (auto& b : c.buckets)
-        em_.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
-  }
-  int tied_op = -1;
-  if (tied_) {
-    // Megatron all-reduces the word-embedding gradient between the first and the last stage.
-    auto& S0 = st.front();
-    GroupPlacement g;
-    g.name = "embedding";
-    g.size = 2;
-    g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
-    g.ranks_per_node = g.nodes == 2 ? 1 : 2;
-    const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, z.tp) * model_.hidden * o.grad_bytes,
-                                     g, "tied embedding gradient");
-    tied_op = em_.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, st.back().last_compute}, -1);
-  }
   // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
   GroupPlacement mp;  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm
   mp.name = "mp";
@@ -998,51 +1203,48 @@ void MegatronOpStream::Impl::emit_tail() {
     step_bpp = 80 + 12;
     step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
   }
-  for (int s = 0; s < p; ++s) {
-    auto& S = st[static_cast<size_t>(s)];
-    auto& info = out.stages[static_cast<size_t>(s)];
-    std::vector<int> deps = {S.last_dp};
-    if (tied_ && (s == 0 || s == p - 1)) deps.push_back(tied_op);
-    if (megatron_step) {
-      // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
-      // read by .item(), so the host waits for it.
-      for (int k = fp16 ? 0 : 1; k < 2; ++k)
-        deps = {em_.emit(S, info,
+  auto& S = tr.st[static_cast<size_t>(s)];
+  auto& info = out.stages[static_cast<size_t>(s)];
+  std::vector<int> deps = {S.last_dp};
+  if (tied_ && (s == 0 || s == p_ - 1)) deps.push_back(tr.em.counting() ? tied_first_ : dep_on(0, tied_first_));
+  if (megatron_step) {
+    // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
+    // read by .item(), so the host waits for it.
+    for (int k = fp16 ? 0 : 1; k < 2; ++k)
+      deps = {tr.em.emit(S, info,
                          bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
                          kCompute, deps, -1)};
-    } else if (composer_step && dp_ops_) {
-      deps = {em_.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
+  } else if (composer_step && dp_ops_) {
+    deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
                        -1)};
-    }
-    const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc_) : info.params;
-    const int adam = em_.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
-    if (dp_ops_ && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
-      for (auto& c : S.chunks)
-        for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
-          em_.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
   }
+  const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc_) : info.params;
+  const int adam = tr.em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
+  if (dp_ops_ && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
+    for (auto& c : S.chunks)
+      for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
+        tr.em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
 }
 
 MegatronOpStream::MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
-                                   const nlohmann::json& meta)
-    : impl_(std::make_unique<Impl>(model, options, placement, meta)) {}
+                                   const nlohmann::json& meta, bool id_order)
+    : impl_(std::make_unique<Impl>(model, options, placement, meta, id_order)) {}
 MegatronOpStream::~MegatronOpStream() = default;
 const traces::Plan& MegatronOpStream::header() const { return impl_->out.plan; }
 const traces::Op* MegatronOpStream::next() { return impl_->next(); }
 bool MegatronOpStream::wants_more() const { return impl_->wants_more(); }
-void MegatronOpStream::starting(int id) { impl_->starting(id); }
-void MegatronOpStream::release(int id) { impl_->release(id); }
+bool MegatronOpStream::generated(int id) const { return impl_->generated(id); }
+bool MegatronOpStream::more_for_host(const std::string& host) { return impl_->more_for_host(host); }
+void MegatronOpStream::starting(int id, int stream) { impl_->starting(id, stream); }
+void MegatronOpStream::release(int id, int stream) { impl_->release(id, stream); }
 const ParallelPlan& MegatronOpStream::plan() const { return impl_->out; }
 const std::vector<traces::Op>& MegatronOpStream::templates() const { return impl_->bank.ops; }
 
 ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
                                    const nlohmann::json& meta) {
-  MegatronOpStream stream(model, options, placement, meta);
+  MegatronOpStream stream(model, options, placement, meta, true);
   std::vector<traces::Op> ops;
-  while (const traces::Op* op = stream.next()) {
-    ops.push_back(*op);
-    stream.release(op->id);
-  }
+  while (const traces::Op* op = stream.next()) ops.push_back(*op);
   ParallelPlan out = stream.plan();
   out.plan.ops = std::move(ops);
   out.templates = stream.templates();

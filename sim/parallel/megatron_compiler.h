@@ -133,7 +133,7 @@ struct ParallelPlan {
 };
 
 // The largest plan the compiler builds (about 600 bytes per op when materialised, more with
-// expand_kernels; a MegatronOpStream holds only its window, but the simulation's time still
+// expand_kernels; a MegatronOpStream holds only its stages' in-flight ops, but the simulation's time still
 // grows with the plan): a bigger one is refused naming --gbs (its micro-batches set the plan's
 // length).
 inline constexpr int64_t kMaxPlanOps = int64_t{1} << 22;
@@ -143,30 +143,37 @@ inline constexpr int64_t kMaxPlanOps = int64_t{1} << 22;
 ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options,
                                    const Placement& placement, const nlohmann::json& meta = {});
 
-// The same plan's ops generated one by one as a simulation takes them (PlanSimulator::run with
-// an OpSource; compile_megatron_plan drains it): the same ops, ids and templates, but only the ops
-// generated and not yet released are held, so a simulation's memory follows the pipeline's
-// in-flight work, not the plan's length. Generation follows the run (the OpSource contract):
-// every stage's first task (one micro-batch's forward or backward of one model chunk) before the
-// run; a stage's next task when an op of its task before starts; the tail (gradient reductions,
-// tied embedding, optimizer steps) when a stage's second-to-last task starts. That is in time:
-// every op of a task waits for an op of its own task or for its stage's last compute op of the
-// task before (the compute stream's order, kPrevCompute, last_compute), and a stage's first task
-// for the previous stage's send and its gathers, emitted before the run. The framework's ops
-// (apply_framework_preset) keep to it: scatter-gather's all-gather and LocalDDP's main_grad passes
-// are ops of their task, FSDP's gathers and reduce-scatters too (the last layer's backward gather
-// waits for the forward task's last compute op), the framework step's all-reduces are the tail's.
+// The same plan's ops generated as a simulation takes them (PlanSimulator::run with an
+// OpSource): the same ops, ids and templates, but only the ops generated and not yet released are
+// held, so a simulation's memory follows the pipeline's in-flight work, not the plan's length nor
+// the number of stages. A skeleton numbers the plan in compile order without building ops (a few
+// ids per task it is ahead); each stage builds its own ops with those ids as the run needs them:
+// its first task before the run; its next task when an op of its task before starts, or when its
+// host thread has issued every op built; its tail (gradient reductions, tied embedding, optimizer
+// step) when its second-to-last task starts. That is in time: every op of a task waits for an op
+// of its own task or for its stage's last compute op of the task before (the compute stream's
+// order, kPrevCompute, last_compute), and a stage's first task for the previous stage's send and
+// its gathers, emitted before the run. A send another stage has not built yet (and the tied
+// embedding's all-reduce between the first and last stage) is a dependency by id that the run
+// waits for until it is generated (generated()). The framework's ops (apply_framework_preset) keep
+// to it: scatter-gather's all-gather and LocalDDP's main_grad passes are ops of their task, FSDP's
+// gathers and reduce-scatters too (the last layer's backward gather waits for the forward task's
+// last compute op), the framework step's all-reduces are the tail's.
+// With id_order, next() hands out every op in id order instead (compile_megatron_plan, a plan
+// written as it is generated); no run drives it.
 class MegatronOpStream final : public OpSource {
  public:
   MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
-                   const nlohmann::json& meta = {});
+                   const nlohmann::json& meta = {}, bool id_order = false);
   ~MegatronOpStream() override;
 
   const traces::Plan& header() const override;
   const traces::Op* next() override;
   bool wants_more() const override;
-  void starting(int id) override;
-  void release(int id) override;
+  bool generated(int id) const override;
+  bool more_for_host(const std::string& host) override;
+  void starting(int id, int stream) override;
+  void release(int id, int stream) override;
 
   // The plan without ops: placement, options, micro-batches, model flops, and the stages, whose
   // flops are complete once every op is generated.

@@ -121,18 +121,33 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     r.priced_by = report.priced_by;
     if (cfg.keep_report) r.report = std::move(report);
     if (plan_out) *plan_out = std::move(plan);
-  } else {  // ops generated as the simulation takes them, records measured as they retire
+  } else {  // ops generated as the simulation takes them, records measured as they end
+    if (!cfg.plan_path.empty()) {  // the plan, generated once more in id order with its kernels
+      MegatronOptions expanded = o;
+      expanded.expand_kernels = true;
+      MegatronOpStream in_order(model, expanded, pl, meta, true);
+      traces::PlanWriter writer(cfg.plan_path, in_order.header());
+      while (const traces::Op* op = in_order.next()) writer.add(*op);
+      writer.commit();
+    }
     MegatronOpStream stream(model, o, pl, meta);
     const TemplateCostModel priced(cost, stream.templates(), stream.header());
     Measure4d measure(stream.plan());
     RunStats stats;
-    const traces::Report report =
-        PlanSimulator(priced).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); });
+    traces::Report report =
+        cfg.records ? PlanSimulator(priced).run(stream, &stats,
+                                                [&](const traces::OpRecord& op) {
+                                                  measure.add(op);
+                                                  cfg.records(op);
+                                                })
+                    : PlanSimulator(priced).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); },
+                                                true);
     r.options = stream.plan().options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
+    if (cfg.records) r.report = std::move(report);
   }
   r.peak_tflops = machine.gpu.compute.at(o.dtype).peak_tflops;
   r.mfu = r.peak_tflops > 0 ? r.tflops_per_gpu / r.peak_tflops : 0;

@@ -42,7 +42,12 @@ struct Simulate4dConfig {
   MegatronOptions options;
   int64_t nodes = 0;           // 0: as many as TP*CP*PP*DP needs
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
-  bool keep_report = false;    // keep the whole Report (ops) in the result
+  bool keep_report = false;    // compile the whole plan and keep the whole Report (ops) in the result
+  // Streamed outputs: every op's record, in id order, as the simulation goes (the Report in the
+  // result then has everything but its ops), and the plan (every op with its kernels) written to
+  // plan_path as a second stream generates it in id order. Neither holds the plan or the report.
+  OpRecordSink records;
+  std::string plan_path;
 };
 
 struct Simulate4dResult {
@@ -59,7 +64,7 @@ struct Simulate4dResult {
   bool fits_80pct = false;
   std::vector<traces::StreamRecord> streams;
   std::map<std::string, int64_t> priced_by;  // ops per cost source (traces::Report::priced_by)
-  traces::Report report;       // with keep_report
+  traces::Report report;       // with keep_report; with records, without its ops
   int64_t peak_live_ops = 0;   // the most ops the simulation held at once (RunStats::peak_live_ops)
 };
 
@@ -77,7 +82,7 @@ void check_tokens_per_iteration(int64_t gbs, int64_t seq);
 // Checks the layout (errors name the flag: --tp, --pp, --cp, --dp, --mbs, --gbs, --seq, --vpp,
 // --nodes), compiles it, simulates it and measures it. Without keep_report and plan_out the ops
 // are generated as the simulation takes them (MegatronOpStream) and measured as they finish:
-// memory follows the pipeline's in-flight ops, not the plan's length; the numbers are the same.
+// memory follows each stage's in-flight ops, not the plan's length; the numbers are the same.
 Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel& cost,
                              const Simulate4dConfig& cfg, ParallelPlan* plan_out = nullptr);
 

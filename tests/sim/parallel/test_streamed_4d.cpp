@@ -5,14 +5,19 @@
 //    and op counts, bubbles, flops) over layouts with TP, CP, PP, VPP, recompute, uneven stages,
 //    the workload switches and with and without host dispatch;
 //  - memory: the most ops a streamed simulation holds at once (RunStats::peak_live_ops) stays
-//    under a bound that does not depend on the micro-batches or DP (the ops of a few micro-batches
-//    per stage, plus each stage's launch queue with host dispatch), and without host dispatch is
-//    the same number, when the micro-batches grow 8x (8x the plan's ops) and when DP grows 8x;
-//    the whole plan's run holds every op.
+//    under a bound that depends on neither the stages nor the micro-batches nor DP (the ops of two
+//    micro-batches through the whole model, plus each stage's launch queue with host dispatch)
+//    when one model is cut into 8x the stages, and run with 8x the micro-batches or DP; the whole
+//    plan's run holds every op.
 #include <catch2/catch.hpp>
+
+#include <cstdio>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/parallel/simulate_4d.h"
+#include "traces/chrome_trace.h"
+#include "traces/file_io.h"
+#include "traces/record_spool.h"
 
 using namespace protwin;
 using namespace protwin::sim;
@@ -106,29 +111,86 @@ TEST_CASE("streamed 4D simulation gives the whole plan's numbers", "[parallel][s
   }
 }
 
-TEST_CASE("streamed 4D simulation holds the pipeline's in-flight ops: not more with 8x micro-batches or DP",
+TEST_CASE("streamed 4D simulation holds each stage's in-flight ops: not more with 8x stages, micro-batches or DP",
           "[parallel][stream][memory]") {
+  // One model (32 layers) cut into 2 ... 16 stages: what a simulation holds must not grow with the
+  // stages (main's window in compile order held about p^2/2 pipeline tasks), nor with the
+  // micro-batches or DP. The bound: the ops of two micro-batches through the whole model (every
+  // stage's task and the next) and, with host dispatch, each stage's launch queue (1,024 launches
+  // a host thread faster than its GPU runs ahead by).
+  const ModelSpec model = resolve_model("llama:hidden=512,layers=32,heads=8,kv_heads=4,vocab=1000");
+  struct Case {
+    const char* name;
+    ParallelSizes z;
+    int64_t gbs;
+    int vpp;
+  };
+  const Case cases[] = {{"PP 2, m 16", {1, 1, 2, 1}, 16, 1},          {"PP 16 (8x the stages), m 16", {1, 1, 16, 1}, 16, 1},
+                        {"PP 2, m 128 (8x)", {1, 1, 2, 1}, 128, 1},  {"PP 16, m 128", {1, 1, 16, 1}, 128, 1},
+                        {"PP 2 DP 8, m 16", {1, 1, 2, 8}, 128, 1},   {"PP 16 VPP 2, m 32", {1, 1, 16, 1}, 32, 2}};
   for (bool host : {true, false}) {
-    INFO((host ? "host dispatch" : "no host dispatch"));
     const hw::HardwareCostModel cost(machine(host));
-    const MegatronOptions base = layout({1, 1, 4, 1}, 128);  // m = 128
-    MegatronOptions more_mb = base;                            // m = 1024
-    more_mb.gbs = 8 * base.gbs;
-    MegatronOptions more_dp = more_mb;                         // DP 8 over 4 nodes, m = 128
-    more_dp.sizes.dp = 8;
-    const Simulate4dResult a = simulate(cost, base, false), b = simulate(cost, more_mb, false),
-                           c = simulate(cost, more_dp, false);
-    CHECK(b.ops >= 8 * a.ops - 8 * 20);  // 8x the plan (the tail does not grow)
-    // What the window holds: the ops of a few micro-batches per stage and, with host dispatch,
-    // each stage's host thread running ahead by up to its launch queue (1024 launches; a host
-    // faster than its GPU gets there on a long enough plan).
-    const int64_t per_stage_mb = a.ops / (base.sizes.pp * a.microbatches);
-    const int64_t bound = base.sizes.pp * ((host ? 1024 : 0) + 4 * base.sizes.pp * per_stage_mb);
-    for (const Simulate4dResult* r : {&a, &b, &c}) CHECK(r->peak_live_ops <= bound);
-    CHECK(b.peak_live_ops * 10 < b.ops);
-    if (!host) {  // then the window is the pipeline's alone: the same
-      CHECK(b.peak_live_ops == a.peak_live_ops);
-      CHECK(c.peak_live_ops == a.peak_live_ops);
+    int64_t per_microbatch_pp2 = 0;
+    for (const Case& k : cases) {
+      INFO(k.name << (host ? ", host dispatch" : ", no host dispatch"));
+      MegatronOptions o = layout(k.z, k.gbs);
+      o.vpp = k.vpp;
+      Simulate4dConfig cfg;
+      cfg.options = o;
+      const Simulate4dResult r = simulate_4d(model, cost, cfg);
+      const int64_t per_microbatch = r.ops / r.microbatches;  // every stage's forward and backward
+      if (per_microbatch_pp2 == 0) per_microbatch_pp2 = per_microbatch;
+      // Cutting the model into more stages adds only their sends.
+      CHECK(per_microbatch <= per_microbatch_pp2 + 4 * k.z.pp * k.vpp);
+      CHECK(r.peak_live_ops <= 2 * per_microbatch_pp2 + (host ? k.z.pp * 1024 : 0));
+      if (!host) CHECK(r.peak_live_ops * 10 < r.ops);
+    }
+  }
+}
+
+TEST_CASE("simulate-4d's streamed outputs: plan, report and trace byte-identical to the whole plan's", "[parallel][stream]") {
+  // Oracle: the whole plan compiled (compile_megatron_plan, every op with its kernels) and its
+  // whole Report, written by write_plan / write_report / write_chrome_trace, against the plan
+  // written as a second stream generates it and the report and trace written from the records the
+  // streamed simulation handed out in id order (kept in a RecordSpool).
+  const std::string dir = std::string(PROTWIN_BINARY_DIR) + "/tests/sim/parallel/";
+  const hw::HardwareCostModel cost(machine(true));
+  std::vector<MegatronOptions> layouts = {layout({2, 1, 4, 2}, 16), layout({1, 1, 4, 1}, 16)};
+  layouts[1].vpp = 2;
+  apply_framework_preset(layouts[0], "megatron-lm");  // host_sync sends, the framework's step
+  for (const MegatronOptions& o : layouts) {
+    Simulate4dConfig whole;
+    whole.options = o;
+    whole.keep_report = true;
+    ParallelPlan plan;
+    MegatronOptions expanded = o;
+    expanded.expand_kernels = true;
+    whole.options = expanded;
+    const Simulate4dResult w = simulate_4d(small_llama(), cost, whole, &plan);
+    traces::write_plan(plan.plan, dir + "whole.plan.json");
+    traces::write_report(w.report, dir + "whole.report.json");
+    traces::write_chrome_trace(w.report, dir + "whole.trace.json");
+
+    Simulate4dConfig streamed;
+    streamed.options = o;
+    streamed.plan_path = dir + "streamed.plan.json";
+    traces::RecordSpool records;
+    streamed.records = [&](const traces::OpRecord& r) { records.add(r); };
+    const Simulate4dResult s = simulate_4d(small_llama(), cost, streamed);
+    const traces::OpRecordVisitor ops = [&](const std::function<void(const traces::OpRecord&)>& f) {
+      records.for_each(f);
+    };
+    traces::write_report(s.report, ops, dir + "streamed.report.json");
+    traces::write_chrome_trace(s.report, ops, dir + "streamed.trace.json");
+    CHECK(records.size() == static_cast<uint64_t>(w.ops));
+    CHECK(s.report.ops.empty());
+    for (const char* what : {"plan", "report", "trace"}) {
+      INFO(what);
+      const std::string a = traces::read_file(dir + "whole." + what + ".json");
+      CHECK(a.size() > 1000);
+      CHECK(traces::read_file(dir + "streamed." + what + ".json") == a);
+      std::remove((dir + "whole." + what + ".json").c_str());
+      std::remove((dir + "streamed." + what + ".json").c_str());
     }
   }
 }
