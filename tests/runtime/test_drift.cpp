@@ -19,6 +19,7 @@
 #include "cli/speed_scaled_prediction.h"
 #include "runtime/profile/host_measurements.h"
 #include "runtime/profile/profile_shapes.h"
+#include "runtime/profile/block_profile.h"
 #include "runtime/profile/profiler.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/memory/speed_throttle.h"
@@ -60,6 +61,8 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
   po.signatures = plan_signatures(resident_p);
   merge_signatures(po.signatures, plan_signatures(offloaded_p));
   merge_signatures(po.signatures, backward_signatures(po.signatures));
+  merge_signatures(po.signatures, plan_block_signatures(resident_p));  // whole blocks, as calibrate profiles
+  merge_signatures(po.signatures, plan_block_signatures(offloaded_p));
   const ProfileResult prof = run_profile(po);
   const hw::Machine machine = hw::machine_from_json(machine_json(prof.host), "profiled by the test");
   const cli::ProbeSpeeds reference = cli::probe_references(prof.profile.provenance());
