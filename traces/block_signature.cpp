@@ -74,4 +74,13 @@ std::optional<BlockShape> block_shape_of(const OpSignature& sig) {
   return b;
 }
 
+OpProfile without_blocks(const OpProfile& p) {
+  OpProfile out;
+  out.set_device(p.device());
+  out.set_provenance(p.provenance());
+  for (const OpProfileEntry& e : p.entries())
+    if (!block_shape_of(e.sig)) out.add(e);
+  return out;
+}
+
 }  // namespace protwin::traces

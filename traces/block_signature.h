@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "traces/op_profile.h"
 #include "traces/op_signature.h"
 #include "traces/plan.h"
 
@@ -34,5 +35,8 @@ std::optional<OpSignature> block_signature(const Plan& plan, const Op& op);
 
 // The block a signature names; nullopt when it is not a block signature.
 std::optional<BlockShape> block_shape_of(const OpSignature& sig);
+
+// `p` without its block entries: blocks priced by their kernels alone, as before issue 22.
+OpProfile without_blocks(const OpProfile& p);
 
 }  // namespace protwin::traces
