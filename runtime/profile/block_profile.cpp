@@ -10,15 +10,6 @@
 
 namespace protwin::rt {
 
-std::vector<traces::OpSignature> model_block_signatures(const ProfileModel& m) {
-  std::vector<traces::OpSignature> v;
-  for (const char* pass : {"forward", "backward"})
-    for (const char* role : {"embedding", "layer", "head"})
-      v.push_back(traces::block_signature(
-          {pass, role, m.family, m.batch, m.seq, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab}, "fp32"));
-  return v;
-}
-
 std::vector<traces::OpSignature> plan_block_signatures(const traces::Plan& plan) {
   std::vector<traces::OpSignature> v;
   for (const traces::Op& op : plan.ops)

@@ -10,16 +10,12 @@
 
 #include <vector>
 
-#include "runtime/profile/profile_shapes.h"
 #include "runtime/profile/profiler.h"
 #include "traces/block_signature.h"
 #include "traces/op_profile.h"
 #include "traces/plan.h"
 
 namespace protwin::rt {
-
-// Forward and backward of the embedding, a decoder layer and the head of a profile model.
-std::vector<traces::OpSignature> model_block_signatures(const ProfileModel& m);
 
 // The blocks a plan's forward / recompute / backward ops run (traces::block_signature).
 std::vector<traces::OpSignature> plan_block_signatures(const traces::Plan& plan);

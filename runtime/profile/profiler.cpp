@@ -307,7 +307,6 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   if (o.signatures.empty()) {
     for (const auto& m : default_profile_models()) merge_signatures(o.signatures, model_signatures(m));
     merge_signatures(o.signatures, backward_signatures(o.signatures));
-    for (const auto& m : default_profile_models()) merge_signatures(o.signatures, model_block_signatures(m));
   }
   ProfileResult r;
   HostMeasurements& h = r.host;
