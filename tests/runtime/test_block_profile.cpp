@@ -26,13 +26,7 @@ namespace {
 
 // gpt2 with 32 hidden units, batch 2 x seq 16: every ATen call is a few microseconds.
 traces::Plan tiny_resident_plan() {
-  sim::WorkloadOptions wo;
-  wo.batch = 2;
-  wo.seq = 16;
-  wo.dtype = "fp32";
-  wo.flash_attention = false;  // the kernels the profiler can time
-  return testing::resident_plan(
-      sim::build_workload(sim::resolve_model("gpt:hidden=32,layers=2,heads=2,vocab=256,max_positions=16"), wo));
+  return testing::resident_plan(testing::eager_workload("gpt:hidden=32,layers=2,heads=2,vocab=256,max_positions=16", 2, 16));
 }
 
 struct Replay {

@@ -36,13 +36,7 @@ using testing::resident_plan;
 using testing::tiny_workload;
 
 TEST_CASE("compute and copies drifting by different factors cancel at the reference speeds, not in raw times") {
-  // fp32 with eager attention, as calibrate builds it: the kernels the profiler can time.
-  sim::WorkloadOptions wo;
-  wo.batch = 4;
-  wo.seq = 64;
-  wo.dtype = "fp32";
-  wo.flash_attention = false;
-  const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
+  const sim::Workload w = testing::eager_workload("gpt2-tiny", 4, 64);
   sim::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
