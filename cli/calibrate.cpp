@@ -361,6 +361,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     if (ref.adam_mparams_per_s > 0) profile_adam_probe.push_back(ref.adam_mparams_per_s);
   };
   if (!reprofile && profile) add_references(*profile);
+  std::vector<traces::OpProfile> round_profiles;  // each round's own, for the blocks' medians
   auto profile_round = [&](int round) {
     const std::string tag = "-r" + std::to_string(round);
     std::vector<std::string> a = {"profile", "--only-plans", "--rounds", "1", "-o", out_dir + "/machine" + tag + ".json",
@@ -376,12 +377,14 @@ int run_calibrate(const std::vector<std::string>& args) {
     adam_slowdown.push_back(c.at("compute_slowdown_with_adam").get<double>());
     adam_beside_compute.push_back(c.at("adam_slowdown_with_compute").get<double>());
     add_references(got);
+    round_profiles.push_back(got);
     if (round == 0) {
       profile = got;
       profile_note = got.provenance().value("note", "");
       machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine" + tag + ".json"), capacity));
     } else {
       profile->merge(got);
+      profile = traces::with_block_medians(*profile, round_profiles);
     }
   };
 

@@ -1,5 +1,7 @@
 #include "traces/block_signature.h"
 
+#include <algorithm>
+
 namespace protwin::traces {
 
 namespace {
@@ -80,6 +82,26 @@ OpProfile without_blocks(const OpProfile& p) {
   out.set_provenance(p.provenance());
   for (const OpProfileEntry& e : p.entries())
     if (!block_shape_of(e.sig)) out.add(e);
+  return out;
+}
+
+OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfile>& rounds) {
+  OpProfile out;
+  out.set_device(pooled.device());
+  out.set_provenance(pooled.provenance());
+  for (OpProfileEntry e : pooled.entries()) {
+    if (block_shape_of(e.sig)) {
+      std::vector<double> v;
+      for (const OpProfile& r : rounds)
+        if (const OpProfileEntry* x = r.find(e.sig)) v.push_back(x->us.mean);
+      std::sort(v.begin(), v.end());
+      if (!v.empty()) {
+        e.us = OpTimeStats{};
+        e.us.add(v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+      }
+    }
+    out.add(std::move(e));
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "traces/op_profile.h"
 #include "traces/op_signature.h"
@@ -38,5 +39,10 @@ std::optional<BlockShape> block_shape_of(const OpSignature& sig);
 
 // `p` without its block entries: blocks priced by their kernels alone, as before issue 22.
 OpProfile without_blocks(const OpProfile& p);
+
+// `pooled` (the rounds' profiles merged) with each block entry replaced by the median of the
+// rounds' values of it (count 1): a round whose blocks were preempted does not move the pooled
+// block, as one slow run does not move a round's (runtime/profile/op_timer.h).
+OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfile>& rounds);
 
 }  // namespace protwin::traces

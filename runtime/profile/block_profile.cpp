@@ -60,15 +60,15 @@ traces::OpTimeStats time_block(const traces::OpSignature& sig, const ProfileOpti
   const bool fwd = b->pass == "forward";
   auto hot = [](const at::Tensor& t) { return [t] { t.sum(); }; };
   if (b->role == "embedding") {
-    if (fwd) return time_runs([&] { EmbeddingActs a; embedding_forward(cfg, w.embedding, tokens, &a); }, o, hot(tokens));
-    return time_runs([&] { embedding_backward(cfg, emb, dx, g.embedding); }, o, hot(dx));
+    if (fwd) return time_runs_median([&] { EmbeddingActs a; embedding_forward(cfg, w.embedding, tokens, &a); }, o, hot(tokens));
+    return time_runs_median([&] { embedding_backward(cfg, emb, dx, g.embedding); }, o, hot(dx));
   }
   if (b->role == "layer") {
-    if (fwd) return time_runs([&] { LayerActs a; layer_forward(cfg, w.layers[0], x, &a); }, o, hot(x));
-    return time_runs([&] { layer_backward(cfg, w.layers[0], layer, dy, g.layers[0]); }, o, hot(dy));
+    if (fwd) return time_runs_median([&] { LayerActs a; layer_forward(cfg, w.layers[0], x, &a); }, o, hot(x));
+    return time_runs_median([&] { layer_backward(cfg, w.layers[0], layer, dy, g.layers[0]); }, o, hot(dy));
   }
-  if (fwd) return time_runs([&] { HeadActs a; head_forward(cfg, w.head, y, targets, &a); }, o, hot(y));
-  return time_runs([&] { head_backward(cfg, w.head, head, g.head); }, o, hot(head.probs));  // right after its forward
+  if (fwd) return time_runs_median([&] { HeadActs a; head_forward(cfg, w.head, y, targets, &a); }, o, hot(y));
+  return time_runs_median([&] { head_backward(cfg, w.head, head, g.head); }, o, hot(head.probs));  // right after its forward
 }
 
 }  // namespace protwin::rt

@@ -21,7 +21,7 @@ namespace protwin::rt {
 std::vector<traces::OpSignature> plan_block_signatures(const traces::Plan& plan);
 
 // Times one block signature (fp32, the current ATen thread setting) as time_signature times a
-// kernel. Throws protwin::Error for a signature that is not a block or a model the runtime refuses.
+// kernel, but the entry is the median run (op_timer.h: time_runs_median). Throws protwin::Error for a signature that is not a block or a model the runtime refuses.
 traces::OpTimeStats time_block(const traces::OpSignature& sig, const ProfileOptions& o);
 
 }  // namespace protwin::rt

@@ -3,8 +3,10 @@
 // benchmarks (profiler.cpp) and the runtime's whole blocks (block_profile.cpp).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include "runtime/profile/profiler.h"
 #include "traces/op_profile.h"
@@ -32,6 +34,32 @@ traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o, Warm&& after_flu
     total += dt;
     s.add(dt * 1e6);
   }
+  return s;
+}
+
+// As time_runs, but the entry is the median run alone (count 1): a whole block runs tens of
+// milliseconds, so a round has only a few runs, and on a shared machine one of them can be
+// preempted for several times its length (measured: a gpt2-tiny layer forward of 55 ms once took
+// 864 ms); the mean of three would carry it.
+template <typename Fn, typename Warm = void (*)()>
+traces::OpTimeStats time_runs_median(Fn&& fn, const ProfileOptions& o, Warm&& after_flush = [] {}) {
+  using Clock = std::chrono::steady_clock;
+  fn();
+  std::vector<double> us;
+  double total = 0;
+  while (static_cast<int>(us.size()) < o.max_repeats &&
+         (static_cast<int>(us.size()) < std::max(3, o.min_repeats) || total < o.min_seconds)) {
+    flush_caches(o.flush_bytes);
+    after_flush();
+    const auto t0 = Clock::now();
+    fn();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    total += dt;
+    us.push_back(dt * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  traces::OpTimeStats s;
+  s.add(us.size() % 2 ? us[us.size() / 2] : (us[us.size() / 2 - 1] + us[us.size() / 2]) / 2);
   return s;
 }
 

@@ -68,3 +68,29 @@ TEST_CASE("a block signature reads back as the block it names, other kinds do no
   CHECK_FALSE(block_shape_of({"block_forward.layer.gpt2", {1, 2, 3}, "fp32"}).has_value());
   CHECK_FALSE(block_shape_of({"block_forward.layer.gpt2", {4, 256, 0, 4, 4, 1024, 256}, "fp32"}).has_value());
 }
+
+TEST_CASE("pooled over rounds, a block is the median of the rounds, every other entry their pooled mean", "[traces][block]") {
+  const OpSignature block = block_signature({"forward", "layer", "gpt2", 4, 256, 256, 4, 4, 1024, 256}, "fp32");
+  const OpSignature gemm{"gemm", {1024, 768, 256}, "fp32"};
+  std::vector<OpProfile> rounds;
+  for (double t : {55.0, 863.0, 63.0}) {  // one round preempted
+    OpProfile r("emulated", "measured", "test");
+    OpProfileEntry b, g;
+    b.sig = block;
+    b.us.add(t);
+    g.sig = gemm;
+    g.us.add(t / 10);
+    r.add(b);
+    r.add(g);
+    rounds.push_back(r);
+  }
+  OpProfile pooled = rounds[0];
+  pooled.merge(rounds[1]);
+  pooled.merge(rounds[2]);
+  const OpProfile p = with_block_medians(pooled, rounds);
+  CHECK(p.find(block)->us.mean == 63.0);
+  CHECK(p.find(gemm)->us.mean == Approx((5.5 + 86.3 + 6.3) / 3));
+  CHECK(p.find(gemm)->us.count == 3);
+  CHECK(without_blocks(p).find(block) == nullptr);
+  CHECK(without_blocks(p).find(gemm) != nullptr);
+}
