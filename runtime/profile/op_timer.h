@@ -17,23 +17,32 @@ namespace protwin::rt {
 // a training step's ops read inputs that other ops' traffic has pushed out of it.
 void flush_caches(int64_t bytes);
 
-// `after_flush` runs untimed after every flush: it brings back into the cache what a step would
-// find there (a block's input, just written by the previous block).
-template <typename Fn, typename Warm = void (*)()>
-traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o, Warm&& after_flush = [] {}) {
+// Runs fn once to warm up, then until min_seconds have run and at least `min_runs` runs (at most
+// max_repeats); the cache is flushed before every timed run and `after_flush` runs untimed after
+// it: it brings back into the cache what a step would find there (a block's input, just written
+// by the block before it). Returns each timed run in microseconds.
+template <typename Fn, typename Warm>
+std::vector<double> timed_runs_us(Fn&& fn, const ProfileOptions& o, Warm&& after_flush, int min_runs) {
   using Clock = std::chrono::steady_clock;
   fn();
-  traces::OpTimeStats s;
+  std::vector<double> us;
   double total = 0;
-  while (s.count < o.max_repeats && (s.count < o.min_repeats || total < o.min_seconds)) {
+  while (static_cast<int>(us.size()) < o.max_repeats && (static_cast<int>(us.size()) < min_runs || total < o.min_seconds)) {
     flush_caches(o.flush_bytes);
     after_flush();
     const auto t0 = Clock::now();
     fn();
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     total += dt;
-    s.add(dt * 1e6);
+    us.push_back(dt * 1e6);
   }
+  return us;
+}
+
+template <typename Fn, typename Warm = void (*)()>
+traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o, Warm&& after_flush = [] {}) {
+  traces::OpTimeStats s;
+  for (double x : timed_runs_us(fn, o, after_flush, o.min_repeats)) s.add(x);
   return s;
 }
 
@@ -43,20 +52,7 @@ traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o, Warm&& after_flu
 // 864 ms); the mean of three would carry it.
 template <typename Fn, typename Warm = void (*)()>
 traces::OpTimeStats time_runs_median(Fn&& fn, const ProfileOptions& o, Warm&& after_flush = [] {}) {
-  using Clock = std::chrono::steady_clock;
-  fn();
-  std::vector<double> us;
-  double total = 0;
-  while (static_cast<int>(us.size()) < o.max_repeats &&
-         (static_cast<int>(us.size()) < std::max(3, o.min_repeats) || total < o.min_seconds)) {
-    flush_caches(o.flush_bytes);
-    after_flush();
-    const auto t0 = Clock::now();
-    fn();
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    total += dt;
-    us.push_back(dt * 1e6);
-  }
+  std::vector<double> us = timed_runs_us(fn, o, after_flush, std::max(3, o.min_repeats));
   std::sort(us.begin(), us.end());
   traces::OpTimeStats s;
   s.add(us.size() % 2 ? us[us.size() / 2] : (us[us.size() / 2 - 1] + us[us.size() / 2]) / 2);
