@@ -60,7 +60,7 @@ def main():
         summary[model]["machine_noise_gflops"] = cal.get("machine_noise_gflops")
         for k in ["intervals", "verdicts", "raw", "step_probe_gflops", "reference_gflops", "step_copy_probe_GBps",
                   "reference_copy_GBps", "step_adam_probe_mparams_per_s", "reference_adam_mparams_per_s",
-                  "rounds_done", "wall_s"]:
+                  "rounds_done", "wall_s", "kernels_alone"]:
             summary[model][k] = cal.get(k)
         if os.environ.get("RERUN") == "1":
             with open(os.path.join(res, "runs.jsonl"), "a") as f:
@@ -103,6 +103,9 @@ def main():
                 if s.get(key):
                     print("  %s probe p10-p90 band %.0f %% of its median %.3g %s" % (
                         name, 100 * s[key]["p10_p90_relative"], s[key]["median"], unit))
+        if s.get("kernels_alone"):
+            print("  predicted from the kernels alone (no whole blocks): MAPE %.1f %%, max %.1f %%" % (
+                100 * s["kernels_alone"]["iteration_time_mape"], 100 * s["kernels_alone"]["iteration_time_max_error"]))
         print("  criteria: " + ", ".join("%s %s" % (k, verdicts[k]) for k in CRITERIA))
         missed += ["%s %s (%s)" % (model, k, verdicts[k]) for k in CRITERIA if verdicts[k] != "met"]
     _protwin.plot("twin_accuracy.py", *[os.path.join(res, m, "calibration.json") for m in cfg["models"]],

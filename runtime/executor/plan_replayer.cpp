@@ -3,7 +3,9 @@
 #include <cstdio>
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
+#include "runtime/profile/aten_op_recorder.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -43,6 +45,10 @@ void PlanReplayer::bind(int64_t block, bool with_grads, ModelWeights& w, ModelWe
 }
 
 void PlanReplayer::run(const traces::Op& op) {
+  // A user scope per plan op, so an AtenOpRecorder knows which plan op each ATen call ran in
+  // (inactive, and nearly free, without a recorder).
+  at::RecordFunction scope(at::RecordScope::USER_SCOPE);
+  if (scope.isActive()) scope.before(plan_op_scope(op.id));
   device_->run_op(op, [&] { run_semantics(op); });
 }
 

@@ -22,6 +22,8 @@
 #include "runtime/optim/bench_adam.h"
 #include "runtime/optim/cpu_adam.h"
 #include "runtime/optim/host_passes.h"
+#include "runtime/profile/block_profile.h"
+#include "runtime/profile/op_timer.h"
 #include "runtime/profile/stability_probe.h"
 #include "traces/error.h"
 
@@ -35,34 +37,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Evicts the last-level cache (as Nsight Compute's cache control does between kernel replays):
-// a training step's ops read inputs that other ops' traffic has pushed out of it.
-void flush_caches(int64_t bytes) {
-  static std::vector<char> buf;
-  if (bytes <= 0) return;
-  if (static_cast<int64_t>(buf.size()) < bytes) buf.resize(static_cast<size_t>(bytes));
-  static char value = 0;
-  std::memset(buf.data(), ++value, static_cast<size_t>(bytes));
-}
-
-// Runs fn once to warm up, then until min_seconds have run (within the repeat bounds); the cache
-// is flushed before every timed run.
-template <typename Fn>
-traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o) {
-  fn();
-  traces::OpTimeStats s;
-  double total = 0;
-  while (s.count < o.max_repeats && (s.count < o.min_repeats || total < o.min_seconds)) {
-    flush_caches(o.flush_bytes);
-    const auto t0 = Clock::now();
-    fn();
-    const double dt = seconds_since(t0);
-    total += dt;
-    s.add(dt * 1e6);
-  }
-  return s;
-}
-
 // Pointwise kinds only know their element count; rows of 256 (the small models' hidden size and
 // sequence length divide it) give the row-wise kernels (norms, softmax) their real row length.
 constexpr int64_t kRow = 256;
@@ -74,8 +48,17 @@ at::Tensor rows_of(int64_t n) {
 
 }  // namespace
 
+void flush_caches(int64_t bytes) {
+  static std::vector<char> buf;
+  if (bytes <= 0) return;
+  if (static_cast<int64_t>(buf.size()) < bytes) buf.resize(static_cast<size_t>(bytes));
+  static char value = 0;
+  std::memset(buf.data(), ++value, static_cast<size_t>(bytes));
+}
+
 traces::OpTimeStats time_signature(const traces::OpSignature& sig, const ProfileOptions& o) {
   PROTWIN_CHECK(sig.dtype == "fp32", "profile: ", sig.key(), ": the emulated device runs fp32 only");
+  if (traces::block_shape_of(sig)) return time_block(sig, o);
   const auto& s = sig.shape;
   const std::string& k = sig.kind;
   auto need = [&](size_t dims) {

@@ -28,6 +28,16 @@ inline sim::Workload tiny_workload(const std::string& model, int64_t batch = kPl
   return sim::build_workload(sim::resolve_model(model), o);
 }
 
+// fp32 with eager attention, as calibrate builds it: the kernels the profiler can time.
+inline sim::Workload eager_workload(const std::string& model, int64_t batch, int64_t seq) {
+  sim::WorkloadOptions o;
+  o.batch = batch;
+  o.seq = seq;
+  o.dtype = "fp32";
+  o.flash_attention = false;
+  return sim::build_workload(sim::resolve_model(model), o);
+}
+
 // `gpus` > 1: a data-parallel plan for `gpus` ranks (replayed under mpirun -np gpus).
 inline traces::Plan compile_plan(const sim::Workload& w, const sim::OffloadKnobs& k, int64_t gpu_bytes = kGpuBytes,
                                  int gpus = 1) {

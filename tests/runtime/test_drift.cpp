@@ -19,6 +19,7 @@
 #include "cli/speed_scaled_prediction.h"
 #include "runtime/profile/host_measurements.h"
 #include "runtime/profile/profile_shapes.h"
+#include "runtime/profile/block_profile.h"
 #include "runtime/profile/profiler.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/memory/speed_throttle.h"
@@ -35,13 +36,7 @@ using testing::resident_plan;
 using testing::tiny_workload;
 
 TEST_CASE("compute and copies drifting by different factors cancel at the reference speeds, not in raw times") {
-  // fp32 with eager attention, as calibrate builds it: the kernels the profiler can time.
-  sim::WorkloadOptions wo;
-  wo.batch = 4;
-  wo.seq = 64;
-  wo.dtype = "fp32";
-  wo.flash_attention = false;
-  const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
+  const sim::Workload w = testing::eager_workload("gpt2-tiny", 4, 64);
   sim::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
@@ -60,6 +55,8 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
   po.signatures = plan_signatures(resident_p);
   merge_signatures(po.signatures, plan_signatures(offloaded_p));
   merge_signatures(po.signatures, backward_signatures(po.signatures));
+  merge_signatures(po.signatures, plan_block_signatures(resident_p));  // whole blocks, as calibrate profiles
+  merge_signatures(po.signatures, plan_block_signatures(offloaded_p));
   const ProfileResult prof = run_profile(po);
   const hw::Machine machine = hw::machine_from_json(machine_json(prof.host), "profiled by the test");
   const cli::ProbeSpeeds reference = cli::probe_references(prof.profile.provenance());

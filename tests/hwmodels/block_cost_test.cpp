@@ -1,0 +1,48 @@
+// A profile's whole-block time wins over the sum of the block's kernels (issue 22). Oracle: the
+// profile's own numbers (the cost is exactly the block's entry, or exactly the kernels' sum).
+#include <catch2/catch.hpp>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "tests/traces/plan_fixtures.h"
+#include "traces/block_signature.h"
+#include "traces/plan.h"
+
+using namespace protwin;
+
+namespace {
+
+traces::Plan layer_plan(const std::string& family) {
+  nlohmann::json j = small_plan_json();
+  j["meta"]["batch"] = 4;
+  j["meta"]["seq"] = 256;
+  j["meta"]["dtype"] = "fp32";
+  j["meta"]["model_spec"] = {{"family", family}, {"hidden", 256}, {"heads", 4}, {"kv_heads", 4},
+                             {"ffn_hidden", 1024}, {"vocab", 256}};
+  j["ops"][1]["attrs"] = {{"block", "layer.0"},
+                          {"kernels", {{{"kind", "gemm"}, {"shape", {1024, 768, 256}}, {"dtype", "fp32"}, {"count", 3}}}}};
+  return traces::plan_from_json(j, "p.json");
+}
+
+// A profile with the GEMM at 1 ms and, when `with_block`, the layer's forward at 7 ms.
+hw::ProfileLookup profile(bool with_block) {
+  return [with_block](const traces::OpSignature& s) -> std::optional<double> {
+    if (s.kind == "gemm") return 1e-3;
+    if (with_block && s.key() == "block_forward.layer.gpt2:fp32:4x256x256x4x4x1024x256") return 7e-3;
+    return std::nullopt;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a block the profile timed whole costs its measured time, else its kernels' sum", "[hwmodels][block]") {
+  const hw::Machine m = hw::load_machine("host-emulated");
+  traces::Plan p = layer_plan("gpt2");
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
+  p.ops[1].kind = "recompute";  // the runtime's recompute is the same forward
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
+  CHECK(hw::HardwareCostModel(m, profile(false)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));
+  p.ops[1].kind = "backward";  // no backward entry: the kernels (GEMMs keep their profile time)
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));
+  const traces::Plan llama = layer_plan("llama");  // another model's block is not this entry
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(llama.ops[1], llama).fixed.seconds() == Approx(3e-3));
+}

@@ -1,0 +1,108 @@
+#include "traces/block_signature.h"
+
+#include <algorithm>
+
+namespace protwin::traces {
+
+namespace {
+
+constexpr const char* kPrefix = "block_";
+
+int64_t int_of(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : 0;
+}
+
+std::string str_of(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+}  // namespace
+
+OpSignature block_signature(const BlockShape& b, const std::string& dtype) {
+  return {kPrefix + b.pass + "." + b.role + "." + b.family,
+          {b.batch, b.seq, b.hidden, b.heads, b.kv_heads, b.ffn_hidden, b.vocab},
+          dtype};
+}
+
+std::optional<OpSignature> block_signature(const Plan& plan, const Op& op) {
+  if (op.kind != "forward" && op.kind != "recompute" && op.kind != "backward") return std::nullopt;
+  const nlohmann::json& spec = plan.meta.is_object() && plan.meta.contains("model_spec") ? plan.meta["model_spec"]
+                                                                                          : nlohmann::json();
+  BlockShape b;
+  b.family = str_of(spec, "family");
+  if (b.family == "gpt") b.family = "gpt2";
+  if (b.family != "gpt2" && b.family != "llama") return std::nullopt;
+  const std::string block = str_of(op.attrs, "block");
+  if (block == "embedding" || block == "head") b.role = block;
+  else if (block.rfind("layer.", 0) == 0) b.role = "layer";
+  else return std::nullopt;
+  b.pass = op.kind == "backward" ? "backward" : "forward";
+  b.batch = int_of(plan.meta, "batch");
+  b.seq = int_of(plan.meta, "seq");
+  b.hidden = int_of(spec, "hidden");
+  b.heads = int_of(spec, "heads");
+  b.kv_heads = int_of(spec, "kv_heads");
+  b.ffn_hidden = int_of(spec, "ffn_hidden");
+  b.vocab = int_of(spec, "vocab");
+  if (b.batch <= 0 || b.seq <= 0 || b.hidden <= 0 || b.heads <= 0 || b.kv_heads <= 0 || b.ffn_hidden <= 0 ||
+      b.vocab <= 0)
+    return std::nullopt;
+  const std::string dtype = str_of(plan.meta, "dtype");
+  return block_signature(b, dtype.empty() ? "fp32" : dtype);
+}
+
+std::optional<BlockShape> block_shape_of(const OpSignature& sig) {
+  if (sig.kind.rfind(kPrefix, 0) != 0 || sig.shape.size() != 7) return std::nullopt;
+  BlockShape b;
+  const std::string rest = sig.kind.substr(std::char_traits<char>::length(kPrefix));
+  const size_t d1 = rest.find('.'), d2 = d1 == std::string::npos ? d1 : rest.find('.', d1 + 1);
+  if (d2 == std::string::npos) return std::nullopt;
+  b.pass = rest.substr(0, d1);
+  b.role = rest.substr(d1 + 1, d2 - d1 - 1);
+  b.family = rest.substr(d2 + 1);
+  if ((b.pass != "forward" && b.pass != "backward") || (b.role != "embedding" && b.role != "layer" && b.role != "head") ||
+      (b.family != "gpt2" && b.family != "llama"))
+    return std::nullopt;
+  const auto& s = sig.shape;
+  for (int64_t v : s)
+    if (v <= 0) return std::nullopt;
+  b.batch = s[0];
+  b.seq = s[1];
+  b.hidden = s[2];
+  b.heads = s[3];
+  b.kv_heads = s[4];
+  b.ffn_hidden = s[5];
+  b.vocab = s[6];
+  return b;
+}
+
+OpProfile without_blocks(const OpProfile& p) {
+  OpProfile out;
+  out.set_device(p.device());
+  out.set_provenance(p.provenance());
+  for (const OpProfileEntry& e : p.entries())
+    if (!block_shape_of(e.sig)) out.add(e);
+  return out;
+}
+
+OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfile>& rounds) {
+  OpProfile out;
+  out.set_device(pooled.device());
+  out.set_provenance(pooled.provenance());
+  for (OpProfileEntry e : pooled.entries()) {
+    if (block_shape_of(e.sig)) {
+      std::vector<double> v;
+      for (const OpProfile& r : rounds)
+        if (const OpProfileEntry* x = r.find(e.sig)) v.push_back(x->us.mean);
+      std::sort(v.begin(), v.end());
+      if (!v.empty()) {
+        e.us = OpTimeStats{};
+        e.us.add(v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+      }
+    }
+    out.add(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace protwin::traces
