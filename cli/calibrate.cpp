@@ -477,7 +477,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       cost = hw::make_cost_model(machine, &*profile);
     }
     const traces::OpProfile kernels_only = profile ? traces::without_blocks(*profile) : traces::OpProfile();
-    const auto kernels_cost = cost_with_profile(machine, profile ? &kernels_only : nullptr);
+    const auto kernels_cost = hw::make_cost_model(machine, profile ? &kernels_only : nullptr);
     for (auto& r : results) {
       const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
       r.kernels_predicted_s = simulate_case(w, *kernels_cost, r.c.knobs, contention()).iteration_s;
