@@ -706,7 +706,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
   if (profile_)
     if (const auto block = traces::block_signature(plan, op))
       if (const auto t = profile_(*block)) {
-        c.fixed = from_seconds(*t);
+        priced(&c, {*t, KernelSource::kProfile});
         return c;
       }
   const std::vector<traces::Kernel> kernels = traces::kernels_of(op.attrs, std::function<std::string()>([&] { return traces::describe_op(op) + " attrs"; }));

@@ -24,7 +24,9 @@ std::vector<bool> device_sharded_chunks(const Plan& plan) {
 void check_sharded_chunks_gathered(const Plan& plan, const std::string& source) {
   const std::vector<bool> sharded = device_sharded_chunks(plan);
   for (const Op& op : plan.ops) {
-    if (op.kind != "adam_device" || op.chunk < 0 || !sharded[static_cast<size_t>(op.chunk)]) continue;
+    if (op.kind != "adam_device" || op.chunk < 0 || static_cast<size_t>(op.chunk) >= sharded.size() ||
+        !sharded[static_cast<size_t>(op.chunk)])
+      continue;  // out-of-range chunks are refused with the op loop's message
     const bool gathered = std::any_of(plan.ops.begin(), plan.ops.end(), [&](const Op& g) {
       return g.kind == "all_gather" && g.chunk == op.chunk &&
              std::find(g.deps.begin(), g.deps.end(), op.id) != g.deps.end();

@@ -193,6 +193,10 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
     // Where the chunk lives and where its step runs: its own fields (plan version 2), else the
     // knobs a version-1 plan's meta carries.
     if (ch.resident && !ch.optimizer.empty()) {
+      // A device step updates the chunk's device copy: a chunk that lives on the host has none.
+      PROTWIN_CHECK(*ch.resident || ch.optimizer != "device", where,
+                    "/optimizer: \"device\" needs \"resident\": true (a chunk off the device has no device copy to "
+                    "update); hint: recompile the plan");
       rp.chunks.device_resident.push_back(*ch.resident);
       rp.chunks.device_optimizer.push_back(ch.optimizer == "device");
       continue;

@@ -38,6 +38,7 @@ TEST_CASE("a block the profile timed whole costs its measured time, else its ker
   const hw::Machine m = hw::load_machine("host-emulated");
   traces::Plan p = layer_plan("gpt2");
   CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).source == hw::KernelSource::kProfile);  // priced_by
   p.ops[1].kind = "recompute";  // the runtime's recompute is the same forward
   CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
   CHECK(hw::HardwareCostModel(m, profile(false)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));

@@ -139,6 +139,14 @@ TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the
   REQUIRE_THROWS_WITH(make_runtime_plan(bare, "bare.json"),
                       Catch::StartsWith("bare.json:/chunks/0: no \"resident\" and \"optimizer\" (plan version 2) and "
                                         "no meta.knobs (version 1)") && Catch::Contains("hint: recompile the plan"));
+  // A device step on a chunk that lives on the host: refused by its pointer, not run on empty tensors.
+  traces::Plan off = full;
+  const auto host_chunk = std::find_if(off.chunks.begin(), off.chunks.end(), [](const auto& c) { return !*c.resident; });
+  REQUIRE(host_chunk != off.chunks.end());
+  host_chunk->optimizer = "device";
+  REQUIRE_THROWS_WITH(make_runtime_plan(off, "off.json"),
+                      Catch::StartsWith("off.json:/chunks/" + std::to_string(host_chunk - off.chunks.begin()) +
+                                        "/optimizer: \"device\" needs \"resident\": true"));
 }
 
 TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) and its step passes train like the resident plan",
