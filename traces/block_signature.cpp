@@ -94,10 +94,9 @@ OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfil
       std::vector<double> v;
       for (const OpProfile& r : rounds)
         if (const OpProfileEntry* x = r.find(e.sig)) v.push_back(x->us.mean);
-      std::sort(v.begin(), v.end());
       if (!v.empty()) {
         e.us = OpTimeStats{};
-        e.us.add(v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+        e.us.add(median(std::move(v)));
       }
     }
     out.add(std::move(e));

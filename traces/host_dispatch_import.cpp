@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "traces/op_profile.h"
+
 namespace protwin::traces {
 
 namespace {
@@ -33,10 +35,9 @@ std::string thread_of(const nlohmann::json& e) {
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
-HostCostSample median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return {static_cast<int64_t>(n), n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2};
+HostCostSample sample_of(std::vector<double> v) {
+  const auto n = static_cast<int64_t>(v.size());
+  return {n, median(std::move(v))};
 }
 
 }  // namespace
@@ -105,7 +106,7 @@ std::map<std::string, HostCostSample> host_dispatch_costs(const JsonNode& root) 
   }
   std::map<std::string, HostCostSample> out;
   auto put = [&](const char* key, const std::vector<double>& v) {
-    if (!v.empty()) out[key] = median(v);
+    if (!v.empty()) out[key] = sample_of(v);
   };
   put("kernel_launch_us", launch_us);
   put("copy_call_us", copy_us);

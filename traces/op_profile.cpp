@@ -122,6 +122,13 @@ void OpTimeStats::merge(const OpTimeStats& o) {
   count += o.count;
 }
 
+double median(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+}
+
 double OpTimeStats::stddev() const {
   if (count == 0) return 0;
   return std::sqrt(std::max(0.0, m2 / static_cast<double>(count)));

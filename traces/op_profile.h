@@ -39,6 +39,9 @@ struct OpTimeStats {
   double stddev() const;  // population
 };
 
+// The middle sample (the mean of the two middle ones for an even count); 0 when there is none.
+double median(std::vector<double> samples);
+
 struct OpProfileEntry {
   OpSignature sig;
   OpTimeStats us;                 // durations in microseconds

@@ -52,10 +52,8 @@ traces::OpTimeStats time_runs(Fn&& fn, const ProfileOptions& o, Warm&& after_flu
 // 864 ms); the mean of three would carry it.
 template <typename Fn, typename Warm = void (*)()>
 traces::OpTimeStats time_runs_median(Fn&& fn, const ProfileOptions& o, Warm&& after_flush = [] {}) {
-  std::vector<double> us = timed_runs_us(fn, o, after_flush, std::max(3, o.min_repeats));
-  std::sort(us.begin(), us.end());
   traces::OpTimeStats s;
-  s.add(us.size() % 2 ? us[us.size() / 2] : (us[us.size() / 2 - 1] + us[us.size() / 2]) / 2);
+  s.add(traces::median(timed_runs_us(fn, o, after_flush, std::max(3, o.min_repeats))));
   return s;
 }
 

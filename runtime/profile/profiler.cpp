@@ -266,12 +266,6 @@ struct AdamBuf {
   }
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct Beside {
   double compute_slowdown = 1;  // ref's time beside the background work / alone
   double background_run_s = 0;  // one run of the background work while ref ran beside it
@@ -297,7 +291,7 @@ Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& 
     bg_wall += seconds_since(t0);
     bg_runs += bg.runs();
   }
-  return {median_of(beside) / median_of(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs))};
+  return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs))};
 }
 
 }  // namespace
@@ -440,17 +434,17 @@ ProfileResult run_profile(const ProfileOptions& opts) {
                          {"reference_probe",
                           {{"what", "60 x fp32 GEMM 256^3 beside every op (runtime/profile/stability_probe.h)"},
                            {"samples", probe_gflops.size()},
-                           {"median_gflops", median_of(probe_gflops)}}},
+                           {"median_gflops", traces::median(probe_gflops)}}},
                          {"reference_copy_probe",
                           {{"what", "1 MiB through the copy engine at the link throttle beside every op "
                                     "(runtime/profile/stability_probe.h)"},
                            {"samples", copy_probe_gbps.size()},
-                           {"median_GBps", median_of(copy_probe_gbps)}}},
+                           {"median_GBps", traces::median(copy_probe_gbps)}}},
                          {"reference_adam_probe",
                           {{"what", "CPU Adam on 2^18 fp32 parameters, 1 thread, beside every op "
                                     "(runtime/profile/stability_probe.h)"},
                            {"samples", adam_probe_mps.size()},
-                           {"median_mparams_per_s", median_of(adam_probe_mps)}}},
+                           {"median_mparams_per_s", traces::median(adam_probe_mps)}}},
                          {"contention",
                           {{"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
                            {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
