@@ -52,7 +52,11 @@ void add_parallel_options(po::options_description& desc, ParallelArgs& a) {
        "Megatron-DeepSpeed (overrides --framework)")
       ("local-ddp", po::value(&a.local_ddp),
        "on | off: Megatron's LocalDDP adds every gradient into main_grad after each backward (overrides "
-       "--framework)");
+       "--framework)")
+      ("fsdp-passes", po::value(&a.fsdp_passes),
+       "on | off: FSDP's own elementwise passes: the low-precision shard cast before every gather, the "
+       "gradient cast to the reduce dtype, its pre- and post-division, the shard's cast back and "
+       "accumulation (torch 2.1 fsdp/_runtime_utils.py; on with --framework fsdp)");
   add_cost_options(desc, a.no_host_dispatch, a.profile);
 }
 
@@ -95,6 +99,7 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   on_off(vm, "framework-step", a.framework_step, o.framework_step);
   on_off(vm, "local-ddp", a.local_ddp, o.local_ddp);
   on_off(vm, "bias-passes", a.bias_passes, o.bias_passes);
+  on_off(vm, "fsdp-passes", a.fsdp_passes, o.fsdp_passes);
   if (vm.count("grad-reduce-dtype")) {
     const std::string& g = a.grad_reduce_dtype;
     PROTWIN_CHECK(g == "fp32" || g == "fp16" || g == "bf16", "--grad-reduce-dtype: expected fp32, fp16 or bf16, got '",

@@ -22,7 +22,7 @@ struct ParallelArgs {
   int64_t seq = 0, gbs = 0;
   std::string recompute = "none", dtype = "bf16";
   std::string framework = "megatron-core", sequence_parallel, dropout, grad_reduce_dtype, vocab_parallel_loss, pad_vocab;
-  std::string p2p_scatter_gather, p2p_sync, framework_step, local_ddp, bias_passes;  // on | off overrides of --framework
+  std::string p2p_scatter_gather, p2p_sync, framework_step, local_ddp, bias_passes, fsdp_passes;  // on | off overrides of --framework
   double gpu_memory_gb = 0;
 };
 

@@ -412,6 +412,26 @@ void check_fsdp_layout(const MegatronOptions& o) {
                 "data parallelism only (--tp, --pp and --cp 1), got TP ", z.tp, " PP ", z.pp, " CP ", z.cp);
 }
 
+int64_t fsdp_predivide_factor(int64_t world) {
+  int64_t f = 1;
+  while (world % f == 0 && world / f > f) f *= 2;
+  return f;
+}
+
+FsdpPassBytes fsdp_pass_bytes(int64_t params, int64_t world, int param_bytes, int reduce_bytes, bool accumulate) {
+  const double p = static_cast<double>(params), shard = static_cast<double>(ceil_div(params, world));
+  const int64_t pre = fsdp_predivide_factor(world);
+  const double post = static_cast<double>(world) / static_cast<double>(pre);
+  FsdpPassBytes b;
+  if (param_bytes != 4) b.shard_cast = (4.0 + param_bytes) * shard;
+  if (param_bytes != reduce_bytes) b.post_backward += (param_bytes + reduce_bytes) * p;
+  if (pre > 1) b.post_backward += 2.0 * reduce_bytes * p;
+  if (post > 1) b.post_backward += 2.0 * reduce_bytes * shard;
+  if (reduce_bytes != 4) b.post_backward += (reduce_bytes + 4.0) * shard;
+  if (accumulate) b.post_backward += 3.0 * 4.0 * shard;
+  return b;
+}
+
 void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   if (framework == "megatron-core") return;
   if (framework == "fsdp") {
@@ -421,6 +441,7 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
     // param_dtype = the autocast dtype, reduce_dtype fp32), the MP mode of the A100-80GB and H100
     // tables; PURE reduces in the compute dtype (--grad-reduce-dtype).
     o.fsdp = true;
+    o.fsdp_passes = true;
     o.framework_step = true;
     o.grad_bytes = 4;
     return;
@@ -522,7 +543,7 @@ class MegatronOpStream::Impl {
 
   void emit_gathers(Track& tr);
   void emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids);
-  void emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward);
+  void emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward, int64_t microbatch);
   // The tail per stage: gradients not reduced during backward; the tied embedding's all-reduce
   // (stage 0); the step (and the gathers after it). Compile order: every stage's grads, the tied
   // all-reduce, every stage's step.
@@ -620,6 +641,29 @@ class MegatronOpStream::Impl {
   int fsdp_reduce_tmpl(int64_t params) {
     return bank.collective("reduce_scatter", kDpComm, params * o_.grad_bytes, out.placement.dp_cp,
                            "FSDP unit gradient");
+  }
+  // FSDP's own elementwise passes on a unit of `params` (fsdp_pass_bytes). They run on FSDP's
+  // unshard and post-backward streams beside the compute; they are charged to the compute
+  // stream because GEMMs leave no SM idle, so a concurrent memory-bound kernel takes its own
+  // duration from them (the reduce-scatter waits for the post-backward passes, as on its stream).
+  int fsdp_pass_tmpl(const char* kind, int64_t elements, double bytes, int dtype_bytes, int block, const char* part) {
+    Kernel k;
+    k.sig = traces::OpSignature{"elementwise", {elements}, dtype_bytes == 4 ? "fp32" : o_.dtype};
+    k.flops = static_cast<double>(elements);
+    k.bytes = bytes;
+    return bank.compute(kind, {k}, "unit." + std::to_string(block), part);
+  }
+  // The shard cast before a gather of `params`, where FSDP runs in mixed precision.
+  void emit_fsdp_shard_cast(Emitter& em, StageState& S, StageInfo& info, int64_t params, int block, bool forward) {
+    const double b = fsdp_bytes(params, false).shard_cast;
+    if (!o_.fsdp_passes || b <= 0) return;
+    em.emit(S, info,
+            fsdp_pass_tmpl(forward ? "forward" : "backward", ceil_div(params, dpc_), b, 4, block,
+                           "FSDP low-precision shard cast"),
+            kCompute, {}, block);
+  }
+  FsdpPassBytes fsdp_bytes(int64_t params, bool accumulate) const {
+    return fsdp_pass_bytes(params, dpc_, static_cast<int>(e_), o_.grad_bytes, accumulate);
   }
   const Program& fwd_of(const Unit& u) const {
     return u.kind == BlockKind::kEmbedding ? emb_fwd_ : u.kind == BlockKind::kHead ? head_fwd_ : layer_fwd_;
@@ -782,6 +826,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
                   : u.kind == BlockKind::kHead    ? head_fwd_.size() + head_bwd_.size()
                                                   : layer_fwd_.size() + layer_re_.size() + layer_bwd_.size();
       if (o.fsdp || o.local_ddp) per_mb += 3 * c.units.size() + 2;
+      if (o.fsdp_passes) per_mb += 3 * c.units.size() + 2;  // the shard casts and post-backward passes
       expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 6;
     }
   PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
@@ -1047,7 +1092,7 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
     if (em.counting()) sent[send_key(vs, t.microbatch)] = id;
   };
   if (o.fsdp) {
-    emit_fsdp_task(tr, S, info, c, t.forward);
+    emit_fsdp_task(tr, S, info, c, t.forward, t.microbatch);
     return;
   }
   if (t.forward) {
@@ -1097,7 +1142,8 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
 // share the NVLinks). Streamed, every op depends on ops of its own task except the last layer's
 // backward gather, which waits for the forward task's last compute op (the stage's last compute
 // op of the task before, as the OpSource contract allows).
-void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward) {
+void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
+                                            int64_t microbatch) {
   const MegatronOptions& o = o_;
   Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
@@ -1108,9 +1154,11 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
   if (forward) {
     S.fsdp_fwd_done.assign(n, -1);
     S.fsdp_gathered.assign(n, -1);
+    emit_fsdp_shard_cast(em, S, info, root_params, u.front().block, true);
     S.fsdp_root_gather = em.emit(S, info, fsdp_gather_tmpl(root_params), kDpComm, {}, -1);
     for (size_t i = 0; i < n; ++i) {
       if (is_layer(i)) {
+        emit_fsdp_shard_cast(em, S, info, u[i].params, u[i].block, true);
         std::vector<int> deps;
         if (i >= 2 && is_layer(i - 2)) deps.push_back(S.fsdp_fwd_done[i - 2]);  // limit_all_gathers
         S.pending.push_back(em.emit(S, info, fsdp_gather_tmpl(u[i].params), kDpComm, deps, -1));
@@ -1123,8 +1171,18 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
     return;
   }
   S.fsdp_bwd_done.assign(n, -1);
+  // The post-backward passes, then the reduce-scatter waiting for them (post-backward stream order).
+  const auto reduce = [&](int64_t params, int block) {
+    const double b = fsdp_bytes(params, microbatch > 0).post_backward;
+    if (o.fsdp_passes && b > 0)
+      em.emit(S, info,
+              fsdp_pass_tmpl("backward", params, b, o.grad_bytes, block, "FSDP post-backward gradient passes"),
+              kCompute, {}, block);
+    em.emit(S, info, fsdp_reduce_tmpl(params), kDpComm, {S.last_compute}, -1);
+  };
   for (size_t r = n; r-- > 0;) {
     if (is_layer(r)) {
+      emit_fsdp_shard_cast(em, S, info, u[r].params, u[r].block, false);
       // The last layer's gather is issued by its pre-backward hook, once the forward is done.
       if (S.fsdp_gathered[r] < 0)
         S.fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {S.fsdp_fwd_done.back()}, -1);
@@ -1139,9 +1197,9 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
       if (is_layer(r + 1)) deps.push_back(S.fsdp_bwd_done[r + 1]);
       S.fsdp_gathered[r - 1] = em.emit(S, info, fsdp_gather_tmpl(u[r - 1].params), kDpComm, deps, -1);
     }
-    em.emit(S, info, fsdp_reduce_tmpl(u[r].params), kDpComm, {S.last_compute}, -1);
+    reduce(u[r].params, u[r].block);
   }
-  em.emit(S, info, fsdp_reduce_tmpl(root_params), kDpComm, {S.last_compute}, -1);  // the root's post-backward
+  reduce(root_params, u.front().block);  // the root's post-backward
 }
 
 // Tail, stage s: the gradient buckets not reduced during backward.

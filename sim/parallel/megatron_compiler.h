@@ -99,8 +99,34 @@ struct MegatronOptions {
   // and reduce-scatters its gradient after (grad_bytes); the root unit (embedding, head) is
   // gathered once per micro-batch; limit_all_gathers keeps at most two layers gathered ahead.
   bool fsdp = false;
+  bool fsdp_passes = false;          // FSDP's own elementwise passes (fsdp_pass_bytes): the low-precision
+                                     // shard cast before every gather, the gradient's cast to the
+                                     // reduce dtype, its pre- and post-division, the shard's cast back
+                                     // and accumulation (torch 2.1 fsdp/_runtime_utils.py)
   bool expand_kernels = false;
 };
+
+// torch FSDP's gradient pre-divide factor for `world` ranks (torch 2.1
+// fsdp/_init_utils.py _get_gradient_predivide_factor): f = 1, doubled while world % f == 0 and
+// world / f > f. The post-divide factor is world / f (a float: 1.5 for 6 ranks).
+int64_t fsdp_predivide_factor(int64_t world);
+
+// Bytes FSDP's own elementwise passes move for one unit of `params` unsharded elements over
+// `world` ranks, parameters in `param_bytes` (the compute dtype) and gradients reduced in
+// `reduce_bytes` (torch 2.1 fsdp/_runtime_utils.py; sharded parameters and the optimizer in fp32):
+//  - shard_cast: _use_low_precision_shard before each all-gather, the fp32 shard copied into the
+//    low-precision shard (read 4, write param_bytes per shard element); 0 without mixed precision;
+//  - post_backward: _post_backward_hook on the post-backward stream: the unsharded gradient cast
+//    to the reduce dtype when it differs (read param_bytes, write reduce_bytes), _div_if_needed by
+//    the pre-divide factor (read and write), and after the reduce-scatter the shard's post-divide
+//    (read and write), _cast_grad_to_param_dtype back to fp32 when reduced in low precision, and
+//    _accumulate_sharded_grad's += into _saved_grad_shard after the first micro-batch (read two,
+//    write one, fp32).
+struct FsdpPassBytes {
+  double shard_cast = 0;
+  double post_backward = 0;
+};
+FsdpPassBytes fsdp_pass_bytes(int64_t params, int64_t world, int param_bytes, int reduce_bytes, bool accumulate);
 
 // Sets the switches of `o` as the code base `framework` ran them: "megatron-core" (today's
 // Megatron-Core defaults: sequence parallelism, no dropout, fp32 gradient reduction, one fused

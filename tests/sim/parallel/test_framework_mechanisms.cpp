@@ -49,6 +49,11 @@ std::string what(const traces::Op& op) {
 
 bool on(const traces::Op& op, const char* role) { return op.stream.find(role) != std::string::npos; }
 
+// FSDP's own elementwise passes (fsdp_passes), not a block's compute.
+bool fsdp_pass(const traces::Op& op) {
+  return op.attrs.is_object() && op.attrs.contains("part") && op.attrs["part"].get<std::string>().rfind("FSDP", 0) == 0;
+}
+
 // Parameters of one decoder layer and of the whole model (TP 1).
 int64_t layer_params() {
   WorkloadOptions wo;
@@ -134,7 +139,7 @@ TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, bac
   for (const auto& op : ops)
     if (op.kind == "forward") last_forward = op.id;
   for (const auto& op : ops) {
-    if (op.kind != "backward" || op.block != kLayers) continue;
+    if (op.kind != "backward" || op.block != kLayers || fsdp_pass(op)) continue;
     int gather = -1;
     for (int d : op.deps)
       if (ops[static_cast<size_t>(d)].kind == "all_gather") gather = d;
@@ -256,9 +261,11 @@ TEST_CASE("the framework presets switch the SC'21 and FSDP mechanisms on where t
     CHECK_FALSE(o.framework_step);
     CHECK_FALSE(o.local_ddp);
     CHECK_FALSE(o.fsdp);
+    CHECK_FALSE(o.fsdp_passes);
   }
   const MegatronOptions f = layout(1, 1, 1, 1, "fsdp");
   CHECK(f.fsdp);
+  CHECK(f.fsdp_passes);
   CHECK(f.framework_step);
   CHECK(f.grad_bytes == 4);
   CHECK_FALSE(f.dropout);
@@ -280,4 +287,72 @@ TEST_CASE("a step's own bytes per parameter price it at the memory bandwidth, ba
   CHECK(cost.cost(op, plan).fixed.seconds() > machine);
   op.attrs = {{"bytes_per_param", -1.0}};
   CHECK_THROWS_WITH(cost.cost(op, plan), Catch::Contains("attrs.bytes_per_param"));
+}
+
+TEST_CASE("FSDP's gradient pre-divide factor follows torch's rule: f doubles while it divides world and world/f > f",
+          "[parallel][framework][closed-form]") {
+  // torch 2.1 fsdp/_init_utils.py _get_gradient_predivide_factor, worked by hand.
+  CHECK(fsdp_predivide_factor(1) == 1);
+  CHECK(fsdp_predivide_factor(2) == 2);   // post-divide 1
+  CHECK(fsdp_predivide_factor(4) == 2);
+  CHECK(fsdp_predivide_factor(8) == 4);   // MosaicML's 8-GPU rows: pre 4, post 2
+  CHECK(fsdp_predivide_factor(16) == 4);
+  CHECK(fsdp_predivide_factor(64) == 8);  // the 64-GPU row: pre 8, post 8
+  CHECK(fsdp_predivide_factor(6) == 4);   // doubled while 6 % f == 0 and 6 / f > f: 1, 2, 4 (post 1.5)
+  CHECK(fsdp_pass_bytes(600, 6, 4, 4, false).post_backward == Approx(8.0 * 600 + 8.0 * 100));  // a post-division by 1.5
+}
+
+TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient passes before every reduce-scatter",
+          "[parallel][framework][closed-form]") {
+  const int64_t dp = 4, m = 3;
+  MegatronOptions o = layout(1, 1, dp, m, "fsdp");
+  REQUIRE(o.fsdp_passes);
+  const ParallelPlan p = compile(o);
+  const int64_t total = p.stages.front().params, lp = layer_params(), root = total - kLayers * lp;
+  const auto shard = [&](int64_t n) { return static_cast<double>((n + dp - 1) / dp); };
+  int casts = 0, passes = 0;
+  double cast_bytes = 0, pass_bytes = 0;
+  for (const auto& op : p.plan.ops) {
+    const std::string part = op.attrs.contains("part") ? op.attrs["part"].get<std::string>() : "";
+    if (part == "FSDP low-precision shard cast") ++casts, cast_bytes += static_cast<double>(op.work.bytes);
+    if (part == "FSDP post-backward gradient passes") ++passes, pass_bytes += static_cast<double>(op.work.bytes);
+    if (!part.empty() && part.rfind("FSDP", 0) == 0) CHECK(on(op, "compute"));
+  }
+  // Per micro-batch: one cast per gather (the root once, each layer in forward and backward) and
+  // one post-backward pass per reduce-scatter.
+  CHECK(casts == m * (1 + 2 * kLayers));
+  CHECK(passes == m * (kLayers + 1));
+  // bf16 parameters from fp32 shards: read 4, write 2 per shard element.
+  CHECK(cast_bytes == Approx(m * 6.0 * (shard(root) + 2 * kLayers * shard(lp))));
+  // DEFAULT (reduce fp32), 4 ranks (pre-divide 2, post-divide 2): cast bf16 -> fp32 (2 + 4), the
+  // pre-division (4 + 4) per unsharded element, the post-division (4 + 4) per shard element, and
+  // from the second micro-batch on the shard's accumulation (4 + 4 + 4).
+  const auto unit = [&](int64_t n, int mb) {
+    return 14.0 * static_cast<double>(n) + 8.0 * shard(n) + (mb > 0 ? 12.0 * shard(n) : 0.0);
+  };
+  double want = 0;
+  for (int mb = 0; mb < m; ++mb) {
+    want += unit(root, mb);
+    for (int64_t l = 0; l < kLayers; ++l) want += unit(lp, mb);
+  }
+  CHECK(pass_bytes == Approx(want));
+  CHECK(fsdp_pass_bytes(lp, dp, 2, 2, false).post_backward ==
+        Approx(4.0 * static_cast<double>(lp) + 4.0 * shard(lp) + 6.0 * shard(lp)));  // PURE: no cast, the shard back to fp32
+
+  // Every reduce-scatter waits for its unit's passes (they share the post-backward stream).
+  std::map<int, const traces::Op*> by_id;
+  for (const auto& op : p.plan.ops) by_id[op.id] = &op;
+  for (const auto& op : p.plan.ops) {
+    if (op.kind != "reduce_scatter") continue;
+    bool waits = false;
+    for (int d : op.deps)
+      waits = waits || (by_id.count(d) && by_id[d]->attrs.contains("part") &&
+                        by_id[d]->attrs["part"] == "FSDP post-backward gradient passes");
+    CHECK(waits);
+  }
+
+  // Off: none of them, and the iteration's other ops unchanged.
+  o.fsdp_passes = false;
+  const ParallelPlan off = compile(o);
+  CHECK(off.plan.ops.size() + static_cast<size_t>(casts + passes) == p.plan.ops.size());
 }
