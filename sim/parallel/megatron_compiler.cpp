@@ -424,6 +424,7 @@ FsdpPassBytes fsdp_pass_bytes(int64_t params, int64_t world, int param_bytes, in
   const double post = static_cast<double>(world) / static_cast<double>(pre);
   FsdpPassBytes b;
   if (param_bytes != 4) b.shard_cast = (4.0 + param_bytes) * shard;
+  b.post_backward = 2.0 * param_bytes * p;  // the flat gradient: autograd's cat of the views' gradients
   if (param_bytes != reduce_bytes) b.post_backward += (param_bytes + reduce_bytes) * p;
   if (pre > 1) b.post_backward += 2.0 * reduce_bytes * p;
   if (post > 1) b.post_backward += 2.0 * reduce_bytes * shard;

@@ -116,7 +116,10 @@ int64_t fsdp_predivide_factor(int64_t world);
 // `reduce_bytes` (torch 2.1 fsdp/_runtime_utils.py; sharded parameters and the optimizer in fp32):
 //  - shard_cast: _use_low_precision_shard before each all-gather, the fp32 shard copied into the
 //    low-precision shard (read 4, write param_bytes per shard element); 0 without mixed precision;
-//  - post_backward: _post_backward_hook on the post-backward stream: the unsharded gradient cast
+//  - post_backward: the unsharded flat gradient assembled by autograd from the gradients of the
+//    views the unit's modules used (flat_param.py _get_unflat_views: torch.split + view;
+//    derivatives.yaml split_with_sizes -> split_with_sizes_backward, a cat: read and write
+//    param_bytes per element), then _post_backward_hook on the post-backward stream: the unsharded gradient cast
 //    to the reduce dtype when it differs (read param_bytes, write reduce_bytes), _div_if_needed by
 //    the pre-divide factor (read and write), and after the reduce-scatter the shard's post-divide
 //    (read and write), _cast_grad_to_param_dtype back to fp32 when reduced in low precision, and

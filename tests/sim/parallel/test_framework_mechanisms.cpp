@@ -299,7 +299,7 @@ TEST_CASE("FSDP's gradient pre-divide factor follows torch's rule: f doubles whi
   CHECK(fsdp_predivide_factor(16) == 4);
   CHECK(fsdp_predivide_factor(64) == 8);  // the 64-GPU row: pre 8, post 8
   CHECK(fsdp_predivide_factor(6) == 4);   // doubled while 6 % f == 0 and 6 / f > f: 1, 2, 4 (post 1.5)
-  CHECK(fsdp_pass_bytes(600, 6, 4, 4, false).post_backward == Approx(8.0 * 600 + 8.0 * 100));  // a post-division by 1.5
+  CHECK(fsdp_pass_bytes(600, 6, 4, 4, false).post_backward == Approx(16.0 * 600 + 8.0 * 100));  // a post-division by 1.5
 }
 
 TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient passes before every reduce-scatter",
@@ -324,11 +324,11 @@ TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient pass
   CHECK(passes == m * (kLayers + 1));
   // bf16 parameters from fp32 shards: read 4, write 2 per shard element.
   CHECK(cast_bytes == Approx(m * 6.0 * (shard(root) + 2 * kLayers * shard(lp))));
-  // DEFAULT (reduce fp32), 4 ranks (pre-divide 2, post-divide 2): cast bf16 -> fp32 (2 + 4), the
-  // pre-division (4 + 4) per unsharded element, the post-division (4 + 4) per shard element, and
-  // from the second micro-batch on the shard's accumulation (4 + 4 + 4).
+  // DEFAULT (reduce fp32), 4 ranks (pre-divide 2, post-divide 2): the flat gradient's cat (2 + 2),
+  // cast bf16 -> fp32 (2 + 4), the pre-division (4 + 4) per unsharded element, the post-division
+  // (4 + 4) per shard element, and from the second micro-batch on the shard's accumulation (4 + 4 + 4).
   const auto unit = [&](int64_t n, int mb) {
-    return 14.0 * static_cast<double>(n) + 8.0 * shard(n) + (mb > 0 ? 12.0 * shard(n) : 0.0);
+    return 18.0 * static_cast<double>(n) + 8.0 * shard(n) + (mb > 0 ? 12.0 * shard(n) : 0.0);
   };
   double want = 0;
   for (int mb = 0; mb < m; ++mb) {
@@ -337,7 +337,7 @@ TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient pass
   }
   CHECK(pass_bytes == Approx(want));
   CHECK(fsdp_pass_bytes(lp, dp, 2, 2, false).post_backward ==
-        Approx(4.0 * static_cast<double>(lp) + 4.0 * shard(lp) + 6.0 * shard(lp)));  // PURE: no cast, the shard back to fp32
+        Approx(8.0 * static_cast<double>(lp) + 4.0 * shard(lp) + 6.0 * shard(lp)));  // PURE: no cast, the shard back to fp32
 
   // Every reduce-scatter waits for its unit's passes (they share the post-backward stream).
   std::map<int, const traces::Op*> by_id;
