@@ -18,7 +18,6 @@ const std::vector<traces::EmbeddedFile>& embedded_kernel_tables();
 namespace {
 
 constexpr double kReach = 1.0;  // one octave in log2 space
-constexpr double kFlatReach = 2.0;  // flat-regime GEMMs: two octaves
 
 double log2_of(double v) { return std::log2(std::max(v, 1.0)); }
 
@@ -90,7 +89,7 @@ bool KernelTable::flat(const traces::OpSignature& sig) const {
   double flops = 2;
   for (int64_t d : sig.shape) flops *= static_cast<double>(d);
   const double t = gemm_.seconds(sig), sustained = gemm_.sustained_flops(sig.dtype);
-  return std::isfinite(t) && t > 0 && sustained > 0 && flops / t >= kFlatRegime * sustained;
+  return std::isfinite(t) && t > 0 && sustained > 0 && flops / t >= gemm_.flat_fraction * sustained;
 }
 
 bool KernelTable::shape_only(const std::string& group) const {
@@ -179,7 +178,7 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
         const double d = i == rows ? std::max(0.0, p.x[i] - x[i]) : p.x[i] - x[i];
         d2 += d * d;
       }
-      if (d2 > kFlatReach * kFlatReach) continue;
+      if (d2 > gemm_.flat_reach * gemm_.flat_reach) continue;
       d2 = std::max(d2, 1e-12);
       wsum += 1 / d2;
       sum += p.log_ratio / d2;

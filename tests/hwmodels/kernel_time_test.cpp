@@ -170,12 +170,14 @@ double toy_seconds(const protwin::traces::OpSignature& s) {
   return flops / rate;
 }
 
-KernelTable toy_table(bool flat_regime) {
+// reach: how far a flat-regime point reaches (log2 distance); the default has no cut-off.
+KernelTable toy_table(bool flat_regime, double reach = 2.0) {
   static const protwin::traces::OpProfile profile = protwin::traces::OpProfile::parse(kFlatTable, "toy.json");
   KernelGemmModel g;
   g.seconds = toy_seconds;
   g.sustained_flops = [](const std::string& dtype) { return dtype == "bf16" ? 110e12 : 100e12; };
   g.flat_regime = flat_regime;
+  g.flat_reach = reach;
   return KernelTable({&profile}, [](const protwin::traces::OpSignature& s, double) { return toy_seconds(s); },
                      KernelTable::Carry::kAbsolute, g);
 }
@@ -211,6 +213,10 @@ TEST_CASE("flat regime: beyond every point, the nearby flat points' correction, 
   CHECK_FALSE(c->extrapolated);
   // The machine switch turns the extrapolation off.
   CHECK_FALSE(toy_table(false).correction(gemm(32768, 8192, 4096), 0));
+  // Without a cut-off (the default) the far point counts too, at 1/d^2: 1 and 1/9.
+  c = toy_table(true, KernelGemmModel{}.flat_reach).correction(gemm(16384, 2048, 4096), 0);
+  REQUIRE(c);
+  CHECK(c->ratio == Approx(std::exp((r1 + r2 / 9) / (1 + 1.0 / 9))).epsilon(1e-12));
 }
 
 TEST_CASE("a bf16 GEMM is priced at the fp16 table's measured time (same tensor cores)", "[hwmodels][kernel][closed-form]") {
