@@ -25,13 +25,13 @@ int modules_of(const Block& block, bool with_params_only) {
 
 }  // namespace
 
-HostWork block_host_work(const std::string& system, const Block& block, bool backward) {
+HostWork block_host_work(const std::string& system, const Block& block, bool backward, int64_t ranks) {
   const int params = static_cast<int>(block.params.size());
   HostWork w;
   if (params == 0) return w;
   if (system == "deepspeed") {
     w.hooks = 2 * modules_of(block, false) + (backward ? params : 0);
-    w.eager_ops = params + (backward ? params : 0);
+    w.eager_ops = params + (backward ? params : 0) + (ranks > 1 ? 1 + params : 0);
     w.copies = backward ? 2 * params : 0;
   } else if (system == "fsdp") {
     w.hooks = 2;
@@ -44,6 +44,22 @@ HostWork block_host_work(const std::string& system, const Block& block, bool bac
     w.eager_ops = backward ? params : 0;
   }
   return w;
+}
+
+nlohmann::json fetch_host_work(const std::string& system, int64_t tensors) {
+  if (system != "deepspeed" || tensors <= 0) return nlohmann::json();
+  return {{"copies", tensors - 1}, {"sync", true}};
+}
+
+std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block& block, int64_t ranks,
+                                          const std::string& dtype) {
+  if (system != "deepspeed" || ranks <= 1 || block.param_count <= 0) return {};
+  const int elem_bytes = traces::dtype_bytes(dtype);
+  traces::Kernel k;
+  k.sig = traces::OpSignature{"elementwise", {block.param_count}, dtype};
+  const double shard = static_cast<double>((block.param_count + ranks - 1) / ranks);
+  k.bytes = 2.0 * elem_bytes * (static_cast<double>(block.param_count) + shard);
+  return {k};
 }
 
 nlohmann::json host_work_json(const HostWork& w) {

@@ -16,6 +16,9 @@
 //    puts a hook on every parameter's gradient accumulator (reduce_partition_and_remove_grads):
 //    1 hook, the copy into the IPG bucket (one eager op) and, with offload_optimizer,
 //    partition_grads' two small copies per parameter (grad_buffer.copy_, fp32_grad_tensor.copy_).
+//    Across ranks (0.12.1 partition_parameters.py), each fetch also runs torch.cat once into the
+//    send buffer and once per parameter in AllGatherCoalescedHandle.wait (1 + params eager ops;
+//    the narrow views and record_stream calls around them are left out).
 //  - PyTorch FSDP (torch/distributed/fsdp/_runtime_utils.py): per unit (one per block here)
 //    _pre_forward and _post_forward, _pre_backward_hook and _post_backward_hook: 2 hooks each
 //    way; one flat parameter per unit, so no per-parameter work.
@@ -30,6 +33,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +46,25 @@ struct HostWork {
 };
 
 // `system`: a name of systems.h; unknown names and zoo blocks without parameters: no work.
-HostWork block_host_work(const std::string& system, const Block& block, bool backward);
+// `ranks`: the data-parallel ranks the block's parameters are partitioned over.
+HostWork block_host_work(const std::string& system, const Block& block, bool backward, int64_t ranks = 1);
+
+// DeepSpeed 0.12.1's parameter fetch, as its code does it (the version ProTrain compared with,
+// REFERENCE.md; deepspeed/runtime/zero/partition_parameters.py). Each fetch of a block:
+//  - fetch_host_work: with offload_param the partitions live in pinned host memory, and
+//    all_gather_coalesced (_all_gather_dtype) copies every parameter's partition up with
+//    p.ds_tensor.to(device), a blocking copy (non_blocking=False: the host waits for it), one call
+//    per parameter; on one rank NoGatherCoalescedHandle copies them non-blocking and its wait()
+//    synchronises the stream. Both: `tensors` copy calls ({"copies": tensors - 1}, the fetch's own
+//    copy op being the first) and the host waits for the fetch ({"sync": true}). Null for other
+//    systems.
+//  - fetch_kernels: with ranks > 1, torch.cat of the partitions into the flat send buffer (read and
+//    write the shard) and AllGatherCoalescedHandle.wait's torch.cat per parameter of its ranks'
+//    slices into a contiguous tensor (read and write the whole parameter), in the chunks' `dtype`;
+//    their eager ops are in block_host_work. Empty otherwise.
+nlohmann::json fetch_host_work(const std::string& system, int64_t tensors);
+std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block& block, int64_t ranks,
+                                          const std::string& dtype);
 // {"hooks", "eager_ops", "copies"} of the non-zero counts; null when there is no work.
 nlohmann::json host_work_json(const HostWork& w);
 

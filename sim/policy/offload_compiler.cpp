@@ -34,6 +34,14 @@ nlohmann::json kernels_json(const std::vector<traces::Kernel>& ks) {
   return a;
 }
 
+// The system's own kernels around a block's compute (host_work.h fetch_kernels): added to its op.
+void add_fetch_kernels(traces::Op& op, const std::vector<traces::Kernel>& ks) {
+  for (const auto& k : ks) {
+    op.attrs["kernels"].push_back(traces::kernel_to_json(k));
+    op.work.bytes += static_cast<int64_t>(k.bytes * static_cast<double>(k.count));
+  }
+}
+
 // Builds the op list; one instance per compile.
 class Builder {
  public:
@@ -226,12 +234,18 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     return id;
   };
 
+  // Parameter tensors per chunk (per-block layouts: its block's): the per-parameter fetch work.
+  std::vector<int64_t> chunk_tensors(L.chunks.size(), 0);
+  for (size_t blk = 0; blk < L.block_chunks.size(); ++blk)
+    for (int c : L.block_chunks[blk])
+      chunk_tensors[static_cast<size_t>(c)] += static_cast<int64_t>(w.blocks[blk].params.size());
   auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
     const size_t ci = static_cast<size_t>(c);
     const int h2d = b.add("h2d", "h2d", std::move(deps), -1, c);
     b.op(h2d).work.bytes = moved[ci];
     b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
     b.op(h2d).attrs = {{"pinned", true}, {"what", "param_chunk"}, {"phase", phase}};
+    if (auto h = fetch_host_work(k.host_work, chunk_tensors[ci]); !h.is_null()) b.op(h2d).attrs["host"] = h;
     b.op(h2d).reads = {host_t[ci]};
     b.mem(h2d, "gpu", cap[ci], MemAt::kStart, gpu_t[ci]);
     if (moved[ci] != shard[ci]) {  // the fp32 copy lands in a staging tensor cast into the buffer
@@ -299,7 +313,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     op.work.bytes = static_cast<int64_t>(bl.forward_bytes());
     op.work.params = bl.param_count;
     op.attrs = {{"kernels", kernels_json(bl.forward)}, {"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
-    if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
+    add_fetch_kernels(op, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+    if (auto h = host_work_json(block_host_work(k.host_work, bl, false, N)); !h.is_null()) op.attrs["host"] = h;
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
     b.mem(f, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
@@ -427,7 +442,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
       op.work.params = bl.param_count;
       op.attrs = {{"kernels", kernels_json(bl.backward)}, {"block", bl.name}};
-      if (auto h = host_work_json(block_host_work(k.host_work, bl, true)); !h.is_null()) op.attrs["host"] = h;
+      add_fetch_kernels(op, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+      if (auto h = host_work_json(block_host_work(k.host_work, bl, true, N)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     }

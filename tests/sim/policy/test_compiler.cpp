@@ -366,6 +366,55 @@ TEST_CASE("per-block systems gather one block per chunk, each chunk sized to its
                       Catch::StartsWith("knob chunk_bytes=67108864: this system gathers one block at a time"));
 }
 
+TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across ranks its two torch.cat passes") {
+  // Oracle: counts and bytes from deepspeed/runtime/zero/partition_parameters.py at v0.12.1
+  // (sim/policy/host_work.h): per fetch, p.ds_tensor.to(device) per parameter (the host waits),
+  // torch.cat into the send buffer (the shard) and one torch.cat per parameter in
+  // AllGatherCoalescedHandle.wait (the whole parameter), each read and written in fp16.
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  for (const int64_t gpus : {int64_t{1}, int64_t{4}}) {
+    INFO(gpus << " GPUs");
+    const CompiledPlan p = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("deepspeed"));
+    int fetches = 0, computes = 0;
+    for (const auto& op : p.plan.ops) {
+      if (op.kind == "h2d" && op.attrs.value("what", std::string()) == "param_chunk") {
+        ++fetches;
+        size_t blk = 0;
+        while (p.chunks.block_chunks[blk][0] != op.chunk) ++blk;
+        REQUIRE(op.attrs.contains("host"));
+        CHECK(op.attrs["host"]["copies"] == static_cast<int64_t>(w.blocks[blk].params.size()) - 1);
+        CHECK(op.attrs["host"]["sync"] == true);
+      }
+      if (op.kind != "forward" && op.kind != "backward") continue;
+      const Block& bl = w.blocks[static_cast<size_t>(op.block)];
+      const int64_t params = static_cast<int64_t>(bl.params.size());
+      double cat_bytes = 0;
+      int cats = 0;
+      for (const auto& k : op.attrs["kernels"])
+        if (k["kind"] == "elementwise" && k["shape"][0] == bl.param_count && k.value("bytes", 0.0) > 0 &&
+            op.attrs["kernels"].back() == k)
+          ++cats, cat_bytes = k["bytes"].get<double>();
+      const int64_t eager = op.attrs["host"]["eager_ops"].get<int64_t>();
+      const int64_t base = params + (op.kind == "backward" ? params : 0);
+      if (gpus == 1) {
+        CHECK(eager == base);
+      } else {
+        ++computes;
+        CHECK(eager == base + 1 + params);
+        REQUIRE(cats == 1);
+        CHECK(cat_bytes == Approx(2.0 * 2 * (bl.param_count + (bl.param_count + gpus - 1) / gpus)));
+      }
+    }
+    CHECK(fetches >= 2 * 14 - 1);
+    if (gpus > 1) CHECK(computes == 2 * 14);
+  }
+  // Other systems fetch whole chunks: no per-parameter copies.
+  const CompiledPlan pt = compile_offload_plan(w, 4, rank_memory(cost.machine(), 4), base_knobs("protrain"));
+  for (const auto& op : pt.plan.ops)
+    if (op.kind == "h2d") CHECK_FALSE(op.attrs.contains("host"));
+}
+
 TEST_CASE("a swapped layer's copy is done before the forward swap_spacing layers later, and the analytic peak counts the copies in flight") {
   // Every layer SWAP: block_layout packs them 1 apart whatever the spacing, while the forward of
   // block b waits for the swap-out of block b - swap_spacing; with a spacing of 3 the copies of the
