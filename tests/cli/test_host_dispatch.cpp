@@ -1,6 +1,9 @@
 // Host dispatch end to end (DESIGN §4): --no-host-dispatch reproduces the reports of the simulator
 // before host dispatch byte for byte (tests/golden/pre_host_dispatch/, rewritten at the merge by branch issue18w's (commit 59520b0, the softmax fix and initialisation check, no host thread)
-// protwin with the same commands), import-kineto derives host costs equal to the hand-computed
+// protwin with the same commands; issue #18 session 11 rewrote two with the commands below: the
+// DeepSpeed one for its fetch's device copies (sim/policy/host_work.h fetch_kernels, device work
+// that exists with the host thread off), the simulate-4d one for the held-out flat-regime
+// constants (hwmodels/kernel_table.h)), import-kineto derives host costs equal to the hand-computed
 // medians of a committed trace excerpt, and a bad host cost in a machine file exits 2.
 #include <catch2/catch.hpp>
 
