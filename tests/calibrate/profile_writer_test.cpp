@@ -4,6 +4,8 @@
 // model (oracle: the entry's mean); the kernel list equals the workload model's signatures.
 #include <catch2/catch.hpp>
 
+#include "tests/calibrate/chain_plan.h"
+
 #include <algorithm>
 
 #include "hwmodels/hardware_cost_model.h"
@@ -179,19 +181,8 @@ TEST_CASE("the runtime's own costs are host dispatch without a host thread: a ch
 
   // Oracle (closed form): a chain of n ops on one stream, each after the last, takes n x 7 us and
   // 300 us once more than without the costs; no host thread issues anything (no launch intervals).
-  traces::Plan plan;
-  plan.pools = {{"gpu", Bytes(int64_t{1} << 30), Bytes(0)}};
-  plan.streams = {{"compute", {}}};
   const int n = 40;
-  for (int i = 0; i < n; ++i) {
-    traces::Op op;
-    op.id = i;
-    op.kind = "forward";
-    op.stream = "compute";
-    op.work.flops = 1e6;
-    if (i > 0) op.deps = {i - 1};
-    plan.ops.push_back(op);
-  }
+  const traces::Plan plan = testing::compute_chain(n, 1e6);
   const auto cost_with = hw::make_cost_model(with, nullptr), cost_without = hw::make_cost_model(without, nullptr);
   const traces::Report a = sim::simulate_with_contention(plan, *cost_with, {}), b = sim::simulate_with_contention(plan, *cost_without, {});
   CHECK(a.iteration.ns - b.iteration.ns == n * 7000 + 300000);

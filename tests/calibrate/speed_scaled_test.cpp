@@ -4,6 +4,8 @@
 // compute runs at half speed.
 #include <catch2/catch.hpp>
 
+#include "tests/calibrate/chain_plan.h"
+
 #include "cli/speed_scaled_prediction.h"
 #include "hwmodels/machine.h"
 #include "sim/engine/plan_simulator.h"
@@ -88,19 +90,8 @@ TEST_CASE("the runtime's own work is host CPU work: it follows the CPU probe, no
   const hw::Machine gemm2 = cli::scaled_machine(m, {{"compute", 2}, {"h2d", 1}, {"d2h", 1}, {"cpu_optim", 1}});
   CHECK(gemm2.host_dispatch.runtime_op_us == 10.0);
 
-  traces::Plan plan;
-  plan.pools = {{"gpu", Bytes(int64_t{1} << 30), Bytes(0)}};
-  plan.streams = {{"compute", {}}};
   const int n = 30;
-  for (int i = 0; i < n; ++i) {
-    traces::Op op;
-    op.id = i;
-    op.kind = "forward";
-    op.stream = "compute";
-    op.work.flops = 1e8;
-    if (i > 0) op.deps = {i - 1};
-    plan.ops.push_back(op);
-  }
+  const traces::Plan plan = testing::compute_chain(n, 1e8);
   cli::SpeedScaledPredictor pred(plan, m, nullptr, {});
   const double base = pred.iteration_s({}), runtime = (n * 10.0 + 500.0) * 1e-6;
   // (the predictor rounds scales to 0.5 %)
