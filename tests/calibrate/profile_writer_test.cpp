@@ -4,17 +4,16 @@
 // model (oracle: the entry's mean); the kernel list equals the workload model's signatures.
 #include <catch2/catch.hpp>
 
-#include "tests/calibrate/chain_plan.h"
-
 #include <algorithm>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "runtime/profile/host_measurements.h"
-#include "sim/engine/contention.h"
 #include "runtime/profile/profile_shapes.h"
+#include "sim/engine/contention.h"
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
+#include "tests/calibrate/chain_plan.h"
 #include "traces/error.h"
 #include "traces/op_profile.h"
 

@@ -4,12 +4,11 @@
 // compute runs at half speed.
 #include <catch2/catch.hpp>
 
-#include "tests/calibrate/chain_plan.h"
-
 #include "cli/speed_scaled_prediction.h"
 #include "hwmodels/machine.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/workload/model_spec.h"
+#include "tests/calibrate/chain_plan.h"
 #include "tests/runtime/plan_fixtures.h"
 #include "traces/op_profile.h"
 
