@@ -240,8 +240,9 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("profile", po::value(&profile_name)->default_value(profile_name),
        "op profile: shipped name, file, or 'none' (curves only)")
       ("no-reprofile", "predict with --machine and --profile as given; by default the selected plans' kernels are "
-                       "profiled before every round (`protwin profile --only-plans`) and the rounds' timings pooled, "
-                       "so the profile and the runs see the same machine")
+                       "profiled before each of the first --rounds rounds (`protwin profile --only-plans`) and the "
+                       "rounds' timings pooled, so the profile and the runs see the same machine; the rounds added "
+                       "while a criterion is undecided only measure")
       ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
       ("ranks", po::value(&ranks)->default_value(0),
@@ -342,8 +343,12 @@ int run_calibrate(const std::vector<std::string>& args) {
     results.push_back(std::move(r));
   }
 
-  // 2. Unless --no-reprofile, the plans' kernels are profiled before every round (interleaved with the
-  // runs, so a shared machine's drift reaches both sides alike) and the rounds' timings are pooled.
+  // 2. Unless --no-reprofile, the plans' kernels are profiled before each of the first --rounds
+  // rounds (interleaved with the runs, so a shared machine's drift reaches both sides alike) and the
+  // rounds' timings are pooled. The rounds added while a criterion is undecided only measure: the
+  // prediction is already pooled from --rounds profiles, every step is expressed at their
+  // reference speeds by its own probes, and a round without its ~20 s profile gives twice the
+  // steps per second of budget to the intervals that are still undecided.
   // Each profile also records the reference probe's speed while it ran (reference_probe).
   const bool reprofile = vm.count("no-reprofile") == 0;
   std::vector<double> copies_slowdown, adam_slowdown, adam_beside_compute;
@@ -551,7 +556,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   double last_round_s = 0;
   for (;;) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (reprofile) profile_round(done_rounds);
+    if (reprofile && done_rounds < rounds) profile_round(done_rounds);
     measure_round(done_rounds);
     sample_noise();
     ++done_rounds;

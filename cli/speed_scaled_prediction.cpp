@@ -47,6 +47,12 @@ hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, 
   // host DRAM only serves CPU Adam in the cost model; dram_efficiency must stay a fraction.
   for (const char* k : {"dram_GBps", "dram_peak_GBps"}) j["host"][k] = j["host"][k].get<double>() / s.at("cpu_optim");
   a["fixed_overhead_us"] = a["fixed_overhead_us"].get<double>() * s.at("cpu_optim");
+  // Host dispatch is the host CPU's work, whatever the device does: on the emulated device the
+  // runtime's stream threads and CPU Adam share the host's cores, on a GPU machine the host thread
+  // runs on the CPU Adam's cores too. It follows the CPU probe, not the GEMM's.
+  if (j.contains("host_dispatch"))
+    for (auto& [key, v] : j["host_dispatch"].items())
+      if (key.size() > 3 && key.compare(key.size() - 3, 3, "_us") == 0) v = v.get<double>() * s.at("cpu_optim");
   return hw::machine_from_json(j, base.source + " (scaled)");
 }
 

@@ -41,7 +41,8 @@ struct ResourceScales {
 ResourceScales scales_of(const ProbeSpeeds& then, const ProbeSpeeds& reference);
 
 // The machine with every compute, copy and optimizer rate divided by its stream's scale
-// (keys compute, h2d, d2h, cpu_optim; a scale = time multiplier).
+// (keys compute, h2d, d2h, cpu_optim; a scale = time multiplier). Host dispatch times (the
+// runtime's own work per op and step among them) are host CPU work: they take cpu_optim's scale.
 hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& scale);
 
 // One plan's simulated iteration (with the profile's contention rules) at given resource scales.

@@ -550,7 +550,12 @@ KernelTime HardwareCostModel::send_recv_priced(double bytes, bool inter_node) co
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
   OpCost c = device_cost(op, plan);
-  if (machine_.host_dispatch.enabled) add_host_cost(op, plan, &c);
+  const HostDispatchSpec& h = machine_.host_dispatch;
+  if (h.enabled && h.host_thread) add_host_cost(op, plan, &c);
+  // A runtime whose stream threads issue their own ops: its work per op (and per step, before the
+  // first op) delays the op on its own stream, serial with it.
+  if (h.enabled && (h.runtime_op_us > 0 || h.runtime_step_us > 0))
+    c.fixed += from_seconds((h.runtime_op_us + (op.id == 0 ? h.runtime_step_us : 0)) * 1e-6);
   return c;
 }
 

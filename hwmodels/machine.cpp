@@ -238,7 +238,8 @@ bool looks_like_path(const std::string& s) {
 
 HostDispatchSpec read_host_dispatch(const JsonNode& n) {
   n.check_keys({"enabled", "eager_op_us", "eager_op_autograd_us", "backward_op_us", "kernel_launch_us", "copy_call_us",
-                "collective_call_us", "optimizer_launch_us", "module_hook_us", "launch_queue_depth"});
+                "collective_call_us", "optimizer_launch_us", "module_hook_us", "launch_queue_depth", "host_thread",
+                "runtime_op_us", "runtime_step_us"});
   HostDispatchSpec h;
   h.enabled = n.has("enabled") ? n.at("enabled").as_bool() : true;
   h.eager_op_us = n.get_nonneg_number("eager_op_us");
@@ -250,6 +251,9 @@ HostDispatchSpec read_host_dispatch(const JsonNode& n) {
   h.optimizer_launch_us = n.get_nonneg_number("optimizer_launch_us");
   h.module_hook_us = n.get_nonneg_number("module_hook_us");
   h.launch_queue_depth = static_cast<int>(n.get_int_in("launch_queue_depth", 1, 1000000));
+  h.host_thread = n.has("host_thread") ? n.at("host_thread").as_bool() : true;
+  h.runtime_op_us = n.has("runtime_op_us") ? n.get_nonneg_number("runtime_op_us") : 0;
+  h.runtime_step_us = n.has("runtime_step_us") ? n.get_nonneg_number("runtime_step_us") : 0;
   return h;
 }
 

@@ -112,6 +112,14 @@ struct HostDispatchSpec {
   double optimizer_launch_us = 0;   // one fused / multi-tensor optimizer launch
   double module_hook_us = 0;        // one Python hook call (module or parameter hook) of a system
   int launch_queue_depth = 1024;    // unfinished launches before the host blocks
+  // false: no separate host thread issues the work; each stream's own thread issues its ops
+  // (protwin's runtime on the emulated device), so only the two runtime costs below apply.
+  bool host_thread = true;
+  // Such a runtime's own work (protwin profile, runtime/profile/runtime_overhead.h): per plan op
+  // (waking the op's stream thread, the executor's bookkeeping), paid on the op's stream just
+  // before it; and per step (starting the stream threads, the step's setup), before the first op.
+  double runtime_op_us = 0;
+  double runtime_step_us = 0;
 };
 
 struct GpuAdamSpec {

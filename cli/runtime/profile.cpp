@@ -62,6 +62,7 @@ int run_profile(const std::vector<std::string>& args) {
   // Only for --plan: the zoo's small models' blocks would add about a minute to every profile.
   for (const auto& p : plans) rt::merge_signatures(sigs, rt::plan_block_signatures(traces::read_plan(p)));
   o.signatures = sigs;
+  if (!plans.empty()) o.step_plan = plans.front();  // the runtime's per-step work on a real step
   PROTWIN_CHECK(o.rounds >= 1, "--rounds: expected at least 1, got ", o.rounds);
   Progress bar("profile", o.rounds + 5);
   o.progress = [&](long, long) { bar.tick(); };
@@ -88,7 +89,9 @@ int run_profile(const std::vector<std::string>& args) {
                 {"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
                 {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
                 {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
-                {"adam_slowdown_with_compute", h.adam_slowdown_with_compute}});
+                {"adam_slowdown_with_compute", h.adam_slowdown_with_compute},
+                {"runtime_op_us", h.runtime_op_us},
+                {"runtime_step_us", h.runtime_step_us}});
     return 0;
   }
   std::printf("profiled %zu ops with %d compute thread(s) on %s\n", r.profile.size(), h.compute_threads, h.cpu.c_str());
@@ -103,6 +106,8 @@ int run_profile(const std::vector<std::string>& args) {
   std::printf("  contention         GEMM x%.2f beside copies, x%.2f beside CPU Adam; copy x%.2f, Adam x%.2f beside compute\n",
               h.compute_slowdown_with_copies, h.compute_slowdown_with_adam, h.copy_slowdown_with_compute,
               h.adam_slowdown_with_compute);
+  std::printf("  runtime's own work %.2f us per plan op, %.0f us per step%s (host_dispatch)\n", h.runtime_op_us,
+              h.runtime_step_us, o.step_plan.empty() ? " (empty-op plans)" : " (a real step of the first --plan)");
   std::printf("machine: %s\nprofile: %s\n", machine_out.c_str(), profile_out.c_str());
   return 0;
 }

@@ -82,13 +82,16 @@ at::Tensor EmulatedDevice::pageable_empty(at::IntArrayRef sizes, at::ScalarType 
 }
 
 void EmulatedDevice::run_op(const traces::Op& op, const std::function<void()>& body) {
-  // Runs `body` (a device op's allocations from the caching allocator), stretched by the emulated
-  // slowdown (speed_throttle.h). Not a copy op: its copies run at the emulated link's own slowdown
-  // (CopyEngine), and stretching it would also stretch its wait for the link.
+  // Runs `body` (a device op's allocations from the caching allocator); a device op is stretched
+  // by the emulated slowdown (speed_throttle.h). Not a copy op: its copies run at the emulated
+  // link's own slowdown (CopyEngine), and stretching it would also stretch its wait for the link.
+  // Not a host op (CPU Adam, host passes): the emulated slowdown is the device's, not the host's.
   const auto t0 = std::chrono::steady_clock::now();
   if (host_op(op)) {
     body();
-  } else {
+    return;
+  }
+  {
     AllocateOnThread on_device(&device_memory_);
     body();
   }

@@ -1,7 +1,9 @@
-// A process-wide slowdown of the emulated device: every op (and the reference probe) is stretched
-// to `factor` times its own duration by spinning after it. It stands in for a machine whose speed
-// drifts (steal time, thermal throttling) in tests of drift-robust measurement (issue 22); at the
-// default factor 1 nothing sleeps.
+// A process-wide slowdown of the emulated device: every device op (and the GEMM reference probe) is
+// stretched to `factor` times its own duration by spinning after it. It stands in for a device
+// whose speed drifts (a GPU's thermal or power throttling) in tests of drift-robust measurement
+// (issue 22); at the default factor 1 nothing sleeps. The host is not the device: its CPU work
+// (CPU Adam and the step's other host passes, the CPU Adam probe) and the runtime's own work per
+// op (the executor's threads) keep their speed, as a real host does while its GPU throttles.
 #pragma once
 
 namespace protwin::rt {

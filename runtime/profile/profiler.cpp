@@ -22,10 +22,13 @@
 #include "runtime/optim/bench_adam.h"
 #include "runtime/optim/cpu_adam.h"
 #include "runtime/optim/host_passes.h"
+#include "runtime/executor/runtime_plan.h"
 #include "runtime/profile/block_profile.h"
 #include "runtime/profile/op_timer.h"
+#include "runtime/profile/runtime_overhead.h"
 #include "runtime/profile/stability_probe.h"
 #include "traces/error.h"
+#include "traces/plan.h"
 
 namespace protwin::rt {
 
@@ -422,6 +425,14 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     const Beside a = time_beside(ref, [&] { bg.step(1); }, o);
     h.compute_slowdown_with_adam = a.compute_slowdown;
     h.adam_slowdown_with_compute = a.background_run_s / adam_alone;
+  }
+  // 6. The runtime's own work per plan op and per step, outside the ops' bodies.
+  {
+    const RuntimeOverhead ro = measure_runtime_overhead();
+    h.runtime_op_us = ro.op_us;
+    h.runtime_step_us = o.step_plan.empty()
+                            ? ro.step_us
+                            : replayer_step_us(make_runtime_plan(traces::read_plan(o.step_plan), o.step_plan), o.link_gbps);
   }
   tick();
   nlohmann::json prov = {{"kind", "measured"},

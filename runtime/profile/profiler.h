@@ -26,6 +26,8 @@ struct ProfileOptions {
   int64_t flush_bytes = int64_t{48} << 20;  // written before every timed run, so an op meets its
                                             // inputs in DRAM as in a training step, not in the
                                             // cache its previous repeat warmed (0: hot caches)
+  std::string step_plan;  // a plan file whose real step times the runtime's own work per step
+                          // (runtime_overhead.h; empty: the empty-op plans' per-step cost)
   std::function<void(long done, long total)> progress;
 };
 

@@ -10,8 +10,10 @@
 #include "hwmodels/machine.h"
 #include "runtime/profile/host_measurements.h"
 #include "runtime/profile/profile_shapes.h"
+#include "sim/engine/contention.h"
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
+#include "tests/calibrate/chain_plan.h"
 #include "traces/error.h"
 #include "traces/op_profile.h"
 
@@ -160,4 +162,32 @@ TEST_CASE("every non-GEMM kernel gets a backward signature, GEMMs none") {
   REQUIRE(bwd.size() == 2);
   CHECK(bwd[0].key() == "gelu_backward:fp32:64");
   CHECK(bwd[1].key() == "attention_backward:fp32:2x16x16x8");
+}
+
+TEST_CASE("the runtime's own costs are host dispatch without a host thread: a chain of ops pays them on its stream") {
+  rt::HostMeasurements m = sample();
+  CHECK_FALSE(rt::machine_json(m).contains("host_dispatch"));  // not measured: no section
+  m.runtime_op_us = 7;
+  m.runtime_step_us = 300;
+  const hw::Machine with = hw::machine_from_json(rt::machine_json(m), "profiled.json");
+  REQUIRE(with.host_dispatch.enabled);
+  CHECK_FALSE(with.host_dispatch.host_thread);
+  CHECK(with.host_dispatch.runtime_op_us == 7);
+  CHECK(with.host_dispatch.runtime_step_us == 300);
+  CHECK(with.provenance_of("/host_dispatch").value("kind", "") == "measured");
+  m.runtime_op_us = m.runtime_step_us = 0;
+  const hw::Machine without = hw::machine_from_json(rt::machine_json(m), "profiled.json");
+
+  // Oracle (closed form): a chain of n ops on one stream, each after the last, takes n x 7 us and
+  // 300 us once more than without the costs; no host thread issues anything (no launch intervals).
+  const int n = 40;
+  const traces::Plan plan = testing::compute_chain(n, 1e6);
+  const auto cost_with = hw::make_cost_model(with, nullptr), cost_without = hw::make_cost_model(without, nullptr);
+  const traces::Report a = sim::simulate_with_contention(plan, *cost_with, {}), b = sim::simulate_with_contention(plan, *cost_without, {});
+  CHECK(a.iteration.ns - b.iteration.ns == n * 7000 + 300000);
+  for (const traces::OpRecord& r : a.ops) CHECK_FALSE(r.launch.has_value());
+  // Turned off with the section (--no-host-dispatch): as without.
+  hw::Machine off = with;
+  off.host_dispatch.enabled = false;
+  CHECK(sim::simulate_with_contention(plan, *hw::make_cost_model(off, nullptr), {}).iteration.ns == b.iteration.ns);
 }

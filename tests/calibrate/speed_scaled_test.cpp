@@ -8,6 +8,7 @@
 #include "hwmodels/machine.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/workload/model_spec.h"
+#include "tests/calibrate/chain_plan.h"
 #include "tests/runtime/plan_fixtures.h"
 #include "traces/op_profile.h"
 
@@ -69,4 +70,31 @@ TEST_CASE("an offloading plan slows with its link, by less than the link") {
   const double t1 = pred.iteration_s({}), t2 = pred.iteration_s({1, 2, 1});
   CHECK(t2 > 1.05 * t1);
   CHECK(t2 < 2 * t1);
+}
+
+TEST_CASE("the runtime's own work is host CPU work: it follows the CPU probe, not the GEMM's") {
+  // Oracle (closed form): a chain of n compute ops on one stream with the runtime's costs (n x op
+  // + step) gains exactly (n x op + step) x (cpu scale - 1) when the CPU slows, and nothing of
+  // it when only compute slows (the compute part alone doubles).
+  nlohmann::json j = hw::load_machine("host-emulated").json;
+  j["host_dispatch"] = {{"host_thread", false}, {"runtime_op_us", 10.0}, {"runtime_step_us", 500.0},
+                        {"eager_op_us", 0.0}, {"eager_op_autograd_us", 0.0}, {"backward_op_us", 0.0},
+                        {"kernel_launch_us", 0.0}, {"copy_call_us", 0.0}, {"collective_call_us", 0.0},
+                        {"optimizer_launch_us", 0.0}, {"module_hook_us", 0.0}, {"launch_queue_depth", 1024}};
+  j["provenance"]["/host_dispatch"] = {{"kind", "assumed"}, {"source", "this test"}};
+  const hw::Machine m = hw::machine_from_json(j, "with-runtime-costs");
+  const hw::Machine cpu2 = cli::scaled_machine(m, {{"compute", 1}, {"h2d", 1}, {"d2h", 1}, {"cpu_optim", 2}});
+  CHECK(cpu2.host_dispatch.runtime_op_us == 20.0);
+  CHECK(cpu2.host_dispatch.runtime_step_us == 1000.0);
+  const hw::Machine gemm2 = cli::scaled_machine(m, {{"compute", 2}, {"h2d", 1}, {"d2h", 1}, {"cpu_optim", 1}});
+  CHECK(gemm2.host_dispatch.runtime_op_us == 10.0);
+
+  const int n = 30;
+  const traces::Plan plan = testing::compute_chain(n, 1e8);
+  cli::SpeedScaledPredictor pred(plan, m, nullptr, {});
+  const double base = pred.iteration_s({}), runtime = (n * 10.0 + 500.0) * 1e-6;
+  // (the predictor rounds scales to 0.5 %)
+  CHECK(pred.iteration_s({1, 1, 2}) - base == Approx(runtime).epsilon(0.005));
+  CHECK(pred.iteration_s({2, 1, 1}) == Approx(2 * (base - runtime) + runtime).epsilon(0.005));
+  CHECK(pred.iteration_s({2, 1, 1}) < 2 * base - runtime * 0.5);  // not the whole step doubled
 }

@@ -88,10 +88,11 @@ TEST_CASE("a step of tiny ops: its blocks timed whole predict its compute ops, i
   const double by_block = b / m, by_kernels = k / m;
   WARN("tiny gpt2 step's compute ops (each at its fastest): measured " << m * 1e3 << " ms; blocks timed whole "
        << b * 1e3 << " ms (x" << by_block << "); the listed kernels " << k * 1e3 << " ms (x" << by_kernels << ")");
-  // The step also has the runtime's own work per plan op outside the block (the executor's
-  // hand-off, binding the chunk views, zeroing a chunk's gradient at its first backward): measured
-  // about 40 us per op here (2026-11-25: blocks x0.54-0.57, kernels x0.32), which the blocks leave
-  // out; at calibrate's sizes (ops of 1-30 ms) it is under 1 % of a step.
+  // The step also has the runtime's own work per plan op outside the block (binding the chunk
+  // views, zeroing a chunk's gradient at its first backward; the executor's own part is about
+  // 0.2 us, runtime_overhead.h): measured about 40 us per op here (2026-11-25: blocks x0.54-0.57,
+  // kernels x0.32), which the blocks leave out; at calibrate's sizes (ops of 1-30 ms) it is under
+  // 1 % of a step.
   CHECK(by_block > 0.45);
   CHECK(by_block < 1.25);
   CHECK(by_kernels < 0.6);

@@ -1,16 +1,4 @@
 #!/bin/sh
-# Five `RERUN=1 experiments/twin-accuracy/run.sh` in a row (issue 22, session 10), each in its own
-# hold of the shared timing lock; start, end, exit code and load average go to times.txt, each
-# run's output to run-N.log and each model's calibration.json to run-N-<model>-calibration.json.
+# The five runs of issue 22, session 10 (experiments/twin-accuracy/five_runs.sh into this folder).
 # usage (from the repository root): sh experiments/twin-accuracy/results/issue22-s10/five_runs.sh
-d=experiments/twin-accuracy/results/issue22-s10
-for n in 1 2 3 4 5; do
-  echo "run $n waiting for the lock $(date -u +%H:%M:%S)" >> $d/times.txt
-  flock /work/wt/timing.lock sh -c "
-    echo \"run $n start \$(date -u +%H:%M:%S) load \$(cut -d' ' -f1-3 /proc/loadavg)\" >> $d/times.txt
-    RERUN=1 experiments/twin-accuracy/run.sh > $d/run-$n.log 2>&1
-    echo \"run $n exit \$? end \$(date -u +%H:%M:%S) load \$(cut -d' ' -f1-3 /proc/loadavg)\" >> $d/times.txt"
-  for m in gpt2-tiny llama-tiny; do
-    cp experiments/twin-accuracy/results/$m/calibration.json $d/run-$n-$m-calibration.json
-  done
-done
+exec sh experiments/twin-accuracy/five_runs.sh experiments/twin-accuracy/results/issue22-s10
