@@ -16,6 +16,21 @@ double quantile(std::vector<double> x, double q) {
   return x[lo] + (pos - static_cast<double>(lo)) * (x[hi] - x[lo]);
 }
 
+std::pair<double, double> median_interval(std::vector<double> x) {
+  PROTWIN_CHECK(!x.empty(), "median interval of no samples");
+  std::sort(x.begin(), x.end());
+  const int n = static_cast<int>(x.size());
+  int k = 1;
+  double cdf = 0, choose = 1;  // P(X <= j) and C(n, j)
+  for (int j = 0; j < n / 2; ++j) {
+    cdf += choose * std::pow(0.5, n);
+    if (cdf > 0.025) break;
+    k = j + 1;  // P(X < j + 1) <= 2.5 %
+    choose = choose * (n - j) / (j + 1);
+  }
+  return {x[k - 1], x[n - k]};
+}
+
 Spread spread_of(const std::vector<double>& x) {
   Spread s;
   s.n = x.size();

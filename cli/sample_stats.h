@@ -2,6 +2,7 @@
 // shared by both binaries: protwin-rt measures, protwin calibrate summarises.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,11 @@ struct Spread {
 
 // Quantile q in [0, 1] of `x`, linear between order statistics (numpy's default). Requires x non-empty.
 double quantile(std::vector<double> x, double q);
+
+// The distribution-free ~95 % interval of the median of `x` (order statistics): the values of ranks
+// k and n + 1 - k, k the largest with P(X < k) <= 2.5 % for X ~ Bin(n, 1/2); the whole range below
+// 6 samples. Requires x non-empty.
+std::pair<double, double> median_interval(std::vector<double> x);
 
 // min, p10, median, p90, max of `x` (all 0 when x is empty).
 Spread spread_of(const std::vector<double>& x);

@@ -51,3 +51,18 @@ TEST_CASE("quantiles interpolate linearly between order statistics (numpy's defa
   CHECK(spread_of({}).n == 0);
   CHECK(spread_of({7}).relative == 0.0);
 }
+
+TEST_CASE("the median's distribution-free interval is the order statistics of the binomial table") {
+  // Closed forms (binomial tails, X ~ Bin(n, 1/2)): n = 12, P(X <= 2) = 79/4096 = 1.9 % and
+  // P(X <= 3) = 299/4096 = 7.3 %, so ranks 3 and 10 (96.1 %); n = 6, P(X = 0) = 1.6 %, ranks 1 and 6;
+  // n = 5, P(X = 0) = 3.1 % > 2.5 %: no rank is that sure, the whole range.
+  std::vector<double> twelve;
+  for (int i = 12; i >= 1; --i) twelve.push_back(i);
+  CHECK(median_interval(twelve) == std::pair<double, double>{3, 10});
+  CHECK(median_interval({6, 5, 4, 3, 2, 1}) == std::pair<double, double>{1, 6});
+  CHECK(median_interval({5, 4, 3, 2, 1}) == std::pair<double, double>{1, 5});
+  std::vector<double> twenty;  // n = 20: P(X <= 5) = 2.07 %, P(X <= 6) = 5.77 %: ranks 6 and 15
+  for (int i = 1; i <= 20; ++i) twenty.push_back(i);
+  CHECK(median_interval(twenty) == std::pair<double, double>{6, 15});
+  CHECK_THROWS_WITH(median_interval({}), Catch::Contains("no samples"));
+}
