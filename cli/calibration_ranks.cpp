@@ -15,6 +15,7 @@
 #include "cli/sample_stats.h"
 #include "cli/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
+#include "sim/engine/joint_ranks.h"
 #include "sim/policy/runtime_memory.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -56,6 +57,32 @@ hw::Machine with_ranks(const hw::Machine& m, int ranks, double net_gbps) {
 }
 
 double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
+
+// The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
+// probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by
+// every rank's compute threads (the run's split), CPU Adam thread and a rank polling in MPI while
+// it waits. Nothing in it is fitted to the measured steps: the speeds are the probes', the base
+// times the profile's, the cores the machine file's.
+nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                                const std::vector<ResourceScales>& scales, int compute_threads) {
+  std::vector<std::unique_ptr<hw::HardwareCostModel>> models;
+  std::vector<const hw::CostModel*> ranks;
+  for (const ResourceScales& sc : scales) {
+    const hw::Machine sm =
+        scaled_machine(base, {{"compute", sc.compute}, {"h2d", sc.copy}, {"d2h", sc.copy}, {"cpu_optim", sc.cpu}});
+    models.push_back(hw::make_cost_model(sm, profile, sc.compute));
+    ranks.push_back(models.back().get());
+  }
+  sim::HostCores cores;
+  cores.cores = base.json.at("host").value("cores", 0);
+  cores.threads = {{"compute", std::max(1, compute_threads)}, {"cpu_optim", 1}};  // ThreadSplit: Adam 1 thread
+  const sim::JointRanks jr = sim::simulate_joint_ranks(plan, ranks, cores);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (size_t r = 0; r < jr.rank_s.size(); ++r)
+    per_rank.push_back({{"rank", r}, {"predicted_s", jr.rank_s[r]}, {"collective_wait_s", jr.wait_s[r]},
+                        {"compute_busy_s", jr.compute_s[r]}});
+  return {{"predicted_s", jr.iteration_s}, {"host_cores", cores.cores}, {"ranks", per_rank}};
+}
 
 }  // namespace
 
@@ -137,7 +164,8 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   }
 
   // 3. Run each plan on N ranks; predict it with the rank profile (or the calibration's).
-  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s;
+  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
+      joint_pred_s, joint_meas_s;
   for (Case& fc : found) {
     const std::string& dir = fc.dir;
     nlohmann::json& c = fc.json;
@@ -208,6 +236,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       SpeedScaledPredictor predictor(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile,
                                      rank_profile ? contention : sim::contention_rules_from_profile(speed_profile->provenance()));
       nlohmann::json per_rank = nlohmann::json::array();
+      std::vector<ResourceScales> rank_scales;
       double slowest = 0;
       for (const auto& steps : j["rank_probes"]) {
         std::vector<double> gemm, copy, adam;
@@ -221,6 +250,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
           break;
         const ProbeSpeeds then{quantile(gemm, 0.5), quantile(copy, 0.5), quantile(adam, 0.5)};
         const ResourceScales sc = scales_of(then, reference);
+        rank_scales.push_back(sc);
         const double it_s = predictor.iteration_s(sc);
         slowest = std::max(slowest, it_s);
         per_rank.push_back({{"gemm_gflops", then.gemm_gflops}, {"copy_GBps", then.copy_gbps},
@@ -232,6 +262,14 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                                {"iteration_error", rel_error(slowest, measured)}};
         speed_pred_s.push_back(slowest);
         speed_meas_s.push_back(measured);
+      }
+      if (static_cast<int>(rank_scales.size()) == o.ranks) {
+        const nlohmann::json joint = joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m,
+                                                      speed_profile, rank_scales, j.value("compute_threads", 1));
+        c["joint"] = joint;
+        c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
+        joint_pred_s.push_back(joint["predicted_s"].get<double>());
+        joint_meas_s.push_back(measured);
       }
     }
     c.update({{"measured_s", measured},
@@ -258,6 +296,11 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                           {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
                           {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
                           {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}};
+  if (!joint_pred_s.empty())
+    section["metrics_joint"] = {{"cases", joint_pred_s.size()},
+                                {"iteration_time_mape", mape(joint_pred_s, joint_meas_s)},
+                                {"iteration_time_max_error", max_relative_error(joint_pred_s, joint_meas_s)},
+                                {"spearman", joint_pred_s.size() > 1 ? spearman(joint_pred_s, joint_meas_s) : 0.0}};
   if (!speed_pred_s.empty())
     section["metrics_at_rank_speeds"] = {{"cases", speed_pred_s.size()},
                                          {"iteration_time_mape", mape(speed_pred_s, speed_meas_s)},
@@ -320,6 +363,27 @@ void print_rank_cases(const nlohmann::json& s) {
     std::printf("  %-13s at each rank's probed speed: slowest %.3f s (%+.1f%%); ranks:%s\n",
                 c["system"].get<std::string>().c_str(), c["at_rank_speeds"]["predicted_s"].get<double>(),
                 100 * c["at_rank_speeds"]["iteration_error"].get<double>(), ranks.c_str());
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("joint")) continue;
+    std::string ranks;
+    for (const auto& r : c["joint"]["ranks"]) {
+      char b[96];
+      std::snprintf(b, sizeof b, "  rank %d %.3f s (compute %.3f, waits %.3f)", r["rank"].get<int>(),
+                    r["predicted_s"].get<double>(), r["compute_busy_s"].get<double>(),
+                    r["collective_wait_s"].get<double>());
+      ranks += b;
+    }
+    std::printf("  %-13s joint simulation (rendezvous, %d shared cores): %.3f s (%+.1f%%);%s\n",
+                c["system"].get<std::string>().c_str(), c["joint"]["host_cores"].get<int>(),
+                c["joint"]["predicted_s"].get<double>(), 100 * c["joint"]["iteration_error"].get<double>(),
+                ranks.c_str());
+  }
+  if (s.contains("metrics_joint")) {
+    const auto& m = s["metrics_joint"];
+    std::printf("%d-rank joint simulation: iteration MAPE %.1f%% (<= 5%%), max %.1f%% (<= 10%%), Spearman %.3f (>= 0.9)\n",
+                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
+                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
   }
   if (s.contains("metrics_at_rank_speeds")) {
     const auto& m = s["metrics_at_rank_speeds"];
