@@ -61,10 +61,12 @@ double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 // The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
 // probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by
 // every rank's compute threads (the run's split), CPU Adam thread and a rank polling in MPI while
-// it waits. Nothing in it is fitted to the measured steps: the speeds are the probes', the base
-// times the profile's, the cores the machine file's.
+// it waits (the share of a core the run measured, train --probes). Nothing in it is fitted to the
+// measured steps: the speeds are the probes', the base times the profile's, the cores the machine
+// file's.
 nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
-                                const std::vector<ResourceScales>& scales, int compute_threads) {
+                                const std::vector<ResourceScales>& scales, int compute_threads,
+                                double wait_cpu_share) {
   std::vector<std::unique_ptr<hw::HardwareCostModel>> models;
   std::vector<const hw::CostModel*> ranks;
   for (const ResourceScales& sc : scales) {
@@ -76,12 +78,14 @@ nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& bas
   sim::HostCores cores;
   cores.cores = base.json.at("host").value("cores", 0);
   cores.threads = {{"compute", std::max(1, compute_threads)}, {"cpu_optim", 1}};  // ThreadSplit: Adam 1 thread
+  cores.wait_threads = wait_cpu_share;  // measured by the run (train --probes: runtime/comm/wait_probe.h)
   const sim::JointRanks jr = sim::simulate_joint_ranks(plan, ranks, cores);
   nlohmann::json per_rank = nlohmann::json::array();
   for (size_t r = 0; r < jr.rank_s.size(); ++r)
     per_rank.push_back({{"rank", r}, {"predicted_s", jr.rank_s[r]}, {"collective_wait_s", jr.wait_s[r]},
                         {"compute_busy_s", jr.compute_s[r]}});
-  return {{"predicted_s", jr.iteration_s}, {"host_cores", cores.cores}, {"ranks", per_rank}};
+  return {{"predicted_s", jr.iteration_s}, {"host_cores", cores.cores}, {"wait_cpu_share", wait_cpu_share},
+          {"ranks", per_rank}};
 }
 
 }  // namespace
@@ -264,8 +268,9 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         speed_meas_s.push_back(measured);
       }
       if (static_cast<int>(rank_scales.size()) == o.ranks) {
-        const nlohmann::json joint = joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m,
-                                                      speed_profile, rank_scales, j.value("compute_threads", 1));
+        const nlohmann::json joint =
+            joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile, rank_scales,
+                             j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0));
         c["joint"] = joint;
         c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
         joint_pred_s.push_back(joint["predicted_s"].get<double>());
@@ -374,8 +379,10 @@ void print_rank_cases(const nlohmann::json& s) {
                     r["collective_wait_s"].get<double>());
       ranks += b;
     }
-    std::printf("  %-13s joint simulation (rendezvous, %d shared cores): %.3f s (%+.1f%%);%s\n",
+    std::printf("  %-13s joint simulation (rendezvous, %d shared cores, a waiting rank %.2f of a core): %.3f s "
+                "(%+.1f%%);%s\n",
                 c["system"].get<std::string>().c_str(), c["joint"]["host_cores"].get<int>(),
+                c["joint"]["wait_cpu_share"].get<double>(),
                 c["joint"]["predicted_s"].get<double>(), 100 * c["joint"]["iteration_error"].get<double>(),
                 ranks.c_str());
   }

@@ -10,8 +10,9 @@
 //  - The host's cores are shared by all ranks' CPU threads (processor sharing): while n threads
 //    are runnable on C cores and n > C, each runs at C / n of its speed. Runnable: each busy op of
 //    a CPU stream (compute, cpu_optim: their thread counts), and each rank waiting in a collective
-//    (MPI's blocking calls poll the shared-memory transport). The copy workers sleep at the link
-//    throttle and are not counted. As in contention.h the schedule and the slowdowns depend on each
+//    (the MPI plugin polls with MPI_Test and 20 us naps: a fraction of a core, which the runtime
+//    measures, runtime/comm/wait_probe.h). The copy workers sleep at the link throttle and are not
+//    counted. As in contention.h the schedule and the slowdowns depend on each
 //    other: every pass stretches each CPU op by its length over the work it got done in the pass
 //    before (len / integral of min(1, C / n)), which at the fixed point is exact processor sharing.
 // Memory is not simulated here (the per-rank prediction is the single-rank simulation's).
@@ -31,7 +32,7 @@ struct HostCores {
   int cores = 0;  // the machine's cores shared by the ranks; 0: not shared (no slowdown)
   // Threads a busy op of these streams keeps runnable (streams not listed: none).
   std::map<std::string, double> threads = {{"compute", 1}, {"cpu_optim", 1}};
-  double wait_threads = 1;  // a rank waiting for its peers in a collective
+  double wait_threads = 1;  // runnable threads of a rank waiting for its peers in a collective
 };
 
 struct JointRanks {
