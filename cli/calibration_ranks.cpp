@@ -58,6 +58,33 @@ hw::Machine with_ranks(const hw::Machine& m, int ranks, double net_gbps) {
 
 double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 
+// One plan's runs (train --json of each round) as one: the measured steps and every rank's probes
+// of all rounds without each run's warm-up step, the peaks' maxima, the median wait_cpu_share;
+// the other fields are the last run's.
+nlohmann::json merge_runs(const std::vector<nlohmann::json>& runs) {
+  PROTWIN_ASSERT(!runs.empty(), "merge_runs: no run");
+  nlohmann::json out = runs.back();
+  std::vector<double> steps, waits;
+  nlohmann::json probes = nlohmann::json::array();
+  for (const nlohmann::json& r : runs) {
+    const auto it = r.at("iteration_s").get<std::vector<double>>();
+    steps.insert(steps.end(), it.begin() + (it.size() > 1 ? 1 : 0), it.end());
+    for (const char* k : {"peak_device_bytes", "peak_device_reserved_bytes", "peak_pinned_bytes", "peak_pageable_bytes"})
+      out[k] = std::max(out.at(k).get<int64_t>(), r.at(k).get<int64_t>());
+    if (r.contains("wait_cpu_share")) waits.push_back(r["wait_cpu_share"].get<double>());
+    if (!r.contains("rank_probes")) continue;
+    const auto& rp = r["rank_probes"];
+    for (size_t k = 0; k < rp.size(); ++k) {
+      if (probes.size() <= k) probes.push_back(nlohmann::json::array());
+      for (size_t i = rp[k].size() > 1 ? 1 : 0; i < rp[k].size(); ++i) probes[k].push_back(rp[k][i]);
+    }
+  }
+  out["iteration_s"] = steps;
+  if (!probes.empty()) out["rank_probes"] = probes;
+  if (!waits.empty()) out["wait_cpu_share"] = quantile(waits, 0.5);
+  return out;
+}
+
 // The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
 // probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by
 // every rank's compute threads (the run's split), CPU Adam thread and a rank polling in MPI while
@@ -167,10 +194,32 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     section["profile"] = dir + "/profile-rank0.json";
   }
 
-  // 3. Run each plan on N ranks; predict it with the rank profile (or the calibration's).
+  // 3. Every plan on N ranks, `rounds` times, plan after plan (forwards, then backwards, as the
+  // one-rank interleave): the plans' steps then sample the same stretches of the machine's load.
+  // Each run's first step is warm-up. The rank reports and measured.json are the last round's.
+  std::vector<std::vector<nlohmann::json>> runs(found.size());
+  std::vector<std::string> failed(found.size());
+  for (int round = 0; round < std::max(1, o.rounds); ++round)
+    for (size_t n = 0; n < found.size(); ++n) {
+      const size_t i = round % 2 == 0 ? n : found.size() - 1 - n;
+      if (!failed[i].empty()) continue;
+      const std::string& dir = found[i].dir;
+      std::vector<std::string> args = mpirun_head;
+      args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
+                               "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps),
+                               "-o", dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
+      const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
+      if (p.exit_code != 0)
+        failed[i] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
+      else
+        runs[i].push_back(nlohmann::json::parse(p.out));
+    }
+
+  // 4. Predict each plan with the rank profile (or the calibration's) against its runs.
   std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
       joint_pred_s, joint_meas_s;
-  for (Case& fc : found) {
+  for (size_t fi = 0; fi < found.size(); ++fi) {
+    Case& fc = found[fi];
     const std::string& dir = fc.dir;
     nlohmann::json& c = fc.json;
     const sim::SearchResult& sr = fc.search;
@@ -178,22 +227,17 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
     const double predicted_s = predicted.iteration.seconds();
     traces::write_report(predicted, dir + "/simulated.json");
-    std::vector<std::string> args = mpirun_head;
-    args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
-                             "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps), "-o",
-                             dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
-    const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
     c["knobs"] = sr.best.knobs.to_json();
     c["predicted_s"] = predicted_s;
     c["searched_s"] = sr.best.iteration_s;  // with the calibration's one-rank profile
-    if (p.exit_code != 0) {
-      c["error"] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
+    if (!failed[fi].empty()) {
+      c["error"] = failed[fi];
       cases.push_back(c);
       continue;
     }
-    const nlohmann::json j = nlohmann::json::parse(p.out);
-    const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();
-    const double measured = quantile(std::vector<double>(it.begin() + (it.size() > 1 ? 1 : 0), it.end()), 0.5);
+    const nlohmann::json j = merge_runs(runs[fi]);
+    const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();  // measured steps only
+    const double measured = quantile(it, 0.5);
     const traces::Report mr = traces::read_report(dir + "/measured.json");
     std::vector<traces::Report> rank_reports;
     for (int r = 0; r < o.ranks; ++r) rank_reports.push_back(traces::read_report(dir + "/ranks/rank" + std::to_string(r) + ".json"));
@@ -244,8 +288,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       double slowest = 0;
       for (const auto& steps : j["rank_probes"]) {
         std::vector<double> gemm, copy, adam;
-        for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i) {  // the measured steps
-          const auto& p = steps[i];
+        for (const auto& p : steps) {  // the measured steps (merge_runs left out the warm-ups)
           gemm.push_back(0.5 * (p["gemm_before_gflops"].get<double>() + p["gemm_after_gflops"].get<double>()));
           copy.push_back(0.5 * (p["copy_before_GBps"].get<double>() + p["copy_after_GBps"].get<double>()));
           adam.push_back(0.5 * (p["adam_before_mparams_per_s"].get<double>() + p["adam_after_mparams_per_s"].get<double>()));
@@ -279,6 +322,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     }
     c.update({{"measured_s", measured},
               {"measured_steps_s", it},
+              {"rounds", runs[fi].size()},
               {"iteration_error", rel_error(predicted_s, measured)},
               {"busy", busy},
               {"ranks_measured", rank_breakdown(rank_reports)},

@@ -25,6 +25,7 @@ namespace protwin::cli {
 struct RankCalibrationOptions {
   int ranks = 2;
   int steps = 4;           // per run; the first is warm-up
+  int rounds = 3;          // runs of every plan, plan after plan (the measured steps: rounds x (steps - 1))
   double link_gbps = 0;    // the runtime's copy throttle (per rank and direction)
   double net_gbps = 1;     // the collectives' bus-bandwidth cap, and the machine's collective rate
   std::string out_dir;     // cases go into out_dir/ranks-<system>/
