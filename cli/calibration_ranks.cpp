@@ -10,6 +10,7 @@
 
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
+#include "cli/rank_runs.h"
 #include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
 #include "cli/sample_stats.h"
@@ -57,33 +58,6 @@ hw::Machine with_ranks(const hw::Machine& m, int ranks, double net_gbps) {
 }
 
 double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
-
-// One plan's runs (train --json of each round) as one: the measured steps and every rank's probes
-// of all rounds without each run's warm-up step, the peaks' maxima, the median wait_cpu_share;
-// the other fields are the last run's.
-nlohmann::json merge_runs(const std::vector<nlohmann::json>& runs) {
-  PROTWIN_ASSERT(!runs.empty(), "merge_runs: no run");
-  nlohmann::json out = runs.back();
-  std::vector<double> steps, waits;
-  nlohmann::json probes = nlohmann::json::array();
-  for (const nlohmann::json& r : runs) {
-    const auto it = r.at("iteration_s").get<std::vector<double>>();
-    steps.insert(steps.end(), it.begin() + (it.size() > 1 ? 1 : 0), it.end());
-    for (const char* k : {"peak_device_bytes", "peak_device_reserved_bytes", "peak_pinned_bytes", "peak_pageable_bytes"})
-      out[k] = std::max(out.at(k).get<int64_t>(), r.at(k).get<int64_t>());
-    if (r.contains("wait_cpu_share")) waits.push_back(r["wait_cpu_share"].get<double>());
-    if (!r.contains("rank_probes")) continue;
-    const auto& rp = r["rank_probes"];
-    for (size_t k = 0; k < rp.size(); ++k) {
-      if (probes.size() <= k) probes.push_back(nlohmann::json::array());
-      for (size_t i = rp[k].size() > 1 ? 1 : 0; i < rp[k].size(); ++i) probes[k].push_back(rp[k][i]);
-    }
-  }
-  out["iteration_s"] = steps;
-  if (!probes.empty()) out["rank_probes"] = probes;
-  if (!waits.empty()) out["wait_cpu_share"] = quantile(waits, 0.5);
-  return out;
-}
 
 // The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
 // probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by

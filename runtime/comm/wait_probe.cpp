@@ -1,7 +1,5 @@
 #include "runtime/comm/wait_probe.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -10,15 +8,10 @@
 #include <ATen/ATen.h>
 
 #include "traces/error.h"
+#include "traces/thread_cpu_time.h"
 
 namespace protwin::rt {
 namespace {
-
-double thread_cpu_s() {
-  timespec t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 double wall_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -38,9 +31,9 @@ double measure_wait_cpu_share(RankGroup& ranks, double seconds, int rounds) {
       std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
       ranks.all_gather(buf);
     } else {
-      const double c0 = thread_cpu_s(), t0 = wall_s();
+      const double c0 = traces::thread_cpu_seconds(), t0 = wall_s();
       ranks.all_gather(buf);
-      mine = (thread_cpu_s() - c0) / std::max(1e-9, wall_s() - t0);
+      mine = (traces::thread_cpu_seconds() - c0) / std::max(1e-9, wall_s() - t0);
     }
     const std::vector<double> all = ranks.all_gather(mine);
     double sum = 0;
