@@ -65,9 +65,8 @@ double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 // it waits (the share of a core the run measured, train --probes). Nothing in it is fitted to the
 // measured steps: the speeds are the probes', the base times the profile's, the cores the machine
 // file's.
-nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
-                                const std::vector<ResourceScales>& scales, int compute_threads,
-                                double wait_cpu_share) {
+sim::JointRanks simulate_ranks(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                               const std::vector<ResourceScales>& scales, int compute_threads, double wait_cpu_share) {
   std::vector<std::unique_ptr<hw::HardwareCostModel>> models;
   std::vector<const hw::CostModel*> ranks;
   for (const ResourceScales& sc : scales) {
@@ -80,13 +79,35 @@ nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& bas
   cores.cores = base.json.at("host").value("cores", 0);
   cores.threads = {{"compute", std::max(1, compute_threads)}, {"cpu_optim", 1}};  // ThreadSplit: Adam 1 thread
   cores.wait_threads = wait_cpu_share;  // measured by the run (train --probes: runtime/comm/wait_probe.h)
-  const sim::JointRanks jr = sim::simulate_joint_ranks(plan, ranks, cores);
+  return sim::simulate_joint_ranks(plan, ranks, cores);
+}
+
+nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                                std::vector<ResourceScales> scales, int compute_threads, double wait_cpu_share,
+                                const nlohmann::json& ranks_measured) {
+  const sim::JointRanks jr = simulate_ranks(plan, base, profile, scales, compute_threads, wait_cpu_share);
   nlohmann::json per_rank = nlohmann::json::array();
   for (size_t r = 0; r < jr.rank_s.size(); ++r)
     per_rank.push_back({{"rank", r}, {"predicted_s", jr.rank_s[r]}, {"collective_wait_s", jr.wait_s[r]},
                         {"compute_busy_s", jr.compute_s[r]}});
-  return {{"predicted_s", jr.iteration_s}, {"host_cores", cores.cores}, {"wait_cpu_share", wait_cpu_share},
-          {"ranks", per_rank}};
+  nlohmann::json out = {{"predicted_s", jr.iteration_s}, {"host_cores", base.json.at("host").value("cores", 0)},
+                        {"wait_cpu_share", wait_cpu_share}, {"ranks", per_rank}};
+  // A diagnostic, not a prediction: the same simulation with each rank's compute set to its
+  // measured compute busy time of the last step, against that step. It separates the error of the
+  // ranks' speeds (the inputs) from that of how the ranks meet and share the cores (the model).
+  if (ranks_measured.size() != scales.size()) return out;
+  double last_step = 0;
+  for (size_t r = 0; r < scales.size(); ++r) {
+    const auto& m = ranks_measured[r];
+    last_step = std::max(last_step, m.at("iteration_s").get<double>());
+    const double busy = m.at("busy_s").value("compute", 0.0);
+    if (busy <= 0 || jr.compute_s[r] <= 0) return out;
+    scales[r].compute *= busy / jr.compute_s[r];
+  }
+  const double given = simulate_ranks(plan, base, profile, scales, compute_threads, wait_cpu_share).iteration_s;
+  out["at_measured_compute"] = {
+      {"predicted_s", given}, {"measured_last_step_s", last_step}, {"error", rel_error(given, last_step)}};
+  return out;
 }
 
 }  // namespace
@@ -191,7 +212,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
 
   // 4. Predict each plan with the rank profile (or the calibration's) against its runs.
   std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
-      joint_pred_s, joint_meas_s;
+      joint_pred_s, joint_meas_s, given_pred_s, given_meas_s;
   for (size_t fi = 0; fi < found.size(); ++fi) {
     Case& fc = found[fi];
     const std::string& dir = fc.dir;
@@ -215,6 +236,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     const traces::Report mr = traces::read_report(dir + "/measured.json");
     std::vector<traces::Report> rank_reports;
     for (int r = 0; r < o.ranks; ++r) rank_reports.push_back(traces::read_report(dir + "/ranks/rank" + std::to_string(r) + ".json"));
+    const nlohmann::json ranks_measured = rank_breakdown(rank_reports);
     nlohmann::json busy;
     for (const char* st : kRankStreams) {
       const auto* ps = predicted.stream(st);
@@ -287,11 +309,15 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       if (static_cast<int>(rank_scales.size()) == o.ranks) {
         const nlohmann::json joint =
             joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile, rank_scales,
-                             j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0));
+                             j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0), ranks_measured);
         c["joint"] = joint;
         c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
         joint_pred_s.push_back(joint["predicted_s"].get<double>());
         joint_meas_s.push_back(measured);
+        if (joint.contains("at_measured_compute")) {
+          given_pred_s.push_back(joint["at_measured_compute"]["predicted_s"].get<double>());
+          given_meas_s.push_back(joint["at_measured_compute"]["measured_last_step_s"].get<double>());
+        }
       }
     }
     c.update({{"measured_s", measured},
@@ -299,7 +325,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
               {"rounds", runs[fi].size()},
               {"iteration_error", rel_error(predicted_s, measured)},
               {"busy", busy},
-              {"ranks_measured", rank_breakdown(rank_reports)},
+              {"ranks_measured", ranks_measured},
               {"memory", memory}});
     pred_s.push_back(predicted_s);
     meas_s.push_back(measured);
@@ -324,6 +350,11 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                                 {"iteration_time_mape", mape(joint_pred_s, joint_meas_s)},
                                 {"iteration_time_max_error", max_relative_error(joint_pred_s, joint_meas_s)},
                                 {"spearman", joint_pred_s.size() > 1 ? spearman(joint_pred_s, joint_meas_s) : 0.0}};
+  if (!given_pred_s.empty())
+    section["metrics_joint_at_measured_compute"] = {
+        {"cases", given_pred_s.size()},
+        {"iteration_time_mape", mape(given_pred_s, given_meas_s)},
+        {"iteration_time_max_error", max_relative_error(given_pred_s, given_meas_s)}};
   if (!speed_pred_s.empty())
     section["metrics_at_rank_speeds"] = {{"cases", speed_pred_s.size()},
                                          {"iteration_time_mape", mape(speed_pred_s, speed_meas_s)},
@@ -403,6 +434,19 @@ void print_rank_cases(const nlohmann::json& s) {
                 c["joint"]["wait_cpu_share"].get<double>(),
                 c["joint"]["predicted_s"].get<double>(), 100 * c["joint"]["iteration_error"].get<double>(),
                 ranks.c_str());
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("joint") || !c["joint"].contains("at_measured_compute")) continue;
+    const auto& g = c["joint"]["at_measured_compute"];
+    std::printf("  %-13s diagnostic, joint simulation at each rank's measured compute busy: %.3f s against the last "
+                "step %.3f s (%+.1f%%)\n",
+                c["system"].get<std::string>().c_str(), g["predicted_s"].get<double>(),
+                g["measured_last_step_s"].get<double>(), 100 * g["error"].get<double>());
+  }
+  if (s.contains("metrics_joint_at_measured_compute")) {
+    const auto& m = s["metrics_joint_at_measured_compute"];
+    std::printf("diagnostic (not a prediction: each rank's compute from its measured step): MAPE %.1f%%, max %.1f%%\n",
+                100 * m["iteration_time_mape"].get<double>(), 100 * m["iteration_time_max_error"].get<double>());
   }
   if (s.contains("metrics_joint")) {
     const auto& m = s["metrics_joint"];
