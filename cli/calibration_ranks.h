@@ -6,6 +6,9 @@
 // The plans are searched with the calibration's profile; they are predicted with a profile the N
 // ranks take together under mpirun (each op at a rank's share of the machine), and the device
 // peak with the runtime's tensors (sim/policy/runtime_memory.h).
+// Issue 23, session 11: every plan runs `rounds` times, one plan after another; beside the
+// single-rank predictions, the joint simulation of all ranks (sim/engine/joint_ranks.h), each at
+// its own probed speeds, and a diagnostic of it at each rank's measured compute time.
 // Kept apart from calibrate's single-rank loop: its own cases, its own report section.
 #pragma once
 

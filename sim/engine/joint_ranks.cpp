@@ -196,9 +196,9 @@ JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<cons
       if (!cores.threads.count(j.base[id])) continue;
       const int64_t len = o.end.ns - o.start.ns;
       const double done = sharing.work(o.start.ns, o.end.ns);
-      // Stretch the base time by the length the op took over the work it got done in the pass
-      // before (a rate of 1 while unshared).
-      // At the fixed point the op gets exactly its base time's work done.
+      // The base time stretched by the length the op took over the work it got done in the pass
+      // before (in seconds of an unshared core): at the fixed point it gets exactly its base
+      // time's work done.
       cost.scale()[id] = len > 0 && done > 0 ? static_cast<double>(len) / done : 1.0;
     }
     report = PlanSimulator(cost).run(j.plan);
