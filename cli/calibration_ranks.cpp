@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
 #include "cli/rank_runs.h"
+#include "cli/rank_step_speeds.h"
 #include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
 #include "cli/sample_stats.h"
@@ -108,6 +110,67 @@ nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& bas
   out["at_measured_compute"] = {
       {"predicted_s", given}, {"measured_last_step_s", last_step}, {"error", rel_error(given, last_step)}};
   return out;
+}
+
+// The joint simulation at the ranks' speeds of one step, memoised: steps at nearly the same speeds
+// (scales within 0.5 %, as SpeedScaledPredictor) share a simulation.
+class JointAtSpeeds {
+ public:
+  JointAtSpeeds(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                int compute_threads, double wait_cpu_share)
+      : plan_(plan), base_(base), profile_(profile), threads_(compute_threads), wait_(wait_cpu_share) {}
+  double iteration_s(const std::vector<ResourceScales>& ranks) {
+    constexpr double kStep = 0.005;
+    auto bin = [](double x) { return std::lround(std::log(x) / kStep); };
+    auto unbin = [](long b) { return std::exp(static_cast<double>(b) * kStep); };
+    std::vector<long> key;
+    std::vector<ResourceScales> binned;
+    for (const ResourceScales& r : ranks) {
+      key.insert(key.end(), {bin(r.compute), bin(r.copy), bin(r.cpu)});
+      binned.push_back({unbin(key[key.size() - 3]), unbin(key[key.size() - 2]), unbin(key.back())});
+    }
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const double t = simulate_ranks(plan_, base_, profile_, binned, threads_, wait_).iteration_s;
+    cache_[key] = t;
+    return t;
+  }
+
+ private:
+  const traces::Plan& plan_;
+  const hw::Machine& base_;
+  const traces::OpProfile* profile_;
+  int threads_;
+  double wait_;
+  std::map<std::vector<long>, double> cache_;
+};
+
+// One plan of the interleaved launch: every measured step (not the warm-up) predicted by the joint
+// simulation at both ranks' speeds then, and expressed at the reference speeds (raw x
+// joint(reference) / joint(then), as the one-rank calibrate); the plan's measured time is the
+// median of those, its prediction the joint simulation at the reference speeds.
+nlohmann::json interleaved_prediction(JointAtSpeeds& joint, const std::vector<double>& raw_s,
+                                      const std::vector<std::vector<ResourceScales>>& step_scales) {
+  const size_t ranks = step_scales.at(0).size();
+  const double reference = joint.iteration_s(std::vector<ResourceScales>(ranks));
+  std::vector<double> at_ref, then_s, raw;
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t s = raw_s.size() > 1 ? 1 : 0; s < raw_s.size(); ++s) {
+    const double then = joint.iteration_s(step_scales[s]);
+    nlohmann::json scales = nlohmann::json::array();
+    for (const ResourceScales& r : step_scales[s]) scales.push_back({r.compute, r.copy, r.cpu});
+    at_ref.push_back(at_reference_speeds(raw_s[s], reference, then));
+    then_s.push_back(then);
+    raw.push_back(raw_s[s]);
+    steps.push_back({{"raw_s", raw_s[s]}, {"predicted_then_s", then}, {"at_reference_s", at_ref.back()},
+                     {"scales_compute_copy_cpu", scales}});
+  }
+  const double measured = quantile(at_ref, 0.5);
+  return {{"predicted_s", reference},
+          {"measured_s", measured},
+          {"iteration_error", rel_error(reference, measured)},
+          {"raw_median_s", quantile(raw, 0.5)},
+          {"predicted_then_median_s", quantile(then_s, 0.5)},
+          {"steps", steps}};
 }
 
 }  // namespace
@@ -209,6 +272,41 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       else
         runs[i].push_back(nlohmann::json::parse(p.out));
     }
+
+  // 3b. --rank-interleave: every plan that ran in one launch, step by step (cli/rank_step_speeds.h).
+  nlohmann::json interleaved;
+  std::vector<int> interleave_index(found.size(), -1);  // a plan's index in the launch
+  if (o.interleave_steps > 0) {
+    const std::string dir = o.out_dir + "/ranks-interleave";
+    traces::create_folders(dir, "-o");
+    std::vector<std::string> args = mpirun_head;
+    args.insert(args.end(), {o.runtime, "interleave", "--steps", std::to_string(o.interleave_steps), "--link-GBps",
+                             std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps), "--json"});
+    int n = 0;
+    for (size_t i = 0; i < found.size(); ++i)
+      if (failed[i].empty()) {
+        args.insert(args.end(), {"--plan", found[i].dir + "/plan.json"});
+        interleave_index[i] = n++;
+      }
+    if (n > 0) {
+      const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
+      if (p.exit_code != 0)
+        section["interleave_error"] = "mpirun protwin-rt interleave exit " + std::to_string(p.exit_code) + " (see " +
+                                      dir + "/runtime.log)";
+      else {
+        interleaved = nlohmann::json::parse(p.out);
+        traces::write_file_atomic(dir + "/interleave.json", interleaved.dump(1) + "\n");
+      }
+    }
+  }
+  std::vector<std::vector<std::vector<ResourceScales>>> interleave_scales;  // [plan][step][rank]
+  const traces::OpProfile* time_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
+  if (!interleaved.is_null() && time_profile) {
+    const ProbeSpeeds reference = probe_references(time_profile->provenance());
+    if (reference.gemm_gflops > 0 && reference.copy_gbps > 0 && reference.adam_mparams_per_s > 0)
+      interleave_scales = rank_step_scales(rank_probes_of(interleaved), reference, 0);
+  }
+  std::vector<double> inter_pred_s, inter_meas_s;
 
   // 4. Predict each plan with the rank profile (or the calibration's) against its runs.
   std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
@@ -320,6 +418,15 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         }
       }
     }
+    if (!interleave_scales.empty() && interleave_index[fi] >= 0) {
+      const size_t k = static_cast<size_t>(interleave_index[fi]);
+      JointAtSpeeds joint(sr.best_plan.plan, rank_profile ? *rank_machine : m, time_profile,
+                          j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0));
+      c["interleaved"] = interleaved_prediction(
+          joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), interleave_scales[k]);
+      inter_pred_s.push_back(c["interleaved"]["predicted_s"].get<double>());
+      inter_meas_s.push_back(c["interleaved"]["measured_s"].get<double>());
+    }
     c.update({{"measured_s", measured},
               {"measured_steps_s", it},
               {"rounds", runs[fi].size()},
@@ -350,6 +457,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                                 {"iteration_time_mape", mape(joint_pred_s, joint_meas_s)},
                                 {"iteration_time_max_error", max_relative_error(joint_pred_s, joint_meas_s)},
                                 {"spearman", joint_pred_s.size() > 1 ? spearman(joint_pred_s, joint_meas_s) : 0.0}};
+  if (!inter_pred_s.empty())
+    section["metrics_interleaved"] = {{"cases", inter_pred_s.size()},
+                                      {"steps", o.interleave_steps},
+                                      {"iteration_time_mape", mape(inter_pred_s, inter_meas_s)},
+                                      {"iteration_time_max_error", max_relative_error(inter_pred_s, inter_meas_s)},
+                                      {"spearman", inter_pred_s.size() > 1 ? spearman(inter_pred_s, inter_meas_s) : 0.0}};
   if (!given_pred_s.empty())
     section["metrics_joint_at_measured_compute"] = {
         {"cases", given_pred_s.size()},
@@ -447,6 +560,27 @@ void print_rank_cases(const nlohmann::json& s) {
     const auto& m = s["metrics_joint_at_measured_compute"];
     std::printf("diagnostic (not a prediction: each rank's compute from its measured step): MAPE %.1f%%, max %.1f%%\n",
                 100 * m["iteration_time_mape"].get<double>(), 100 * m["iteration_time_max_error"].get<double>());
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("interleaved")) continue;
+    const auto& g = c["interleaved"];
+    std::printf("  %-13s interleaved launch, joint simulation at both ranks' speeds of each step: %.3f s against "
+                "%.3f s at the reference speeds (%+.1f%%; raw median %.3f s, predicted at the speeds then %.3f s)\n",
+                c["system"].get<std::string>().c_str(), g["predicted_s"].get<double>(), g["measured_s"].get<double>(),
+                100 * g["iteration_error"].get<double>(), g["raw_median_s"].get<double>(),
+                g["predicted_then_median_s"].get<double>());
+  }
+  if (s.contains("interleave_error")) std::printf("  interleaved launch failed: %s\n", s["interleave_error"].get<std::string>().c_str());
+  if (s.contains("metrics_interleaved")) {
+    const auto& m = s["metrics_interleaved"];
+    auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
+    std::printf("%d-rank interleaved launch (%d steps per plan), joint simulation at each step's probed speeds: "
+                "iteration MAPE %.1f%% (<= 5%%: %s), max %.1f%% (<= 10%%: %s), Spearman %.3f (>= 0.9: %s)\n",
+                s.at("ranks").get<int>(), m["steps"].get<int>(), 100 * m["iteration_time_mape"].get<double>(),
+                verdict(m["iteration_time_mape"].get<double>() <= 0.05),
+                100 * m["iteration_time_max_error"].get<double>(),
+                verdict(m["iteration_time_max_error"].get<double>() <= 0.10), m["spearman"].get<double>(),
+                verdict(m["spearman"].get<double>() >= 0.9));
   }
   if (s.contains("metrics_joint")) {
     const auto& m = s["metrics_joint"];

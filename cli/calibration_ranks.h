@@ -38,6 +38,11 @@ struct RankCalibrationOptions {
   // The calibration's one-rank profile (may be null): with profile_ranks off, the per-rank
   // probed-speed prediction scales its kernels and reference probes instead of the rank profile's.
   const traces::OpProfile* one_rank_profile = nullptr;
+  // Issue 23, session 12: > 0 runs every plan in ONE `mpirun -np N protwin interleave` launch, this
+  // many steps each (the first warm-up), plan by plan step by step, each rank probing right before
+  // and after every step; every step is then predicted by the joint simulation at both ranks'
+  // speeds of that moment (cli/rank_step_speeds.h), section "metrics_interleaved". 0: off.
+  int interleave_steps = 0;
 };
 
 using CostFactory = std::function<std::unique_ptr<hw::HardwareCostModel>(const hw::Machine&)>;
