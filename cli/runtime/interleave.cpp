@@ -55,14 +55,7 @@ int run_interleave(const std::vector<std::string>& args) {
   for (const auto& p : plan_paths) plans.push_back(rt::load_runtime_plan(p, ranks.size()));
   if (ranks.size() > 1) o.ranks = &ranks;
   rt::InterleavedResult r;
-  try {
-    r = rt::run_interleaved(plans, o);
-  } catch (const Error& e) {
-    if (ranks.size() == 1) throw;
-    std::fprintf(stderr, "protwin interleave: error: rank %d: %s\n", ranks.rank(), e.what());
-    ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);  // its peers may wait in a collective
-    throw;
-  }
+  rt::run_or_abort_all(ranks, "protwin interleave", [&] { r = rt::run_interleaved(plans, o); });
   // On N ranks: every rank's step times and probes, per plan ([rank][step]); a step of the
   // group lasts until its slowest rank is done.
   std::vector<nlohmann::json> per_rank(plans.size());

@@ -61,15 +61,7 @@ int run_train(const std::vector<std::string>& args) {
   const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, ranks.size());
   o.probes = vm.count("probes") > 0;
   rt::TrainResult r;
-  try {
-    r = rt::train(rp, o);
-  } catch (const Error& e) {
-    if (ranks.size() == 1) throw;
-    // Its peers may wait in a collective for this rank: say why, then end them all.
-    std::fprintf(stderr, "protwin train: error: rank %d: %s\n", ranks.rank(), e.what());
-    ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);
-    throw;
-  }
+  rt::run_or_abort_all(ranks, "protwin train", [&] { r = rt::train(rp, o); });
   // Every rank's probes, gathered in rank order (every rank takes part in the all-gathers).
   nlohmann::json rank_probes = nlohmann::json::array();
   if (o.probes) {
