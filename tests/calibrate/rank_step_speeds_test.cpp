@@ -57,6 +57,17 @@ TEST_CASE("rank_step_scales: a window takes the median over neighbouring steps i
   CHECK(s[1][1][0].compute == Approx(1));
 }
 
+TEST_CASE("rank_step_scales: a window over the whole launch gives each rank the median of all its probes",
+          "[calibrate][ranks]") {
+  const auto s = rank_step_scales(rank_probes_of(interleave_json()), {100, 0.25, 40}, 4);  // 2 plans x 2 steps
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t t = 0; t < 2; ++t) {
+      CHECK(s[i][t][0].compute == Approx(1));       // rank 0: 100 x 6, 40, 60
+      CHECK(s[i][t][1].cpu == Approx(40.0 / 30));  // rank 1: 40 x 4, 20 x 4
+      CHECK(s[i][t][1].copy == Approx(2));
+    }
+}
+
 TEST_CASE("rank_probes_of: a one-rank interleave output is refused", "[calibrate][ranks]") {
   nlohmann::json j = interleave_json();
   for (auto& p : j["plans"]) p.erase("ranks");
