@@ -1,7 +1,5 @@
 // protwin bench <what>: micro-benchmarks of protwin's own machinery (DESIGN §11: speed is
 // measured by benchmarks, never by timed unit tests). Each benchmark is one entry of kBenches.
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,16 +15,10 @@
 #include "sim/engine/synthetic_plan.h"
 #include "sim/search/search.h"
 #include "traces/error.h"
+#include "traces/thread_cpu_time.h"
 
 namespace protwin::cli {
 namespace {
-
-// CPU time of the calling thread: on a shared machine it is less disturbed than wall time.
-double thread_cpu_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 struct Timing {
   double seconds = std::numeric_limits<double>::infinity();      // best wall time (steady_clock)
@@ -38,11 +30,11 @@ template <typename Fn>
 Timing best_of(int repeat, Fn&& fn) {
   Timing best;
   for (int r = 0; r < repeat; ++r) {
-    const double c0 = thread_cpu_seconds();
+    const double c0 = traces::thread_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     fn();
     const auto t1 = std::chrono::steady_clock::now();
-    const double c1 = thread_cpu_seconds();
+    const double c1 = traces::thread_cpu_seconds();
     best.seconds = std::min(best.seconds, std::chrono::duration<double>(t1 - t0).count());
     best.cpu_seconds = std::min(best.cpu_seconds, c1 - c0);
   }

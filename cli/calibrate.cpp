@@ -212,7 +212,7 @@ nlohmann::json interval_json(const MetricsWithIntervals& m) {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
-  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, bootstrap_resamples = 2000;
+  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 3, bootstrap_resamples = 2000;
   double net_gbps = 1;
   uint64_t bootstrap_seed = 1;
   double budget_s = 600;
@@ -249,6 +249,11 @@ int run_calibrate(const std::vector<std::string>& args) {
        "also run every system's plan for this many GPUs under mpirun -np (0: none; cli/calibration_ranks.h)")
       ("net-GBps", po::value(&net_gbps)->default_value(net_gbps), "collective bandwidth cap of the --ranks cases")
       ("no-rank-profile", "predict the --ranks cases with the one-rank profile instead of one the ranks take together")
+      ("rank-rounds", po::value(&rank_rounds)->default_value(rank_rounds),
+       "runs of every --ranks plan, one plan after another (its steps sample the same stretches of load)")
+      ("rank-interleave", po::value<int>()->default_value(0),
+       "also run every --ranks plan in ONE mpirun launch, step by step, this many steps each (0: off), and predict "
+       "each step at both ranks' probed speeds then (cli/rank_step_speeds.h)")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
        "folder for plans, reports, calibration.json and the plot (created, with its parents)")
@@ -268,6 +273,10 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(device_mb >= 0, "--device-memory-MB: expected a number >= 0, got ", device_mb);
   PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
   PROTWIN_CHECK(ranks == 0 || (ranks >= 2 && ranks <= 64), "--ranks: expected 0 or 2 to 64, got ", ranks);
+  PROTWIN_CHECK(rank_rounds >= 1 && rank_rounds <= 100, "--rank-rounds: expected 1 to 100, got ", rank_rounds);
+  const int rank_interleave = vm["rank-interleave"].as<int>();
+  PROTWIN_CHECK(rank_interleave == 0 || (rank_interleave >= 2 && rank_interleave <= 1000),
+                "--rank-interleave: expected 0 (off) or 2 to 1000 steps, got ", rank_interleave);
   PROTWIN_CHECK(net_gbps >= 0.01 && net_gbps <= 10000, "--net-GBps: expected 0.01 to 10000, got ", net_gbps);
   const std::string rt = runtime_binary_path();
   PROTWIN_CHECK(!rt.empty(), "calibrate needs the LibTorch runtime (protwin-rt next to protwin), which was not built");
@@ -640,6 +649,8 @@ int run_calibrate(const std::vector<std::string>& args) {
     RankCalibrationOptions ro;
     ro.ranks = ranks;
     ro.steps = steps;
+    ro.rounds = rank_rounds;
+    ro.interleave_steps = vm["rank-interleave"].as<int>();
     ro.link_gbps = link;
     ro.net_gbps = net_gbps;
     ro.out_dir = out_dir;

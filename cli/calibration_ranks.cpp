@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -10,11 +11,14 @@
 
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
+#include "cli/rank_runs.h"
+#include "cli/rank_step_speeds.h"
 #include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
 #include "cli/sample_stats.h"
 #include "cli/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
+#include "sim/engine/joint_ranks.h"
 #include "sim/policy/runtime_memory.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -56,6 +60,118 @@ hw::Machine with_ranks(const hw::Machine& m, int ranks, double net_gbps) {
 }
 
 double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
+
+// The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
+// probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by
+// every rank's compute threads (the run's split), CPU Adam thread and a rank polling in MPI while
+// it waits (the share of a core the run measured, train --probes). Nothing in it is fitted to the
+// measured steps: the speeds are the probes', the base times the profile's, the cores the machine
+// file's.
+sim::JointRanks simulate_ranks(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                               const std::vector<ResourceScales>& scales, int compute_threads, double wait_cpu_share) {
+  std::vector<std::unique_ptr<hw::HardwareCostModel>> models;
+  std::vector<const hw::CostModel*> ranks;
+  for (const ResourceScales& sc : scales) {
+    const hw::Machine sm =
+        scaled_machine(base, {{"compute", sc.compute}, {"h2d", sc.copy}, {"d2h", sc.copy}, {"cpu_optim", sc.cpu}});
+    models.push_back(hw::make_cost_model(sm, profile, sc.compute));
+    ranks.push_back(models.back().get());
+  }
+  sim::HostCores cores;
+  cores.cores = base.json.at("host").value("cores", 0);
+  cores.threads = {{"compute", std::max(1, compute_threads)}, {"cpu_optim", 1}};  // ThreadSplit: Adam 1 thread
+  cores.wait_threads = wait_cpu_share;  // measured by the run (train --probes: runtime/comm/wait_probe.h)
+  return sim::simulate_joint_ranks(plan, ranks, cores);
+}
+
+nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                                std::vector<ResourceScales> scales, int compute_threads, double wait_cpu_share,
+                                const nlohmann::json& ranks_measured) {
+  const sim::JointRanks jr = simulate_ranks(plan, base, profile, scales, compute_threads, wait_cpu_share);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (size_t r = 0; r < jr.rank_s.size(); ++r)
+    per_rank.push_back({{"rank", r}, {"predicted_s", jr.rank_s[r]}, {"collective_wait_s", jr.wait_s[r]},
+                        {"compute_busy_s", jr.compute_s[r]}});
+  nlohmann::json out = {{"predicted_s", jr.iteration_s}, {"host_cores", base.json.at("host").value("cores", 0)},
+                        {"wait_cpu_share", wait_cpu_share}, {"ranks", per_rank}};
+  // A diagnostic, not a prediction: the same simulation with each rank's compute set to its
+  // measured compute busy time of the last step, against that step. It separates the error of the
+  // ranks' speeds (the inputs) from that of how the ranks meet and share the cores (the model).
+  if (ranks_measured.size() != scales.size()) return out;
+  double last_step = 0;
+  for (size_t r = 0; r < scales.size(); ++r) {
+    const auto& m = ranks_measured[r];
+    last_step = std::max(last_step, m.at("iteration_s").get<double>());
+    const double busy = m.at("busy_s").value("compute", 0.0);
+    if (busy <= 0 || jr.compute_s[r] <= 0) return out;
+    scales[r].compute *= busy / jr.compute_s[r];
+  }
+  const double given = simulate_ranks(plan, base, profile, scales, compute_threads, wait_cpu_share).iteration_s;
+  out["at_measured_compute"] = {
+      {"predicted_s", given}, {"measured_last_step_s", last_step}, {"error", rel_error(given, last_step)}};
+  return out;
+}
+
+// The joint simulation at the ranks' speeds of one step, memoised: steps at nearly the same speeds
+// (scales within 0.5 %, as SpeedScaledPredictor) share a simulation.
+class JointAtSpeeds {
+ public:
+  JointAtSpeeds(const traces::Plan& plan, const hw::Machine& base, const traces::OpProfile* profile,
+                int compute_threads, double wait_cpu_share)
+      : plan_(plan), base_(base), profile_(profile), threads_(compute_threads), wait_(wait_cpu_share) {}
+  double iteration_s(const std::vector<ResourceScales>& ranks) {
+    constexpr double kStep = 0.005;
+    auto bin = [](double x) { return std::lround(std::log(x) / kStep); };
+    auto unbin = [](long b) { return std::exp(static_cast<double>(b) * kStep); };
+    std::vector<long> key;
+    std::vector<ResourceScales> binned;
+    for (const ResourceScales& r : ranks) {
+      key.insert(key.end(), {bin(r.compute), bin(r.copy), bin(r.cpu)});
+      binned.push_back({unbin(key[key.size() - 3]), unbin(key[key.size() - 2]), unbin(key.back())});
+    }
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const double t = simulate_ranks(plan_, base_, profile_, binned, threads_, wait_).iteration_s;
+    cache_[key] = t;
+    return t;
+  }
+
+ private:
+  const traces::Plan& plan_;
+  const hw::Machine& base_;
+  const traces::OpProfile* profile_;
+  int threads_;
+  double wait_;
+  std::map<std::vector<long>, double> cache_;
+};
+
+// One plan of the interleaved launch: every measured step (not the warm-up) predicted by the joint
+// simulation at both ranks' speeds then, and expressed at the reference speeds (raw x
+// joint(reference) / joint(then), as the one-rank calibrate); the plan's measured time is the
+// median of those, its prediction the joint simulation at the reference speeds.
+nlohmann::json interleaved_prediction(JointAtSpeeds& joint, const std::vector<double>& raw_s,
+                                      const std::vector<std::vector<ResourceScales>>& step_scales) {
+  const size_t ranks = step_scales.at(0).size();
+  const double reference = joint.iteration_s(std::vector<ResourceScales>(ranks));
+  std::vector<double> at_ref, then_s, raw;
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t s = raw_s.size() > 1 ? 1 : 0; s < raw_s.size(); ++s) {
+    const double then = joint.iteration_s(step_scales[s]);
+    nlohmann::json scales = nlohmann::json::array();
+    for (const ResourceScales& r : step_scales[s]) scales.push_back({r.compute, r.copy, r.cpu});
+    at_ref.push_back(at_reference_speeds(raw_s[s], reference, then));
+    then_s.push_back(then);
+    raw.push_back(raw_s[s]);
+    steps.push_back({{"raw_s", raw_s[s]}, {"predicted_then_s", then}, {"at_reference_s", at_ref.back()},
+                     {"scales_compute_copy_cpu", scales}});
+  }
+  const double measured = quantile(at_ref, 0.5);
+  return {{"predicted_s", reference},
+          {"measured_s", measured},
+          {"iteration_error", rel_error(reference, measured)},
+          {"raw_median_s", quantile(raw, 0.5)},
+          {"predicted_then_median_s", quantile(then_s, 0.5)},
+          {"steps", steps}};
+}
 
 }  // namespace
 
@@ -136,9 +252,74 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     section["profile"] = dir + "/profile-rank0.json";
   }
 
-  // 3. Run each plan on N ranks; predict it with the rank profile (or the calibration's).
-  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s;
-  for (Case& fc : found) {
+  // 3. Every plan on N ranks, `rounds` times, plan after plan (forwards, then backwards, as the
+  // one-rank interleave): the plans' steps then sample the same stretches of the machine's load.
+  // Each run's first step is warm-up. The rank reports and measured.json are the last round's.
+  std::vector<std::vector<nlohmann::json>> runs(found.size());
+  std::vector<std::string> failed(found.size());
+  for (int round = 0; round < std::max(1, o.rounds); ++round)
+    for (size_t n = 0; n < found.size(); ++n) {
+      const size_t i = round % 2 == 0 ? n : found.size() - 1 - n;
+      if (!failed[i].empty()) continue;
+      const std::string& dir = found[i].dir;
+      std::vector<std::string> args = mpirun_head;
+      args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
+                               "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps),
+                               "-o", dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
+      const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
+      if (p.exit_code != 0)
+        failed[i] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
+      else
+        runs[i].push_back(nlohmann::json::parse(p.out));
+    }
+
+  // 3b. --rank-interleave: every plan that ran in one launch, step by step (cli/rank_step_speeds.h).
+  nlohmann::json interleaved;
+  std::vector<int> interleave_index(found.size(), -1);  // a plan's index in the launch
+  if (o.interleave_steps > 0) {
+    const std::string dir = o.out_dir + "/ranks-interleave";
+    traces::create_folders(dir, "-o");
+    std::vector<std::string> args = mpirun_head;
+    args.insert(args.end(), {o.runtime, "interleave", "--steps", std::to_string(o.interleave_steps), "--link-GBps",
+                             std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps), "--json"});
+    int n = 0;
+    for (size_t i = 0; i < found.size(); ++i)
+      if (failed[i].empty()) {
+        args.insert(args.end(), {"--plan", found[i].dir + "/plan.json"});
+        interleave_index[i] = n++;
+      }
+    if (n > 0) {
+      const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
+      if (p.exit_code != 0)
+        section["interleave_error"] = "mpirun protwin-rt interleave exit " + std::to_string(p.exit_code) + " (see " +
+                                      dir + "/runtime.log)";
+      else {
+        interleaved = nlohmann::json::parse(p.out);
+        traces::write_file_atomic(dir + "/interleave.json", interleaved.dump(1) + "\n");
+      }
+    }
+  }
+  // [plan][step][rank]: each rank's speeds of each step; and of the whole launch (the median of all
+  // its probes: the interleaving gives every plan the same stretches of load, and one probe of
+  // ~20 ms catches whichever scheduler slices it gets).
+  std::vector<std::vector<std::vector<ResourceScales>>> interleave_scales, launch_scales;
+  const traces::OpProfile* time_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
+  if (!interleaved.is_null() && time_profile) {
+    const ProbeSpeeds reference = probe_references(time_profile->provenance());
+    if (reference.gemm_gflops > 0 && reference.copy_gbps > 0 && reference.adam_mparams_per_s > 0) {
+      const std::vector<RankProbes> probes = rank_probes_of(interleaved);
+      interleave_scales = rank_step_scales(probes, reference, 0);
+      const size_t whole_launch = probes[0].gemm_before.size() * static_cast<size_t>(o.interleave_steps);
+      launch_scales = rank_step_scales(probes, reference, whole_launch);
+    }
+  }
+  std::vector<double> inter_pred_s, inter_meas_s, launch_pred_s, launch_meas_s;
+
+  // 4. Predict each plan with the rank profile (or the calibration's) against its runs.
+  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
+      joint_pred_s, joint_meas_s, given_pred_s, given_meas_s;
+  for (size_t fi = 0; fi < found.size(); ++fi) {
+    Case& fc = found[fi];
     const std::string& dir = fc.dir;
     nlohmann::json& c = fc.json;
     const sim::SearchResult& sr = fc.search;
@@ -146,25 +327,21 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
     const double predicted_s = predicted.iteration.seconds();
     traces::write_report(predicted, dir + "/simulated.json");
-    std::vector<std::string> args = mpirun_head;
-    args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
-                             "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps), "-o",
-                             dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
-    const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
     c["knobs"] = sr.best.knobs.to_json();
     c["predicted_s"] = predicted_s;
     c["searched_s"] = sr.best.iteration_s;  // with the calibration's one-rank profile
-    if (p.exit_code != 0) {
-      c["error"] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
+    if (!failed[fi].empty()) {
+      c["error"] = failed[fi];
       cases.push_back(c);
       continue;
     }
-    const nlohmann::json j = nlohmann::json::parse(p.out);
-    const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();
-    const double measured = quantile(std::vector<double>(it.begin() + (it.size() > 1 ? 1 : 0), it.end()), 0.5);
+    const nlohmann::json j = merge_runs(runs[fi]);
+    const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();  // measured steps only
+    const double measured = quantile(it, 0.5);
     const traces::Report mr = traces::read_report(dir + "/measured.json");
     std::vector<traces::Report> rank_reports;
     for (int r = 0; r < o.ranks; ++r) rank_reports.push_back(traces::read_report(dir + "/ranks/rank" + std::to_string(r) + ".json"));
+    const nlohmann::json ranks_measured = rank_breakdown(rank_reports);
     nlohmann::json busy;
     for (const char* st : kRankStreams) {
       const auto* ps = predicted.stream(st);
@@ -208,11 +385,11 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       SpeedScaledPredictor predictor(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile,
                                      rank_profile ? contention : sim::contention_rules_from_profile(speed_profile->provenance()));
       nlohmann::json per_rank = nlohmann::json::array();
+      std::vector<ResourceScales> rank_scales;
       double slowest = 0;
       for (const auto& steps : j["rank_probes"]) {
         std::vector<double> gemm, copy, adam;
-        for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i) {  // the measured steps
-          const auto& p = steps[i];
+        for (const auto& p : steps) {  // the measured steps (merge_runs left out the warm-ups)
           gemm.push_back(0.5 * (p["gemm_before_gflops"].get<double>() + p["gemm_after_gflops"].get<double>()));
           copy.push_back(0.5 * (p["copy_before_GBps"].get<double>() + p["copy_after_GBps"].get<double>()));
           adam.push_back(0.5 * (p["adam_before_mparams_per_s"].get<double>() + p["adam_after_mparams_per_s"].get<double>()));
@@ -221,6 +398,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
           break;
         const ProbeSpeeds then{quantile(gemm, 0.5), quantile(copy, 0.5), quantile(adam, 0.5)};
         const ResourceScales sc = scales_of(then, reference);
+        rank_scales.push_back(sc);
         const double it_s = predictor.iteration_s(sc);
         slowest = std::max(slowest, it_s);
         per_rank.push_back({{"gemm_gflops", then.gemm_gflops}, {"copy_GBps", then.copy_gbps},
@@ -233,12 +411,40 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         speed_pred_s.push_back(slowest);
         speed_meas_s.push_back(measured);
       }
+      if (static_cast<int>(rank_scales.size()) == o.ranks) {
+        const nlohmann::json joint =
+            joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile, rank_scales,
+                             j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0), ranks_measured);
+        c["joint"] = joint;
+        c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
+        joint_pred_s.push_back(joint["predicted_s"].get<double>());
+        joint_meas_s.push_back(measured);
+        if (joint.contains("at_measured_compute")) {
+          given_pred_s.push_back(joint["at_measured_compute"]["predicted_s"].get<double>());
+          given_meas_s.push_back(joint["at_measured_compute"]["measured_last_step_s"].get<double>());
+        }
+      }
+    }
+    if (!interleave_scales.empty() && interleave_index[fi] >= 0) {
+      const size_t k = static_cast<size_t>(interleave_index[fi]);
+      JointAtSpeeds joint(sr.best_plan.plan, rank_profile ? *rank_machine : m, time_profile,
+                          j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0));
+      c["interleaved"] = interleaved_prediction(
+          joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), interleave_scales[k]);
+      inter_pred_s.push_back(c["interleaved"]["predicted_s"].get<double>());
+      inter_meas_s.push_back(c["interleaved"]["measured_s"].get<double>());
+      c["interleaved_launch_speeds"] = interleaved_prediction(
+          joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), launch_scales[k]);
+      c["interleaved_launch_speeds"].erase("steps");
+      launch_pred_s.push_back(c["interleaved_launch_speeds"]["predicted_s"].get<double>());
+      launch_meas_s.push_back(c["interleaved_launch_speeds"]["measured_s"].get<double>());
     }
     c.update({{"measured_s", measured},
               {"measured_steps_s", it},
+              {"rounds", runs[fi].size()},
               {"iteration_error", rel_error(predicted_s, measured)},
               {"busy", busy},
-              {"ranks_measured", rank_breakdown(rank_reports)},
+              {"ranks_measured", ranks_measured},
               {"memory", memory}});
     pred_s.push_back(predicted_s);
     meas_s.push_back(measured);
@@ -258,6 +464,25 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                           {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
                           {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
                           {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}};
+  if (!joint_pred_s.empty())
+    section["metrics_joint"] = {{"cases", joint_pred_s.size()},
+                                {"iteration_time_mape", mape(joint_pred_s, joint_meas_s)},
+                                {"iteration_time_max_error", max_relative_error(joint_pred_s, joint_meas_s)},
+                                {"spearman", joint_pred_s.size() > 1 ? spearman(joint_pred_s, joint_meas_s) : 0.0}};
+  auto metrics = [&](const std::vector<double>& p, const std::vector<double>& m) {
+    return nlohmann::json{{"cases", p.size()},
+                          {"steps", o.interleave_steps},
+                          {"iteration_time_mape", mape(p, m)},
+                          {"iteration_time_max_error", max_relative_error(p, m)},
+                          {"spearman", p.size() > 1 ? spearman(p, m) : 0.0}};
+  };
+  if (!inter_pred_s.empty()) section["metrics_interleaved"] = metrics(inter_pred_s, inter_meas_s);
+  if (!launch_pred_s.empty()) section["metrics_interleaved_launch_speeds"] = metrics(launch_pred_s, launch_meas_s);
+  if (!given_pred_s.empty())
+    section["metrics_joint_at_measured_compute"] = {
+        {"cases", given_pred_s.size()},
+        {"iteration_time_mape", mape(given_pred_s, given_meas_s)},
+        {"iteration_time_max_error", max_relative_error(given_pred_s, given_meas_s)}};
   if (!speed_pred_s.empty())
     section["metrics_at_rank_speeds"] = {{"cases", speed_pred_s.size()},
                                          {"iteration_time_mape", mape(speed_pred_s, speed_meas_s)},
@@ -320,6 +545,65 @@ void print_rank_cases(const nlohmann::json& s) {
     std::printf("  %-13s at each rank's probed speed: slowest %.3f s (%+.1f%%); ranks:%s\n",
                 c["system"].get<std::string>().c_str(), c["at_rank_speeds"]["predicted_s"].get<double>(),
                 100 * c["at_rank_speeds"]["iteration_error"].get<double>(), ranks.c_str());
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("joint")) continue;
+    std::string ranks;
+    for (const auto& r : c["joint"]["ranks"]) {
+      char b[96];
+      std::snprintf(b, sizeof b, "  rank %d %.3f s (compute %.3f, waits %.3f)", r["rank"].get<int>(),
+                    r["predicted_s"].get<double>(), r["compute_busy_s"].get<double>(),
+                    r["collective_wait_s"].get<double>());
+      ranks += b;
+    }
+    std::printf("  %-13s joint simulation (rendezvous, %d shared cores, a waiting rank %.2f of a core): %.3f s "
+                "(%+.1f%%);%s\n",
+                c["system"].get<std::string>().c_str(), c["joint"]["host_cores"].get<int>(),
+                c["joint"]["wait_cpu_share"].get<double>(),
+                c["joint"]["predicted_s"].get<double>(), 100 * c["joint"]["iteration_error"].get<double>(),
+                ranks.c_str());
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("joint") || !c["joint"].contains("at_measured_compute")) continue;
+    const auto& g = c["joint"]["at_measured_compute"];
+    std::printf("  %-13s diagnostic, joint simulation at each rank's measured compute busy: %.3f s against the last "
+                "step %.3f s (%+.1f%%)\n",
+                c["system"].get<std::string>().c_str(), g["predicted_s"].get<double>(),
+                g["measured_last_step_s"].get<double>(), 100 * g["error"].get<double>());
+  }
+  if (s.contains("metrics_joint_at_measured_compute")) {
+    const auto& m = s["metrics_joint_at_measured_compute"];
+    std::printf("diagnostic (not a prediction: each rank's compute from its measured step): MAPE %.1f%%, max %.1f%%\n",
+                100 * m["iteration_time_mape"].get<double>(), 100 * m["iteration_time_max_error"].get<double>());
+  }
+  for (const auto& c : s.at("cases")) {
+    if (!c.contains("interleaved")) continue;
+    const auto& g = c["interleaved"];
+    std::printf("  %-13s interleaved launch, joint simulation at both ranks' speeds of each step: %.3f s against "
+                "%.3f s at the reference speeds (%+.1f%%; raw median %.3f s, predicted at the speeds then %.3f s)\n",
+                c["system"].get<std::string>().c_str(), g["predicted_s"].get<double>(), g["measured_s"].get<double>(),
+                100 * g["iteration_error"].get<double>(), g["raw_median_s"].get<double>(),
+                g["predicted_then_median_s"].get<double>());
+  }
+  if (s.contains("interleave_error")) std::printf("  interleaved launch failed: %s\n", s["interleave_error"].get<std::string>().c_str());
+  for (const auto& [key, what] : {std::pair<const char*, const char*>{"metrics_interleaved", "each step's probed speeds"},
+                                  {"metrics_interleaved_launch_speeds", "each rank's speeds over the whole launch"}}) {
+    if (!s.contains(key)) continue;
+    const auto& m = s[key];
+    auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
+    std::printf("%d-rank interleaved launch (%d steps per plan), joint simulation at %s: "
+                "iteration MAPE %.1f%% (<= 5%%: %s), max %.1f%% (<= 10%%: %s), Spearman %.3f (>= 0.9: %s)\n",
+                s.at("ranks").get<int>(), m["steps"].get<int>(), what, 100 * m["iteration_time_mape"].get<double>(),
+                verdict(m["iteration_time_mape"].get<double>() <= 0.05),
+                100 * m["iteration_time_max_error"].get<double>(),
+                verdict(m["iteration_time_max_error"].get<double>() <= 0.10), m["spearman"].get<double>(),
+                verdict(m["spearman"].get<double>() >= 0.9));
+  }
+  if (s.contains("metrics_joint")) {
+    const auto& m = s["metrics_joint"];
+    std::printf("%d-rank joint simulation: iteration MAPE %.1f%% (<= 5%%), max %.1f%% (<= 10%%), Spearman %.3f (>= 0.9)\n",
+                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
+                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
   }
   if (s.contains("metrics_at_rank_speeds")) {
     const auto& m = s["metrics_at_rank_speeds"];

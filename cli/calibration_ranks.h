@@ -6,6 +6,9 @@
 // The plans are searched with the calibration's profile; they are predicted with a profile the N
 // ranks take together under mpirun (each op at a rank's share of the machine), and the device
 // peak with the runtime's tensors (sim/policy/runtime_memory.h).
+// Issue 23, session 11: every plan runs `rounds` times, one plan after another; beside the
+// single-rank predictions, the joint simulation of all ranks (sim/engine/joint_ranks.h), each at
+// its own probed speeds, and a diagnostic of it at each rank's measured compute time.
 // Kept apart from calibrate's single-rank loop: its own cases, its own report section.
 #pragma once
 
@@ -25,6 +28,7 @@ namespace protwin::cli {
 struct RankCalibrationOptions {
   int ranks = 2;
   int steps = 4;           // per run; the first is warm-up
+  int rounds = 3;          // runs of every plan, plan after plan (the measured steps: rounds x (steps - 1))
   double link_gbps = 0;    // the runtime's copy throttle (per rank and direction)
   double net_gbps = 1;     // the collectives' bus-bandwidth cap, and the machine's collective rate
   std::string out_dir;     // cases go into out_dir/ranks-<system>/
@@ -34,6 +38,11 @@ struct RankCalibrationOptions {
   // The calibration's one-rank profile (may be null): with profile_ranks off, the per-rank
   // probed-speed prediction scales its kernels and reference probes instead of the rank profile's.
   const traces::OpProfile* one_rank_profile = nullptr;
+  // Issue 23, session 12: > 0 runs every plan in ONE `mpirun -np N protwin interleave` launch, this
+  // many steps each (the first warm-up), plan by plan step by step, each rank probing right before
+  // and after every step; every step is then predicted by the joint simulation at both ranks'
+  // speeds of that moment (cli/rank_step_speeds.h), section "metrics_interleaved". 0: off.
+  int interleave_steps = 0;
 };
 
 using CostFactory = std::function<std::unique_ptr<hw::HardwareCostModel>(const hw::Machine&)>;

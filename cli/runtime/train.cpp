@@ -6,6 +6,7 @@
 #include "cli/options.h"
 #include "cli/subcommand.h"
 #include "runtime/comm/rank_group.h"
+#include "runtime/comm/wait_probe.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
@@ -44,7 +45,7 @@ int run_train(const std::vector<std::string>& args) {
        "steps between checkpoints (0: after the last step only)")
       ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
       ("probes", "time the reference probes (GEMM, copy, CPU Adam) on every rank before and after every step; "
-                 "--json gets rank_probes")
+                 "--json gets rank_probes (and on N ranks wait_cpu_share: the core a rank uses waiting for a late peer)")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("[mpirun -np G] protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] [--net-GBps Y] "
@@ -60,15 +61,7 @@ int run_train(const std::vector<std::string>& args) {
   const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, ranks.size());
   o.probes = vm.count("probes") > 0;
   rt::TrainResult r;
-  try {
-    r = rt::train(rp, o);
-  } catch (const Error& e) {
-    if (ranks.size() == 1) throw;
-    // Its peers may wait in a collective for this rank: say why, then end them all.
-    std::fprintf(stderr, "protwin train: error: rank %d: %s\n", ranks.rank(), e.what());
-    ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);
-    throw;
-  }
+  rt::run_or_abort_all(ranks, "protwin train", [&] { r = rt::train(rp, o); });
   // Every rank's probes, gathered in rank order (every rank takes part in the all-gathers).
   nlohmann::json rank_probes = nlohmann::json::array();
   if (o.probes) {
@@ -87,6 +80,8 @@ int run_train(const std::vector<std::string>& args) {
     }
     for (auto& steps : per_rank) rank_probes.push_back(std::move(steps));
   }
+  // With the probes: the core a rank uses while it waits for a late peer (runtime/comm/wait_probe.h).
+  const double wait_cpu_share = o.probes ? rt::measure_wait_cpu_share(ranks) : 0;
   if (!rank_reports.empty())
     traces::write_report(r.last_report, rank_reports + "/rank" + std::to_string(r.rank) + ".json");
   if (r.rank != 0) return 0;  // rank 0 reports (its own device; the losses are the global batch's)
@@ -117,6 +112,7 @@ int run_train(const std::vector<std::string>& args) {
                 {"link_GBps", o.link_gbps},
                 {"net_GBps", o.net_gbps}};
     if (o.probes) j["rank_probes"] = rank_probes;
+    if (o.probes && ranks.size() > 1) j["wait_cpu_share"] = wait_cpu_share;
     print_json(j);
     return 0;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -143,6 +144,17 @@ std::vector<double> RankGroup::all_gather(double mine) {
 
 void RankGroup::abort_all(int code) const {
   if (size_ > 1) g_mpi.abort(code);
+}
+
+void run_or_abort_all(RankGroup& ranks, const char* command, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    if (ranks.size() == 1) throw;
+    std::fprintf(stderr, "%s: error: rank %d: %s\n", command, ranks.rank(), e.what());
+    ranks.abort_all(e.kind() == ErrorKind::kUser ? 2 : 1);
+    throw;
+  }
 }
 
 int cores_per_rank(int host_cores) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -65,6 +66,11 @@ class RankGroup {
   int rank_ = 0, size_ = 1;
   double net_gbps_ = 0;
 };
+
+// Runs `body`; when it throws protwin::Error on N ranks, prints "<command>: error: rank R: ..." and
+// ends every rank (abort_all, exit 2 for a user error): its peers may wait in a collective for it.
+// With one rank the error propagates as usual.
+void run_or_abort_all(RankGroup& ranks, const char* command, const std::function<void()>& body);
 
 // Host cores this rank may use: the machine's cores shared evenly by the ranks on this node
 // (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1.

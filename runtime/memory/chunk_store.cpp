@@ -44,6 +44,11 @@ bool ChunkStore::host_owned(int c) const { return !layout_.device_optimizer[stat
 
 bool ChunkStore::device_sharded(int c) const { return layout_.device_sharded[static_cast<size_t>(c)]; }
 
+bool ChunkStore::sharded_state(int c, StateKind kind) const {
+  // A device-sharded chunk keeps whole params beside its shard of m and v.
+  return ranks_.size() > 1 && (host_owned(c) || (device_sharded(c) && kind != StateKind::kParams));
+}
+
 Shard ChunkStore::host_shard(int c) const {
   const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
   return host_owned(c) || device_sharded(c) ? ranks_.shard(n) : Shard{0, n};
@@ -71,7 +76,7 @@ at::Tensor ChunkStore::export_flat(StateKind kind) const {
   for (int c = 0; c < chunks(); ++c) {
     const at::Tensor mine = state(c, kind).cpu();
     const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
-    if (mine.numel() == n) {
+    if (!sharded_state(c, kind)) {
       whole.push_back(mine);
       continue;
     }
@@ -101,9 +106,8 @@ void ChunkStore::import_flat(StateKind kind, const at::Tensor& flat) {
   }
   for (int c = 0; c < chunks(); ++c) {
     at::Tensor dst = state(c, kind);  // handle to the chunk's storage
-    // A sharded device chunk's params are whole (its m and v are the shard).
     const int64_t n = layout_.chunk_numel[static_cast<size_t>(c)];
-    const Shard s = dst.numel() == n ? Shard{0, n} : host_shard(c);
+    const Shard s = sharded_state(c, kind) ? host_shard(c) : Shard{0, n};
     dst.copy_(whole[static_cast<size_t>(c)].narrow(0, s.begin, s.count));
     // A ZeRO-Offload chunk keeps a device copy of the (whole) master.
     if (kind == StateKind::kParams && layout_.device_resident[static_cast<size_t>(c)] && host_owned(c))

@@ -148,6 +148,10 @@ class ChunkStore {
   bool host_owned(int c) const;
   bool device_sharded(int c) const;
   Shard host_shard(int c) const;  // the elements of chunk c this rank's optimizer states hold
+  // Whether chunk c's `kind` state is held as shards (and so export_flat gathers it). Decided from
+  // the layout and the rank count alone, the same on every rank: a rank whose shard happens to be
+  // the whole chunk (a chunk of fewer elements than ranks) still joins the gather.
+  bool sharded_state(int c, StateKind kind) const;
   at::Tensor& master(int c);
   const at::Tensor& state(int c, StateKind kind) const;
 

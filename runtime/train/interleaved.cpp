@@ -20,6 +20,9 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
   PROTWIN_CHECK(o.steps >= 1, "--steps: expected at least 1, got ", o.steps);
   check_link_gbps(o.link_gbps);
   const DeviceKind kind = resolve_device(o.device);
+  RankGroup one_rank;
+  RankGroup& group = o.ranks ? *o.ranks : one_rank;
+  group.set_net_gbps(o.net_gbps);
 
   // Everything is set up before the first step: data, weights, one replayer per plan.
   struct Running {
@@ -36,8 +39,11 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
     Running& r = run[i];
     r.data = std::make_unique<ByteDataset>(o.data.empty() ? kDefaultDataFile : o.data, rp.seq);
     ReplayOptions ro;
-    ro.threads = ThreadSplit::choose(ThreadSplit::host_cores(), rp.offloads);
+    PROTWIN_CHECK(rp.ranks == group.size(), rp.source, ":/meta/gpus: ", rp.ranks, " GPUs, but ", group.size(),
+                  " processes are running (mpirun -np ", rp.ranks, ")");
+    ro.threads = ThreadSplit::choose(cores_per_rank(ThreadSplit::host_cores()), rp.offloads);
     ro.link_gbps = o.link_gbps;
+    ro.ranks = o.ranks;
     r.split = ro.threads;
     r.replayer = make_replayer(rp, ro, kind);
     std::vector<at::Tensor> params = allocate_params(rp.model, at::TensorOptions().dtype(at::kFloat));
@@ -66,14 +72,21 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
       InterleavedPlan& p = out.plans[i];
       if (o.before_step) o.before_step(index++);
       at::Tensor tokens, targets;
-      r.data->batch(r.pos, plans[i].batch, tokens, targets);
+      const int64_t global_batch = plans[i].batch * group.size();
+      r.data->batch(r.pos, global_batch, tokens, targets);
+      if (group.size() > 1) {  // this rank's rows
+        tokens = tokens.narrow(0, plans[i].batch * group.rank(), plans[i].batch).contiguous();
+        targets = targets.narrow(0, plans[i].batch * group.rank(), plans[i].batch).contiguous();
+      }
       probe(p.probe_before, p.copy_probe_before, p.adam_probe_before);
       r.split.apply();  // process-wide: each plan's own compute threads
+      if (group.size() > 1) group.all_gather(0.0);  // the ranks start the step together
       const auto t0 = std::chrono::steady_clock::now();
       StepResult s = r.replayer->step(tokens, targets, step + 1);
       p.iteration_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      p.losses.push_back(s.loss);
       probe(p.probe_after, p.copy_probe_after, p.adam_probe_after);
-      r.pos = r.data->next_position(r.pos, plans[i].batch);
+      r.pos = r.data->next_position(r.pos, global_batch);
       p.peak_device_bytes = std::max(p.peak_device_bytes, s.peak_device_bytes);
       p.peak_host_bytes = std::max(p.peak_host_bytes, s.peak_host_bytes);
       s.report.meta["step"] = step + 1;

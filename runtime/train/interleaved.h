@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/comm/rank_group.h"
 #include "runtime/executor/runtime_plan.h"
 #include "traces/report.h"
 
@@ -25,10 +26,16 @@ struct InterleaveOptions {
   // Called before every step (and its probes) with the running step index (0-based over all
   // plans and steps); tests inject a drifting machine speed here.
   std::function<void(int64_t)> before_step;
+  // N ranks (issue 23, `mpirun -np N protwin interleave`): every rank runs every plan in the same
+  // order on its rows of the global batch; the ranks meet before each step's clock starts (after
+  // the probes), so a step's time is measured from a common start. nullptr: one rank.
+  RankGroup* ranks = nullptr;
+  double net_gbps = 0;  // the collectives' bus-bandwidth cap on N ranks, as `protwin train --net-GBps`
 };
 
 struct InterleavedPlan {
   std::vector<double> iteration_s;   // raw wall time of each step
+  std::vector<double> losses;        // this rank's loss of each step (issue 23: checked against train's)
   std::vector<double> probe_before;  // reference GEMM GFLOPS just before each step
   std::vector<double> probe_after;   // ... and just after it
   // The other resources' reference probes (stability_probe.h), just before and after each step:

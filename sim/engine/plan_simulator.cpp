@@ -1,7 +1,5 @@
 #include "sim/engine/plan_simulator.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -19,16 +17,11 @@
 #include "sim/engine/pool.h"
 #include "sim/engine/resource.h"
 #include "traces/error.h"
+#include "traces/thread_cpu_time.h"
 
 namespace protwin::sim {
 
 namespace {
-
-double thread_cpu_s() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 // Event priorities at equal time: ends first, then transfer starts, then op starts.
 constexpr int64_t kPrioEnd = 0;
@@ -796,9 +789,9 @@ traces::Report Run::simulate() {
   for (size_t h = 0; h < hosts_.size(); ++h) try_launch(h);
   loop_started_ = true;
   flush_ready();
-  const double t0 = thread_cpu_s();
+  const double t0 = traces::thread_cpu_seconds();
   engine_.run();
-  loop_cpu_s_ = thread_cpu_s() - t0;
+  loop_cpu_s_ = traces::thread_cpu_seconds() - t0;
   if (finished_ != gen_) {
     for (size_t i = 0; i < state_.size(); ++i) {
       if (streamed_) {

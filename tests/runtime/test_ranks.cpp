@@ -158,3 +158,53 @@ TEST_CASE("ranks: --rank-reports writes every rank's step on the shared clock, -
         CHECK(s.at(k).get<double>() > 0);
   }
 }
+
+// Issue 23, session 12: all plans in one `mpirun -np 2 protwin interleave` launch, step by step
+// (plans forwards on even steps, backwards on odd ones). Oracle: each plan trains to the losses
+// of its own `mpirun -np 2 protwin train` (within 1e-6): the alternation, each plan's data
+// position and each rank's rows of the global batch are kept per plan. The group's step is its
+// slowest rank's; every rank reports its probes around every step.
+TEST_CASE("ranks: interleave on 2 ranks trains every plan to its own train losses, with both ranks' probes",
+          "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const protwin::sim::Workload w = tiny_workload("gpt2-tiny");
+  const std::vector<protwin::sim::OffloadKnobs> ks = policies(w);
+  const std::vector<std::string> plans = {write(compile_plan(w, ks[0], kGpuBytes, kRanks), "interleave0.json"),
+                                          write(compile_plan(w, ks[1], kGpuBytes, kRanks), "interleave1.json"),
+                                          write(resident_plan(w, kRanks), "interleave2.json")};
+  std::string args = "interleave --steps " + std::to_string(kSteps) + " --net-GBps 5 --json";
+  for (const std::string& p : plans) args += " --plan " + p;
+  const CliResult r = run_protwin(args, mpirun(kRanks));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("ranks") == kRanks);
+  REQUIRE(j.at("plans").size() == plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const nlohmann::json& p = j["plans"][i];
+    close_to(p.at("losses").get<std::vector<double>>(), losses(plans[i], kRanks, "--net-GBps 5"),
+             "interleaved plan " + std::to_string(i) + " against its own train");
+    const auto group = p.at("iteration_s").get<std::vector<double>>();
+    const auto per_rank = p.at("ranks").at("iteration_s").get<std::vector<std::vector<double>>>();
+    REQUIRE(per_rank.size() == static_cast<size_t>(kRanks));
+    REQUIRE(group.size() == static_cast<size_t>(kSteps));
+    for (size_t s = 0; s < group.size(); ++s) CHECK(group[s] == std::max(per_rank[0][s], per_rank[1][s]));
+    for (const char* probe : {"gemm_before_gflops", "gemm_after_gflops", "copy_before_GBps", "copy_after_GBps",
+                              "adam_before_mparams_per_s", "adam_after_mparams_per_s"}) {
+      const auto v = p["ranks"].at(probe).get<std::vector<std::vector<double>>>();
+      REQUIRE(v.size() == static_cast<size_t>(kRanks));
+      for (const auto& rank : v) {
+        REQUIRE(rank.size() == static_cast<size_t>(kSteps));
+        for (double x : rank) CHECK(x > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("ranks: interleave refuses a 1-GPU plan under mpirun -np 2, naming the plan", "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const std::string p = write(resident_plan(tiny_workload("gpt2-tiny")), "interleave_one_gpu.json");
+  const CliResult r = run_protwin("interleave --steps 2 --plan " + p, mpirun(kRanks));
+  CHECK(r.code != 0);
+  CHECK(r.err.find(p + ":/meta/gpus") != std::string::npos);
+}

@@ -1,0 +1,224 @@
+#include "sim/engine/joint_ranks.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "hwmodels/kernel_table.h"
+#include "sim/engine/plan_simulator.h"
+#include "traces/error.h"
+
+namespace protwin::sim {
+namespace {
+
+std::string rank_prefix(int r) { return "rank" + std::to_string(r) + "."; }
+
+// Every joint op's cost, priced once by its rank's model against the original plan; each pass
+// scales the fixed part of CPU ops by their processor-sharing stretch.
+class JointCostModel : public hw::CostModel {
+ public:
+  JointCostModel(std::vector<hw::LinkSpec> links, std::vector<hw::OpCost> costs, int queue_depth)
+      : links_(std::move(links)), costs_(std::move(costs)), scale_(costs_.size(), 1.0), queue_depth_(queue_depth) {}
+  std::vector<hw::LinkSpec> links() const override { return links_; }
+  int launch_queue_depth() const override { return queue_depth_; }
+  hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
+    hw::OpCost c = costs_[static_cast<size_t>(op.id)];
+    c.fixed = SimTime{static_cast<int64_t>(static_cast<double>(c.fixed.ns) * scale_[static_cast<size_t>(op.id)] + 0.5)};
+    return c;
+  }
+  std::vector<double>& scale() { return scale_; }
+
+ private:
+  std::vector<hw::LinkSpec> links_;
+  std::vector<hw::OpCost> costs_;
+  std::vector<double> scale_;
+  int queue_depth_;
+};
+
+// The joint plan: per plan op and rank, its copy (and before a collective, the rank's arrival).
+struct Joint {
+  traces::Plan plan;
+  std::vector<int> rank;          // per joint op
+  std::vector<std::string> base;  // per joint op: the plan's stream name
+  std::vector<int> arrival;       // per joint op: its arrival's joint id for a collective, else -1
+};
+
+Joint build_joint(const traces::Plan& plan, int R) {
+  const size_t n = plan.ops.size();
+  // Joint ids first (deps may point forward).
+  std::vector<std::vector<int>> id(static_cast<size_t>(R), std::vector<int>(n)), arrive = id;
+  std::vector<bool> collective(n);
+  int next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    collective[i] = R > 1 && hw::is_collective_kind(plan.ops[i].kind);
+    if (collective[i])
+      for (int r = 0; r < R; ++r) arrive[static_cast<size_t>(r)][i] = next++;
+    for (int r = 0; r < R; ++r) id[static_cast<size_t>(r)][i] = next++;
+  }
+  Joint j;
+  j.plan.meta = {{"joint_ranks", R}, {"plan", plan.meta}};
+  for (int r = 0; r < R; ++r)
+    for (const auto& s : plan.streams) j.plan.streams.push_back({rank_prefix(r) + s.name, {}});
+  j.plan.ops.resize(static_cast<size_t>(next));
+  j.rank.resize(static_cast<size_t>(next));
+  j.base.resize(static_cast<size_t>(next));
+  j.arrival.assign(static_cast<size_t>(next), -1);
+  for (size_t i = 0; i < n; ++i) {
+    const traces::Op& op = plan.ops[i];
+    std::vector<int> all_arrivals;
+    for (int r = 0; r < R; ++r) {
+      const auto ru = static_cast<size_t>(r);
+      std::vector<int> own;
+      for (int d : op.deps) {
+        PROTWIN_CHECK(d >= 0 && static_cast<size_t>(d) < n, traces::describe_op(plan, op), ": dependency ", d,
+                      " is not an op of the plan");
+        own.push_back(id[ru][static_cast<size_t>(d)]);
+      }
+      auto place = [&](int jid, const std::string& kind, std::vector<int> deps) {
+        traces::Op& o = j.plan.ops[static_cast<size_t>(jid)];
+        o.id = jid;
+        o.kind = kind;
+        o.stream = rank_prefix(r) + op.stream;
+        o.block = op.block;
+        o.priority = op.priority;
+        o.deps = std::move(deps);
+        j.rank[static_cast<size_t>(jid)] = r;
+        j.base[static_cast<size_t>(jid)] = op.stream;
+      };
+      if (collective[i]) {
+        place(arrive[ru][i], "arrive", own);
+        all_arrivals.push_back(arrive[ru][i]);
+      } else {
+        place(id[ru][i], op.kind, own);
+      }
+    }
+    if (collective[i])
+      for (int r = 0; r < R; ++r) {
+        const auto ru = static_cast<size_t>(r);
+        traces::Op& o = j.plan.ops[static_cast<size_t>(id[ru][i])];
+        o = j.plan.ops[static_cast<size_t>(arrive[ru][i])];
+        o.id = id[ru][i];
+        o.kind = op.kind;
+        o.deps = all_arrivals;  // starts once the last rank has arrived
+        j.rank[static_cast<size_t>(o.id)] = r;
+        j.base[static_cast<size_t>(o.id)] = op.stream;
+        j.arrival[static_cast<size_t>(o.id)] = arrive[ru][i];
+      }
+  }
+  return j;
+}
+
+// Piecewise-constant runnable thread count; F(t) = integral of min(1, C / n) from the first change.
+class Sharing {
+ public:
+  Sharing(std::vector<std::pair<int64_t, double>> changes, double cores) {
+    std::sort(changes.begin(), changes.end());
+    double n = 0, f = 0;  // f: the integral from the first change
+    int64_t t = changes.empty() ? 0 : changes.front().first;
+    t0_ = t;
+    for (const auto& [at, d] : changes) {
+      f += rate(n, cores) * static_cast<double>(at - t);
+      t = at;
+      n += d;
+      if (!at_.empty() && at_.back() == at) {
+        rate_.back() = rate(n, cores);
+        continue;
+      }
+      at_.push_back(at);
+      integral_.push_back(f);
+      rate_.push_back(rate(n, cores));
+    }
+  }
+  // Work done (in seconds of an unshared core) over [a, b).
+  double work(int64_t a, int64_t b) const { return F(b) - F(a); }
+
+ private:
+  static double rate(double n, double cores) { return n > cores ? cores / n : 1.0; }
+  double F(int64_t t) const {
+    auto it = std::upper_bound(at_.begin(), at_.end(), t);
+    if (it == at_.begin()) return static_cast<double>(t - t0_);  // before any change: unshared
+    const size_t k = static_cast<size_t>(it - at_.begin()) - 1;
+    return integral_[k] + rate_[k] * static_cast<double>(t - at_[k]);
+  }
+  int64_t t0_ = 0;
+  std::vector<int64_t> at_;
+  std::vector<double> integral_, rate_;
+};
+
+}  // namespace
+
+JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<const hw::CostModel*>& ranks,
+                                const HostCores& cores, int passes) {
+  PROTWIN_ASSERT(!ranks.empty(), "simulate_joint_ranks needs a cost model per rank");
+  const int R = static_cast<int>(ranks.size());
+  Joint j = build_joint(plan, R);
+
+  // Each rank's links, renamed, side by side; each op priced by its rank's model.
+  std::vector<hw::LinkSpec> links;
+  std::vector<int> offset;
+  for (int r = 0; r < R; ++r) {
+    offset.push_back(static_cast<int>(links.size()));
+    for (hw::LinkSpec l : ranks[static_cast<size_t>(r)]->links()) {
+      l.name = rank_prefix(r) + l.name;
+      links.push_back(std::move(l));
+    }
+  }
+  std::vector<hw::OpCost> costs(j.plan.ops.size());
+  {
+    size_t k = 0;  // joint ops come in plan order: [arrivals], then one copy per rank
+    for (const traces::Op& op : plan.ops) {
+      if (R > 1 && hw::is_collective_kind(op.kind)) k += static_cast<size_t>(R);  // arrivals cost nothing
+      for (int r = 0; r < R; ++r, ++k) {
+        hw::OpCost c = ranks[static_cast<size_t>(r)]->cost(op, plan);
+        for (int l = 0; l < c.n_links(); ++l) c.links[static_cast<size_t>(l)] += offset[static_cast<size_t>(r)];
+        costs[k] = c;
+      }
+    }
+    PROTWIN_ASSERT(k == costs.size(), "joint plan: ", k, " priced ops of ", costs.size());
+  }
+  JointCostModel cost(links, std::move(costs), ranks.front()->launch_queue_depth());
+
+  traces::Report report = PlanSimulator(cost).run(j.plan);
+  for (int pass = 0; cores.cores > 0 && pass < passes; ++pass) {
+    std::vector<std::pair<int64_t, double>> changes;
+    auto busy = [&](int64_t a, int64_t b, double threads) {
+      if (b <= a || threads <= 0) return;
+      changes.emplace_back(a, threads);
+      changes.emplace_back(b, -threads);
+    };
+    for (const auto& o : report.ops) {
+      const auto id = static_cast<size_t>(o.id);
+      if (auto t = cores.threads.find(j.base[id]); t != cores.threads.end()) busy(o.start.ns, o.end.ns, t->second);
+      if (j.arrival[id] >= 0) busy(report.ops[static_cast<size_t>(j.arrival[id])].end.ns, o.start.ns, cores.wait_threads);
+    }
+    const Sharing sharing(std::move(changes), static_cast<double>(cores.cores));
+    for (const auto& o : report.ops) {
+      const auto id = static_cast<size_t>(o.id);
+      if (!cores.threads.count(j.base[id])) continue;
+      const int64_t len = o.end.ns - o.start.ns;
+      const double done = sharing.work(o.start.ns, o.end.ns);
+      // The base time stretched by the length the op took over the work it got done in the pass
+      // before (in seconds of an unshared core): at the fixed point it gets exactly its base
+      // time's work done.
+      cost.scale()[id] = len > 0 && done > 0 ? static_cast<double>(len) / done : 1.0;
+    }
+    report = PlanSimulator(cost).run(j.plan);
+  }
+
+  JointRanks out;
+  out.rank_s.assign(static_cast<size_t>(R), 0);
+  out.wait_s.assign(static_cast<size_t>(R), 0);
+  out.compute_s.assign(static_cast<size_t>(R), 0);
+  for (const auto& o : report.ops) {
+    const auto id = static_cast<size_t>(o.id);
+    const auto r = static_cast<size_t>(j.rank[id]);
+    out.rank_s[r] = std::max(out.rank_s[r], o.end.seconds());
+    if (j.arrival[id] >= 0)
+      out.wait_s[r] += (o.start - report.ops[static_cast<size_t>(j.arrival[id])].end).seconds();
+    if (j.base[id] == "compute") out.compute_s[r] += (o.end - o.start).seconds();
+  }
+  out.iteration_s = report.iteration.seconds();
+  out.report = std::move(report);
+  return out;
+}
+
+}  // namespace protwin::sim
