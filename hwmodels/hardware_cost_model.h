@@ -53,7 +53,7 @@ class HardwareCostModel : public CostModel {
 
   const Machine& machine() const { return machine_; }
 
-  // CostModel. Ops: forward/backward/recompute (and any op with attrs.kernels) sum their kernels;
+  // CostModel. Ops: forward/backward/recompute (and any op with a kernel set) sum their kernels;
   // h2d/d2h copy work.bytes (pageable when attrs.pinned is false or a read tensor lives in the
   // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over attrs.ranks or
   // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain; with
@@ -82,6 +82,8 @@ class HardwareCostModel : public CostModel {
   double kernel_seconds(const traces::Kernel& k, bool backward = false) const;
   // The same with where the time came from.
   KernelTime kernel_time(const traces::Kernel& k, bool backward = false) const;
+  // The sum of a kernel set's kernels (count x kernel_time), memoised per distinct set.
+  KernelTime kernel_set_time(const traces::KernelSet& ks, bool backward) const;
   // One (batched, batch >= 1) GEMM with its source; gemm_seconds for batch 1 is its seconds.
   KernelTime gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
   // A collective of `ranks` ranks, `ranks_per_node` per node, with its source. send_recv: 2 ranks.

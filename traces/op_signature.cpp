@@ -18,10 +18,6 @@ nlohmann::json kernel_to_json(const Kernel& k) {
           {"count", k.count},   {"flops", k.flops},     {"bytes", k.bytes}};
 }
 
-Kernel kernel_from_json(const nlohmann::json& j, const std::string& where) {
-  return kernel_from_json(j, [&] { return where; });
-}
-
 // One pass over the object's members: plan ops carry thousands of kernels, and the simulator
 // reads them on every run, so no repeated map lookups and no strings built unless there is an error.
 Kernel kernel_from_json(const nlohmann::json& j, const std::function<std::string()>& where) {
@@ -64,21 +60,18 @@ Kernel kernel_from_json(const nlohmann::json& j, const std::function<std::string
   return k;
 }
 
-std::vector<Kernel> kernels_of(const nlohmann::json& op_attrs, const std::string& where) {
-  return kernels_of(op_attrs, [&] { return where; });
+KernelSet kernel_set_from_json(const nlohmann::json& j, const std::string& where) {
+  PROTWIN_CHECK(j.is_array(), where, ": expected an array of kernels");
+  KernelSet out;
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) out.push_back(kernel_from_json(j[i], [&] { return where + "/" + std::to_string(i); }));
+  return out;
 }
 
-std::vector<Kernel> kernels_of(const nlohmann::json& op_attrs, const std::function<std::string()>& where) {
-  std::vector<Kernel> out;
-  if (!op_attrs.is_object()) return out;
-  auto it = op_attrs.find("kernels");
-  if (it == op_attrs.end()) return out;
-  const auto& ks = *it;
-  PROTWIN_CHECK(ks.is_array(), where(), "/kernels: expected an array");
-  out.reserve(ks.size());
-  for (size_t i = 0; i < ks.size(); ++i)
-    out.push_back(kernel_from_json(ks[i], [&] { return where() + "/kernels/" + std::to_string(i); }));
-  return out;
+nlohmann::json kernel_set_to_json(const KernelSet& ks) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& k : ks) a.push_back(kernel_to_json(k));
+  return a;
 }
 
 int dtype_bytes(const std::string& dtype) {

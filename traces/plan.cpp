@@ -95,8 +95,10 @@ ChunkSpec read_chunk(const JsonNode& n) {
   return c;
 }
 
-// An op; `chunks` is the plan's chunk count (an op's chunk is one of them, or -1 for none).
-Op read_op(const JsonNode& n, size_t chunks) {
+// An op of `plan` (its chunks and kernel sets read); a version-1 or 2 op's attrs.kernels go into
+// the plan's kernel sets.
+Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
+  const size_t chunks = plan.chunks.size();
   Op op;
   op.id = static_cast<int>(n.get_int("id"));
   op.kind = n.get_string("kind");
@@ -133,6 +135,13 @@ Op read_op(const JsonNode& n, size_t chunks) {
     }
   }
   if (auto a = n.find("attrs")) op.attrs = a->raw();
+  if (op.attrs.is_object() && op.attrs.contains("kernels")) {
+    if (version >= 3) n.at("attrs").at("kernels").fail("a version-3 op names its kernels by index (\"kernels\": i into /kernel_sets)");
+    op.kernels = plan.add_kernel_set(kernel_set_from_json(op.attrs["kernels"], n.at("attrs").at("kernels").where()));
+    op.attrs.erase("kernels");
+  } else if (n.has("kernels")) {
+    op.kernels = static_cast<int>(n.get_int_in("kernels", 0, static_cast<int64_t>(plan.kernel_sets.size()) - 1));
+  }
   return op;
 }
 
@@ -296,6 +305,18 @@ int Plan::stream_index(const std::string& name) const {
   return -1;
 }
 
+int Plan::add_kernel_set(KernelSet ks) {
+  for (size_t i = 0; i < kernel_sets.size(); ++i)
+    if (kernel_sets[i] == ks) return static_cast<int>(i);
+  kernel_sets.push_back(std::move(ks));
+  return static_cast<int>(kernel_sets.size()) - 1;
+}
+
+const KernelSet& Plan::kernels_of(const Op& op) const {
+  static const KernelSet kNone;
+  return op.kernels >= 0 ? kernel_sets[static_cast<size_t>(op.kernels)] : kNone;
+}
+
 int Plan::pool_index(const std::string& name) const {
   for (size_t i = 0; i < pools.size(); ++i)
     if (pools[i].name == name) return static_cast<int>(i);
@@ -342,9 +363,9 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   if (format != kPlanFormat)
     root.at("format").fail("expected \"" + std::string(kPlanFormat) + "\", got \"" + format + "\"");
   const int64_t version = root.get_int("version");
-  if (version != 1 && version != kPlanVersion)
+  if (version < 1 || version > kPlanVersion)
     root.at("version").fail("unsupported plan version " + std::to_string(version) +
-                            " (this protwin reads versions 1 and " + std::to_string(kPlanVersion) + ")");
+                            " (this protwin reads versions 1 to " + std::to_string(kPlanVersion) + ")");
   Plan plan;
   if (auto meta = root.find("meta")) {
     if (!meta->is_object()) meta->fail("expected an object");
@@ -359,11 +380,14 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
     for (size_t i = 0; i < tensors->size(); ++i) plan.tensors.push_back(read_tensor(tensors->at(i)));
   if (auto chunks = root.find("chunks"))
     for (size_t i = 0; i < chunks->size(); ++i) plan.chunks.push_back(read_chunk(chunks->at(i)));
+  if (auto sets = root.find("kernel_sets"))
+    for (size_t i = 0; i < sets->size(); ++i)
+      plan.kernel_sets.push_back(kernel_set_from_json(sets->at(i).raw(), sets->at(i).where()));
   JsonNode ops = root.at("ops");
   plan.ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     JsonNode n = ops.at(i);
-    plan.ops.push_back(read_op(n, plan.chunks.size()));
+    plan.ops.push_back(read_op(n, plan, version));
     if (plan.ops.back().id != static_cast<int>(i))
       n.at("id").fail("op ids must be dense and in order: expected " + std::to_string(i) +
                       ", got " + std::to_string(plan.ops.back().id));
@@ -389,6 +413,7 @@ nlohmann::json op_to_json(const Op& op) {
   if (op.block >= 0) jo["block"] = op.block;
   if (op.chunk >= 0) jo["chunk"] = op.chunk;
   if (op.priority != 0) jo["priority"] = op.priority;
+  if (op.kernels >= 0) jo["kernels"] = op.kernels;
   if (!op.reads.empty()) jo["reads"] = op.reads;
   if (!op.writes.empty()) jo["writes"] = op.writes;
   if (!op.deps.empty()) jo["deps"] = op.deps;
@@ -434,8 +459,10 @@ nlohmann::json plan_frame(const Plan& plan) {
     if (!c.optimizer.empty()) jc["optimizer"] = c.optimizer;
     chunks.push_back(std::move(jc));
   }
-  return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta}, {"streams", streams},
-          {"tensors", tensors},    {"chunks", chunks},        {"ops", json::array()}};
+  json sets = json::array();
+  for (const auto& ks : plan.kernel_sets) sets.push_back(kernel_set_to_json(ks));
+  return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta},       {"streams", streams},
+          {"tensors", tensors},    {"chunks", chunks},        {"kernel_sets", sets}, {"ops", json::array()}};
 }
 
 }  // namespace
@@ -456,11 +483,16 @@ void write_plan(const Plan& plan, const std::string& path) {
 // plan_to_json(plan).dump(1)).
 PlanWriter::PlanWriter(const std::string& path, const Plan& header)
     : out_(std::make_unique<AtomicFileWriter>(path)),
-      splice_(std::make_unique<ArraySplicer>(*out_, plan_frame(header), "ops", 1)) {}
+      splice_(std::make_unique<ArraySplicer>(*out_, plan_frame(header), "ops", 1)),
+      kernel_sets_(header.kernel_sets.size()) {}
 
 PlanWriter::~PlanWriter() = default;
 
-void PlanWriter::add(const Op& op) { splice_->add(op_to_json(op)); }
+void PlanWriter::add(const Op& op) {
+  PROTWIN_ASSERT(op.kernels < static_cast<int>(kernel_sets_), describe_op(op), ": kernel set ", op.kernels,
+                 " was not in the header when the plan's frame was written");
+  splice_->add(op_to_json(op));
+}
 
 void PlanWriter::commit() {
   splice_->finish();
@@ -506,6 +538,8 @@ ValidationResult validate(const Plan& plan) {
     const int s = plan.stream_index(op.stream);
     PROTWIN_CHECK(s >= 0, describe_op(plan, op), ": unknown stream \"", op.stream, "\"");
     stream_of[static_cast<size_t>(op.id)] = s;
+    PROTWIN_CHECK(op.kernels >= -1 && op.kernels < static_cast<int>(plan.kernel_sets.size()), describe_op(plan, op),
+                  ": kernel set ", op.kernels, " does not exist (the plan has ", plan.kernel_sets.size(), ")");
     PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(plan, op),
                   ": negative work (flops ", op.work.flops, ", bytes ", op.work.bytes, ", params ",
                   op.work.params, ")");

@@ -28,12 +28,6 @@ std::vector<BlockParams> block_params(const Workload& w) {
   return out;
 }
 
-nlohmann::json kernels_json(const std::vector<traces::Kernel>& ks) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& k : ks) a.push_back(traces::kernel_to_json(k));
-  return a;
-}
-
 // Builds the op list; one instance per compile.
 class Builder {
  public:
@@ -298,7 +292,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     op.work.flops = bl.forward_flops();
     op.work.bytes = static_cast<int64_t>(bl.forward_bytes());
     op.work.params = bl.param_count;
-    op.attrs = {{"kernels", kernels_json(bl.forward)}, {"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
+    op.kernels = plan.add_kernel_set(bl.forward);
+    op.attrs = {{"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
     if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
@@ -408,7 +403,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       Op& op = b.op(rc);
       op.work.flops = total_flops(bl.recompute);
       op.work.bytes = static_cast<int64_t>(total_bytes(bl.recompute));
-      op.attrs = {{"kernels", kernels_json(bl.recompute)}, {"block", bl.name}};
+      op.kernels = plan.add_kernel_set(bl.recompute);
+      op.attrs = {{"block", bl.name}};
       if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {ckpt_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
@@ -426,7 +422,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.work.flops = bl.backward_flops();
       op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
       op.work.params = bl.param_count;
-      op.attrs = {{"kernels", kernels_json(bl.backward)}, {"block", bl.name}};
+      op.kernels = plan.add_kernel_set(bl.backward);
+      op.attrs = {{"block", bl.name}};
       if (auto h = host_work_json(block_host_work(k.host_work, bl, true)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);

@@ -174,6 +174,7 @@ TEST_CASE("a measured op profile wins over the curves", "[hwmodels]") {
   traces::Op op = make_op("forward", 0);
   k.sig = hit;
   k.count = 3;
-  op.attrs = {{"kernels", {traces::kernel_to_json(k)}}};
-  CHECK(cm.cost(op, traces::Plan()).fixed.ns == Approx(4.5e6).margin(1));
+  traces::Plan plan;
+  op.kernels = plan.add_kernel_set({k});
+  CHECK(cm.cost(op, plan).fixed.ns == Approx(4.5e6).margin(1));
 }

@@ -34,7 +34,7 @@ MegatronOptions layout(int64_t tp, int64_t pp, int64_t dp, int64_t microbatches,
   o.gbs = 2 * dp * microbatches;
   o.seq = 64;
   o.dtype = dtype;
-  o.expand_kernels = true;
+  o.describe_ops = true;
   apply_framework_preset(o, framework);
   return o;
 }
@@ -228,7 +228,7 @@ TEST_CASE("LocalDDP (megatron-lm without overlap): main_grad += grad after every
   for (const auto& op : p.plan.ops)
     if (op.attrs.contains("part") && op.attrs["part"] == "main_grad accumulation") {
       ++passes;
-      for (const auto& k : op.attrs["kernels"]) bytes += k["bytes"].get<double>();
+      for (const auto& k : p.plan.kernels_of(op)) bytes += k.bytes;
     }
   CHECK(passes == m * (kLayers + 2));  // every unit (embedding, layers, head) of every micro-batch
   // fp16 main_grad (no --accumulate-allreduce-grads-in-fp32): read grad and main_grad, write it.
