@@ -39,11 +39,9 @@ traces::OpSignature collective_sig(const std::string& kind, double bytes, int ra
   return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
 }
 
-// A copy is pageable when attrs.pinned is false or, without it, a read tensor lives in "pageable".
+// A copy is pageable when op.pinned is false or, unset, a read tensor lives in "pageable".
 bool copy_is_pinned(const traces::Op& op, const traces::Plan& plan) {
-  if (op.attrs.is_object() && op.attrs.contains("pinned") && op.attrs["pinned"].is_boolean()) {
-    return op.attrs["pinned"].get<bool>();
-  }
+  if (op.pinned) return *op.pinned;
   for (int t : op.reads)
     for (const auto& ts : plan.tensors)
       if (ts.id == t && ts.home == "pageable") return false;
@@ -667,26 +665,22 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
   }
   CollectiveKind kind;
   if (collective_from_string(op.kind, &kind)) {
-    const int ranks = op.attrs.is_object() && op.attrs.contains("ranks")
-                          ? meta_int(op.attrs, "ranks", 1)
-                          : meta_int(plan.meta, "gpus", 1);
+    const traces::CollectiveGroup& g = op.group;
+    const int ranks = g.ranks > 0 ? g.ranks : meta_int(plan.meta, "gpus", 1);
     if (ranks <= 1 || bytes <= 0) return c;
-    const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
-    const int per_node = meta_int(op.attrs, "ranks_per_node", 0);
-    if (op.attrs.is_object() && op.attrs.contains("ranks_per_node") &&
-        !(per_node == ranks && machine_.intra_node.host_staged)) {
+    if (g.ranks_per_node > 0 && !(g.ranks_per_node == ranks && machine_.intra_node.host_staged)) {
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        priced(&c, collective_priced(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
+        priced(&c, collective_priced(kind, bytes, ranks, g.ranks_per_node, g.groups_per_node));
       } catch (const Error& e) {
-        throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
+        throw Error(traces::describe_op(op) + " group.ranks_per_node: " + e.what());
       }
       return c;
     }
-    const CollectiveScope scope = inter ? CollectiveScope::kInterNode : CollectiveScope::kIntraNode;
-    const bool staged = inter ? machine_.inter_node && machine_.inter_node->host_staged
-                              : machine_.intra_node.host_staged;
+    const CollectiveScope scope = g.inter_node ? CollectiveScope::kInterNode : CollectiveScope::kIntraNode;
+    const bool staged = g.inter_node ? machine_.inter_node && machine_.inter_node->host_staged
+                                     : machine_.intra_node.host_staged;
     if (!staged) {
       priced(&c, collective_priced(kind, bytes, ranks, scope));
       return c;
@@ -701,8 +695,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     return c;
   }
   if (op.kind == "send_recv") {
-    const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
-    priced(&c, send_recv_priced(bytes, inter));
+    priced(&c, send_recv_priced(bytes, op.group.inter_node));
     return c;
   }
   if (op.kind == "adam_cpu") {

@@ -47,11 +47,7 @@ struct Kernel {
 using KernelSet = std::vector<Kernel>;
 
 nlohmann::json kernel_to_json(const Kernel& k);
-// Errors name `where()` (e.g. "plan.json:/kernel_sets/3/0"), built only when there is an error.
-Kernel kernel_from_json(const nlohmann::json& j, const std::function<std::string()>& where);
-// A JSON array of kernels; errors name `where` + "/i".
-KernelSet kernel_set_from_json(const nlohmann::json& j, const std::string& where);
-nlohmann::json kernel_set_to_json(const KernelSet& ks);
+nlohmann::json kernel_set_to_json(const KernelSet& ks);  // read by traces/plan.cpp
 
 // Bytes per element of a dtype name ("fp32" 4, "fp16"/"bf16" 2, "int64" 8, ...); 0 if unknown.
 int dtype_bytes(const std::string& dtype);

@@ -95,6 +95,36 @@ ChunkSpec read_chunk(const JsonNode& n) {
   return c;
 }
 
+// A kernel set: an array of {kind, shape, dtype, count, flops, bytes} (traces/op_signature.h).
+KernelSet read_kernel_set(const JsonNode& n) {
+  KernelSet out(n.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const JsonNode k = n.at(i);
+    Kernel& kn = out[i];
+    kn.sig.kind = k.get_string("kind");
+    if (auto sh = k.find("shape"))
+      for (size_t d = 0; d < sh->size(); ++d) {
+        kn.sig.shape.push_back(sh->at(d).as_int());
+        if (kn.sig.shape.back() < 0) sh->at(d).fail("expected an integer >= 0");
+      }
+    kn.sig.dtype = k.get_string("dtype", "fp32");
+    if (dtype_bytes(kn.sig.dtype) == 0) k.at("dtype").fail("expected one of fp32, fp16, bf16, fp64, int64, int32, int8");
+    kn.count = k.get_nonneg_int("count", 1);
+    kn.flops = k.has("flops") ? k.get_nonneg_number("flops") : 0;
+    kn.bytes = k.has("bytes") ? k.get_nonneg_number("bytes") : 0;
+  }
+  return out;
+}
+
+// A collective's group {ranks, ranks_per_node, groups_per_node, scope}, each optional (older
+// plans say them in attrs).
+CollectiveGroup read_group(const JsonNode& g) {
+  auto count = [&](const char* key) { return g.has(key) ? static_cast<int>(g.get_int_in(key, 0, INT_MAX)) : 0; };
+  const std::string scope = g.get_string("scope", "intra_node");
+  if (scope != "intra_node" && scope != "inter_node") g.at("scope").fail("expected \"intra_node\" or \"inter_node\", got \"" + scope + "\"");
+  return {count("ranks"), count("ranks_per_node"), count("groups_per_node"), scope == "inter_node"};
+}
+
 // An op of `plan` (its chunks and kernel sets read); a version-1 or 2 op's attrs.kernels go into
 // the plan's kernel sets.
 Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
@@ -135,9 +165,17 @@ Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
     }
   }
   if (auto a = n.find("attrs")) op.attrs = a->raw();
+  if (op.attrs.is_object()) {  // older plans: the typed fields in attrs
+    const JsonNode a = n.at("attrs");
+    if (a.has("pinned")) op.pinned = a.get_bool("pinned", true);
+    op.group = read_group(a);
+    for (const char* key : {"pinned", "ranks", "ranks_per_node", "groups_per_node", "scope"}) op.attrs.erase(key);
+  }
+  if (n.has("pinned")) op.pinned = n.get_bool("pinned", true);
+  if (auto g = n.find("group")) op.group = read_group(*g);
   if (op.attrs.is_object() && op.attrs.contains("kernels")) {
     if (version >= 3) n.at("attrs").at("kernels").fail("a version-3 op names its kernels by index (\"kernels\": i into /kernel_sets)");
-    op.kernels = plan.add_kernel_set(kernel_set_from_json(op.attrs["kernels"], n.at("attrs").at("kernels").where()));
+    op.kernels = plan.add_kernel_set(read_kernel_set(n.at("attrs").at("kernels")));
     op.attrs.erase("kernels");
   } else if (n.has("kernels")) {
     op.kernels = static_cast<int>(n.get_int_in("kernels", 0, static_cast<int64_t>(plan.kernel_sets.size()) - 1));
@@ -382,7 +420,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
     for (size_t i = 0; i < chunks->size(); ++i) plan.chunks.push_back(read_chunk(chunks->at(i)));
   if (auto sets = root.find("kernel_sets"))
     for (size_t i = 0; i < sets->size(); ++i)
-      plan.kernel_sets.push_back(kernel_set_from_json(sets->at(i).raw(), sets->at(i).where()));
+      plan.kernel_sets.push_back(read_kernel_set(sets->at(i)));
   JsonNode ops = root.at("ops");
   plan.ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -414,6 +452,13 @@ nlohmann::json op_to_json(const Op& op) {
   if (op.chunk >= 0) jo["chunk"] = op.chunk;
   if (op.priority != 0) jo["priority"] = op.priority;
   if (op.kernels >= 0) jo["kernels"] = op.kernels;
+  if (op.pinned) jo["pinned"] = *op.pinned;
+  const CollectiveGroup& g = op.group;
+  if (g.ranks > 0 || g.ranks_per_node > 0 || g.groups_per_node > 0 || g.inter_node) {
+    jo["group"] = {{"ranks", g.ranks}, {"scope", g.inter_node ? "inter_node" : "intra_node"}};
+    if (g.ranks_per_node > 0) jo["group"]["ranks_per_node"] = g.ranks_per_node;
+    if (g.groups_per_node > 0) jo["group"]["groups_per_node"] = g.groups_per_node;
+  }
   if (!op.reads.empty()) jo["reads"] = op.reads;
   if (!op.writes.empty()) jo["writes"] = op.writes;
   if (!op.deps.empty()) jo["deps"] = op.deps;

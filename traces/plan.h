@@ -7,8 +7,10 @@
 //        "tensors": [...], "chunks": [...], "kernel_sets": [[kernel, ...], ...], "ops": [...]}
 // Version 2 added each chunk's residency and optimizer placement (ChunkSpec); version 3 lists
 // each distinct kernel set once and a compute op names its set by index ("kernels": i) instead
-// of carrying attrs.kernels. Versions 1 and 2 are read as they are, their ops' attrs.kernels
-// moved into the table.
+// of carrying attrs.kernels, and says a copy's "pinned" and a collective's "group" {ranks,
+// ranks_per_node, groups_per_node, scope} as typed fields. Older files (and attrs written by
+// hand) are read as they are: attrs.kernels move into the table, attrs pinned, ranks,
+// ranks_per_node, groups_per_node and scope into the typed fields.
 #pragma once
 
 #include <cstdint>
@@ -101,6 +103,16 @@ struct Work {
   int64_t params = 0;
 };
 
+// The group a collective or send_recv runs over. ranks 0: meta.gpus ranks; ranks_per_node 0: not
+// placed on nodes (then inter_node picks the machine's inter-node domain); groups_per_node: the
+// groups sharing a node's NICs (0: all of its GPUs in such groups; hwmodels/collective_model.h).
+struct CollectiveGroup {
+  int ranks = 0;
+  int ranks_per_node = 0;
+  int groups_per_node = 0;
+  bool inter_node = false;
+};
+
 struct Op {
   int id = 0;
   std::string kind;              // forward, backward, recompute, h2d, d2h, all_gather, ...
@@ -109,6 +121,9 @@ struct Op {
   int chunk = -1;
   int priority = 0;              // ties at equal time: lower runs first, then lower id
   int kernels = -1;              // the kernels it runs: an index into Plan::kernel_sets (-1: none)
+  std::optional<bool> pinned;    // a copy's host memory pinned, else pageable (unset: pageable when
+                                 // a tensor it reads lives in the "pageable" pool)
+  CollectiveGroup group;         // collectives and send_recv
   std::vector<int> reads, writes, deps;
   Work work;
   std::vector<MemEffect> mem;

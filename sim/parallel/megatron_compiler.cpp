@@ -57,8 +57,8 @@ class TemplateBank {
     op.kind = kind;
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
-    op.attrs = {{"ranks", g.size}, {"ranks_per_node", g.ranks_per_node}, {"scope", g.scope()},
-                {"group", g.name}, {"what", what}};
+    op.group = {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()};
+    op.attrs = {{"group", g.name}, {"what", what}};
     if (host_sync) op.attrs["host_sync"] = true;
     return add(std::move(op), 0);
   }
@@ -67,8 +67,8 @@ class TemplateBank {
     op.kind = "send_recv";
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
-    op.attrs = {{"ranks", 2}, {"ranks_per_node", inter_node ? 1 : 2},
-                {"scope", inter_node ? "inter_node" : "intra_node"}, {"what", what}};
+    op.group = {2, inter_node ? 1 : 2, 0, inter_node};
+    op.attrs = {{"what", what}};
     if (host_sync) op.attrs["host_sync"] = true;
     return add(std::move(op), 0);
   }
@@ -91,7 +91,9 @@ class TemplateBank {
   int add(Op op, double mm) {
     // Collective, send and Adam templates repeat with equal contents: share them.
     const std::string key = op.kind + "|" + op.stream + "|" + std::to_string(op.work.bytes) + "|" +
-                            std::to_string(op.work.params) + "|" + std::to_string(op.kernels) + "|" + op.attrs.dump();
+                            std::to_string(op.work.params) + "|" + std::to_string(op.kernels) + "|" +
+                            std::to_string(op.group.ranks) + "|" + std::to_string(op.group.ranks_per_node) + "|" +
+                            std::to_string(op.group.inter_node) + "|" + op.attrs.dump();
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     op.id = static_cast<int>(ops.size());
@@ -345,12 +347,13 @@ class Emitter {
       op.deps = std::move(deps);
       op.work = t.work;
       op.kernels = t.kernels;
+      op.group = t.group;
       // Every op carries what prices it; the descriptive attrs (block, part, group, what) only
       // with describe_ops.
       if (describe_) {
         op.attrs = t.attrs;
       } else {
-        for (const char* key : {"ranks", "ranks_per_node", "scope", "host_sync", "bytes_per_param"}) {
+        for (const char* key : {"host_sync", "bytes_per_param"}) {
           auto it = t.attrs.find(key);
           if (it != t.attrs.end()) op.attrs[key] = *it;
         }

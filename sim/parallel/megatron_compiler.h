@@ -5,7 +5,7 @@
 // Rank classes. Ranks of one TP, CP or DP group do the same work at the same time, so ONE rank
 // per pipeline stage is simulated (the p stages differ: the first holds the embedding, the last
 // the LM head and loss, and they are shifted in time by the schedule). A collective is one op of
-// that rank whose cost is the whole collective's time over its group (attrs ranks,
+// that rank whose cost is the whole collective's time over its group (Op::group: ranks,
 // ranks_per_node, scope from the placement; work.bytes = the full buffer S, NCCL-tests
 // convention). Per stage s the streams are
 //   stage<s>.compute  forward / backward / recompute ops, the TP collectives on the critical path
@@ -33,7 +33,7 @@
 // Granularity: per (micro-batch, layer, phase) one compute op per piece between two
 // collectives (one op per layer without TP and CP), its kernels (sim/workload, sharded by tp and
 // cp) a kernel set of the plan (Op::kernels; the cost model prices each set once). Every op
-// carries what prices it (collectives and sends attrs ranks, ranks_per_node and scope); with
+// carries what prices it (collectives and sends their group: ranks, ranks_per_node, scope); with
 // describe_ops also its descriptive attrs (block, part, group, what). The plan has no memory
 // pools: the memory of a 4D layout comes from the estimator (sim/estimate).
 #pragma once

@@ -137,7 +137,7 @@ TEST_CASE("plan copies use the PCIe direction link plus the shared duplex link",
   CHECK(c.link_bytes == Approx(64 << 20));
   CHECK(c.max_GBps == Approx(25.1));
   traces::Op pageable = make_op("d2h", 64 << 20);
-  pageable.attrs = {{"pinned", false}};
+  pageable.pinned = false;
   const OpCost p = cm.cost(pageable, plan);
   CHECK(p.fixed == SimTime(20000));
   CHECK(p.max_GBps == Approx(11.0));

@@ -103,6 +103,34 @@ TEST_CASE("plan version 2: chunks say where they live and where their optimizer 
   REQUIRE_THROWS_WITH(parse(j), Catch::Contains("p.json:/chunks/0/resident"));
 }
 
+TEST_CASE("plan version 3: copies and collectives say pinned and their group as typed fields, older attrs move there") {
+  auto j = small_plan_json();
+  j["version"] = 2;
+  j["ops"][0]["attrs"] = {{"pinned", false}, {"what", "param_chunk"}};
+  j["ops"][2]["attrs"] = {{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}};
+  const Plan old = parse(j);
+  CHECK(old.ops[0].pinned == std::optional<bool>(false));
+  CHECK(old.ops[0].attrs == nlohmann::json({{"what", "param_chunk"}}));
+  CHECK_FALSE(old.ops[1].pinned.has_value());
+  const CollectiveGroup& g = old.ops[2].group;
+  CHECK((g.ranks == 16 && g.ranks_per_node == 8 && g.groups_per_node == 1 && g.inter_node));
+  CHECK(old.ops[2].attrs.empty());
+  const nlohmann::json v3 = plan_to_json(old);
+  CHECK(v3["ops"][0]["pinned"] == false);
+  CHECK(v3["ops"][2]["group"] ==
+        nlohmann::json({{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}}));
+  CHECK(plan_to_json(parse(v3)) == v3);
+  nlohmann::json bad = v3;
+  bad["ops"][2]["group"]["scope"] = "rack";
+  REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/2/group/scope: expected \"intra_node\" or \"inter_node\", got \"rack\"");
+  bad = v3;
+  bad["ops"][2]["group"]["ranks"] = -2;
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/2/group/ranks"));
+  bad = v3;
+  bad["ops"][0]["pinned"] = "yes";
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/0/pinned"));
+}
+
 TEST_CASE("unknown stream") {
   auto j = small_plan_json();
   j["ops"][1]["stream"] = "gpu0";

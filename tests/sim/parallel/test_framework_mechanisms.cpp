@@ -74,7 +74,7 @@ TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root
     ++n[op.kind];
     if (op.kind == "all_gather") gathered += op.work.bytes;
     if (op.kind == "reduce_scatter") reduced += op.work.bytes;
-    CHECK(op.attrs["ranks"] == dp);
+    CHECK(op.group.ranks == dp);
   }
   // Per micro-batch: the root and L layers gathered for forward, the L layers again for backward;
   // L + 1 reduce-scatters (composer's ddp_sync_context does nothing for FSDP: no no_sync).
@@ -200,7 +200,7 @@ TEST_CASE("Megatron-LM SC'21 step: main grads, unscale, norm, Adam, copy back, t
       if (op.kind == "all_reduce" && (what(op) == "found_inf" || what(op) == "grad norm")) {
         CHECK(op.attrs.value("host_sync", false));  // .item()
         CHECK(op.work.bytes == 4);
-        CHECK(op.attrs["ranks"] == 4);  // the model-parallel group, TP x PP
+        CHECK(op.group.ranks == 4);  // the model-parallel group, TP x PP
         ++synced;
       }
       if (op.kind == "adam_device") {
