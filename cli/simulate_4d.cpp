@@ -101,7 +101,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   desc.add_options()
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (one track per stream per stage)")
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON)")
-      ("plan-out", po::value(&plan_out), "write the compiled plan, every op with its kernels")
+      ("plan-out", po::value(&plan_out), "write the compiled plan: its kernel sets, every op described")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("protwin simulate-4d --model M --machine NODE [--nodes N] --tp T --pp P --cp C --dp D "

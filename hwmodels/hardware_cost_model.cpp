@@ -39,11 +39,9 @@ traces::OpSignature collective_sig(const std::string& kind, double bytes, int ra
   return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
 }
 
-// A copy is pageable when attrs.pinned is false or, without it, a read tensor lives in "pageable".
+// A copy is pageable when op.pinned is false or, unset, a read tensor lives in "pageable".
 bool copy_is_pinned(const traces::Op& op, const traces::Plan& plan) {
-  if (op.attrs.is_object() && op.attrs.contains("pinned") && op.attrs["pinned"].is_boolean()) {
-    return op.attrs["pinned"].get<bool>();
-  }
+  if (op.pinned) return *op.pinned;
   for (int t : op.reads)
     for (const auto& ts : plan.tensors)
       if (ts.id == t && ts.home == "pageable") return false;
@@ -110,16 +108,26 @@ struct MemoKey {
   }
 };
 
+void hash_mix(size_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+size_t kernel_hash(const traces::OpSignature& sig, double bytes, double flops, bool backward) {
+  size_t h = std::hash<std::string>()(sig.kind) ^ (std::hash<std::string>()(sig.dtype) << 1);
+  for (int64_t d : sig.shape) hash_mix(h, static_cast<uint64_t>(d));
+  hash_mix(h, std::hash<double>()(bytes));
+  hash_mix(h, std::hash<double>()(flops));
+  hash_mix(h, backward);
+  return h;
+}
+
 struct MemoKeyHash {
-  size_t operator()(const MemoKey& k) const {
-    size_t h = std::hash<std::string>()(k.sig.kind) ^ (std::hash<std::string>()(k.sig.dtype) << 1);
-    auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-    for (int64_t d : k.sig.shape) mix(static_cast<uint64_t>(d));
-    mix(std::hash<double>()(k.bytes));
-    mix(std::hash<double>()(k.flops));
-    mix(k.backward);
-    return h;
-  }
+  size_t operator()(const MemoKey& k) const { return kernel_hash(k.sig, k.bytes, k.flops, k.backward); }
+};
+
+// A priced kernel set: its kernels, direction and summed time.
+struct PricedSet {
+  traces::KernelSet kernels;
+  bool backward;
+  KernelTime time;
 };
 
 namespace {
@@ -164,7 +172,32 @@ bool same_tensor_cores(const Machine& a, const Machine& b) {
 struct HardwareCostModel::Memo {
   std::mutex mu;
   std::unordered_map<MemoKey, KernelTime, MemoKeyHash> times;
+  std::unordered_multimap<size_t, PricedSet> sets;  // by the hash of their kernels and direction
 };
+
+// Each distinct kernel set is summed once: the ops of a plan, and the plans of a search, share a
+// few dozen sets.
+KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool backward) const {
+  size_t h = backward;
+  for (const auto& k : ks) {
+    hash_mix(h, kernel_hash(k.sig, k.bytes, k.flops, backward));
+    hash_mix(h, static_cast<uint64_t>(k.count));
+  }
+  {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    for (auto [it, end] = memo_->sets.equal_range(h); it != end; ++it)
+      if (it->second.backward == backward && it->second.kernels == ks) return it->second.time;
+  }
+  KernelTime sum{0, KernelSource::kNone};
+  for (const auto& k : ks) {
+    const KernelTime t = kernel_time(k, backward);
+    sum.seconds += static_cast<double>(k.count) * t.seconds;
+    sum.source = sum.source == KernelSource::kNone || sum.source == t.source ? t.source : KernelSource::kMixed;
+  }
+  std::lock_guard<std::mutex> lock(memo_->mu);
+  memo_->sets.emplace(h, PricedSet{ks, backward, sum});
+  return sum;
+}
 
 HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
     : machine_(std::move(machine)), profile_(std::move(profile)), collectives_(machine_),
@@ -591,8 +624,8 @@ void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& 
                                                                          : h.eager_op_us;
     const double per_kernel = op_us + h.kernel_launch_us;
     int64_t n = 0;
-    if (op.attrs.is_object() && op.attrs.contains("kernels") && op.attrs["kernels"].is_array()) {
-      for (const auto& k : op.attrs["kernels"]) n += k.is_object() ? k.value("count", int64_t{1}) : 1;
+    if (op.kernels >= 0) {
+      for (const auto& k : plan.kernels_of(op)) n += k.count;
     } else if (op.work.flops > 0 || op.work.bytes > 0) {
       n = 1;
     }
@@ -637,26 +670,22 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
   }
   CollectiveKind kind;
   if (collective_from_string(op.kind, &kind)) {
-    const int ranks = op.attrs.is_object() && op.attrs.contains("ranks")
-                          ? meta_int(op.attrs, "ranks", 1)
-                          : meta_int(plan.meta, "gpus", 1);
+    const traces::CollectiveGroup& g = op.group;
+    const int ranks = g.ranks > 0 ? g.ranks : meta_int(plan.meta, "gpus", 1);
     if (ranks <= 1 || bytes <= 0) return c;
-    const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
-    const int per_node = meta_int(op.attrs, "ranks_per_node", 0);
-    if (op.attrs.is_object() && op.attrs.contains("ranks_per_node") &&
-        !(per_node == ranks && machine_.intra_node.host_staged)) {
+    if (g.ranks_per_node > 0 && !(g.ranks_per_node == ranks && machine_.intra_node.host_staged)) {
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        priced(&c, collective_priced(kind, bytes, ranks, per_node, meta_int(op.attrs, "groups_per_node", 0)));
+        priced(&c, collective_priced(kind, bytes, ranks, g.ranks_per_node, g.groups_per_node));
       } catch (const Error& e) {
-        throw Error(traces::describe_op(op) + " attrs.ranks_per_node: " + e.what());
+        throw Error(traces::describe_op(op) + " group.ranks_per_node: " + e.what());
       }
       return c;
     }
-    const CollectiveScope scope = inter ? CollectiveScope::kInterNode : CollectiveScope::kIntraNode;
-    const bool staged = inter ? machine_.inter_node && machine_.inter_node->host_staged
-                              : machine_.intra_node.host_staged;
+    const CollectiveScope scope = g.inter_node ? CollectiveScope::kInterNode : CollectiveScope::kIntraNode;
+    const bool staged = g.inter_node ? machine_.inter_node && machine_.inter_node->host_staged
+                                     : machine_.intra_node.host_staged;
     if (!staged) {
       priced(&c, collective_priced(kind, bytes, ranks, scope));
       return c;
@@ -671,8 +700,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     return c;
   }
   if (op.kind == "send_recv") {
-    const bool inter = op.attrs.is_object() && op.attrs.value("scope", std::string()) == "inter_node";
-    priced(&c, send_recv_priced(bytes, inter));
+    priced(&c, send_recv_priced(bytes, op.group.inter_node));
     return c;
   }
   if (op.kind == "adam_cpu") {
@@ -714,15 +742,8 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
         priced(&c, {*t, KernelSource::kProfile});
         return c;
       }
-  const std::vector<traces::Kernel> kernels = traces::kernels_of(op.attrs, std::function<std::string()>([&] { return traces::describe_op(op) + " attrs"; }));
-  if (!kernels.empty()) {
-    KernelTime sum{0, KernelSource::kNone};
-    for (const auto& k : kernels) {
-      const KernelTime t = kernel_time(k, op.kind == "backward");
-      sum.seconds += static_cast<double>(k.count) * t.seconds;
-      sum.source = sum.source == KernelSource::kNone || sum.source == t.source ? t.source : KernelSource::kMixed;
-    }
-    priced(&c, sum);
+  if (const traces::KernelSet& ks = plan.kernels_of(op); !ks.empty()) {
+    priced(&c, kernel_set_time(ks, op.kind == "backward"));
     return c;
   }
   if (op.work.flops > 0 || op.work.bytes > 0) {

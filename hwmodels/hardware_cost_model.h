@@ -14,7 +14,7 @@
 //   ranks on one host (meta.gpus / meta.nodes) share its cores and DRAM. Device Adam: memory-bound over bytes per param.
 // - Collectives (NCCL-tests busbw): all-gather / reduce-scatter a + (n-1)/n S / busbw,
 //   all-reduce a + 2(n-1)/n S / busbw (broadcast: busbw = algbw, a + S / busbw). Host-staged
-//   domains (no P2P) also load the PCIe links. Groups placed on a cluster (attrs.ranks_per_node)
+//   domains (no P2P) also load the PCIe links. Groups placed on a cluster (op.group.ranks_per_node)
 //   and point-to-point send_recv use the per-level model of hwmodels/collective_model.h.
 // A measured op profile wins over the curves for any kernel it has (ProfileLookup).
 //
@@ -53,13 +53,13 @@ class HardwareCostModel : public CostModel {
 
   const Machine& machine() const { return machine_; }
 
-  // CostModel. Ops: forward/backward/recompute (and any op with attrs.kernels) sum their kernels;
-  // h2d/d2h copy work.bytes (pageable when attrs.pinned is false or a read tensor lives in the
-  // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over attrs.ranks or
-  // meta.gpus ranks (attrs.scope "inter_node" for the inter-node domain; with
-  // attrs.ranks_per_node the group is placed on nodes, attrs.groups_per_node the groups sharing a
+  // CostModel. Ops: forward/backward/recompute (and any op with a kernel set) sum their kernels;
+  // h2d/d2h copy work.bytes (pageable when op.pinned is false or a read tensor lives in the
+  // "pageable" pool); all_gather/reduce_scatter/all_reduce/broadcast over op.group.ranks or
+  // meta.gpus ranks (group.inter_node for the inter-node domain; with
+  // group.ranks_per_node the group is placed on nodes, group.groups_per_node the groups sharing a
   // node's NICs, see collective_model.h); send_recv copies
-  // work.bytes between two GPUs (attrs.scope "inter_node" across nodes); adam_cpu/adam_device
+  // work.bytes between two GPUs (group.inter_node across nodes); adam_cpu/adam_device
   // update work.params; host_cast moves work.bytes through host DRAM; alloc/free cost nothing (steady-state caching allocator); other ops with
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
   std::vector<LinkSpec> links() const override;
@@ -82,6 +82,8 @@ class HardwareCostModel : public CostModel {
   double kernel_seconds(const traces::Kernel& k, bool backward = false) const;
   // The same with where the time came from.
   KernelTime kernel_time(const traces::Kernel& k, bool backward = false) const;
+  // The sum of a kernel set's kernels (count x kernel_time), memoised per distinct set.
+  KernelTime kernel_set_time(const traces::KernelSet& ks, bool backward) const;
   // One (batched, batch >= 1) GEMM with its source; gemm_seconds for batch 1 is its seconds.
   KernelTime gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
   // A collective of `ranks` ranks, `ranks_per_node` per node, with its source. send_recv: 2 ranks.
@@ -162,8 +164,8 @@ std::unique_ptr<HardwareCostModel> make_cost_model(Machine machine, const traces
 // ending in .json), or "none" (nullptr). A bad file is an error naming it and the JSON pointer.
 std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& name_or_file);
 
-// Ranks per node of a legacy inter-node group (attrs.scope "inter_node" without
-// attrs.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the
+// Ranks per node of a legacy inter-node group (group.inter_node without
+// group.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the
 // group is a multiple of G larger than one node, else one rank per node.
 int inter_node_ranks_per_node(int ranks, int gpus_per_node);
 

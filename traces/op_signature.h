@@ -7,7 +7,8 @@
 //   flash_attention  {batch*heads, seq_q, seq_k, head_dim}
 //   layernorm, rmsnorm, gelu, swiglu, softmax, dropout, elementwise, cross_entropy, embedding,
 //   adam             {elements} (cross_entropy: {rows, vocab})
-// Plan ops carry their kernels in attrs["kernels"]: [{"kind","shape","dtype","count","flops","bytes"}].
+// A plan lists each distinct kernel set once (Plan::kernel_sets, JSON /kernel_sets: arrays of
+// {"kind","shape","dtype","count","flops","bytes"}); a compute op names its set by index (Op::kernels).
 #pragma once
 
 #include <cstdint>
@@ -37,15 +38,16 @@ struct Kernel {
   int64_t count = 1;
   double flops = 0;  // per run
   double bytes = 0;  // bytes read + written per run
+  bool operator==(const Kernel& o) const {
+    return count == o.count && flops == o.flops && bytes == o.bytes && sig == o.sig;
+  }
 };
 
+// The kernels one compute op runs, in order.
+using KernelSet = std::vector<Kernel>;
+
 nlohmann::json kernel_to_json(const Kernel& k);
-// Errors name `where` (e.g. "plan.json:/ops/3/attrs/kernels/0").
-Kernel kernel_from_json(const nlohmann::json& j, const std::string& where);
-std::vector<Kernel> kernels_of(const nlohmann::json& op_attrs, const std::string& where);
-// The same, with the location built only when there is an error (hot paths).
-Kernel kernel_from_json(const nlohmann::json& j, const std::function<std::string()>& where);
-std::vector<Kernel> kernels_of(const nlohmann::json& op_attrs, const std::function<std::string()>& where);
+nlohmann::json kernel_set_to_json(const KernelSet& ks);  // read by traces/plan.cpp
 
 // Bytes per element of a dtype name ("fp32" 4, "fp16"/"bf16" 2, "int64" 8, ...); 0 if unknown.
 int dtype_bytes(const std::string& dtype);

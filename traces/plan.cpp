@@ -95,8 +95,40 @@ ChunkSpec read_chunk(const JsonNode& n) {
   return c;
 }
 
-// An op; `chunks` is the plan's chunk count (an op's chunk is one of them, or -1 for none).
-Op read_op(const JsonNode& n, size_t chunks) {
+// A kernel set: an array of {kind, shape, dtype, count, flops, bytes} (traces/op_signature.h).
+KernelSet read_kernel_set(const JsonNode& n) {
+  KernelSet out(n.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const JsonNode k = n.at(i);
+    Kernel& kn = out[i];
+    kn.sig.kind = k.get_string("kind");
+    if (auto sh = k.find("shape"))
+      for (size_t d = 0; d < sh->size(); ++d) {
+        kn.sig.shape.push_back(sh->at(d).as_int());
+        if (kn.sig.shape.back() < 0) sh->at(d).fail("expected an integer >= 0");
+      }
+    kn.sig.dtype = k.get_string("dtype", "fp32");
+    if (dtype_bytes(kn.sig.dtype) == 0) k.at("dtype").fail("expected one of fp32, fp16, bf16, fp64, int64, int32, int8");
+    kn.count = k.get_nonneg_int("count", 1);
+    kn.flops = k.has("flops") ? k.get_nonneg_number("flops") : 0;
+    kn.bytes = k.has("bytes") ? k.get_nonneg_number("bytes") : 0;
+  }
+  return out;
+}
+
+// A collective's group {ranks, ranks_per_node, groups_per_node, scope}, each optional (older
+// plans say them in attrs).
+CollectiveGroup read_group(const JsonNode& g) {
+  auto count = [&](const char* key) { return g.has(key) ? static_cast<int>(g.get_int_in(key, 0, INT_MAX)) : 0; };
+  const std::string scope = g.get_string("scope", "intra_node");
+  if (scope != "intra_node" && scope != "inter_node") g.at("scope").fail("expected \"intra_node\" or \"inter_node\", got \"" + scope + "\"");
+  return {count("ranks"), count("ranks_per_node"), count("groups_per_node"), scope == "inter_node"};
+}
+
+// An op of `plan` (its chunks and kernel sets read); a version-1 or 2 op's attrs.kernels go into
+// the plan's kernel sets.
+Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
+  const size_t chunks = plan.chunks.size();
   Op op;
   op.id = static_cast<int>(n.get_int("id"));
   op.kind = n.get_string("kind");
@@ -133,6 +165,21 @@ Op read_op(const JsonNode& n, size_t chunks) {
     }
   }
   if (auto a = n.find("attrs")) op.attrs = a->raw();
+  if (op.attrs.is_object()) {  // older plans: the typed fields in attrs
+    const JsonNode a = n.at("attrs");
+    if (a.has("pinned")) op.pinned = a.get_bool("pinned", true);
+    op.group = read_group(a);
+    for (const char* key : {"pinned", "ranks", "ranks_per_node", "groups_per_node", "scope"}) op.attrs.erase(key);
+  }
+  if (n.has("pinned")) op.pinned = n.get_bool("pinned", true);
+  if (auto g = n.find("group")) op.group = read_group(*g);
+  if (op.attrs.is_object() && op.attrs.contains("kernels")) {
+    if (version >= 3) n.at("attrs").at("kernels").fail("a version-3 op names its kernels by index (\"kernels\": i into /kernel_sets)");
+    op.kernels = plan.add_kernel_set(read_kernel_set(n.at("attrs").at("kernels")));
+    op.attrs.erase("kernels");
+  } else if (n.has("kernels")) {
+    op.kernels = static_cast<int>(n.get_int_in("kernels", 0, static_cast<int64_t>(plan.kernel_sets.size()) - 1));
+  }
   return op;
 }
 
@@ -296,6 +343,18 @@ int Plan::stream_index(const std::string& name) const {
   return -1;
 }
 
+int Plan::add_kernel_set(KernelSet ks) {
+  for (size_t i = 0; i < kernel_sets.size(); ++i)
+    if (kernel_sets[i] == ks) return static_cast<int>(i);
+  kernel_sets.push_back(std::move(ks));
+  return static_cast<int>(kernel_sets.size()) - 1;
+}
+
+const KernelSet& Plan::kernels_of(const Op& op) const {
+  static const KernelSet kNone;
+  return op.kernels >= 0 ? kernel_sets[static_cast<size_t>(op.kernels)] : kNone;
+}
+
 int Plan::pool_index(const std::string& name) const {
   for (size_t i = 0; i < pools.size(); ++i)
     if (pools[i].name == name) return static_cast<int>(i);
@@ -342,9 +401,9 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   if (format != kPlanFormat)
     root.at("format").fail("expected \"" + std::string(kPlanFormat) + "\", got \"" + format + "\"");
   const int64_t version = root.get_int("version");
-  if (version != 1 && version != kPlanVersion)
+  if (version < 1 || version > kPlanVersion)
     root.at("version").fail("unsupported plan version " + std::to_string(version) +
-                            " (this protwin reads versions 1 and " + std::to_string(kPlanVersion) + ")");
+                            " (this protwin reads versions 1 to " + std::to_string(kPlanVersion) + ")");
   Plan plan;
   if (auto meta = root.find("meta")) {
     if (!meta->is_object()) meta->fail("expected an object");
@@ -359,11 +418,14 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
     for (size_t i = 0; i < tensors->size(); ++i) plan.tensors.push_back(read_tensor(tensors->at(i)));
   if (auto chunks = root.find("chunks"))
     for (size_t i = 0; i < chunks->size(); ++i) plan.chunks.push_back(read_chunk(chunks->at(i)));
+  if (auto sets = root.find("kernel_sets"))
+    for (size_t i = 0; i < sets->size(); ++i)
+      plan.kernel_sets.push_back(read_kernel_set(sets->at(i)));
   JsonNode ops = root.at("ops");
   plan.ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     JsonNode n = ops.at(i);
-    plan.ops.push_back(read_op(n, plan.chunks.size()));
+    plan.ops.push_back(read_op(n, plan, version));
     if (plan.ops.back().id != static_cast<int>(i))
       n.at("id").fail("op ids must be dense and in order: expected " + std::to_string(i) +
                       ", got " + std::to_string(plan.ops.back().id));
@@ -389,6 +451,14 @@ nlohmann::json op_to_json(const Op& op) {
   if (op.block >= 0) jo["block"] = op.block;
   if (op.chunk >= 0) jo["chunk"] = op.chunk;
   if (op.priority != 0) jo["priority"] = op.priority;
+  if (op.kernels >= 0) jo["kernels"] = op.kernels;
+  if (op.pinned) jo["pinned"] = *op.pinned;
+  const CollectiveGroup& g = op.group;
+  if (g.ranks > 0 || g.ranks_per_node > 0 || g.groups_per_node > 0 || g.inter_node) {
+    jo["group"] = {{"ranks", g.ranks}, {"scope", g.inter_node ? "inter_node" : "intra_node"}};
+    if (g.ranks_per_node > 0) jo["group"]["ranks_per_node"] = g.ranks_per_node;
+    if (g.groups_per_node > 0) jo["group"]["groups_per_node"] = g.groups_per_node;
+  }
   if (!op.reads.empty()) jo["reads"] = op.reads;
   if (!op.writes.empty()) jo["writes"] = op.writes;
   if (!op.deps.empty()) jo["deps"] = op.deps;
@@ -434,8 +504,10 @@ nlohmann::json plan_frame(const Plan& plan) {
     if (!c.optimizer.empty()) jc["optimizer"] = c.optimizer;
     chunks.push_back(std::move(jc));
   }
-  return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta}, {"streams", streams},
-          {"tensors", tensors},    {"chunks", chunks},        {"ops", json::array()}};
+  json sets = json::array();
+  for (const auto& ks : plan.kernel_sets) sets.push_back(kernel_set_to_json(ks));
+  return {{"format", kPlanFormat}, {"version", kPlanVersion}, {"meta", meta},       {"streams", streams},
+          {"tensors", tensors},    {"chunks", chunks},        {"kernel_sets", sets}, {"ops", json::array()}};
 }
 
 }  // namespace
@@ -456,11 +528,16 @@ void write_plan(const Plan& plan, const std::string& path) {
 // plan_to_json(plan).dump(1)).
 PlanWriter::PlanWriter(const std::string& path, const Plan& header)
     : out_(std::make_unique<AtomicFileWriter>(path)),
-      splice_(std::make_unique<ArraySplicer>(*out_, plan_frame(header), "ops", 1)) {}
+      splice_(std::make_unique<ArraySplicer>(*out_, plan_frame(header), "ops", 1)),
+      kernel_sets_(header.kernel_sets.size()) {}
 
 PlanWriter::~PlanWriter() = default;
 
-void PlanWriter::add(const Op& op) { splice_->add(op_to_json(op)); }
+void PlanWriter::add(const Op& op) {
+  PROTWIN_ASSERT(op.kernels < static_cast<int>(kernel_sets_), describe_op(op), ": kernel set ", op.kernels,
+                 " was not in the header when the plan's frame was written");
+  splice_->add(op_to_json(op));
+}
 
 void PlanWriter::commit() {
   splice_->finish();
@@ -506,6 +583,8 @@ ValidationResult validate(const Plan& plan) {
     const int s = plan.stream_index(op.stream);
     PROTWIN_CHECK(s >= 0, describe_op(plan, op), ": unknown stream \"", op.stream, "\"");
     stream_of[static_cast<size_t>(op.id)] = s;
+    PROTWIN_CHECK(op.kernels >= -1 && op.kernels < static_cast<int>(plan.kernel_sets.size()), describe_op(plan, op),
+                  ": kernel set ", op.kernels, " does not exist (the plan has ", plan.kernel_sets.size(), ")");
     PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(plan, op),
                   ": negative work (flops ", op.work.flops, ", bytes ", op.work.bytes, ", params ",
                   op.work.params, ")");

@@ -1,12 +1,16 @@
-// Plan IR version 2 (DESIGN §3): a prescription of one training iteration.
+// Plan IR version 3 (DESIGN §3): a prescription of one training iteration.
 //
 // A Plan holds work (flops, bytes, params), never durations. The simulator and the runtime read
 // the same Plan; validate() is shared by both and runs before anything executes.
 //
-// JSON: {"format": "protwin.plan", "version": 2, "meta": {...}, "streams": [...],
-//        "tensors": [...], "chunks": [...], "ops": [...]}
-// Version 2 adds each chunk's residency and optimizer placement (ChunkSpec); version-1 files are
-// read as they are (their chunks without those fields).
+// JSON: {"format": "protwin.plan", "version": 3, "meta": {...}, "streams": [...],
+//        "tensors": [...], "chunks": [...], "kernel_sets": [[kernel, ...], ...], "ops": [...]}
+// Version 2 added each chunk's residency and optimizer placement (ChunkSpec); version 3 lists
+// each distinct kernel set once and a compute op names its set by index ("kernels": i) instead
+// of carrying attrs.kernels, and says a copy's "pinned" and a collective's "group" {ranks,
+// ranks_per_node, groups_per_node, scope} as typed fields. Older files (and attrs written by
+// hand) are read as they are: attrs.kernels move into the table, attrs pinned, ranks,
+// ranks_per_node, groups_per_node and scope into the typed fields.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "traces/op_signature.h"
 #include "traces/units.h"
 
 namespace protwin::traces {
@@ -25,7 +30,7 @@ class AtomicFileWriter;
 class ArraySplicer;
 
 inline constexpr const char* kPlanFormat = "protwin.plan";
-inline constexpr int kPlanVersion = 2;  // written; 1 and 2 are read
+inline constexpr int kPlanVersion = 3;  // written; 1, 2 and 3 are read
 
 // The largest pool capacity, tensor and memory effect a Plan may hold (1 PiB); the sum of a pool's
 // effects is bounded too, so no memory walk overflows int64.
@@ -98,6 +103,16 @@ struct Work {
   int64_t params = 0;
 };
 
+// The group a collective or send_recv runs over. ranks 0: meta.gpus ranks; ranks_per_node 0: not
+// placed on nodes (then inter_node picks the machine's inter-node domain); groups_per_node: the
+// groups sharing a node's NICs (0: all of its GPUs in such groups; hwmodels/collective_model.h).
+struct CollectiveGroup {
+  int ranks = 0;
+  int ranks_per_node = 0;
+  int groups_per_node = 0;
+  bool inter_node = false;
+};
+
 struct Op {
   int id = 0;
   std::string kind;              // forward, backward, recompute, h2d, d2h, all_gather, ...
@@ -105,6 +120,10 @@ struct Op {
   int block = -1;
   int chunk = -1;
   int priority = 0;              // ties at equal time: lower runs first, then lower id
+  int kernels = -1;              // the kernels it runs: an index into Plan::kernel_sets (-1: none)
+  std::optional<bool> pinned;    // a copy's host memory pinned, else pageable (unset: pageable when
+                                 // a tensor it reads lives in the "pageable" pool)
+  CollectiveGroup group;         // collectives and send_recv
   std::vector<int> reads, writes, deps;
   Work work;
   std::vector<MemEffect> mem;
@@ -117,11 +136,16 @@ struct Plan {
   std::vector<StreamSpec> streams;
   std::vector<TensorSpec> tensors;
   std::vector<ChunkSpec> chunks;
+  std::vector<KernelSet> kernel_sets;              // each distinct set once; ops index it
   std::vector<Op> ops;
   std::string source;  // the file it was read from ("" when built in memory); names it in errors
 
   int stream_index(const std::string& name) const;  // -1 if unknown
   int pool_index(const std::string& name) const;    // -1 if unknown
+  // The index of a set equal to `ks`, added when the plan has none.
+  int add_kernel_set(KernelSet ks);
+  // The kernels `op` runs (empty: none).
+  const KernelSet& kernels_of(const Op& op) const;
 };
 
 // Per-pool result of the sequential memory walk of validate().
@@ -149,7 +173,7 @@ nlohmann::json plan_to_json(const Plan& plan);
 void write_plan(const Plan& plan, const std::string& path);  // atomic, streamed (op by op)
 
 // The same file written as the ops come (a plan generated op by op is never held whole): the
-// header's meta, streams, pools, tensors and chunks first, then each op in id order; commit()
+// header's meta, streams, pools, tensors, chunks and kernel sets first, then each op in id order; commit()
 // renames the temporary file over `path` (without it, nothing is written).
 class PlanWriter {
  public:
@@ -161,6 +185,7 @@ class PlanWriter {
  private:
   std::unique_ptr<AtomicFileWriter> out_;
   std::unique_ptr<ArraySplicer> splice_;
+  size_t kernel_sets_;  // the header's, written in the frame: every op's set must be among them
 };
 
 // Checks a plan before anything runs: ids dense and topologically ordered, streams, tensors and

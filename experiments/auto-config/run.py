@@ -67,6 +67,35 @@ def simulate(cfg, machine, model, name, knobs, batch):
                         accept=_protwin.NOFIT_MARKERS + _protwin.RANGE_MARKERS)
 
 
+def missed_criteria(cfg, rows, checks):
+    """The README's four criteria (config.json "criteria"): what each missed, empty when all are met."""
+    c = cfg["criteria"]
+    search = {(r["machine"], r["model"]): r for r in rows if r["kind"] == "search" and r["outcome"] == "ok"}
+    misses = []
+    for model in cfg["models"]:
+        slow, fast = search.get((c["mostly_ckpt_on"], model)), search.get((c["fewer_ckpt_on"], model))
+        if slow and slow["layers_ckpt"] < max(slow["layers_none"], slow["layers_swap"]):
+            misses.append(f"1. {model} on {c['mostly_ckpt_on']}: CKPT is not the most common layer mode "
+                          f"({slow['layers_none']} NONE / {slow['layers_ckpt']} CKPT / {slow['layers_swap']} SWAP)")
+        if slow and fast and fast["layers_ckpt"] >= slow["layers_ckpt"]:
+            misses.append(f"2. {model}: {fast['layers_ckpt']} CKPT layers on {c['fewer_ckpt_on']}, "
+                          f"not fewer than {slow['layers_ckpt']} on {c['mostly_ckpt_on']}")
+        if fast and not c["buffers"][0] <= fast["n_buffer"] <= c["buffers"][1]:
+            misses.append(f"2. {model} on {c['fewer_ckpt_on']}: {fast['n_buffer']} buffers, not {c['buffers'][0]}-"
+                          f"{c['buffers'][1]}")
+    mean = checks["all_ckpt_cost_rtx3090_mean"]
+    if mean is None or abs(mean - c["all_ckpt_cost_mean"]) > c["all_ckpt_cost_tolerance"]:
+        misses.append(f"3. all-CKPT cost on {c['mostly_ckpt_on']}: mean {mean}, not within "
+                      f"{c['all_ckpt_cost_mean']} +- {c['all_ckpt_cost_tolerance']}")
+    for b in checks["alternatives_faster_than_search"]:
+        if b["relative_to_search"] > 1 + c["alternative_faster_at_most"]:
+            misses.append(f"4. {b['variant']} for {b['model']} on {b['machine']}: "
+                          f"{100 * (b['relative_to_search'] - 1):.1f} % faster than the search's choice")
+    if checks["resimulated_max_rel_diff"] > 1e-9:
+        misses.append(f"4. the choice re-simulated through --policy differs by {checks['resimulated_max_rel_diff']:.1e}")
+    return misses
+
+
 def main():
     cfg = _protwin.load_config(HERE)
     os.makedirs(os.path.join(RES, "knobs"), exist_ok=True)
@@ -156,6 +185,11 @@ def main():
               checks["resimulated_max_rel_diff"], len(beaten), len(alt_rows),
               checks["all_ckpt_cost_rtx3090_mean"] or float("nan")))
     _protwin.plot("auto_config.py", os.path.join(RES, "auto_config.json"), "--out", os.path.join(HERE, "auto_config"))
+    misses = missed_criteria(cfg, rows, checks)
+    for m in misses:
+        print("criterion missed: " + m)
+    print("criteria: " + ("MISSED" if misses else "met"))
+    sys.exit(1 if misses else 0)
 
 
 if __name__ == "__main__":

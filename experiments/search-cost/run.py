@@ -15,6 +15,20 @@ FIELDS = ["machine", "gpus", "model", "params", "fits", "search_s", "settings", 
           "simulate_ms", "simulate_us_per_op", "search_us_per_setting", "nofit_process_wall_s", "repeats"]
 
 
+def missed_criteria(cfg, rows):
+    """The README's criteria 1 and 2 (config.json "criteria"): what each missed, empty when all are met."""
+    c, fit = cfg["criteria"], [r for r in rows if r["fits"]]
+    misses = [f"1. {r['model']} on {r['machine']}: search {r['search_s']:.2f} s > {c['max_search_s']} s"
+              for r in fit if r["search_s"] > c["max_search_s"]]
+    misses += [f"2. {r['model']} on {r['machine']}: one simulated iteration {r['simulate_ms']:.3f} ms > "
+               f"{c['max_simulate_ms']} ms" for r in fit if r["simulate_ms"] > c["max_simulate_ms"]]
+    at = c["simulate_ms_at_most"]
+    for r in fit:
+        if r["model"] == at["model"] and r["machine"] == at["machine"] and r["simulate_ms"] > at["ms"]:
+            misses.append(f"2. {r['model']} on {r['machine']}: {r['simulate_ms']:.3f} ms > {at['ms']} ms")
+    return misses
+
+
 def main():
     cfg = _protwin.load_config(HERE)
     res = os.path.join(HERE, "results")
@@ -64,6 +78,11 @@ def main():
           % (summary["max_search_s"], summary["max_simulate_ms"], summary["max_simulate_us_per_op"],
              summary["points_fitting"], summary["points"]))
     _protwin.plot("search_cost.py", os.path.join(res, "search_cost.json"), "--out", os.path.join(HERE, "search_cost"))
+    misses = missed_criteria(cfg, rows)
+    for m in misses:
+        print("criterion missed: " + m)
+    print("criteria: " + ("MISSED" if misses else "met"))
+    sys.exit(1 if misses else 0)
 
 
 if __name__ == "__main__":

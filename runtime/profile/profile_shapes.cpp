@@ -64,7 +64,7 @@ std::vector<traces::OpSignature> plan_signatures(const traces::Plan& plan) {
   std::vector<traces::OpSignature> v;
   for (const auto& op : plan.ops) {
     if (op.kind != "forward" && op.kind != "backward" && op.kind != "recompute") continue;
-    for (const auto& k : traces::kernels_of(op.attrs, "plan op " + std::to_string(op.id) + " attrs"))
+    for (const auto& k : plan.kernels_of(op))
       if (op.kind != "backward" || k.sig.kind == "gemm") add(v, k.sig);
   }
   return v;

@@ -34,15 +34,10 @@ double matmul_flops(const std::vector<Kernel>& ks) {
   return s;
 }
 
-nlohmann::json kernels_json(const std::vector<Kernel>& ks) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& k : ks) a.push_back(traces::kernel_to_json(k));
-  return a;
-}
-
-// Templates: every distinct op once, with its matmul flops.
+// Templates: every distinct op once, with its matmul flops; their kernel sets go into `plan`.
 class TemplateBank {
  public:
+  explicit TemplateBank(traces::Plan& plan) : plan_(plan) {}
   int compute(const std::string& kind, const std::vector<Kernel>& ks, const std::string& block,
               const std::string& part) {
     Op op;
@@ -50,7 +45,8 @@ class TemplateBank {
     op.stream = kRoleNames[kCompute];
     op.work.flops = total_flops(ks);
     op.work.bytes = static_cast<int64_t>(total_bytes(ks));
-    op.attrs = {{"kernels", kernels_json(ks)}, {"block", block}, {"part", part}};
+    op.kernels = plan_.add_kernel_set(ks);
+    op.attrs = {{"block", block}, {"part", part}};
     return add(std::move(op), matmul_flops(ks));
   }
   // host_sync: the host waits for the op to end before it issues anything else (.item(),
@@ -61,8 +57,8 @@ class TemplateBank {
     op.kind = kind;
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
-    op.attrs = {{"ranks", g.size}, {"ranks_per_node", g.ranks_per_node}, {"scope", g.scope()},
-                {"group", g.name}, {"what", what}};
+    op.group = {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()};
+    op.attrs = {{"group", g.name}, {"what", what}};
     if (host_sync) op.attrs["host_sync"] = true;
     return add(std::move(op), 0);
   }
@@ -71,8 +67,8 @@ class TemplateBank {
     op.kind = "send_recv";
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
-    op.attrs = {{"ranks", 2}, {"ranks_per_node", inter_node ? 1 : 2},
-                {"scope", inter_node ? "inter_node" : "intra_node"}, {"what", what}};
+    op.group = {2, inter_node ? 1 : 2, 0, inter_node};
+    op.attrs = {{"what", what}};
     if (host_sync) op.attrs["host_sync"] = true;
     return add(std::move(op), 0);
   }
@@ -95,7 +91,9 @@ class TemplateBank {
   int add(Op op, double mm) {
     // Collective, send and Adam templates repeat with equal contents: share them.
     const std::string key = op.kind + "|" + op.stream + "|" + std::to_string(op.work.bytes) + "|" +
-                            std::to_string(op.work.params) + "|" + op.attrs.dump();
+                            std::to_string(op.work.params) + "|" + std::to_string(op.kernels) + "|" +
+                            std::to_string(op.group.ranks) + "|" + std::to_string(op.group.ranks_per_node) + "|" +
+                            std::to_string(op.group.inter_node) + "|" + op.attrs.dump();
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     op.id = static_cast<int>(ops.size());
@@ -105,6 +103,7 @@ class TemplateBank {
     return static_cast<int>(ops.size()) - 1;
   }
   std::map<std::string, int> index_;
+  traces::Plan& plan_;
 };
 
 // A program: the ops of one block's forward, backward or recompute, with the dependencies
@@ -327,7 +326,7 @@ struct StageState {
 // are tracked, but no op is built (the stream's skeleton, which numbers the plan).
 class Emitter {
  public:
-  Emitter(std::deque<Op>* out, const TemplateBank& bank, bool expand) : out_(out), bank_(bank), expand_(expand) {}
+  Emitter(std::deque<Op>* out, const TemplateBank& bank, bool describe) : out_(out), bank_(bank), describe_(describe) {}
 
   bool counting() const { return out_ == nullptr; }
   int next_id() const { return next_id_; }
@@ -347,18 +346,18 @@ class Emitter {
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       op.deps = std::move(deps);
       op.work = t.work;
-      // Compute ops carry their kernels only when expanded; collectives, sends and the optimizer
-      // always carry their (small) attrs: ranks, ranks_per_node, scope.
-      if (expand_) {
+      op.kernels = t.kernels;
+      op.group = t.group;
+      // Every op carries what prices it; the descriptive attrs (block, part, group, what) only
+      // with describe_ops.
+      if (describe_) {
         op.attrs = t.attrs;
       } else {
-        op.attrs = nlohmann::json::object();
-        for (const char* key : {"ranks", "ranks_per_node", "scope"}) {
+        for (const char* key : {"host_sync", "bytes_per_param"}) {
           auto it = t.attrs.find(key);
           if (it != t.attrs.end()) op.attrs[key] = *it;
         }
       }
-      op.attrs["tmpl"] = tmpl;
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
       (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
@@ -388,7 +387,7 @@ class Emitter {
   std::deque<Op>* out_;
   int next_id_ = 0;
   const TemplateBank& bank_;
-  bool expand_;
+  bool describe_;
   std::vector<int> ids_;
 };
 
@@ -519,7 +518,7 @@ class MegatronOpStream::Impl {
   bool wants_more() const { return ops_.size() > (handed_ ? 1u : 0u) || unmet_ > 0; }
 
   ParallelPlan out;
-  TemplateBank bank;
+  TemplateBank bank{out.plan};
 
  private:
   // A pipeline task (index into its stage's schedule) or, for the parameter gathers before the
@@ -628,12 +627,15 @@ class MegatronOpStream::Impl {
   }
   // Megatron's LocalDDP hook adds each parameter's gradient into its main_grad buffer after
   // every backward: read both, write main_grad, in the reduction dtype.
-  int grad_accumulation_tmpl(const Unit& u) {
+  Kernel grad_accumulation(const Unit& u) const {
     Kernel k;
     k.sig = traces::OpSignature{"elementwise", {u.params}, o_.grad_bytes == 2 ? o_.dtype : "fp32"};
     k.flops = static_cast<double>(u.params);
     k.bytes = 3.0 * static_cast<double>(o_.grad_bytes) * static_cast<double>(u.params);
-    return bank.compute("backward", {k}, "unit." + std::to_string(u.block), "main_grad accumulation");
+    return k;
+  }
+  int grad_accumulation_tmpl(const Unit& u) {
+    return bank.compute("backward", {grad_accumulation(u)}, "unit." + std::to_string(u.block), "main_grad accumulation");
   }
   // FSDP: a unit's parameters gathered in the compute dtype, its gradient reduce-scattered.
   int fsdp_gather_tmpl(int64_t params) {
@@ -647,12 +649,24 @@ class MegatronOpStream::Impl {
   // unshard and post-backward streams beside the compute; they are charged to the compute
   // stream because GEMMs leave no SM idle, so a concurrent memory-bound kernel takes its own
   // duration from them (the reduce-scatter waits for the post-backward passes, as on its stream).
-  int fsdp_pass_tmpl(const char* kind, int64_t elements, double bytes, int dtype_bytes, int block, const char* part) {
+  Kernel fsdp_pass_kernel(int64_t elements, double bytes, int dtype_bytes) const {
     Kernel k;
     k.sig = traces::OpSignature{"elementwise", {elements}, dtype_bytes == 4 ? "fp32" : o_.dtype};
     k.flops = static_cast<double>(elements);
     k.bytes = bytes;
-    return bank.compute(kind, {k}, "unit." + std::to_string(block), part);
+    return k;
+  }
+  int fsdp_pass_tmpl(const char* kind, int64_t elements, double bytes, int dtype_bytes, int block, const char* part) {
+    return bank.compute(kind, {fsdp_pass_kernel(elements, bytes, dtype_bytes)}, "unit." + std::to_string(block), part);
+  }
+  // The passes' kernel sets of a unit of `params` (shard cast; post-backward, first and later
+  // micro-batches), listed before the first op as a streamed plan file's header needs them.
+  void add_fsdp_pass_sets(int64_t params) {
+    if (const double b = fsdp_bytes(params, false).shard_cast; b > 0)
+      out.plan.add_kernel_set({fsdp_pass_kernel(ceil_div(params, dpc_), b, 4)});
+    for (bool accumulate : {false, true})
+      if (const double b = fsdp_bytes(params, accumulate).post_backward; b > 0)
+        out.plan.add_kernel_set({fsdp_pass_kernel(params, b, o_.grad_bytes)});
   }
   // The shard cast before a gather of `params`, where FSDP runs in mixed precision.
   void emit_fsdp_shard_cast(Emitter& em, StageState& S, StageInfo& info, int64_t params, int block, bool forward) {
@@ -679,7 +693,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
     : o_(out.options),
       id_order_(id_order),
       skel_{{}, Emitter(nullptr, bank, false)},
-      builder_{{}, Emitter(&ops_, bank, options.expand_kernels)} {
+      builder_{{}, Emitter(&ops_, bank, options.describe_ops)} {
   out.options = options;
   MegatronOptions& o = out.options;
   if (o.seq == 0) o.seq = unpadded.default_seq;
@@ -805,6 +819,9 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
       for (auto& u : c.units) info.layers += u.kind == BlockKind::kDecoder ? 1 : 0;
       for (size_t i = 0; i < c.units.size(); ++i)
         c.units[i].bucket_end = i == 0 || c.units[i - 1].bucket != c.units[i].bucket;
+      // Every kernel set is in the header before the first op (a plan file's frame lists them).
+      if (o.local_ddp)
+        for (const auto& u : c.units) plan.add_kernel_set({grad_accumulation(u)});
     }
   }
 
@@ -839,6 +856,10 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
 
   p_ = p, v_ = v, n_vstages_ = n_vstages, m_ = m, tasks_per_stage_ = 2 * m * v;
   dpc_ = dpc, tied_ = tied, dp_ops_ = dp_ops, e_ = e;
+  if (o.fsdp_passes)
+    for (const auto& S : st)
+      for (const auto& c : S.chunks)
+        for (const auto& u : c.units) add_fsdp_pass_sets(u.params);
   model_ = model;
   const auto np = static_cast<size_t>(p);
   builder_.st = skel_.st;
@@ -1297,7 +1318,6 @@ bool MegatronOpStream::more_for_host(const std::string& host) { return impl_->mo
 void MegatronOpStream::starting(int id, int stream) { impl_->starting(id, stream); }
 void MegatronOpStream::release(int id, int stream) { impl_->release(id, stream); }
 const ParallelPlan& MegatronOpStream::plan() const { return impl_->out; }
-const std::vector<traces::Op>& MegatronOpStream::templates() const { return impl_->bank.ops; }
 
 ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
                                    const nlohmann::json& meta) {
@@ -1306,7 +1326,6 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
   while (const traces::Op* op = stream.next()) ops.push_back(*op);
   ParallelPlan out = stream.plan();
   out.plan.ops = std::move(ops);
-  out.templates = stream.templates();
   return out;
 }
 

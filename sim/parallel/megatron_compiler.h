@@ -5,7 +5,7 @@
 // Rank classes. Ranks of one TP, CP or DP group do the same work at the same time, so ONE rank
 // per pipeline stage is simulated (the p stages differ: the first holds the embedding, the last
 // the LM head and loss, and they are shifted in time by the schedule). A collective is one op of
-// that rank whose cost is the whole collective's time over its group (attrs ranks,
+// that rank whose cost is the whole collective's time over its group (Op::group: ranks,
 // ranks_per_node, scope from the placement; work.bytes = the full buffer S, NCCL-tests
 // convention). Per stage s the streams are
 //   stage<s>.compute  forward / backward / recompute ops, the TP collectives on the critical path
@@ -32,12 +32,10 @@
 //
 // Granularity: per (micro-batch, layer, phase) one compute op per piece between two
 // collectives (one op per layer without TP and CP), its kernels (sim/workload, sharded by tp and
-// cp) in attrs.kernels. Identical ops share a template (attrs.tmpl) and TemplateCostModel prices
-// each template once. With expand_kernels false a compute op carries only attrs.tmpl, not its
-// kernels (what the search uses; collectives and sends always carry attrs ranks,
-// ranks_per_node and scope); with expand_kernels every op carries its template's attrs, a
-// self-contained Plan that HardwareCostModel prices identically. The plan has no memory pools: the memory of a 4D layout
-// comes from the estimator (sim/estimate).
+// cp) a kernel set of the plan (Op::kernels; the cost model prices each set once). Every op
+// carries what prices it (collectives and sends their group: ranks, ranks_per_node, scope); with
+// describe_ops also its descriptive attrs (block, part, group, what). The plan has no memory
+// pools: the memory of a 4D layout comes from the estimator (sim/estimate).
 #pragma once
 
 #include <cstdint>
@@ -103,7 +101,7 @@ struct MegatronOptions {
                                      // shard cast before every gather, the gradient's cast to the
                                      // reduce dtype, its pre- and post-division, the shard's cast back
                                      // and accumulation (torch 2.1 fsdp/_runtime_utils.py)
-  bool expand_kernels = false;
+  bool describe_ops = false;          // ops carry their descriptive attrs (plan files)
 };
 
 // torch FSDP's gradient pre-divide factor for `world` ranks (torch 2.1
@@ -153,7 +151,6 @@ struct StageInfo {
 
 struct ParallelPlan {
   traces::Plan plan;
-  std::vector<traces::Op> templates;  // plan ops' attrs.tmpl index these
   Placement placement;
   MegatronOptions options;            // seq resolved
   int64_t microbatches = 0;
@@ -162,7 +159,7 @@ struct ParallelPlan {
 };
 
 // The largest plan the compiler builds (about 600 bytes per op when materialised, more with
-// expand_kernels; a MegatronOpStream holds only its stages' in-flight ops, but the simulation's time still
+// describe_ops; a MegatronOpStream holds only its stages' in-flight ops, but the simulation's time still
 // grows with the plan): a bigger one is refused naming --gbs (its micro-batches set the plan's
 // length).
 inline constexpr int64_t kMaxPlanOps = int64_t{1} << 22;
@@ -173,7 +170,7 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
                                    const Placement& placement, const nlohmann::json& meta = {});
 
 // The same plan's ops generated as a simulation takes them (PlanSimulator::run with an
-// OpSource): the same ops, ids and templates, but only the ops generated and not yet released are
+// OpSource): the same ops, ids and kernel sets, but only the ops generated and not yet released are
 // held, so a simulation's memory follows the pipeline's in-flight work, not the plan's length nor
 // the number of stages. A skeleton numbers the plan in compile order without building ops (a few
 // ids per task it is ahead); each stage builds its own ops with those ids as the run needs them:
@@ -204,11 +201,9 @@ class MegatronOpStream final : public OpSource {
   void starting(int id, int stream) override;
   void release(int id, int stream) override;
 
-  // The plan without ops: placement, options, micro-batches, model flops, and the stages, whose
-  // flops are complete once every op is generated.
+  // The plan without ops (its kernel sets all there): placement, options, micro-batches, model
+  // flops, and the stages, whose flops are complete once every op is generated.
   const ParallelPlan& plan() const;
-  // The templates so far (attrs.tmpl of the generated ops index them; the vector only grows).
-  const std::vector<traces::Op>& templates() const;
 
  private:
   class Impl;

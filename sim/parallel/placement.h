@@ -6,7 +6,7 @@
 //   r = tp_i + T (cp_i + C (dp_i + D pp_i)),   node = r / G   (G GPUs per node, nodes in order).
 // For every group kind the placement reports its size, how many members share a node and how
 // many nodes it spans (the worst group of that kind when groups differ), which is what the
-// collective cost model needs (attrs ranks, ranks_per_node, scope on every collective op).
+// collective cost model needs (every collective op's group: ranks, ranks_per_node, scope).
 #pragma once
 
 #include <cstdint>

@@ -9,7 +9,6 @@
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/parallel_constraints.h"
 #include "sim/parallel/estimate_model.h"
-#include "sim/parallel/template_cost_model.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -111,9 +110,8 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   const nlohmann::json meta = {{"machine", machine.name}, {"nodes", nodes}};
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
     ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
-    const TemplateCostModel priced(cost, plan.templates, plan.plan);
     RunStats stats;
-    traces::Report report = PlanSimulator(priced).run(plan.plan, &stats);
+    traces::Report report = PlanSimulator(cost).run(plan.plan, &stats);
     r.options = plan.options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
@@ -122,25 +120,24 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     if (cfg.keep_report) r.report = std::move(report);
     if (plan_out) *plan_out = std::move(plan);
   } else {  // ops generated as the simulation takes them, records measured as they end
-    if (!cfg.plan_path.empty()) {  // the plan, generated once more in id order with its kernels
-      MegatronOptions expanded = o;
-      expanded.expand_kernels = true;
-      MegatronOpStream in_order(model, expanded, pl, meta, true);
+    if (!cfg.plan_path.empty()) {  // the plan, generated once more in id order, described
+      MegatronOptions described = o;
+      described.describe_ops = true;
+      MegatronOpStream in_order(model, described, pl, meta, true);
       traces::PlanWriter writer(cfg.plan_path, in_order.header());
       while (const traces::Op* op = in_order.next()) writer.add(*op);
       writer.commit();
     }
     MegatronOpStream stream(model, o, pl, meta);
-    const TemplateCostModel priced(cost, stream.templates(), stream.header());
     Measure4d measure(stream.plan());
     RunStats stats;
     traces::Report report =
-        cfg.records ? PlanSimulator(priced).run(stream, &stats,
+        cfg.records ? PlanSimulator(cost).run(stream, &stats,
                                                 [&](const traces::OpRecord& op) {
                                                   measure.add(op);
                                                   cfg.records(op);
                                                 })
-                    : PlanSimulator(priced).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); },
+                    : PlanSimulator(cost).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); },
                                                 true);
     r.options = stream.plan().options;
     r.placement = pl;

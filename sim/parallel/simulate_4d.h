@@ -44,7 +44,7 @@ struct Simulate4dConfig {
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
   bool keep_report = false;    // compile the whole plan and keep the whole Report (ops) in the result
   // Streamed outputs: every op's record, in id order, as the simulation goes (the Report in the
-  // result then has everything but its ops), and the plan (every op with its kernels) written to
+  // result then has everything but its ops), and the plan (its kernel sets, every op described) written to
   // plan_path as a second stream generates it in id order. Neither holds the plan or the report.
   OpRecordSink records;
   std::string plan_path;

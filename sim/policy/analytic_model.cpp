@@ -8,14 +8,6 @@
 
 namespace protwin::sim {
 
-namespace {
-double kernels_s(const std::vector<traces::Kernel>& ks, const hw::HardwareCostModel& cost, bool backward) {
-  double t = 0;
-  for (const auto& k : ks) t += static_cast<double>(k.count) * cost.kernel_seconds(k, backward);
-  return t;
-}
-}  // namespace
-
 WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const hw::HardwareCostModel& cost,
                              int gpus, const OffloadKnobs& system, int nodes) {
   WorkloadTimes t;
@@ -25,9 +17,9 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   for (size_t b = 0; b < nb; ++b) {
     const Block& bl = w.blocks[b];
     const double saved = static_cast<double>(bl.saved_bytes);
-    t.fwd_s.push_back(kernels_s(bl.forward, cost, false));
-    t.bwd_s.push_back(kernels_s(bl.backward, cost, true));
-    t.rec_s.push_back(kernels_s(bl.recompute, cost, false));
+    t.fwd_s.push_back(cost.kernel_set_time(bl.forward, false).seconds);
+    t.bwd_s.push_back(cost.kernel_set_time(bl.backward, true).seconds);
+    t.rec_s.push_back(cost.kernel_set_time(bl.recompute, false).seconds);
     t.swap_out_s.push_back(cost.copy_seconds(saved, hw::CopyDirection::kD2H, true, false));
     t.swap_in_s.push_back(cost.copy_seconds(saved, hw::CopyDirection::kH2D, true, false));
     t.saved.push_back(bl.saved_bytes);

@@ -28,18 +28,15 @@ std::vector<BlockParams> block_params(const Workload& w) {
   return out;
 }
 
-nlohmann::json kernels_json(const std::vector<traces::Kernel>& ks) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& k : ks) a.push_back(traces::kernel_to_json(k));
-  return a;
-}
-
-// The system's own kernels around a block's compute (host_work.h fetch_kernels): added to its op.
-void add_fetch_kernels(traces::Op& op, const std::vector<traces::Kernel>& ks) {
-  for (const auto& k : ks) {
-    op.attrs["kernels"].push_back(traces::kernel_to_json(k));
+// A block's kernels with the system's own kernels around its compute (host_work.h fetch_kernels),
+// as one kernel set of the plan; the added kernels' bytes join the op's.
+int block_kernel_set(traces::Plan& plan, traces::Op& op, std::vector<traces::Kernel> ks,
+                     const std::vector<traces::Kernel>& fetch) {
+  for (const auto& k : fetch) {
+    ks.push_back(k);
     op.work.bytes += static_cast<int64_t>(k.bytes * static_cast<double>(k.count));
   }
+  return plan.add_kernel_set(std::move(ks));
 }
 
 // Builds the op list; one instance per compile.
@@ -226,11 +223,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   auto collective = [&](const char* kind, int after, int c) {
     const int id = b.add(kind, "collective", {after}, -1, c);
     b.op(id).work.bytes = used[static_cast<size_t>(c)];
-    b.op(id).attrs = {{"ranks", N}};
-    if (nodes > 1) {
-      b.op(id).attrs["ranks_per_node"] = N / nodes;
-      b.op(id).attrs["groups_per_node"] = 1;
-    }
+    const int ranks = static_cast<int>(N);
+    b.op(id).group = {ranks, nodes > 1 ? ranks / nodes : 0, nodes > 1 ? 1 : 0, false};
     return id;
   };
 
@@ -244,7 +238,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     const int h2d = b.add("h2d", "h2d", std::move(deps), -1, c);
     b.op(h2d).work.bytes = moved[ci];
     b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
-    b.op(h2d).attrs = {{"pinned", true}, {"what", "param_chunk"}, {"phase", phase}};
+    b.op(h2d).pinned = true;
+    b.op(h2d).attrs = {{"what", "param_chunk"}, {"phase", phase}};
     if (auto h = fetch_host_work(k.host_work, chunk_tensors[ci]); !h.is_null()) b.op(h2d).attrs["host"] = h;
     b.op(h2d).reads = {host_t[ci]};
     b.mem(h2d, "gpu", cap[ci], MemAt::kStart, gpu_t[ci]);
@@ -312,8 +307,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     op.work.flops = bl.forward_flops();
     op.work.bytes = static_cast<int64_t>(bl.forward_bytes());
     op.work.params = bl.param_count;
-    op.attrs = {{"kernels", kernels_json(bl.forward)}, {"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
-    add_fetch_kernels(op, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+    op.kernels = block_kernel_set(plan, op, bl.forward, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+    op.attrs = {{"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
     if (auto h = host_work_json(block_host_work(k.host_work, bl, false, N)); !h.is_null()) op.attrs["host"] = h;
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
@@ -326,7 +321,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       const int so = b.add("d2h", "d2h", {f}, blk, -1);
       swap_out[static_cast<size_t>(blk)] = so;
       b.op(so).work.bytes = bl.saved_bytes;
-      b.op(so).attrs = {{"pinned", true}, {"what", "activation"}};
+      b.op(so).pinned = true;
+      b.op(so).attrs = {{"what", "activation"}};
       b.op(so).reads = {act_t[static_cast<size_t>(blk)]};
       b.mem(so, "pinned", bl.saved_bytes, MemAt::kStart, act_t[static_cast<size_t>(blk)]);
       b.mem(so, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
@@ -412,7 +408,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       if (blk + 2 < n_blocks) sdeps.push_back(bwd_op[static_cast<size_t>(blk + 2)]);
       const int si = b.add("h2d", "h2d", sdeps, blk, -1);
       b.op(si).work.bytes = bl.saved_bytes;
-      b.op(si).attrs = {{"pinned", true}, {"what", "activation"}};
+      b.op(si).pinned = true;
+      b.op(si).attrs = {{"what", "activation"}};
       b.op(si).reads = {act_t[bi]};
       b.mem(si, "gpu", bl.saved_bytes, MemAt::kStart, act_t[bi]);
       b.mem(si, "pinned", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
@@ -423,7 +420,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       Op& op = b.op(rc);
       op.work.flops = total_flops(bl.recompute);
       op.work.bytes = static_cast<int64_t>(total_bytes(bl.recompute));
-      op.attrs = {{"kernels", kernels_json(bl.recompute)}, {"block", bl.name}};
+      op.kernels = plan.add_kernel_set(bl.recompute);
+      op.attrs = {{"block", bl.name}};
       if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {ckpt_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
@@ -441,8 +439,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.work.flops = bl.backward_flops();
       op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
       op.work.params = bl.param_count;
-      op.attrs = {{"kernels", kernels_json(bl.backward)}, {"block", bl.name}};
-      add_fetch_kernels(op, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+      op.kernels = block_kernel_set(plan, op, bl.backward, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+      op.attrs = {{"block", bl.name}};
       if (auto h = host_work_json(block_host_work(k.host_work, bl, true, N)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
@@ -468,7 +466,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       }
       const int off = b.add("d2h", "d2h", {reduced}, -1, c);
       b.op(off).work.bytes = moved[ci];
-      b.op(off).attrs = {{"pinned", true}, {"what", complete ? "grad_chunk" : "partial_grad_chunk"}};
+      b.op(off).pinned = true;
+      b.op(off).attrs = {{"what", complete ? "grad_chunk" : "partial_grad_chunk"}};
       b.op(off).reads = {gpu_t[ci]};
       if (moved[ci] != shard[ci]) {  // the gradient is cast to fp32 on the GPU before the copy
         b.mem(off, "gpu", moved[ci], MemAt::kStart);
@@ -484,12 +483,14 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
         // DeepSpeed's grad_buffer.to(device): the pinned copy comes back up for the norm ...
         const int back = b.add("h2d", "h2d", {off}, -1, c);
         b.op(back).work.bytes = shard[ci];
-        b.op(back).attrs = {{"pinned", true}, {"what", "grad_roundtrip"}};
+        b.op(back).pinned = true;
+        b.op(back).attrs = {{"what", "grad_roundtrip"}};
         b.mem(back, "gpu", shard[ci], MemAt::kStart);
         // ... then fp32_grad.copy_(grad_buffer): D2H into a pageable fp16 temporary, blocking ...
         const int pg = b.add("d2h", "d2h", {back}, -1, c);
         b.op(pg).work.bytes = shard[ci];
-        b.op(pg).attrs = {{"pinned", false}, {"what", "grad_fp32"}};
+        b.op(pg).pinned = false;
+        b.op(pg).attrs = {{"what", "grad_fp32"}};
         b.mem(pg, "gpu", -shard[ci], MemAt::kEnd);
         b.mem(pg, "pageable", shard[ci], MemAt::kStart);
         // ... cast into the fp32 gradient on the CPU (fp16: read 2 B, write 4 B per parameter).
@@ -559,7 +560,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       if (!persistent[ci]) continue;
       const int up = b.add("h2d", "h2d", {adam_cpu_ops[i]}, -1, c);
       b.op(up).work.bytes = shard[ci];
-      b.op(up).attrs = {{"pinned", true}, {"what", "updated_params"}};
+      b.op(up).pinned = true;
+      b.op(up).attrs = {{"what", "updated_params"}};
       if (N > 1) collective("all_gather", up, c);
     }
   }

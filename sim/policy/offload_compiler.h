@@ -12,7 +12,7 @@
 // issues it (ProTrain: ZeRO-3-style sharding over all ranks; DeepSpeed ZeRO-3, FSDP FULL_SHARD and
 // Colossal-AI Gemini: one all-gather / reduce-scatter over the whole DP process group, see
 // systems.cpp). NCCL runs such a group as one ring through each node's GPUs and then its NICs;
-// the collective ops carry attrs.ranks_per_node so the cost model prices that ring per level
+// the collective ops carry group.ranks_per_node so the cost model prices that ring per level
 // (hwmodels/collective_model.h). Each node's host memory, cores and PCIe links serve its own ranks
 // only (plan meta.nodes; meta.gpus / meta.nodes ranks share a host).
 //

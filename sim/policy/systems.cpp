@@ -50,7 +50,7 @@ const SystemInfo& find_system(const std::string& name) {
 
 // Across nodes every system shards over, and gathers and reduces with, its whole data-parallel
 // group in one flat collective; NCCL runs it as a ring through each node's GPUs and NICs, which
-// the compiler marks (attrs.ranks_per_node) and the cost model prices per level. No system here
+// the compiler marks (Op::group.ranks_per_node) and the cost model prices per level. No system here
 // switches to a hierarchical scheme by default:
 // - DeepSpeed 0.12 ZeRO-3 (runtime/zero/partition_parameters.py): all_gather_coalesced gathers
 //   each partitioned parameter over ds_process_group, the whole DP world; stage3.py

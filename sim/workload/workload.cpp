@@ -588,11 +588,6 @@ nlohmann::json block_to_json(const Block& b, bool with_kernels) {
                       {"backward_transient_bytes", b.backward_transient_bytes}};
   if (b.layer >= 0) j["layer"] = b.layer;
   if (with_kernels) {
-    auto ks = [](const std::vector<Kernel>& v) {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& k : v) a.push_back(traces::kernel_to_json(k));
-      return a;
-    };
     nlohmann::json params = nlohmann::json::array();
     for (const auto& t : b.params) {
       nlohmann::json pj = {{"name", t.name}, {"shape", t.shape}, {"numel", t.numel}};
@@ -604,9 +599,9 @@ nlohmann::json block_to_json(const Block& b, bool with_kernels) {
       saved.push_back({{"name", s.name}, {"bytes", s.bytes}, {"row_stats", s.row_stats}});
     j["param_tensors"] = params;
     j["saved"] = saved;
-    j["forward"] = ks(b.forward);
-    j["backward"] = ks(b.backward);
-    j["recompute"] = ks(b.recompute);
+    j["forward"] = traces::kernel_set_to_json(b.forward);
+    j["backward"] = traces::kernel_set_to_json(b.backward);
+    j["recompute"] = traces::kernel_set_to_json(b.recompute);
   }
   return j;
 }

@@ -13,7 +13,7 @@
 inline protwin::traces::OpSignature first_gemm(const protwin::traces::Plan& plan) {
   for (const auto& op : plan.ops)
     if (op.kind == "forward")
-      for (const auto& k : protwin::traces::kernels_of(op.attrs, "test"))
+      for (const auto& k : plan.kernels_of(op))
         if (k.sig.kind == "gemm") return k.sig;
   FAIL("no forward GEMM in the plan");
   return {};
@@ -23,7 +23,7 @@ inline protwin::traces::OpSignature first_gemm(const protwin::traces::Plan& plan
 inline int64_t calls_of(const protwin::traces::Plan& plan, const protwin::traces::OpSignature& sig) {
   int64_t n = 0;
   for (const auto& op : plan.ops)
-    for (const auto& k : protwin::traces::kernels_of(op.attrs, "test"))
+    for (const auto& k : plan.kernels_of(op))
       if (k.sig == sig) n += k.count;
   return n;
 }

@@ -87,8 +87,8 @@ TEST_CASE("simulate --model and sweep take --nodes: the plan and the sweep carry
   for (const auto& op : p["ops"]) {
     if (op["kind"] != "all_gather" && op["kind"] != "reduce_scatter") continue;
     ++collectives;
-    CHECK(op["attrs"]["ranks"] == 8);
-    CHECK(op["attrs"]["ranks_per_node"] == 4);
+    CHECK(op["group"]["ranks"] == 8);
+    CHECK(op["group"]["ranks_per_node"] == 4);
   }
   CHECK(collectives > 0);
   r = run_protwin("sweep --model gpt2-small --machine a100-server --nodes 2 --set host.cores=56,112 --json");

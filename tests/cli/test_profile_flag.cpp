@@ -112,7 +112,7 @@ TEST_CASE("profile flag: the ops priced per source follow from the plan's kernel
   // whose kernels are all the profiled GEMM is "profile", one with it and others "mixed".
   int64_t all = 0, some = 0;
   for (const auto& op : plan.ops) {
-    const auto kernels = protwin::traces::kernels_of(op.attrs, "test");
+    const auto& kernels = plan.kernels_of(op);
     size_t hits = 0;
     for (const auto& k : kernels) hits += k.sig == p.sig;
     if (hits > 0 && hits == kernels.size()) ++all;

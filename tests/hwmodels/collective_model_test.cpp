@@ -19,7 +19,7 @@ traces::Op collective_op(const std::string& kind, double bytes, nlohmann::json a
   op.kind = kind;
   op.stream = "collective";
   op.work.bytes = static_cast<int64_t>(bytes);
-  op.attrs = std::move(attrs);
+  op.group = {attrs.value("ranks", 0), attrs.value("ranks_per_node", 0), 0, attrs.value("scope", "") == "inter_node"};
   return op;
 }
 }  // namespace
@@ -131,7 +131,7 @@ TEST_CASE("bad placements name the op, the machine and what was expected", "[hwm
   traces::Plan plan;
   const HardwareCostModel abci(load_machine("abci-a100"));
   CHECK_THROWS_WITH(abci.cost(collective_op("all_reduce", S, {{"ranks", 12}, {"ranks_per_node", 8}}), plan),
-                    "plan op 0 (all_reduce, stream collective) attrs.ranks_per_node: machine abci-a100: "
+                    "plan op 0 (all_reduce, stream collective) group.ranks_per_node: machine abci-a100: "
                     "a group of 12 ranks with 8 per node is not a whole number of nodes\n"
                     "hint: ranks_per_node must divide ranks");
   CHECK_THROWS_WITH(abci.collective_seconds(CollectiveKind::kAllReduce, S, 32, 16),

@@ -137,7 +137,7 @@ TEST_CASE("plan copies use the PCIe direction link plus the shared duplex link",
   CHECK(c.link_bytes == Approx(64 << 20));
   CHECK(c.max_GBps == Approx(25.1));
   traces::Op pageable = make_op("d2h", 64 << 20);
-  pageable.attrs = {{"pinned", false}};
+  pageable.pinned = false;
   const OpCost p = cm.cost(pageable, plan);
   CHECK(p.fixed == SimTime(20000));
   CHECK(p.max_GBps == Approx(11.0));
@@ -174,6 +174,7 @@ TEST_CASE("a measured op profile wins over the curves", "[hwmodels]") {
   traces::Op op = make_op("forward", 0);
   k.sig = hit;
   k.count = 3;
-  op.attrs = {{"kernels", {traces::kernel_to_json(k)}}};
-  CHECK(cm.cost(op, traces::Plan()).fixed.ns == Approx(4.5e6).margin(1));
+  traces::Plan plan;
+  op.kernels = plan.add_kernel_set({k});
+  CHECK(cm.cost(op, plan).fixed.ns == Approx(4.5e6).margin(1));
 }

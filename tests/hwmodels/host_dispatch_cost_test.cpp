@@ -59,22 +59,26 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   traces::Plan plan;
   plan.meta = {{"gpus", 4}};
   auto host_us = [&](const traces::Op& op) { return static_cast<double>(cm.cost(op, plan).host.ns) / 1e3; };
-  const nlohmann::json kernels = nlohmann::json::array(
-      {{{"kind", "gemm"}, {"shape", {1024, 1024, 1024}}, {"dtype", "fp16"}, {"count", 2}},
-       {{"kind", "layernorm"}, {"shape", {1024, 1024}}, {"dtype", "fp16"}, {"count", 3}}});
+  plan.kernel_sets = {{{{"gemm", {1024, 1024, 1024}, "fp16"}, 2}, {{"layernorm", {1024, 1024}, "fp16"}, 3}}};
+  auto with_kernels = [](const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
+    traces::Op op = op_of(kind, std::move(attrs));
+    op.kernels = 0;
+    return op;
+  };
   // 5 kernels: forward records autograd, backward runs as autograd-engine nodes.
-  CHECK(host_us(op_of("forward", {{"kernels", kernels}})) == Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us)));
-  CHECK(host_us(op_of("recompute", {{"kernels", kernels}})) == Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us)));
-  CHECK(host_us(op_of("backward", {{"kernels", kernels}})) == Approx(5 * (h.backward_op_us + h.kernel_launch_us)));
+  CHECK(host_us(with_kernels("forward")) == Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us)));
+  CHECK(host_us(with_kernels("recompute")) == Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us)));
+  CHECK(host_us(with_kernels("backward")) == Approx(5 * (h.backward_op_us + h.kernel_launch_us)));
   // A system's own host work on top: 4 hooks, 2 eager ops, 3 small copies.
-  CHECK(host_us(op_of("forward", {{"kernels", kernels}, {"host", {{"hooks", 4}, {"eager_ops", 2}, {"copies", 3}}}})) ==
+  CHECK(host_us(with_kernels("forward", {{"host", {{"hooks", 4}, {"eager_ops", 2}, {"copies", 3}}}})) ==
         Approx(5 * (h.eager_op_autograd_us + h.kernel_launch_us) + 4 * h.module_hook_us +
                2 * (h.eager_op_us + h.kernel_launch_us) + 3 * h.copy_call_us));
-  traces::Op copy = op_of("h2d", {{"pinned", true}});
+  traces::Op copy = op_of("h2d");
+  copy.pinned = true;
   copy.work.bytes = 1 << 20;
   CHECK(host_us(copy) == Approx(h.copy_call_us));
   CHECK_FALSE(cm.cost(copy, plan).host_sync);
-  copy.attrs["pinned"] = false;  // a pageable copy blocks the host
+  copy.pinned = false;  // a pageable copy blocks the host
   CHECK(cm.cost(copy, plan).host_sync);
   traces::Op ag = op_of("all_gather");
   ag.work.bytes = 1 << 20;
@@ -90,10 +94,10 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   Machine off = m;
   off.host_dispatch.enabled = false;
   const HardwareCostModel cm_off(off);
-  const traces::Op f = op_of("forward", {{"kernels", kernels}});
+  const traces::Op f = with_kernels("forward");
   CHECK(cm_off.cost(f, plan).host.ns == 0);
   CHECK(cm_off.cost(f, plan).fixed == cm.cost(f, plan).fixed);
   // Negative system counts in a plan are refused naming the op.
-  CHECK_THROWS_WITH(cm.cost(op_of("forward", {{"kernels", kernels}, {"host", {{"hooks", -1}}}}), plan),
+  CHECK_THROWS_WITH(cm.cost(with_kernels("forward", {{"host", {{"hooks", -1}}}}), plan),
                     Catch::Matchers::Contains("attrs.host counts"));
 }

@@ -60,10 +60,10 @@ int main(int argc, char** argv) {
         rt::ThreadSplit::choose(rt::ThreadSplit::host_cores(), true).apply();
         us.clear();
         for (const traces::Op& op : rp.plan.ops) {
-          if (op.stream != "compute" || !op.attrs.contains("kernels")) continue;
+          if (op.stream != "compute" || op.kernels < 0) continue;
           const bool bwd = op.kind == "backward";
           double sum = 0;
-          for (const traces::Kernel& k : traces::kernels_of(op.attrs, "op")) {
+          for (const traces::Kernel& k : rp.plan.kernels_of(op)) {
             traces::OpSignature sig = k.sig;
             if (bwd && sig.kind != "gemm") sig.kind += "_backward";
             auto it = us.find(sig.key());

@@ -79,7 +79,7 @@ TEST_CASE("a step of tiny ops: its blocks timed whole predict its compute ops, i
     const traces::Op& op = plan.ops[static_cast<size_t>(id)];
     m += t;
     b += fastest(*traces::block_signature(plan, op));
-    for (const traces::Kernel& kn : traces::kernels_of(op.attrs, "op")) {
+    for (const traces::Kernel& kn : plan.kernels_of(op)) {
       traces::OpSignature s = kn.sig;
       if (op.kind == "backward" && s.kind != "gemm") s.kind += "_backward";
       k += static_cast<double>(kn.count) * fastest(s);

@@ -42,8 +42,46 @@ TEST_CASE("wrong format or version is refused with the pointer") {
   j["format"] = "protwin.report";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/format: expected \"protwin.plan\", got \"protwin.report\"");
   j = small_plan_json();
-  j["version"] = 3;
-  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 3 (this protwin reads versions 1 and 2)");
+  j["version"] = 4;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 4 (this protwin reads versions 1 to 3)");
+}
+
+TEST_CASE("plan version 3: kernel sets listed once, ops name theirs, and older ops' attrs.kernels move into the table") {
+  auto j = small_plan_json();
+  const nlohmann::json gemm = {{"kind", "gemm"}, {"shape", {64, 64, 64}}, {"dtype", "fp16"}, {"count", 2}};
+  j["version"] = 2;
+  j["ops"][1]["attrs"] = {{"kernels", {gemm}}, {"block", "layer.0"}};
+  j["ops"][2]["attrs"] = {{"kernels", {gemm}}};  // an equal set is shared
+  const Plan old = parse(j);
+  REQUIRE(old.kernel_sets.size() == 1);
+  CHECK(old.ops[1].kernels == 0);
+  CHECK(old.ops[2].kernels == 0);
+  CHECK(old.ops[0].kernels == -1);
+  CHECK(old.kernels_of(old.ops[1])[0].count == 2);
+  CHECK(old.kernels_of(old.ops[0]).empty());
+  CHECK(old.ops[1].attrs == nlohmann::json({{"block", "layer.0"}}));
+  const nlohmann::json v3 = plan_to_json(old);
+  CHECK(v3["version"] == 3);
+  CHECK(v3["kernel_sets"].size() == 1);
+  CHECK(v3["ops"][1]["kernels"] == 0);
+  const Plan back = parse(v3);
+  CHECK(back.kernel_sets == old.kernel_sets);
+  CHECK(plan_to_json(back) == v3);
+  // Version 3 refuses kernels in attrs, a set that does not exist, and a bad kernel, by pointer.
+  nlohmann::json bad = v3;
+  bad["ops"][1]["attrs"]["kernels"] = {gemm};
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/attrs/kernels: a version-3 op names its kernels by index"));
+  bad = v3;
+  bad["ops"][1]["kernels"] = 1;
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/kernels:"));
+  bad = v3;
+  bad["kernel_sets"][0][0]["dtype"] = "fp12";
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/kernel_sets/0/0/dtype:"));
+  // A plan built in memory naming a missing set is refused by validate.
+  Plan mem = back;
+  mem.source.clear();
+  mem.ops[2].kernels = 3;
+  REQUIRE_THROWS_WITH(validate(mem), Catch::Contains("kernel set 3 does not exist"));
 }
 
 TEST_CASE("plan version 2: chunks say where they live and where their optimizer runs, and version 1 still reads") {
@@ -57,12 +95,40 @@ TEST_CASE("plan version 2: chunks say where they live and where their optimizer 
   CHECK(p.chunks[0].resident == std::optional<bool>(false));
   CHECK(p.chunks[0].optimizer == "host");
   CHECK(plan_to_json(p)["chunks"][0]["resident"] == false);
-  CHECK(plan_to_json(p)["version"] == 2);
+  CHECK(plan_to_json(p)["version"] == 3);
   j["chunks"][0]["optimizer"] = "gpu";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/chunks/0/optimizer: expected \"device\" or \"host\", got \"gpu\"");
   j["chunks"][0]["optimizer"] = "device";
   j["chunks"][0]["resident"] = 1;
   REQUIRE_THROWS_WITH(parse(j), Catch::Contains("p.json:/chunks/0/resident"));
+}
+
+TEST_CASE("plan version 3: copies and collectives say pinned and their group as typed fields, older attrs move there") {
+  auto j = small_plan_json();
+  j["version"] = 2;
+  j["ops"][0]["attrs"] = {{"pinned", false}, {"what", "param_chunk"}};
+  j["ops"][2]["attrs"] = {{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}};
+  const Plan old = parse(j);
+  CHECK(old.ops[0].pinned == std::optional<bool>(false));
+  CHECK(old.ops[0].attrs == nlohmann::json({{"what", "param_chunk"}}));
+  CHECK_FALSE(old.ops[1].pinned.has_value());
+  const CollectiveGroup& g = old.ops[2].group;
+  CHECK((g.ranks == 16 && g.ranks_per_node == 8 && g.groups_per_node == 1 && g.inter_node));
+  CHECK(old.ops[2].attrs.empty());
+  const nlohmann::json v3 = plan_to_json(old);
+  CHECK(v3["ops"][0]["pinned"] == false);
+  CHECK(v3["ops"][2]["group"] ==
+        nlohmann::json({{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}}));
+  CHECK(plan_to_json(parse(v3)) == v3);
+  nlohmann::json bad = v3;
+  bad["ops"][2]["group"]["scope"] = "rack";
+  REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/2/group/scope: expected \"intra_node\" or \"inter_node\", got \"rack\"");
+  bad = v3;
+  bad["ops"][2]["group"]["ranks"] = -2;
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/2/group/ranks"));
+  bad = v3;
+  bad["ops"][0]["pinned"] = "yes";
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/0/pinned"));
 }
 
 TEST_CASE("unknown stream") {

@@ -34,7 +34,7 @@ MegatronOptions layout(int64_t tp, int64_t pp, int64_t dp, int64_t microbatches,
   o.gbs = 2 * dp * microbatches;
   o.seq = 64;
   o.dtype = dtype;
-  o.expand_kernels = true;
+  o.describe_ops = true;
   apply_framework_preset(o, framework);
   return o;
 }
@@ -79,7 +79,7 @@ TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root
     ++n[op.kind];
     if (op.kind == "all_gather") gathered += op.work.bytes;
     if (op.kind == "reduce_scatter") reduced += op.work.bytes;
-    CHECK(op.attrs["ranks"] == dp);
+    CHECK(op.group.ranks == dp);
   }
   // Per micro-batch: the root and L layers gathered for forward, the L layers again for backward;
   // L + 1 reduce-scatters (composer's ddp_sync_context does nothing for FSDP: no no_sync).
@@ -205,7 +205,7 @@ TEST_CASE("Megatron-LM SC'21 step: main grads, unscale, norm, Adam, copy back, t
       if (op.kind == "all_reduce" && (what(op) == "found_inf" || what(op) == "grad norm")) {
         CHECK(op.attrs.value("host_sync", false));  // .item()
         CHECK(op.work.bytes == 4);
-        CHECK(op.attrs["ranks"] == 4);  // the model-parallel group, TP x PP
+        CHECK(op.group.ranks == 4);  // the model-parallel group, TP x PP
         ++synced;
       }
       if (op.kind == "adam_device") {
@@ -233,7 +233,7 @@ TEST_CASE("LocalDDP (megatron-lm without overlap): main_grad += grad after every
   for (const auto& op : p.plan.ops)
     if (op.attrs.contains("part") && op.attrs["part"] == "main_grad accumulation") {
       ++passes;
-      for (const auto& k : op.attrs["kernels"]) bytes += k["bytes"].get<double>();
+      for (const auto& k : p.plan.kernels_of(op)) bytes += k.bytes;
     }
   CHECK(passes == m * (kLayers + 2));  // every unit (embedding, layers, head) of every micro-batch
   // fp16 main_grad (no --accumulate-allreduce-grads-in-fp32): read grad and main_grad, write it.

@@ -19,7 +19,6 @@
 #include "sim/parallel/megatron_compiler.h"
 #include "sim/parallel/search_4d.h"
 #include "sim/parallel/simulate_4d.h"
-#include "sim/parallel/template_cost_model.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
 #include "traces/report.h"
@@ -73,9 +72,10 @@ Simulated run(const ModelSpec& m, const MegatronOptions& o, const hw::CostModel&
   Simulated s;
   const int64_t world = o.sizes.world();
   const int64_t nodes = world <= gpus_per_node ? 1 : world / gpus_per_node;
-  s.plan = compile_megatron_plan(m, o, place_groups(o.sizes, gpus_per_node, nodes));
-  const TemplateCostModel priced(cost, s.plan.templates, s.plan.plan);
-  s.report = PlanSimulator(priced).run(s.plan.plan);
+  MegatronOptions described = o;  // the cost models below tell layers by attrs.block
+  described.describe_ops = true;
+  s.plan = compile_megatron_plan(m, described, place_groups(o.sizes, gpus_per_node, nodes));
+  s.report = PlanSimulator(cost).run(s.plan.plan);
   measure_4d(s.plan, s.report, s.result);
   return s;
 }
@@ -216,7 +216,7 @@ TEST_CASE("the CP ring: c attention steps behind c-1 double-buffered K/V exchang
   }
 }
 
-TEST_CASE("template pricing equals HardwareCostModel on the self-contained plan, plans validate", "[parallel][plan]") {
+TEST_CASE("described ops and the plan read back from JSON price as the lean ops, plans validate", "[parallel][plan]") {
   const ModelSpec m = small_llama();
   const hw::HardwareCostModel cost(hw::load_machine("dgx-a100"));
   struct Case {
@@ -229,20 +229,22 @@ TEST_CASE("template pricing equals HardwareCostModel on the self-contained plan,
     MegatronOptions o = options(c.z, 1, 8 * c.z.dp, 1024);
     o.vpp = c.vpp;
     o.recompute = c.rc;
-    const Simulated lean = run(m, o, cost);
-    o.expand_kernels = true;
+    const Simulated described = run(m, o, cost);
+    const ParallelPlan& full = described.plan;
     const int64_t world = c.z.world(), nodes = world <= 8 ? 1 : world / 8;
-    const ParallelPlan full = compile_megatron_plan(m, o, place_groups(c.z, 8, nodes));
-    REQUIRE_NOTHROW(traces::validate(full.plan));
-    REQUIRE(full.plan.ops.size() == lean.plan.plan.ops.size());
-    const traces::Report direct = PlanSimulator(cost).run(full.plan);
-    CHECK(traces::report_to_string(direct) == traces::report_to_string(lean.report));
+    const ParallelPlan lean = compile_megatron_plan(m, o, place_groups(c.z, 8, nodes));
+    REQUIRE_NOTHROW(traces::validate(lean.plan));
+    REQUIRE(full.plan.ops.size() == lean.plan.ops.size());
+    const traces::Report direct = PlanSimulator(cost).run(lean.plan);
+    CHECK(traces::report_to_string(direct) == traces::report_to_string(described.report));
+    const traces::Plan read = traces::plan_from_json(traces::plan_to_json(full.plan), "round trip");
+    CHECK(read.kernel_sets == full.plan.kernel_sets);
+    CHECK(traces::report_to_string(PlanSimulator(cost).run(read)) == traces::report_to_string(described.report));
     // Every collective names its group's placement.
-    for (const auto& t : full.templates)
+    for (const auto& t : full.plan.ops)
       if (t.kind == "all_gather" || t.kind == "reduce_scatter" || t.kind == "all_reduce" || t.kind == "send_recv") {
-        CHECK(t.attrs.contains("ranks"));
-        CHECK(t.attrs.contains("ranks_per_node"));
-        CHECK(t.attrs.contains("scope"));
+        CHECK(t.group.ranks >= 2);
+        CHECK(t.group.ranks_per_node >= 1);
         CHECK(t.work.bytes > 0);
       }
   }

@@ -149,7 +149,7 @@ TEST_CASE("streamed 4D simulation holds each stage's in-flight ops: not more wit
 }
 
 TEST_CASE("simulate-4d's streamed outputs: plan, report and trace byte-identical to the whole plan's", "[parallel][stream]") {
-  // Oracle: the whole plan compiled (compile_megatron_plan, every op with its kernels) and its
+  // Oracle: the whole plan compiled (compile_megatron_plan, every op described) and its
   // whole Report, written by write_plan / write_report / write_chrome_trace, against the plan
   // written as a second stream generates it and the report and trace written from the records the
   // streamed simulation handed out in id order (kept in a RecordSpool).
@@ -163,9 +163,9 @@ TEST_CASE("simulate-4d's streamed outputs: plan, report and trace byte-identical
     whole.options = o;
     whole.keep_report = true;
     ParallelPlan plan;
-    MegatronOptions expanded = o;
-    expanded.expand_kernels = true;
-    whole.options = expanded;
+    MegatronOptions described = o;
+    described.describe_ops = true;
+    whole.options = described;
     const Simulate4dResult w = simulate_4d(small_llama(), cost, whole, &plan);
     traces::write_plan(plan.plan, dir + "whole.plan.json");
     traces::write_report(w.report, dir + "whole.report.json");

@@ -60,7 +60,7 @@ MegatronOptions megatron(int64_t tp, int64_t dp) {
   o.seq = kS;
   o.dtype = "fp16";
   o.flash_attention = false;
-  o.expand_kernels = true;
+  o.describe_ops = true;
   return o;
 }
 
@@ -205,10 +205,10 @@ TEST_CASE("vocabulary padding to a multiple of 128 * TP (Megatron's _vocab_size_
   const ParallelPlan p = compile(o);
   // The LM head's GEMM is t x V/TP x h with V = 1024, and the model flops keep the real V.
   bool head_gemm = false;
-  for (const auto& t : p.templates)
+  for (const auto& t : p.plan.ops)
     if (t.attrs.value("block", "") == "head" && t.kind == "forward")
-      for (const auto& k : t.attrs["kernels"])
-        head_gemm = head_gemm || (k["kind"] == "gemm" && k["shape"] == nlohmann::json({kT, 512, kH}));
+      for (const auto& k : p.plan.kernels_of(t))
+        head_gemm = head_gemm || (k.sig.kind == "gemm" && k.sig.shape == std::vector<int64_t>{kT, 512, kH});
   CHECK(head_gemm);
   CHECK(p.model_flops_per_token == Approx(compile(megatron(2, 1)).model_flops_per_token));
 }

@@ -278,7 +278,7 @@ TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks
     if (op.kind == "d2h" && what == "grad_chunk") pinned_d2h += op.work.bytes;
     if (op.kind == "d2h" && what == "grad_fp32") {
       pageable_d2h += op.work.bytes;
-      CHECK_FALSE(op.attrs["pinned"].get<bool>());
+      CHECK(op.pinned == std::optional<bool>(false));
     }
     if (op.kind == "h2d" && what == "grad_roundtrip") back += op.work.bytes;
     if (op.kind == "host_cast") {

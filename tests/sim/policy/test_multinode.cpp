@@ -76,8 +76,8 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
     }
     if (op.kind != "all_gather" && op.kind != "reduce_scatter") continue;
     ++collectives;
-    CHECK(op.attrs["ranks"] == gpus);
-    CHECK(op.attrs["ranks_per_node"] == gpus / nodes);
+    CHECK(op.group.ranks == gpus);
+    CHECK(op.group.ranks_per_node == gpus / nodes);
     // A ring over 4 nodes with one 100 Gb/s NIC each: the node's measured inter-node busbw is the
     // rate (the intra-node NVLink is faster), the inter-node alpha the latency.
     const double S = static_cast<double>(op.work.bytes);
@@ -89,7 +89,7 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   // On one node the same plan carries no placement, as before (the intra-node NVLink prices it).
   const CompiledPlan one = compile_offload_plan(w, 4, rank_memory(m, 4), k);
   CHECK_FALSE(one.plan.meta.contains("nodes"));
-  for (const auto& op : one.plan.ops) CHECK_FALSE(op.attrs.contains("ranks_per_node"));
+  for (const auto& op : one.plan.ops) CHECK(op.group.ranks_per_node == 0);
   // The analytic model prices the fetch the same way: the shard's upload plus the ring.
   const WorkloadTimes t = workload_times(w, cp.chunks, cost, gpus, k, nodes);
   const auto& c0 = cp.chunks.chunks[0];
@@ -164,7 +164,7 @@ TEST_CASE("ranks filling part of each node still get the node's whole NIC: their
   for (const auto& op : cp.plan.ops) {
     if (op.kind != "all_gather" && op.kind != "reduce_scatter") continue;
     ++collectives;
-    CHECK(op.attrs["groups_per_node"] == 1);
+    CHECK(op.group.groups_per_node == 1);
     const double want = m.inter_node->all_gather.alpha_us * 1e-6 + 3.0 / 4 * static_cast<double>(op.work.bytes) / (nic * 1e9);
     CHECK(cost.cost(op, cp.plan).fixed == from_seconds(want));
   }
