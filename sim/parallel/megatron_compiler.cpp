@@ -858,8 +858,14 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   dpc_ = dpc, tied_ = tied, dp_ops_ = dp_ops, e_ = e;
   if (o.fsdp_passes)
     for (const auto& S : st)
-      for (const auto& c : S.chunks)
-        for (const auto& u : c.units) add_fsdp_pass_sets(u.params);
+      for (const auto& c : S.chunks) {
+        int64_t root_params = 0;  // the root unit: the chunk's embedding and head (emit_fsdp's)
+        for (const auto& u : c.units) {
+          if (u.kind == BlockKind::kDecoder) add_fsdp_pass_sets(u.params);
+          else root_params += u.params;
+        }
+        if (root_params > 0) add_fsdp_pass_sets(root_params);
+      }
   model_ = model;
   const auto np = static_cast<size_t>(p);
   builder_.st = skel_.st;

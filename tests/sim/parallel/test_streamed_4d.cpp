@@ -155,9 +155,13 @@ TEST_CASE("simulate-4d's streamed outputs: plan, report and trace byte-identical
   // streamed simulation handed out in id order (kept in a RecordSpool).
   const std::string dir = std::string(PROTWIN_BINARY_DIR) + "/tests/sim/parallel/";
   const hw::HardwareCostModel cost(machine(true));
-  std::vector<MegatronOptions> layouts = {layout({2, 1, 4, 2}, 16), layout({1, 1, 4, 1}, 16)};
+  std::vector<MegatronOptions> layouts = {layout({2, 1, 4, 2}, 16), layout({1, 1, 4, 1}, 16), layout({1, 1, 1, 4}, 16)};
   layouts[1].vpp = 2;
   apply_framework_preset(layouts[0], "megatron-lm");  // host_sync sends, the framework's step
+  // FSDP with its own passes: their kernel sets (the root unit's too) must be in the plan file's
+  // header before the first op.
+  apply_framework_preset(layouts[2], "fsdp");
+  REQUIRE(layouts[2].fsdp_passes);
   for (const MegatronOptions& o : layouts) {
     Simulate4dConfig whole;
     whole.options = o;
