@@ -394,10 +394,10 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
       const int64_t params = static_cast<int64_t>(bl.params.size());
       double cat_bytes = 0;
       int cats = 0;
-      for (const auto& k : op.attrs["kernels"])
-        if (k["kind"] == "elementwise" && k["shape"][0] == bl.param_count && k.value("bytes", 0.0) > 0 &&
-            op.attrs["kernels"].back() == k)
-          ++cats, cat_bytes = k["bytes"].get<double>();
+      const traces::KernelSet& ks = p.plan.kernels_of(op);  // the fetch's cat is the set's last kernel
+      for (const auto& k : ks)
+        if (k.sig.kind == "elementwise" && k.sig.shape[0] == bl.param_count && k.bytes > 0 && &k == &ks.back())
+          ++cats, cat_bytes = k.bytes;
       const int64_t eager = op.attrs["host"]["eager_ops"].get<int64_t>();
       const int64_t base = params + (op.kind == "backward" ? params : 0);
       if (gpus == 1) {
