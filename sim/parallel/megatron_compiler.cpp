@@ -298,6 +298,13 @@ struct Unit {
   bool bucket_end = false;  // the bucket is complete after this unit's backward
 };
 
+// FSDP's root unit: a chunk's units that are not decoder layers (embedding, head), one flat parameter.
+int64_t fsdp_root_params(const std::vector<Unit>& units) {
+  int64_t n = 0;
+  for (const Unit& u : units) n += u.kind == BlockKind::kDecoder ? 0 : u.params;
+  return n;
+}
+
 struct Bucket {
   int64_t params = 0;
   int gather_op = -1;  // overlap_param_gather: the all-gather before its first forward
@@ -859,12 +866,9 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   if (o.fsdp_passes)
     for (const auto& S : st)
       for (const auto& c : S.chunks) {
-        int64_t root_params = 0;  // the root unit: the chunk's embedding and head (emit_fsdp's)
-        for (const auto& u : c.units) {
+        for (const auto& u : c.units)
           if (u.kind == BlockKind::kDecoder) add_fsdp_pass_sets(u.params);
-          else root_params += u.params;
-        }
-        if (root_params > 0) add_fsdp_pass_sets(root_params);
+        if (const int64_t root = fsdp_root_params(c.units); root > 0) add_fsdp_pass_sets(root);
       }
   model_ = model;
   const auto np = static_cast<size_t>(p);
@@ -1177,8 +1181,7 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
   const std::vector<Unit>& u = c.units;
   const size_t n = u.size();
   const auto is_layer = [&](size_t i) { return i < n && u[i].kind == BlockKind::kDecoder; };
-  int64_t root_params = 0;
-  for (const Unit& x : u) root_params += x.kind == BlockKind::kDecoder ? 0 : x.params;
+  const int64_t root_params = fsdp_root_params(u);
   if (forward) {
     S.fsdp_fwd_done.assign(n, -1);
     S.fsdp_gathered.assign(n, -1);
