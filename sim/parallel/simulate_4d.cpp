@@ -136,7 +136,8 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                                                 [&](const traces::OpRecord& op) {
                                                   measure.add(op);
                                                   cfg.records(op);
-                                                })
+                                                },
+                                                true)
                     : PlanSimulator(cost).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); },
                                                 true);
     r.options = stream.plan().options;

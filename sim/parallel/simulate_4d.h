@@ -43,8 +43,8 @@ struct Simulate4dConfig {
   int64_t nodes = 0;           // 0: as many as TP*CP*PP*DP needs
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
   bool keep_report = false;    // compile the whole plan and keep the whole Report (ops) in the result
-  // Streamed outputs: every op's record, in id order, as the simulation goes (the Report in the
-  // result then has everything but its ops), and the plan (its kernel sets, every op described) written to
+  // Streamed outputs: every op's record as it ends, in any order (traces::RecordSpool puts them
+  // back in id order; the Report in the result then has everything but its ops), and the plan (its kernel sets, every op described) written to
   // plan_path as a second stream generates it in id order. Neither holds the plan or the report.
   OpRecordSink records;
   std::string plan_path;

@@ -214,11 +214,15 @@ TEST_CASE("simulate-4d's streamed outputs: plan, report and trace byte-identical
   // Oracle: the whole plan compiled (compile_megatron_plan, every op described) and its
   // whole Report, written by write_plan / write_report / write_chrome_trace, against the plan
   // written as a second stream generates it and the report and trace written from the records the
-  // streamed simulation handed out in id order (kept in a RecordSpool).
+  // streamed simulation handed out as ops ended (kept in a RecordSpool, read back in id order).
   const std::string dir = std::string(PROTWIN_BINARY_DIR) + "/tests/sim/parallel/";
   const hw::HardwareCostModel cost(machine(true));
   std::vector<MegatronOptions> layouts = {layout({2, 1, 4, 2}, 16), layout({1, 1, 4, 1}, 16), layout({1, 1, 1, 4}, 16)};
   layouts[1].vpp = 2;
+  // CP's ring, uneven first/last stages (1 + 3 + 3 + 1 layers), selective recompute.
+  layouts.push_back(layout({1, 2, 4, 2}, 16));
+  layouts.back().split = {1, 1};
+  layouts.back().recompute = Recompute::kSelective;
   apply_framework_preset(layouts[0], "megatron-lm");  // host_sync sends, the framework's step
   // FSDP with its own passes: their kernel sets (the root unit's too) must be in the plan file's
   // header before the first op.
