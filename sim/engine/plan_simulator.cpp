@@ -152,7 +152,7 @@ class Run final : public Handler {
   Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink, bool any_order)
       : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), any_order_(any_order),
         sink_(std::move(sink)) {}
-  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_held_}; }
+  RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_live_rank_, peak_held_}; }
 
   traces::Report simulate();
   void on_event(uint64_t p) override;
@@ -233,6 +233,11 @@ class Run final : public Handler {
   uint32_t next_out_ = 0;
   std::unordered_map<uint32_t, traces::OpRecord> held_;
   uint64_t gen_ = 0, live_ = 0, peak_live_ = 0, peak_held_ = 0;
+  // Streamed: each stream's rank (its host thread's name, whether or not it issues) and the ops
+  // each rank holds.
+  std::vector<uint32_t> rank_of_stream_;
+  std::vector<uint64_t> live_per_rank_;
+  uint64_t peak_live_rank_ = 0;
   std::vector<Edge> edges_;
   uint32_t free_edge_ = kNone;
   std::vector<std::pair<uint32_t, uint32_t>> forward_deps_;  // (dep, op) with dep > op: linked once all are taken
@@ -279,6 +284,16 @@ void Run::init() {
   last_on_stream_.assign(stream_names_.size(), -1);
   last_id_on_stream_.assign(stream_names_.size(), -1);
   host_of_stream_.assign(stream_names_.size(), -1);
+  if (streamed_) {
+    std::vector<std::string> ranks;
+    for (const auto& name : stream_names_) {
+      const std::string rank = traces::host_of_stream(name);
+      int r = find_name(ranks, rank);
+      if (r < 0) r = static_cast<int>(ranks.size()), ranks.push_back(rank);
+      rank_of_stream_.push_back(static_cast<uint32_t>(r));
+    }
+    live_per_rank_.assign(ranks.size(), 0);
+  }
   resize_slots(std::max<size_t>(streamed_ ? 1024 : 1, source_.size_hint()));
   if (!streamed_) {  // a plan (the header is the whole plan): an edge per dependency and stream predecessor
     size_t edges = 0, effects = 0;
@@ -360,6 +375,7 @@ void Run::free_slot(size_t i) {
     last_on_stream_[static_cast<size_t>(st.stream)] = -1;
   free_slots_.push_back(static_cast<uint32_t>(i));
   --live_;
+  --live_per_rank_[rank_of_stream_[static_cast<size_t>(st.stream)]];
 }
 
 // `to` waits for `from` (unless `from` has ended): an edge at the end of from's successors, so
@@ -419,6 +435,8 @@ void Run::add_op(const traces::Op& op) {
   PROTWIN_CHECK(s >= 0, traces::describe_op(header_, op), ": unknown stream \"", op.stream, "\"");
   last_stream_ = s;
   st.stream = s;
+  if (streamed_)
+    peak_live_rank_ = std::max(peak_live_rank_, ++live_per_rank_[rank_of_stream_[static_cast<size_t>(s)]]);
   st.priority = op.priority;
 
   // The stream's previous op (in id order), if still held.

@@ -44,6 +44,9 @@ struct RunStats {
   double event_loop_cpu_s = 0;
   uint64_t ops = 0;
   uint64_t peak_live_ops = 0;  // the most ops held at once (generated, not yet ended)
+  // Streamed: the most ops one rank (the streams of one host thread, traces::host_of_stream: a 4D
+  // plan's pipeline stage) held at once.
+  uint64_t peak_live_ops_per_rank = 0;
   uint64_t peak_held_records = 0;  // streamed, records in id order: the most held back for it
 };
 

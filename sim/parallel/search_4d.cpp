@@ -25,7 +25,8 @@ PointCodec<Simulate4dResult> search_row_codec() {
                           {"iteration_s", s.iteration_s}, {"tokens_per_s", s.tokens_per_s},
                           {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
                           {"bubble_fraction", s.bubble_fraction}, {"memory_bytes", s.memory.total_bytes},
-                          {"fits_80pct", s.fits_80pct}, {"priced_by", s.priced_by}};
+                          {"fits_80pct", s.fits_80pct}, {"priced_by", s.priced_by},
+                          {"peak_live_ops", {s.peak_live_ops, s.peak_live_ops_per_stage}}};
   };
   c.decode = [](const nlohmann::json& j) {
     Simulate4dResult s;
@@ -42,6 +43,8 @@ PointCodec<Simulate4dResult> search_row_codec() {
     s.memory.total_bytes = j.at("memory_bytes");
     s.fits_80pct = j.at("fits_80pct");
     s.priced_by = j.at("priced_by").get<std::map<std::string, int64_t>>();
+    s.peak_live_ops = j.at("peak_live_ops").at(0);
+    s.peak_live_ops_per_stage = j.at("peak_live_ops").at(1);
     return s;
   };
   return c;
@@ -157,6 +160,8 @@ nlohmann::json search_4d_to_json(const Search4dResult& r, size_t top) {
     layout["fits_80pct"] = s.fits_80pct;
     layout["placement"] = placement_to_json(s.placement);
     layout["priced_by"] = s.priced_by;
+    layout["peak_live_ops"] = s.peak_live_ops;
+    layout["peak_live_ops_per_stage"] = s.peak_live_ops_per_stage;
     rows.push_back(layout);
   }
   return {{"model", r.model},

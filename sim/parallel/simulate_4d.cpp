@@ -136,12 +136,14 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                                                 [&](const traces::OpRecord& op) {
                                                   measure.add(op);
                                                   cfg.records(op);
-                                                })
+                                                },
+                                                true)
                     : PlanSimulator(cost).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); },
                                                 true);
     r.options = stream.plan().options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
+    r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
     measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
     if (cfg.records) r.report = std::move(report);
@@ -259,7 +261,9 @@ nlohmann::json simulate_4d_to_json(const Simulate4dResult& r) {
           {"memory", estimate_to_json(r.memory, r.gpu_memory_gb)},
           {"ops", r.ops},
           {"streams", streams},
-          {"priced_by", r.priced_by}};
+          {"priced_by", r.priced_by},
+          {"peak_live_ops", r.peak_live_ops},
+          {"peak_live_ops_per_stage", r.peak_live_ops_per_stage}};
   if (o.split.uneven()) j["config"]["stage_layers"] = stage_layers_json(o.split);
   return j;
 }

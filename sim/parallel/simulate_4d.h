@@ -43,8 +43,8 @@ struct Simulate4dConfig {
   int64_t nodes = 0;           // 0: as many as TP*CP*PP*DP needs
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
   bool keep_report = false;    // compile the whole plan and keep the whole Report (ops) in the result
-  // Streamed outputs: every op's record, in id order, as the simulation goes (the Report in the
-  // result then has everything but its ops), and the plan (its kernel sets, every op described) written to
+  // Streamed outputs: every op's record as it ends, in any order (traces::RecordSpool puts them
+  // back in id order; the Report in the result then has everything but its ops), and the plan (its kernel sets, every op described) written to
   // plan_path as a second stream generates it in id order. Neither holds the plan or the report.
   OpRecordSink records;
   std::string plan_path;
@@ -66,6 +66,7 @@ struct Simulate4dResult {
   std::map<std::string, int64_t> priced_by;  // ops per cost source (traces::Report::priced_by)
   traces::Report report;       // with keep_report; with records, without its ops
   int64_t peak_live_ops = 0;   // the most ops the simulation held at once (RunStats::peak_live_ops)
+  int64_t peak_live_ops_per_stage = 0;  // streamed: the most one stage's rank held (RunStats)
 };
 
 // Nodes a layout needs on nodes of `gpus_per_node` GPUs, or the check of a given count; errors
@@ -106,7 +107,7 @@ class Measure4d {
 // {"model", "machine", "config", "placement", "iteration_s", "tokens_per_s", "tflops_per_gpu",
 //  "hw_tflops_per_gpu", "mfu", "peak_tflops", "bubble_fraction", "bubble_fraction_stage0",
 //  "stage_bubble_fraction", "memory_GiB", "memory_limit_GiB", "gpu_memory_GB", "fits_80pct",
-//  "memory", "ops", "streams"}
+//  "memory", "ops", "streams", "priced_by", "peak_live_ops", "peak_live_ops_per_stage"}
 nlohmann::json simulate_4d_to_json(const Simulate4dResult& r);
 nlohmann::json placement_to_json(const Placement& p);
 

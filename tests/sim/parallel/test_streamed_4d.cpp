@@ -11,7 +11,10 @@
 //    plan's run holds every op.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/parallel/simulate_4d.h"
@@ -148,15 +151,78 @@ TEST_CASE("streamed 4D simulation holds each stage's in-flight ops: not more wit
   }
 }
 
+namespace {
+
+// Ops of one micro-batch's forward and backward on the busiest stage, from the whole plan: the
+// difference between the plan with 2m and with m micro-batches (gathers, buckets and the tail
+// cancel), counted per stage (streams "stage<s>.*"), over m.
+int64_t stage_ops_per_microbatch(const ModelSpec& model, MegatronOptions o, int64_t m) {
+  const hw::Machine a100 = machine(false);
+  std::vector<int64_t> per_stage(static_cast<size_t>(o.sizes.pp), 0);
+  for (int64_t k : {1, 2}) {
+    o.gbs = k * m * o.mbs * o.sizes.dp;
+    const ParallelPlan plan = compile_megatron_plan(model, o, place_groups(o.sizes, a100.gpu.count, nodes_for_layout(o.sizes, a100.gpu.count, 0, a100.name)));
+    for (const auto& op : plan.plan.ops) {
+      const size_t dot = op.stream.find('.');
+      per_stage[static_cast<size_t>(std::stoi(op.stream.substr(5, dot - 5)))] += k == 1 ? -1 : 1;
+    }
+  }
+  return *std::max_element(per_stage.begin(), per_stage.end()) / m;
+}
+
+}  // namespace
+
+TEST_CASE("streamed 4D simulation: a stage holds its task, the next and its launch queue, whatever the stages",
+          "[parallel][stream][memory]") {
+  // Two layers per stage, PP 2 ... 16 (the model grows with the stages, so the whole pipeline
+  // holds more, but no stage may): the most ops one stage's rank holds at once
+  // (RunStats::peak_live_ops_per_rank) is at most its running task and the next one (two
+  // micro-batches' forward and backward on the busiest stage, counted in the whole plan), plus,
+  // with host dispatch, the launch queue its host thread runs ahead by (the machine's
+  // launch_queue_depth). Without host dispatch it is the same at every PP and every micro-batch
+  // count; the whole run holds at most PP times it. Session 9's window in compile order held about
+  // p^2/2 tasks.
+  for (bool host : {true, false}) {
+    const hw::HardwareCostModel cost(machine(host));
+    const int64_t queue = host ? cost.launch_queue_depth() : 0;
+    int64_t first_per_stage = 0;
+    for (int64_t pp : {2, 4, 8, 16}) {
+      for (int64_t m : {16, 64}) {
+        INFO("PP " << pp << ", " << m << " micro-batches" << (host ? ", host dispatch" : ", no host dispatch"));
+        const ModelSpec model = resolve_model("llama:hidden=512,layers=" + std::to_string(2 * pp) +
+                                              ",heads=8,kv_heads=4,vocab=1000");
+        const MegatronOptions o = layout({2, 1, pp, 1}, m);
+        Simulate4dConfig cfg;
+        cfg.options = o;
+        const Simulate4dResult r = simulate_4d(model, cost, cfg);
+        const int64_t stage_mb = stage_ops_per_microbatch(model, o, 8);
+        INFO("one stage's micro-batch " << stage_mb << " ops; held per stage " << r.peak_live_ops_per_stage
+                                        << ", in all " << r.peak_live_ops << " of " << r.ops);
+        CHECK(r.peak_live_ops_per_stage > 0);
+        CHECK(r.peak_live_ops_per_stage <= 2 * stage_mb + queue);
+        CHECK(r.peak_live_ops <= pp * r.peak_live_ops_per_stage);
+        // Without host dispatch exactly the same at every PP and micro-batch count; with it, how
+        // far the host runs ahead (up to the queue) depends on its launch and kernel times.
+        if (first_per_stage == 0) first_per_stage = r.peak_live_ops_per_stage;
+        if (!host) CHECK(r.peak_live_ops_per_stage == first_per_stage);
+      }
+    }
+  }
+}
+
 TEST_CASE("simulate-4d's streamed outputs: plan, report and trace byte-identical to the whole plan's", "[parallel][stream]") {
   // Oracle: the whole plan compiled (compile_megatron_plan, every op described) and its
   // whole Report, written by write_plan / write_report / write_chrome_trace, against the plan
   // written as a second stream generates it and the report and trace written from the records the
-  // streamed simulation handed out in id order (kept in a RecordSpool).
+  // streamed simulation handed out as ops ended (kept in a RecordSpool, read back in id order).
   const std::string dir = std::string(PROTWIN_BINARY_DIR) + "/tests/sim/parallel/";
   const hw::HardwareCostModel cost(machine(true));
   std::vector<MegatronOptions> layouts = {layout({2, 1, 4, 2}, 16), layout({1, 1, 4, 1}, 16), layout({1, 1, 1, 4}, 16)};
   layouts[1].vpp = 2;
+  // CP's ring, uneven first/last stages (1 + 3 + 3 + 1 layers), selective recompute.
+  layouts.push_back(layout({1, 2, 4, 2}, 16));
+  layouts.back().split = {1, 1};
+  layouts.back().recompute = Recompute::kSelective;
   apply_framework_preset(layouts[0], "megatron-lm");  // host_sync sends, the framework's step
   // FSDP with its own passes: their kernel sets (the root unit's too) must be in the plan file's
   // header before the first op.
