@@ -1,6 +1,7 @@
 #include "sim/engine/contention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -12,19 +13,56 @@ namespace {
 
 using Interval = std::pair<int64_t, int64_t>;
 
-// Sorted, disjoint union of the ops' [start, end) on the given streams.
-std::vector<Interval> busy_union(const traces::Report& r, const std::vector<std::string>& streams) {
-  std::vector<Interval> v;
-  for (const auto& op : r.ops)
-    if (std::find(streams.begin(), streams.end(), op.stream) != streams.end() && op.end.ns > op.start.ns)
-      v.emplace_back(op.start.ns, op.end.ns);
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& iv : v)
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  return out;
-}
+// An op of one of the rules' streams in one pass: `stream` indexes Spans::names.
+struct Span {
+  int id;
+  int stream;
+  int64_t start, end;
+};
+
+// The records of the rules' streams (each rule's own and its `beside`) of one pass.
+class Spans {
+ public:
+  explicit Spans(const std::vector<ContentionRule>& rules) {
+    for (const auto& rule : rules) {
+      index(rule.stream);
+      for (const auto& b : rule.beside) index(b);
+    }
+  }
+  void add(const traces::OpRecord& op) {
+    auto it = idx_.find(op.stream);
+    if (it != idx_.end()) spans_.push_back({op.id, it->second, op.start.ns, op.end.ns});
+  }
+  void clear() { spans_.clear(); }
+
+  // Sorted, disjoint union of the spans' [start, end) on the given streams.
+  std::vector<Interval> busy_union(const std::vector<std::string>& streams) const {
+    std::vector<int> want;
+    for (const auto& s : streams) want.push_back(idx_.at(s));
+    std::vector<Interval> v;
+    for (const auto& sp : spans_)
+      if (std::find(want.begin(), want.end(), sp.stream) != want.end() && sp.end > sp.start)
+        v.emplace_back(sp.start, sp.end);
+    std::sort(v.begin(), v.end());
+    std::vector<Interval> out;
+    for (const auto& iv : v)
+      if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+      else out.push_back(iv);
+    return out;
+  }
+
+  // Each rule stream's op scaled by 1 + sum over rules of (slowdown - 1) x (share of its time the
+  // rule's other streams covered in this pass); every other op 1. Returns the largest change.
+  double update(const std::vector<ContentionRule>& rules, std::vector<double>& scale) const;
+
+ private:
+  int index(const std::string& name) {
+    auto [it, added] = idx_.emplace(name, static_cast<int>(idx_.size()));
+    return it->second;
+  }
+  std::map<std::string, int> idx_;
+  std::vector<Span> spans_;
+};
 
 // Length of [a, b) covered by the union.
 int64_t covered(const std::vector<Interval>& u, int64_t a, int64_t b) {
@@ -33,6 +71,29 @@ int64_t covered(const std::vector<Interval>& u, int64_t a, int64_t b) {
   int64_t c = 0;
   for (; it != u.end() && it->first < b; ++it) c += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
   return c;
+}
+
+double Spans::update(const std::vector<ContentionRule>& rules, std::vector<double>& scale) const {
+  std::map<std::vector<std::string>, std::vector<Interval>> unions;
+  for (const auto& rule : rules)
+    if (!unions.count(rule.beside)) unions[rule.beside] = busy_union(rule.beside);
+  std::vector<int> rule_stream;
+  for (const auto& rule : rules) rule_stream.push_back(idx_.at(rule.stream));
+  double moved = 0;
+  for (const auto& sp : spans_) {
+    // The scale applies to the base cost model's (unstretched) time; the share of the op that
+    // other streams covered is read off this pass's schedule.
+    const int64_t len = sp.end - sp.start;
+    double s = 1;
+    for (size_t i = 0; i < rules.size(); ++i)
+      if (sp.stream == rule_stream[i] && len > 0)
+        s += (rules[i].slowdown - 1) * static_cast<double>(covered(unions[rules[i].beside], sp.start, sp.end)) /
+             static_cast<double>(len);
+    if (static_cast<size_t>(sp.id) >= scale.size()) scale.resize(static_cast<size_t>(sp.id) + 1, 1.0);
+    moved = std::max(moved, std::abs(s - scale[static_cast<size_t>(sp.id)]));
+    scale[static_cast<size_t>(sp.id)] = s;
+  }
+  return moved;
 }
 
 // The base cost model with each op's fixed time scaled.
@@ -75,24 +136,50 @@ traces::Report simulate_with_contention(const traces::Plan& plan, const hw::Cost
   traces::Report r = PlanSimulator(cost).run(plan);
   if (rules.empty()) return r;
   std::vector<double> scale(plan.ops.size(), 1.0);
+  Spans spans(rules);
   for (int pass = 0; pass < passes; ++pass) {
-    std::map<std::vector<std::string>, std::vector<Interval>> unions;
-    for (const auto& rule : rules)
-      if (!unions.count(rule.beside)) unions[rule.beside] = busy_union(r, rule.beside);
-    for (const auto& op : r.ops) {
-      // The scale applies to the base cost model's (unstretched) time; the share of the op that
-      // other streams covered is read off this pass's schedule.
-      const int64_t len = op.end.ns - op.start.ns;
-      double s = 1;
-      for (const auto& rule : rules)
-        if (op.stream == rule.stream && len > 0)
-          s += (rule.slowdown - 1) * static_cast<double>(covered(unions[rule.beside], op.start.ns, op.end.ns)) /
-               static_cast<double>(len);
-      scale[op.id] = s;
-    }
+    spans.clear();
+    for (const auto& op : r.ops) spans.add(op);
+    spans.update(rules, scale);
     r = PlanSimulator(ScaledCostModel(cost, scale)).run(plan);
   }
   return r;
+}
+
+traces::Report simulate_with_contention(const ContentionRun& run, const hw::CostModel& cost,
+                                        const std::vector<ContentionRule>& rules, const OpRecordSink& final_sink,
+                                        int passes, double tolerance) {
+  if (rules.empty()) return run(cost, final_sink);
+  Spans spans(rules);
+  const OpRecordSink collect = [&](const traces::OpRecord& op) { spans.add(op); };
+  traces::Report r = run(cost, collect);
+  std::vector<double> scale;  // the scales `r` was simulated with (empty: all 1)
+  for (int pass = 0; pass < passes; ++pass) {
+    std::vector<double> next = scale;
+    if (spans.update(rules, next) <= tolerance) break;  // r is (close enough to) its own fixed point
+    scale = std::move(next);
+    spans.clear();
+    r = run(ScaledCostModel(cost, scale), collect);
+  }
+  // The same scales once more, with the caller's sink.
+  return final_sink ? run(ScaledCostModel(cost, scale), final_sink) : r;
+}
+
+std::vector<ContentionRule> collective_sm_rules(const std::vector<std::string>& streams, int sms, int channels) {
+  std::vector<ContentionRule> rules;
+  if (channels <= 0 || sms <= channels) return rules;
+  const double slowdown = static_cast<double>(sms) / static_cast<double>(sms - channels);
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const auto& c : streams) {
+    if (!(c == "compute" || ends_with(c, ".compute"))) continue;
+    ContentionRule rule{c, {}, slowdown};
+    for (const auto& s : streams)
+      if (ends_with(s, "_comm") && traces::host_of_stream(s) == traces::host_of_stream(c)) rule.beside.push_back(s);
+    if (!rule.beside.empty()) rules.push_back(std::move(rule));
+  }
+  return rules;
 }
 
 }  // namespace protwin::sim
