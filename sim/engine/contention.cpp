@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "sim/engine/plan_simulator.h"
@@ -12,6 +14,16 @@ namespace protwin::sim {
 namespace {
 
 using Interval = std::pair<int64_t, int64_t>;
+
+// Sorted, disjoint union of the intervals.
+std::vector<Interval> union_of(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v)
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  return out;
+}
 
 // An op of one of the rules' streams in one pass: `stream` indexes Spans::names.
 struct Span {
@@ -43,12 +55,7 @@ class Spans {
     for (const auto& sp : spans_)
       if (std::find(want.begin(), want.end(), sp.stream) != want.end() && sp.end > sp.start)
         v.emplace_back(sp.start, sp.end);
-    std::sort(v.begin(), v.end());
-    std::vector<Interval> out;
-    for (const auto& iv : v)
-      if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-      else out.push_back(iv);
-    return out;
+    return union_of(std::move(v));
   }
 
   // Each rule stream's op scaled by 1 + sum over rules of (slowdown - 1) x (share of its time the
@@ -99,19 +106,27 @@ double Spans::update(const std::vector<ContentionRule>& rules, std::vector<doubl
 // The base cost model with each op's fixed time scaled.
 class ScaledCostModel : public hw::CostModel {
  public:
-  ScaledCostModel(const hw::CostModel& base, const std::vector<double>& scale) : base_(base), scale_(scale) {}
+  using Scale = std::function<double(int id)>;
+  ScaledCostModel(const hw::CostModel& base, Scale scale) : base_(base), scale_(std::move(scale)) {}
+  ScaledCostModel(const hw::CostModel& base, const std::vector<double>& scale)
+      : ScaledCostModel(base, [&scale](int id) { return static_cast<size_t>(id) < scale.size() ? scale[id] : 1.0; }) {}
+  ScaledCostModel(const hw::CostModel& base, const std::unordered_map<int, double>& scale)
+      : ScaledCostModel(base, [&scale](int id) {
+          auto it = scale.find(id);
+          return it == scale.end() ? 1.0 : it->second;
+        }) {}
   std::vector<hw::LinkSpec> links() const override { return base_.links(); }
   int launch_queue_depth() const override { return base_.launch_queue_depth(); }
   hw::OpCost cost(const traces::Op& op, const traces::Plan& plan) const override {
     hw::OpCost c = base_.cost(op, plan);
-    const double s = static_cast<size_t>(op.id) < scale_.size() ? scale_[op.id] : 1.0;
+    const double s = scale_(op.id);
     c.fixed = SimTime{static_cast<int64_t>(static_cast<double>(c.fixed.ns) * s + 0.5)};
     return c;
   }
 
  private:
   const hw::CostModel& base_;
-  const std::vector<double>& scale_;
+  Scale scale_;
 };
 
 }  // namespace
@@ -150,33 +165,73 @@ traces::Report simulate_with_contention(const ContentionRun& run, const hw::Cost
                                         const std::vector<ContentionRule>& rules, const OpRecordSink& final_sink,
                                         int passes, double tolerance) {
   if (rules.empty()) return run(cost, final_sink);
-  Spans spans(rules);
-  const OpRecordSink collect = [&](const traces::OpRecord& op) { spans.add(op); };
-  traces::Report r = run(cost, collect);
-  std::vector<double> scale;  // the scales `r` was simulated with (empty: all 1)
-  for (int pass = 0; pass < passes; ++pass) {
-    std::vector<double> next = scale;
-    if (spans.update(rules, next) <= tolerance) break;  // r is (close enough to) its own fixed point
-    scale = std::move(next);
-    spans.clear();
-    r = run(ScaledCostModel(cost, scale), collect);
+  // Only the beside streams' intervals are kept (a rank's collectives: few); an op of a slowed
+  // stream is scaled as its record comes, against the intervals of the pass before. At the fixed
+  // point both passes are the same, so the scales are those of the plan form above.
+  std::map<std::string, std::vector<size_t>> slowed, beside;  // stream -> rules
+  for (size_t i = 0; i < rules.size(); ++i) {
+    slowed[rules[i].stream].push_back(i);
+    for (const auto& b : rules[i].beside) beside[b].push_back(i);
   }
-  // The same scales once more, with the caller's sink.
-  return final_sink ? run(ScaledCostModel(cost, scale), final_sink) : r;
+  std::vector<std::vector<Interval>> seen(rules.size()), before(rules.size());
+  std::unordered_map<int, double> used, next;  // op id -> scale (1 where absent): this pass's, the next's
+  bool scaling = false;
+  double moved = 0;
+  const OpRecordSink collect = [&](const traces::OpRecord& op) {
+    const int64_t len = op.end.ns - op.start.ns;
+    if (len <= 0) return;
+    if (auto b = beside.find(op.stream); b != beside.end())
+      for (size_t i : b->second) seen[i].emplace_back(op.start.ns, op.end.ns);
+    auto sl = slowed.find(op.stream);
+    if (!scaling || sl == slowed.end()) return;
+    double s = 1;
+    for (size_t i : sl->second)
+      s += (rules[i].slowdown - 1) * static_cast<double>(covered(before[i], op.start.ns, op.end.ns)) /
+           static_cast<double>(len);
+    auto u = used.find(op.id);
+    moved = std::max(moved, std::abs(s - (u == used.end() ? 1.0 : u->second)));
+    if (s != 1) next[op.id] = s;
+  };
+  auto end_pass = [&] {
+    bool any = false;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      before[i] = union_of(std::move(seen[i]));
+      seen[i].clear();
+      any = any || !before[i].empty();
+    }
+    return any;
+  };
+  traces::Report r = run(cost, collect);  // the collectives' intervals unstretched
+  if (!end_pass()) return final_sink ? run(cost, final_sink) : r;  // no collective ran: nothing to stretch
+  scaling = true;
+  for (int pass = 0; pass < passes; ++pass) {
+    moved = 0;
+    next.clear();
+    r = run(ScaledCostModel(cost, used), collect);
+    end_pass();
+    if (moved <= tolerance) break;  // `used` reproduces itself (within tolerance): r is the fixed point
+    used = std::move(next);
+  }
+  return final_sink ? run(ScaledCostModel(cost, used), final_sink) : r;
 }
 
-std::vector<ContentionRule> collective_sm_rules(const std::vector<std::string>& streams, int sms, int channels) {
+std::vector<ContentionRule> collective_sm_rules(const std::vector<std::string>& streams,
+                                                const std::vector<std::string>& collective_roles, int sms,
+                                                int channels) {
   std::vector<ContentionRule> rules;
   if (channels <= 0 || sms <= channels) return rules;
   const double slowdown = static_cast<double>(sms) / static_cast<double>(sms - channels);
-  auto ends_with = [](const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  auto role = [](const std::string& s) {
+    const size_t dot = s.rfind('.');
+    return dot == std::string::npos ? s : s.substr(dot + 1);
   };
   for (const auto& c : streams) {
-    if (!(c == "compute" || ends_with(c, ".compute"))) continue;
+    if (role(c) != "compute") continue;
     ContentionRule rule{c, {}, slowdown};
     for (const auto& s : streams)
-      if (ends_with(s, "_comm") && traces::host_of_stream(s) == traces::host_of_stream(c)) rule.beside.push_back(s);
+      if (std::find(collective_roles.begin(), collective_roles.end(), role(s)) != collective_roles.end() &&
+          traces::host_of_stream(s) == traces::host_of_stream(c))
+        rule.beside.push_back(s);
     if (!rule.beside.empty()) rules.push_back(std::move(rule));
   }
   return rules;

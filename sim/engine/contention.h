@@ -43,18 +43,22 @@ traces::Report simulate_with_contention(const traces::Plan& plan, const hw::Cost
 // GEMM's tiles leave no room beside them on an SM, so while a collective runs a compute kernel
 // has sms - channels SMs (torch 2.1's NCCL 2.18: 24 channels on an 8-GPU NVSwitch node, of 108
 // A100 or 132 H100 SMs). One rule per rank: its `compute` stream, `sms / (sms - channels)` times
-// slower beside its collective streams (`collectives`: names ending in "_comm" of the same host,
-// traces::host_of_stream). None when channels is 0 (unknown).
-std::vector<ContentionRule> collective_sm_rules(const std::vector<std::string>& streams, int sms, int channels);
+// slower beside its streams whose role (the name after the last '.') is one of `collective_roles`
+// (same host, traces::host_of_stream). None when channels is 0 (unknown).
+std::vector<ContentionRule> collective_sm_rules(const std::vector<std::string>& streams,
+                                                const std::vector<std::string>& collective_roles, int sms,
+                                                int channels);
 
 // One simulation of the same ops with each op's cost from `cost`; records go to `sink` (any order
 // is fine) unless it is null.
 using ContentionRun = std::function<traces::Report(const hw::CostModel& cost, const OpRecordSink& sink)>;
 
 // simulate_with_contention for ops that are generated rather than held (a streamed plan): `run`
-// is called once per pass, the last time with `final_sink` (which may be null). Passes stop when
-// no op's scale moved by more than `tolerance` (at most `passes` re-simulations). The ops' scales
-// are held by id; only the records of the rules' streams are kept between passes.
+// is called once per pass, the last time with `final_sink` (which may be null). Memory stays
+// bounded by the `beside` streams' ops: each pass keeps their intervals, and an op of a slowed
+// stream is scaled as it ends against the intervals of the pass before; only ops with a scale
+// other than 1 are held. Passes stop when no op's scale moves by more than `tolerance` (at most
+// `passes` re-simulations after the first two); they settle where the plan form does.
 traces::Report simulate_with_contention(const ContentionRun& run, const hw::CostModel& cost,
                                         const std::vector<ContentionRule>& rules, const OpRecordSink& final_sink,
                                         int passes = 8, double tolerance = 1e-4);

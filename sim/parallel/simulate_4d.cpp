@@ -113,8 +113,9 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   auto sm_rules = [&](const traces::Plan& header) {
     std::vector<std::string> names;
     for (const auto& st : header.streams) names.push_back(st.name);
+    // TP and DP collectives; cp_comm and p2p carry send/recv, whose kernels are not counted.
     return cfg.collective_sms
-               ? collective_sm_rules(names, machine.gpu.sms, machine.intra_node.ring_channels)
+               ? collective_sm_rules(names, {"tp_comm", "dp_comm"}, machine.gpu.sms, machine.intra_node.ring_channels)
                : std::vector<ContentionRule>{};
   };
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
