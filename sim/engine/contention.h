@@ -57,10 +57,11 @@ using ContentionRun = std::function<traces::Report(const hw::CostModel& cost, co
 // is called once per pass, the last time with `final_sink` (which may be null). Memory stays
 // bounded by the `beside` streams' ops: each pass keeps their intervals, and an op of a slowed
 // stream is scaled as it ends against the intervals of the pass before; only ops with a scale
-// other than 1 are held. Passes stop when no op's scale moves by more than `tolerance` (at most
-// `passes` re-simulations after the first two); they settle where the plan form does.
+// other than 1 are held. Passes stop when no op's scale moves by more than `tolerance`, or when the
+// iteration moved by at most 10 x `tolerance` (relative) since the pass before (ops whose overlap
+// flips between passes need not settle), or after `passes` re-simulations after the first.
 traces::Report simulate_with_contention(const ContentionRun& run, const hw::CostModel& cost,
                                         const std::vector<ContentionRule>& rules, const OpRecordSink& final_sink,
-                                        int passes = 8, double tolerance = 1e-4);
+                                        int passes = 4, double tolerance = 1e-4);
 
 }  // namespace protwin::sim

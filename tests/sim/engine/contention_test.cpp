@@ -101,7 +101,7 @@ TEST_CASE("re-run passes settle at the same fixed point as the plan's passes", "
                                                     [&](const traces::OpRecord& op) { seen.push_back(op); });
   CHECK(length_us(r, 0) == Approx(L).epsilon(1e-3));
   CHECK(length_us(r, 1) == Approx(c).epsilon(1e-9));
-  CHECK(runs <= 1 + 8 + 1);
+  CHECK(runs <= 1 + 4 + 1);
   // The plan form's passes settle on the same lengths.
   CHECK(length_us(r, 0) == Approx(length_us(simulate_with_contention(p, m, {{"compute", {"copy"}, s}}), 0)).epsilon(1e-3));
   // The caller's sink saw the returned run's records, once each.
