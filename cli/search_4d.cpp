@@ -75,7 +75,9 @@ int run_search_4d(const std::vector<std::string>& args) {
       ("mbs-max", po::value(&mbs_max), "largest micro-batch size to try (default: up to GBS/DP)")
       ("threads", po::value(&threads)->default_value(2), "threads simulating layouts")
       ("uneven-stages", "also try PP sizes that divide layers + 2, the first and last stage one layer short "
-                        "(Llama 3 405B: 126 layers at PP 16 = 7 + 14 x 8 + 7)");
+                        "(Llama 3 405B: 126 layers at PP 16 = 7 + 14 x 8 + 7)")
+      ("collective-sms", "slow compute beside its rank's collectives by the SMs their kernels hold, as simulate-4d "
+                         "does (off here: it costs each layout a few simulations)");
   add_parallel_options(desc, pa);
   desc.add_options()("json", "print JSON");
   po::variables_map vm;
@@ -94,6 +96,7 @@ int run_search_4d(const std::vector<std::string>& args) {
   o.gpu_memory_gb = in.gpu_memory_gb;
   o.threads = threads;
   o.uneven_stages = vm.count("uneven-stages") > 0;
+  o.collective_sms = vm.count("collective-sms") > 0;
   // Created when the number of layouts to simulate is known; `done` may jump (other threads).
   std::unique_ptr<Progress> bar;
   long shown = 0;

@@ -102,6 +102,8 @@ int run_simulate_4d(const std::vector<std::string>& args) {
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (one track per stream per stage)")
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON)")
       ("plan-out", po::value(&plan_out), "write the compiled plan: its kernel sets, every op described")
+      ("no-collective-sms", "do not slow compute while a collective of its rank runs (the SMs its kernel holds, "
+                            "the machine's /collectives/intra_node/ring_channels)")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("protwin simulate-4d --model M --machine NODE [--nodes N] --tp T --pp P --cp C --dp D "
@@ -120,6 +122,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   cfg.nodes = nodes;
   PROTWIN_CHECK(!vm.count("nodes") || nodes >= 1, "--nodes ", nodes, ": must be at least 1");
   cfg.gpu_memory_gb = in.gpu_memory_gb;
+  cfg.collective_sms = !vm.count("no-collective-sms");
   // Written as they come: the plan op by op as it is generated, the ops' records to a temporary
   // file as the simulation hands them out, the report and trace from it at the end.
   cfg.plan_path = plan_out;

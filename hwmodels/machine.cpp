@@ -202,8 +202,10 @@ CollectiveSpec read_collective(const JsonNode& n) {
 }
 
 CollectiveDomainSpec read_domain(const JsonNode& n) {
-  n.check_keys({"host_staged", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "fabric", "send_recv"});
+  n.check_keys({"host_staged", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "fabric", "send_recv",
+                "ring_channels"});
   CollectiveDomainSpec d;
+  if (n.has("ring_channels")) d.ring_channels = static_cast<int>(n.get_int_in("ring_channels", 0, 1024));
   d.host_staged = n.at("host_staged").as_bool();
   d.all_reduce = read_collective(n.at("all_reduce"));
   d.reduce_scatter = read_collective(n.at("reduce_scatter"));
@@ -302,6 +304,9 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode coll = root.at("collectives");
   coll.check_keys({"intra_node", "inter_node"});
   m.intra_node = read_domain(coll.at("intra_node"));
+  if (m.intra_node.ring_channels > 0 && m.intra_node.ring_channels >= m.gpu.sms)
+    coll.at("intra_node").at("ring_channels").fail("must be below /gpu/sms (" + std::to_string(m.gpu.sms) +
+                                                   "): a collective's CTAs cannot take every SM");
   if (auto inter = coll.find("inter_node")) m.inter_node = read_domain(*inter);
   if (auto net = root.find("network")) m.network = read_network(*net);
   if (auto kt = root.find("kernel_tables")) {

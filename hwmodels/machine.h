@@ -150,6 +150,10 @@ struct CollectiveDomainSpec {
   CollectiveSpec all_reduce, reduce_scatter, all_gather, broadcast;
   IntraFabric fabric = IntraFabric::kSwitch;    // "fabric": "switch" (default) | "mesh"
   std::optional<SendRecvSpec> send_recv;        // absent: a send is a 2-rank broadcast
+  // SMs one collective kernel holds while it runs: NCCL launches one CTA per ring channel, and
+  // beside a GEMM's full waves each CTA takes an SM of its own (sim/engine/contention.h,
+  // collective_sm_rules). 0 ("ring_channels" absent): not known, compute is not slowed.
+  int ring_channels = 0;
 };
 
 // The network between nodes of a cluster (hwmodels/collective_model.h uses it): every node has

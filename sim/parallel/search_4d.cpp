@@ -111,6 +111,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
     cfg.options.split = rows[i].candidate.split;
     cfg.nodes = o.nodes;
     cfg.gpu_memory_gb = r.gpu_memory_gb;
+    cfg.collective_sms = o.collective_sms;
     return simulate_4d(model, cost, cfg);
   };
   // Layouts over the threads (and MPI ranks); a refused layout (protwin::Error) is that row's

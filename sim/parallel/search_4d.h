@@ -23,6 +23,9 @@ struct Search4dOptions {
   MegatronOptions base;        // gbs, seq, recompute, dtype, switches (sizes and mbs are searched)
   double gpu_memory_gb = 0;    // nominal; 0: the machine's memory in GiB, rounded
   bool uneven_stages = false;  // also PP with the first and last stage one layer short (parallel_search.h)
+  // Simulate4dConfig::collective_sms for every layout; off by default: its passes cost each layout
+  // a few simulations, and simulate-4d of the chosen layout has it on.
+  bool collective_sms = false;
   int threads = 2;
   std::function<void(long done, long total)> progress;  // called from the calling thread (rank 0: its layouts)
 };

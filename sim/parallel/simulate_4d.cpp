@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 
+#include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/parallel_constraints.h"
@@ -108,10 +110,26 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
 
   const Placement pl = place_groups(z, g, nodes);
   const nlohmann::json meta = {{"machine", machine.name}, {"nodes", nodes}};
+  auto sm_rules = [&](const traces::Plan& header) {
+    std::vector<std::string> names;
+    for (const auto& st : header.streams) names.push_back(st.name);
+    // TP and DP collectives; cp_comm and p2p carry send/recv, whose kernels are not counted.
+    return cfg.collective_sms
+               ? collective_sm_rules(names, {"tp_comm", "dp_comm"}, machine.gpu.sms, machine.intra_node.ring_channels)
+               : std::vector<ContentionRule>{};
+  };
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
     ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
     RunStats stats;
-    traces::Report report = PlanSimulator(cost).run(plan.plan, &stats);
+    traces::Report report = simulate_with_contention(
+        [&](const hw::CostModel& c, const OpRecordSink& sink) {
+          stats = RunStats{};
+          traces::Report rep = PlanSimulator(c).run(plan.plan, &stats);
+          if (sink)
+            for (const auto& op : rep.ops) sink(op);
+          return rep;
+        },
+        cost, sm_rules(plan.plan), nullptr);
     r.options = plan.options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
@@ -128,23 +146,29 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
       while (const traces::Op* op = in_order.next()) writer.add(*op);
       writer.commit();
     }
-    MegatronOpStream stream(model, o, pl, meta);
-    Measure4d measure(stream.plan());
+    // Each pass generates the ops anew; the last one run is measured.
+    std::unique_ptr<MegatronOpStream> stream;
+    std::unique_ptr<Measure4d> measure;
     RunStats stats;
-    traces::Report report =
-        cfg.records ? PlanSimulator(cost).run(stream, &stats,
-                                                [&](const traces::OpRecord& op) {
-                                                  measure.add(op);
-                                                  cfg.records(op);
-                                                },
-                                                true)
-                    : PlanSimulator(cost).run(stream, &stats, [&](const traces::OpRecord& op) { measure.add(op); },
-                                                true);
-    r.options = stream.plan().options;
+    auto run = [&](const hw::CostModel& c, const OpRecordSink& sink) {
+      stream = std::make_unique<MegatronOpStream>(model, o, pl, meta);
+      measure = std::make_unique<Measure4d>(stream->plan());
+      stats = RunStats{};
+      // Records in any order: the Report and trace files spool them by id (traces::RecordSpool).
+      return PlanSimulator(c).run(*stream, &stats,
+                                  [&](const traces::OpRecord& op) {
+                                    measure->add(op);
+                                    if (sink) sink(op);
+                                  },
+                                  true);
+    };
+    const std::vector<ContentionRule> rules = sm_rules(MegatronOpStream(model, o, pl, meta).header());
+    traces::Report report = simulate_with_contention(run, cost, rules, cfg.records);
+    r.options = stream->plan().options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
-    measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
+    measure->finish(stream->plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
     if (cfg.records) r.report = std::move(report);
   }

@@ -48,6 +48,10 @@ struct Simulate4dConfig {
   // plan_path as a second stream generates it in id order. Neither holds the plan or the report.
   OpRecordSink records;
   std::string plan_path;
+  // Compute kernels slowed while a collective of their rank runs, by the SMs its kernel takes
+  // (the machine's /collectives/intra_node/ring_channels; sim/engine/contention.h
+  // collective_sm_rules). --collective-sms off: the simulation without it.
+  bool collective_sms = true;
 };
 
 struct Simulate4dResult {

@@ -62,6 +62,48 @@ std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block
   return {k};
 }
 
+std::vector<traces::Kernel> grad_reduce_kernels(const std::string& system, const Block& block,
+                                                const std::string& dtype) {
+  if (system != "deepspeed" || block.param_count <= 0) return {};
+  traces::Kernel k;
+  k.sig = traces::OpSignature{"elementwise", {block.param_count}, dtype};
+  k.bytes = 2.0 * traces::dtype_bytes(dtype) * static_cast<double>(block.param_count);
+  return {k, k, k};  // the IPG bucket copy, torch.cat, div_
+}
+
+std::vector<traces::Kernel> reduced_grad_kernels(const std::string& system, int64_t shard_elems,
+                                                 const std::string& dtype) {
+  if (system != "colossalai" || shard_elems <= 0) return {};
+  const double e = traces::dtype_bytes(dtype), n = static_cast<double>(shard_elems);
+  auto pass = [&](double bytes_per_elem) {
+    traces::Kernel k;
+    k.sig = traces::OpSignature{"elementwise", {shard_elems}, dtype};
+    k.bytes = bytes_per_elem * n;
+    return k;
+  };
+  return {pass(2 * e), pass(e + 1), pass(1), pass(e + 1), pass(1)};  // div_, isinf, any, isnan, any
+}
+
+nlohmann::json reduced_grad_host_work(const std::string& system) {
+  if (system != "colossalai") return nlohmann::json();
+  return {{"copies", 2}, {"sync", true}};
+}
+
+nlohmann::json grad_offload_host_work(const std::string& system) {
+  if (system != "colossalai") return nlohmann::json();
+  return {{"sync", true}};
+}
+
+void add_host_work(nlohmann::json& attrs, const nlohmann::json& w) {
+  if (w.is_null()) return;
+  if (attrs.is_null()) attrs = nlohmann::json::object();
+  nlohmann::json& h = attrs["host"];
+  if (h.is_null()) h = nlohmann::json::object();
+  for (const char* key : {"hooks", "eager_ops", "copies"})
+    if (w.contains(key)) h[key] = h.value(key, 0) + w[key].get<int>();
+  if (w.value("sync", false)) h["sync"] = true;
+}
+
 nlohmann::json host_work_json(const HostWork& w) {
   nlohmann::json j = nlohmann::json::object();
   if (w.hooks) j["hooks"] = w.hooks;

@@ -65,6 +65,34 @@ HostWork block_host_work(const std::string& system, const Block& block, bool bac
 nlohmann::json fetch_host_work(const std::string& system, int64_t tensors);
 std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block& block, int64_t ranks,
                                           const std::string& dtype);
+// DeepSpeed 0.12.1's passes over a block's gradients before their reduce-scatter (stage3.py with
+// its defaults contiguous_gradients and reduce_scatter on, fp16 communication, no pre-divide
+// factor): __add_grad_to_ipg_bucket copies every gradient into the flat IPG bucket
+// (`new_grad_tensor.copy_(param.grad, non_blocking=True)`), and __avg_scatter_grads'
+// reduce_scatter_coalesced (runtime/comm/coalesced_collectives.py) concatenates the bucket's
+// rank partitions into its flat buffer (`torch.cat`) and pre-divides it (`div_(world_sz)`): three
+// passes reading and writing the block's whole gradient in `dtype`. Empty for other systems.
+std::vector<traces::Kernel> grad_reduce_kernels(const std::string& system, const Block& block,
+                                                const std::string& dtype);
+
+// Colossal-AI 0.3.3 Gemini once a chunk's gradient is reduced (gemini_ddp.py GeminiDDP.grad_handle,
+// when reduce_chunk returns true; chunk/chunk.py): `cuda_shard.div_(pg_size)`, then
+// has_inf_or_nan: `torch.isinf(shard).any().item() | torch.isnan(shard).any().item()`, two
+// reductions each ended by an .item() (a one-element copy down; the host waits), and
+// move_chunk(chunk, grads_device, force_copy=True): for a chunk whose gradient lives on the CPU,
+// shard_move's `cpu_shard.copy_(cuda_shard)`, a copy without non_blocking (the host waits for
+// it). l2 norms (set_l2_norm) only with gradient clipping, which is left out.
+//  - reduced_grad_kernels: div_ (read, write the shard), isinf + any, isnan + any (read the
+//    shard, write and read one byte per element), in the chunks' `dtype`; empty for other systems.
+//  - reduced_grad_host_work: {"copies": 2, "sync": true} (the two .item()); null otherwise.
+//  - grad_offload_host_work: {"sync": true} (the blocking copy_); null otherwise.
+std::vector<traces::Kernel> reduced_grad_kernels(const std::string& system, int64_t shard_elems,
+                                                 const std::string& dtype);
+nlohmann::json reduced_grad_host_work(const std::string& system);
+nlohmann::json grad_offload_host_work(const std::string& system);
+// Adds host work `w` ({"hooks", "eager_ops", "copies", "sync"}; null: none) to an op's
+// attrs.host: counts add up, sync stays set once set.
+void add_host_work(nlohmann::json& attrs, const nlohmann::json& w);
 // {"hooks", "eager_ops", "copies"} of the non-zero counts; null when there is no work.
 nlohmann::json host_work_json(const HostWork& w);
 

@@ -439,7 +439,16 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.work.flops = bl.backward_flops();
       op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
       op.work.params = bl.param_count;
-      op.kernels = block_kernel_set(plan, op, bl.backward, fetch_kernels(k.host_work, bl, N, w.options.dtype));
+      // The system's kernels around the block (host_work.h): its passes over the block's gradients
+      // before their reduction, its work on each gradient chunk completed here, its fetch's last.
+      std::vector<traces::Kernel> around = grad_reduce_kernels(k.host_work, bl, w.options.dtype);
+      for (int c : u)
+        if (!block_uses(blk - 1, c) && min_block[static_cast<size_t>(c)] == blk)
+          for (auto& kk : reduced_grad_kernels(k.host_work, ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N),
+                                               w.options.dtype))
+            around.push_back(std::move(kk));
+      for (auto& kk : fetch_kernels(k.host_work, bl, N, w.options.dtype)) around.push_back(std::move(kk));
+      op.kernels = block_kernel_set(plan, op, bl.backward, around);
       op.attrs = {{"block", bl.name}};
       if (auto h = host_work_json(block_host_work(k.host_work, bl, true, N)); !h.is_null()) op.attrs["host"] = h;
       op.reads = {act_t[bi]};
@@ -460,6 +469,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       const bool complete = min_block[ci] == blk;
       int reduced = g;
       if (N > 1 && complete) reduced = collective(k.offload ? "reduce_scatter" : "all_reduce", g, c);
+      if (complete) add_host_work(b.op(reduced).attrs, reduced_grad_host_work(k.host_work));
       if (persistent[ci] && (k.persistent_gpu_adam || !k.offload)) {
         if (complete) persistent_grad_ready.emplace_back(reduced, c);
         continue;
@@ -468,6 +478,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       b.op(off).work.bytes = moved[ci];
       b.op(off).pinned = true;
       b.op(off).attrs = {{"what", complete ? "grad_chunk" : "partial_grad_chunk"}};
+      add_host_work(b.op(off).attrs, grad_offload_host_work(k.host_work));
       b.op(off).reads = {gpu_t[ci]};
       if (moved[ci] != shard[ci]) {  // the gradient is cast to fp32 on the GPU before the copy
         b.mem(off, "gpu", moved[ci], MemAt::kStart);

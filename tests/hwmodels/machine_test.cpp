@@ -185,3 +185,18 @@ TEST_CASE("network and fabric fields are validated with file and pointer", "[hwm
   CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
                     "bad.json:/collectives/intra_node/send_recv/GBps: expected a number > 0, got integer 0");
 }
+
+TEST_CASE("ring channels: NCCL 2.18's counts, refused when negative or not below the SMs", "[hwmodels][errors]") {
+  // src/graph/search.cc + connect.cc at v2.18.1-1: 6 search channels doubled twice on both nodes.
+  CHECK(machine_from_json(embedded("hgx-h100"), "h.json").intra_node.ring_channels == 24);
+  CHECK(machine_from_json(embedded("dgx-a100"), "d.json").intra_node.ring_channels == 24);
+  CHECK(machine_from_json(embedded("rtx3090-server"), "r.json").intra_node.ring_channels == 0);  // not known
+  nlohmann::json j = embedded("hgx-h100");
+  j["collectives"]["intra_node"]["ring_channels"] = -1;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    Catch::Contains("bad.json:/collectives/intra_node/ring_channels: expected an integer"));
+  j["collectives"]["intra_node"]["ring_channels"] = 132;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/collectives/intra_node/ring_channels: must be below /gpu/sms (132): a "
+                    "collective's CTAs cannot take every SM");
+}

@@ -14,6 +14,7 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/parallel/megatron_compiler.h"
+#include "sim/parallel/simulate_4d.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
 
@@ -355,4 +356,40 @@ TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient pass
   o.fsdp_passes = false;
   const ParallelPlan off = compile(o);
   CHECK(off.plan.ops.size() + static_cast<size_t>(casts + passes) == p.plan.ops.size());
+}
+
+// The collectives' SM share (sim/engine/contention.h collective_sm_rules) in simulate_4d. Oracles:
+// bounds from the closed form (compute is stretched by at most sms / (sms - channels) over the
+// time the dp_comm stream was busy) and the simulation without it, exactly, when the machine has
+// no channel count.
+TEST_CASE("FSDP: compute beside the gathers loses the SMs of NCCL's channels, within the closed-form bound",
+          "[parallel][framework][contention]") {
+  hw::Machine m = hw::load_machine("hgx-h100");
+  REQUIRE(m.intra_node.ring_channels == 24);
+  const hw::HardwareCostModel cost(m);
+  Simulate4dConfig cfg;
+  cfg.options = layout(1, 1, 8, 2, "fsdp");
+  cfg.options.describe_ops = false;
+  const ModelSpec model = resolve_model("gpt:hidden=2048,layers=4,heads=16,vocab=1000,max_positions=512");
+  cfg.options.seq = 512;
+  cfg.collective_sms = false;
+  const Simulate4dResult off = simulate_4d(model, cost, cfg);
+  cfg.collective_sms = true;
+  const Simulate4dResult on = simulate_4d(model, cost, cfg);
+  cfg.keep_report = true;
+  const Simulate4dResult whole = simulate_4d(model, cost, cfg);
+  double dp_busy = 0;
+  for (const auto& s : off.streams)
+    if (s.name == "stage0.dp_comm") dp_busy = s.busy.seconds();
+  REQUIRE(dp_busy > 0.05 * off.iteration_s);  // the gathers overlap a real share of the step
+  CHECK(on.iteration_s > off.iteration_s);
+  // At most every overlapped second of compute stretched by 132/108 (the gathers also wait less
+  // for a slower compute, never more).
+  CHECK(on.iteration_s <= off.iteration_s + 2 * dp_busy * (132.0 / 108.0 - 1));
+  CHECK(whole.iteration_s == on.iteration_s);  // the whole plan's passes settle on the same times
+
+  m.intra_node.ring_channels = 0;  // unknown: the simulation without it
+  const hw::HardwareCostModel unknown(m);
+  cfg.keep_report = false;
+  CHECK(simulate_4d(model, unknown, cfg).iteration_s == off.iteration_s);
 }

@@ -366,7 +366,7 @@ TEST_CASE("per-block systems gather one block per chunk, each chunk sized to its
                       Catch::StartsWith("knob chunk_bytes=67108864: this system gathers one block at a time"));
 }
 
-TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across ranks its two torch.cat passes") {
+TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across ranks its two torch.cat passes; its gradient passes") {
   // Oracle: counts and bytes from deepspeed/runtime/zero/partition_parameters.py at v0.12.1
   // (sim/policy/host_work.h): per fetch, p.ds_tensor.to(device) per parameter (the host waits),
   // torch.cat into the send buffer (the shard) and one torch.cat per parameter in
@@ -398,6 +398,15 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
       for (const auto& k : ks)
         if (k.sig.kind == "elementwise" && k.sig.shape[0] == bl.param_count && k.bytes > 0 && &k == &ks.back())
           ++cats, cat_bytes = k.bytes;
+      if (op.kind == "backward") {
+        // stage3.py's IPG bucket copy and reduce_scatter_coalesced's torch.cat and div_ (host_work.h
+        // grad_reduce_kernels): three fp16 passes over the block's gradient, first after its own kernels.
+        const size_t first = ks.size() - 3 - (gpus > 1 ? 1 : 0);
+        for (size_t i = first; i < first + 3; ++i) {
+          CHECK(ks[i].sig.kind == "elementwise");
+          CHECK(ks[i].bytes == Approx(2.0 * 2 * bl.param_count));
+        }
+      }
       const int64_t eager = op.attrs["host"]["eager_ops"].get<int64_t>();
       const int64_t base = params + (op.kind == "backward" ? params : 0);
       if (gpus == 1) {
@@ -537,4 +546,49 @@ TEST_CASE("on N GPUs a persistent chunk's device Adam updates its 1/N shard, whi
     const std::vector<bool> none = traces::device_sharded_chunks(q.plan);
     CHECK(std::count(none.begin(), none.end(), true) == 0);
   }
+}
+
+TEST_CASE("Colossal-AI 0.3.3 Gemini's grad_handle: div_ and the inf/nan checks per reduced chunk, the host waits") {
+  // Oracle: counts and bytes from colossalai/zero/gemini/gemini_ddp.py GeminiDDP.grad_handle and
+  // chunk/chunk.py at v0.3.3 (sim/policy/host_work.h): per chunk whose gradient is complete,
+  // cuda_shard.div_ (read, write), isinf + any and isnan + any (read the shard, one byte per element
+  // written and read) with an .item() each (the host waits), then the offloaded gradient's blocking
+  // cpu_shard.copy_. The bytes are the backward ops' against the same plan without the system's work.
+  const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
+  const Workload w = workload("gpt2-small", 1);
+  const int64_t gpus = 4;
+  OffloadKnobs k = base_knobs("colossalai");
+  const CompiledPlan p = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), k);
+  k.host_work = "";
+  const CompiledPlan bare = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), k);
+  const int64_t e = 2;  // fp16 chunks
+  int reduces = 0, offloads = 0;
+  double expected = 0;
+  for (const auto& op : p.plan.ops) {
+    if (op.kind == "reduce_scatter") {
+      ++reduces;
+      REQUIRE(op.attrs.contains("host"));
+      CHECK(op.attrs["host"]["copies"] == 2);
+      CHECK(op.attrs["host"]["sync"] == true);
+      const int64_t shard = (p.chunks.chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus;
+      expected += static_cast<double>(shard) * (2 * e + 2 * (e + 1) + 2);
+    }
+    if (op.kind == "d2h" && op.attrs.value("what", std::string()) == "grad_chunk") {
+      ++offloads;
+      CHECK(op.attrs["host"]["sync"] == true);
+    }
+  }
+  auto backward_bytes = [](const CompiledPlan& c) {
+    double b = 0;
+    for (const auto& op : c.plan.ops)
+      if (op.kind == "backward") b += static_cast<double>(op.work.bytes);
+    return b;
+  };
+  CHECK(reduces == static_cast<int>(p.chunks.chunks.size()));
+  CHECK(offloads >= 1);
+  CHECK(backward_bytes(p) - backward_bytes(bare) == Approx(expected).margin(64));
+  // The other systems' reduces carry no such work.
+  const CompiledPlan pt = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("protrain"));
+  for (const auto& op : pt.plan.ops)
+    if (op.kind == "reduce_scatter") CHECK_FALSE(op.attrs.contains("host"));
 }
