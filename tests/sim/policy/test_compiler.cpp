@@ -366,7 +366,7 @@ TEST_CASE("per-block systems gather one block per chunk, each chunk sized to its
                       Catch::StartsWith("knob chunk_bytes=67108864: this system gathers one block at a time"));
 }
 
-TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across ranks its two torch.cat passes; its gradient passes") {
+TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across ranks its two torch.cat passes, and its gradient passes") {
   // Oracle: counts and bytes from deepspeed/runtime/zero/partition_parameters.py at v0.12.1
   // (sim/policy/host_work.h): per fetch, p.ds_tensor.to(device) per parameter (the host waits),
   // torch.cat into the send buffer (the shard) and one torch.cat per parameter in
