@@ -562,21 +562,21 @@ int run_calibrate(const std::vector<std::string>& args) {
   Progress bar("calibrating", rounds);
   sample_noise();
   int done_rounds = 0;
-  double last_round_s = 0;
+  double last_measure_s = 0;  // the last round's measuring part: what an added round repeats
   for (;;) {
-    const auto t0 = std::chrono::steady_clock::now();
     if (reprofile && done_rounds < rounds) profile_round(done_rounds);
+    const auto t0 = std::chrono::steady_clock::now();
     measure_round(done_rounds);
     sample_noise();
     ++done_rounds;
-    last_round_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    last_measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bar.tick();
     if (done_rounds < rounds) continue;
     evaluate();
     const bool undecided = std::count(verdicts.begin(), verdicts.end(), Verdict::kUndecided) > 0;
     if (!undecided) break;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    if (elapsed + last_round_s > budget_s) {
+    if (!another_round_fits(elapsed, last_measure_s, budget_s)) {
       say("budget of " + std::to_string(static_cast<int>(budget_s)) + " s spent: a criterion is still undecided");
       break;
     }

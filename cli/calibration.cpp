@@ -125,6 +125,10 @@ const char* verdict_text(Verdict v) {
   return v == Verdict::kMet ? "met" : v == Verdict::kNotMet ? "NOT met" : "undecided";
 }
 
+bool another_round_fits(double elapsed_s, double last_measure_s, double budget_s) {
+  return elapsed_s + last_measure_s <= budget_s;
+}
+
 namespace {
 
 sim::OffloadKnobs with(sim::OffloadKnobs k, void (*edit)(sim::OffloadKnobs&)) {

@@ -58,6 +58,11 @@ Verdict judge_at_most(const Interval& i, double target);
 Verdict judge_at_least(const Interval& i, double target);
 const char* verdict_text(Verdict v);  // "met", "NOT met", "undecided"
 
+// Whether calibrate measures another round within --budget-s (issue 22): a round added while a
+// criterion is undecided only measures (no profile first), so it is priced at the length of the
+// last round's measuring part, not of the whole profiled round (about twice as long).
+bool another_round_fits(double elapsed_s, double last_measure_s, double budget_s);
+
 struct CalibrationCase {
   std::string label;        // "search best", "pareto 2", "deepspeed best", "hand: n_swap=2", ...
   sim::OffloadKnobs knobs;

@@ -11,6 +11,7 @@
 
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
+#include "cli/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_step_speeds.h"
 #include "cli/rank_timeline.h"
@@ -47,16 +48,6 @@ std::string find_mpirun() {
     start = end + 1;
   }
   return "";
-}
-
-// The calibration machine with `ranks` GPUs whose collectives run at the --net-GBps cap (the
-// runtime's throttle is the link's specification, as --link-GBps is for the copies).
-hw::Machine with_ranks(const hw::Machine& m, int ranks, double net_gbps) {
-  nlohmann::json j = m.json;
-  j["gpu"]["count"] = ranks;
-  for (auto& [kind, c] : j["collectives"]["intra_node"].items())
-    if (c.is_object() && c.contains("busbw_GBps")) c["busbw_GBps"] = net_gbps;
-  return hw::machine_from_json(j, m.source + " (" + std::to_string(ranks) + " ranks)");
 }
 
 double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
@@ -184,7 +175,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     return section;
   }
   ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);  // containers forbid CMA's ptrace
-  const hw::Machine m = with_ranks(machine, o.ranks, o.net_gbps);
+  const hw::Machine m = machine_for_ranks(machine, o.ranks, o.net_gbps);
   const std::unique_ptr<hw::HardwareCostModel> cost = cost_of(m);
   std::vector<std::string> mpirun_head;
   if (::geteuid() == 0) mpirun_head.push_back("--allow-run-as-root");
@@ -244,7 +235,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     const traces::OpProfile& profile = *rank_profile;
     nlohmann::json j = hw::load_machine(dir + "/machine-rank0.json").json;
     for (const char* k : {"memory_bytes", "usable_memory_bytes"}) j["gpu"][k] = machine.json["gpu"][k];
-    const hw::Machine pm = with_ranks(hw::machine_from_json(j, dir + "/machine-rank0.json"), o.ranks, o.net_gbps);
+    const hw::Machine pm = machine_for_ranks(hw::machine_from_json(j, dir + "/machine-rank0.json"), o.ranks, o.net_gbps);
     rank_machine = std::make_unique<hw::Machine>(pm);
     rank_cost = std::make_unique<hw::HardwareCostModel>(
         pm, [profile](const traces::OpSignature& sig) { return profile.lookup(sig); });

@@ -62,7 +62,14 @@ int run_profile(const std::vector<std::string>& args) {
   // Only for --plan: the zoo's small models' blocks would add about a minute to every profile.
   for (const auto& p : plans) rt::merge_signatures(sigs, rt::plan_block_signatures(traces::read_plan(p)));
   o.signatures = sigs;
-  if (!plans.empty()) o.step_plan = plans.front();  // the runtime's per-step work on a real step
+  // The runtime's per-step work on a real step of the first one-GPU plan: this process replays it
+  // alone (an N-GPU plan's step needs its N ranks; `calibrate --ranks` profiles with only such
+  // plans, and then the empty-op chains' per-step intercept stands in).
+  for (const auto& p : plans)
+    if (const nlohmann::json gpus = traces::read_plan(p).meta.value("gpus", nlohmann::json(1)); gpus == 1) {
+      o.step_plan = p;
+      break;
+    }
   PROTWIN_CHECK(o.rounds >= 1, "--rounds: expected at least 1, got ", o.rounds);
   Progress bar("profile", o.rounds + 5);
   o.progress = [&](long, long) { bar.tick(); };
@@ -107,7 +114,7 @@ int run_profile(const std::vector<std::string>& args) {
               h.compute_slowdown_with_copies, h.compute_slowdown_with_adam, h.copy_slowdown_with_compute,
               h.adam_slowdown_with_compute);
   std::printf("  runtime's own work %.2f us per plan op, %.0f us per step%s (host_dispatch)\n", h.runtime_op_us,
-              h.runtime_step_us, o.step_plan.empty() ? " (empty-op plans)" : " (a real step of the first --plan)");
+              h.runtime_step_us, o.step_plan.empty() ? " (empty-op plans)" : " (a real step of the first one-GPU --plan)");
   std::printf("machine: %s\nprofile: %s\n", machine_out.c_str(), profile_out.c_str());
   return 0;
 }

@@ -318,7 +318,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   auto tick = [&] { if (o.progress) o.progress(++done, total); };
 
   // 1. Ops at the compute split.
-  at::set_num_threads(h.compute_threads);
+  set_compute_threads(h.compute_threads);
   r.profile = traces::OpProfile("emulated (host CPU): " + h.cpu, "measured",
                                 "protwin profile (runtime/profile/profiler.cpp), " + h.when);
   ProfileOptions per_round = o;
@@ -356,9 +356,9 @@ ProfileResult run_profile(const ProfileOptions& opts) {
                     int64_t{1} << 24})
     h.memory.push_back({12.0 * static_cast<double>(n), add_gbps(n)});
   h.launch_floor_us = time_signature({"elementwise", {1}, "fp32"}, o).mean;
-  at::set_num_threads(h.cores);
+  set_compute_threads(h.cores);
   h.dram_GBps = add_gbps(int64_t{1} << 24);
-  at::set_num_threads(h.compute_threads);
+  set_compute_threads(h.compute_threads);
   tick();
 
   // 3. Copies through the runtime's copy engine at the throttle.

@@ -11,6 +11,7 @@
 #include "runtime/optim/cpu_adam.h"
 
 #include "runtime/memory/speed_throttle.h"
+#include "runtime/memory/thread_split.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -38,7 +39,7 @@ std::vector<double> gemm_speed_samples(const StabilityOptions& o) {
   PROTWIN_CHECK(o.seconds > 0 && o.interval_s >= 0 && o.threads >= 1, "stability probe: bad options");
   using Clock = std::chrono::steady_clock;
   const int previous = at::get_num_threads();
-  at::set_num_threads(o.threads);
+  set_compute_threads(o.threads);
   at::NoGradGuard no_grad;
   const at::Tensor a = at::randn({kN, kN}), b = at::randn({kN, kN});
   at::Tensor c = at::empty({kN, kN});
@@ -49,7 +50,7 @@ std::vector<double> gemm_speed_samples(const StabilityOptions& o) {
     gflops.push_back(time_gemms(a, b, c, kCalls));
     std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
   } while (Clock::now() < end);
-  at::set_num_threads(previous);
+  set_compute_threads(previous);
   return gflops;
 }
 

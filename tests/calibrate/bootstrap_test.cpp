@@ -105,3 +105,14 @@ TEST_CASE("a criterion is met only when its whole interval satisfies the target"
   CHECK(judge_at_least({0.5, 0.89}, 0.9) == Verdict::kNotMet);
   CHECK(std::string(verdict_text(Verdict::kUndecided)) == "undecided");
 }
+
+TEST_CASE("an added round is priced at the length of a measure-only round, not of a profiled one") {
+  // Session 11's twin-accuracy runs: a profiled round took 39 s, its measuring part 18 s. After
+  // three rounds (150 s) of a 180 s budget another measure-only round fits; the whole profiled
+  // round's length (the old check) said it did not.
+  CHECK(another_round_fits(150, 18, 180));
+  CHECK_FALSE(another_round_fits(150, 39, 180));
+  CHECK(another_round_fits(162, 18, 180));  // exactly at the budget
+  CHECK_FALSE(another_round_fits(163, 18, 180));
+  CHECK_FALSE(another_round_fits(0, 1, 0));  // --budget-s 0: no added rounds
+}

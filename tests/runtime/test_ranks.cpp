@@ -208,3 +208,22 @@ TEST_CASE("ranks: interleave refuses a 1-GPU plan under mpirun -np 2, naming the
   CHECK(r.code != 0);
   CHECK(r.err.find(p + ":/meta/gpus") != std::string::npos);
 }
+
+// calibrate --ranks profiles its 2-GPU plans' kernels with `mpirun -np 2 protwin profile --plan`;
+// each rank profiles alone. The runtime's per-step work was timed on a real step of the first
+// --plan, which a single process cannot replay for a 2-GPU plan: every rank stopped with the
+// 1-process refusal (main, 2026-11-26). Now a 2-GPU plan's step is not replayed; its kernels are.
+TEST_CASE("ranks: protwin profile of a 2-GPU plan's kernels times the per-step work on empty ops", "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const std::string p = write(resident_plan(eager_workload("gpt2-tiny", 2, 16), kRanks), "profile_two_gpus.json");
+  const std::string dir = (fs::temp_directory_path() / "protwin_profile_two_gpus").string();
+  fs::create_directories(dir);
+  const CliResult r = run_protwin("profile --only-plans --rounds 1 --min-seconds 0.005 --plan " + p + " -o " + dir +
+                                  "/machine.json --profile-out " + dir + "/profile.json --json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("ops").get<int>() > 0);
+  CHECK(j.at("runtime_step_us").get<double>() >= 0);
+  fs::remove_all(dir);
+}

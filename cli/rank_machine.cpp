@@ -1,0 +1,17 @@
+#include "cli/rank_machine.h"
+
+#include <string>
+
+namespace protwin::cli {
+
+hw::Machine machine_for_ranks(const hw::Machine& one_gpu, int ranks, double net_gbps) {
+  nlohmann::json j = one_gpu.json;
+  j["gpu"]["count"] = ranks;
+  auto& intra = j["collectives"]["intra_node"];
+  intra["host_staged"] = false;
+  for (auto& [kind, c] : intra.items())
+    if (c.is_object() && c.contains("busbw_GBps")) c["busbw_GBps"] = net_gbps;
+  return hw::machine_from_json(j, one_gpu.source + " (" + std::to_string(ranks) + " ranks)");
+}
+
+}  // namespace protwin::cli

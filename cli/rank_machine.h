@@ -1,0 +1,16 @@
+// The machine `calibrate --ranks` predicts N-rank runs on (issue 23): the calibration's one-GPU
+// machine with N GPUs whose collectives are what the runtime does under mpirun
+// (runtime/comm/rank_group.cpp): each collective its own transfer, throttled to --net-GBps of bus
+// bandwidth on the collective stream's thread, NOT staged through the rank's copy links. The
+// profiled emulated machine says `host_staged: true`, which priced every collective over the h2d
+// and d2h links at the copy throttle (0.25 GB/s, 4x the 1 GB/s cap) and made it contend with the
+// copies; measured 2-rank FSDP steps had their collectives busy 0.046 s where that predicted 0.116 s.
+#pragma once
+
+#include "hwmodels/machine.h"
+
+namespace protwin::cli {
+
+hw::Machine machine_for_ranks(const hw::Machine& one_gpu, int ranks, double net_gbps);
+
+}  // namespace protwin::cli

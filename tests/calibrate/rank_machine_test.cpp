@@ -1,0 +1,31 @@
+// calibrate --ranks' machine prices a collective as the runtime runs it under mpirun
+// (runtime/comm/rank_group.cpp): alpha + bus bytes / --net-GBps on its own, not staged over the
+// rank's copy links. Oracle: the closed form of a ring all-gather's bus bytes ((N-1)/N of the
+// gathered bytes) and the shipped emulated machine's alpha.
+#include <catch2/catch.hpp>
+
+#include "cli/rank_machine.h"
+#include "hwmodels/hardware_cost_model.h"
+#include "traces/plan.h"
+
+using namespace protwin;
+
+TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, not over the copy links") {
+  const hw::Machine one = hw::load_machine("host-emulated");
+  REQUIRE(one.intra_node.host_staged);  // the profiled emulated machine's own description
+  const hw::Machine two = cli::machine_for_ranks(one, 2, 1.0);
+  CHECK(two.gpu.count == 2);
+  CHECK_FALSE(two.intra_node.host_staged);
+
+  traces::Plan plan;
+  plan.meta = {{"gpus", 2}};
+  traces::Op op;
+  op.kind = "all_gather";
+  op.stream = "collective";
+  op.work.bytes = 3159040;  // a gpt2-tiny FSDP unit, as calibrate's 2-rank FSDP plan gathers it
+  op.group.ranks = 2;
+  const hw::OpCost c = hw::HardwareCostModel(two).cost(op, plan);
+  CHECK(c.n_links() == 0);
+  const double alpha_s = one.json.at("collectives").at("intra_node").at("all_gather").at("alpha_us").get<double>() * 1e-6;
+  CHECK(c.fixed.seconds() == Approx(alpha_s + 3159040.0 / 2 / 1e9).epsilon(1e-6));
+}
