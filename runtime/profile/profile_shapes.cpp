@@ -63,9 +63,9 @@ std::vector<traces::OpSignature> model_signatures(const ProfileModel& m) {
 std::vector<traces::OpSignature> plan_signatures(const traces::Plan& plan) {
   std::vector<traces::OpSignature> v;
   for (const auto& op : plan.ops) {
-    if (op.kind != "forward" && op.kind != "backward" && op.kind != "recompute") continue;
+    if (op.kind != traces::OpKind::kForward && op.kind != traces::OpKind::kBackward && op.kind != traces::OpKind::kRecompute) continue;
     for (const auto& k : plan.kernels_of(op))
-      if (op.kind != "backward" || k.sig.kind == "gemm") add(v, k.sig);
+      if (op.kind != traces::OpKind::kBackward || k.sig.kind == "gemm") add(v, k.sig);
   }
   return v;
 }

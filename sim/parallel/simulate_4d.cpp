@@ -107,7 +107,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   r.fits_80pct = r.memory.total_gib() <= r.memory_limit_gib;
 
   const Placement pl = place_groups(z, g, nodes);
-  const nlohmann::json meta = {{"machine", machine.name}, {"nodes", nodes}};
+  const nlohmann::json meta = {{"machine", machine.name}};
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
     ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
     RunStats stats;

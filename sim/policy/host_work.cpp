@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "traces/error.h"
+
 namespace protwin::sim {
 
 namespace {
@@ -46,9 +48,12 @@ HostWork block_host_work(const std::string& system, const Block& block, bool bac
   return w;
 }
 
-nlohmann::json fetch_host_work(const std::string& system, int64_t tensors) {
-  if (system != "deepspeed" || tensors <= 0) return nlohmann::json();
-  return {{"copies", tensors - 1}, {"sync", true}};
+HostWork fetch_host_work(const std::string& system, int64_t tensors) {
+  HostWork w;
+  if (system != "deepspeed" || tensors <= 0) return w;
+  w.copies = static_cast<int>(tensors - 1);
+  w.sync = true;
+  return w;
 }
 
 std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block& block, int64_t ranks,
@@ -62,12 +67,11 @@ std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block
   return {k};
 }
 
-nlohmann::json host_work_json(const HostWork& w) {
-  nlohmann::json j = nlohmann::json::object();
-  if (w.hooks) j["hooks"] = w.hooks;
-  if (w.eager_ops) j["eager_ops"] = w.eager_ops;
-  if (w.copies) j["copies"] = w.copies;
-  return j.empty() ? nlohmann::json() : j;
+void set_host_work(traces::Op& op, const HostWork& w) {
+  for (int n : {w.hooks, w.eager_ops, w.copies})
+    PROTWIN_ASSERT(n >= 0 && n <= traces::HostWork::kMax, traces::describe_op(op), ": host work count ", n, " out of range");
+  op.host = {static_cast<uint16_t>(w.hooks), static_cast<uint16_t>(w.eager_ops), static_cast<uint16_t>(w.copies)};
+  op.host_sync = op.host_sync || w.sync;
 }
 
 }  // namespace protwin::sim
