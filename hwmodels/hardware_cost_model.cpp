@@ -9,8 +9,11 @@
 #include "hwmodels/kernel_model.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::hw {
+
+namespace kk = traces::kernel_kinds;  // the kernel-kind registry
 
 namespace {
 
@@ -63,7 +66,7 @@ bool copy_is_pinned(const traces::Op& op, const traces::Plan& plan) {
 // also the saved input.
 double kernel_bytes(const traces::Kernel& k, bool backward) {
   if (k.bytes > 0) return k.bytes;
-  const double passes = k.sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
+  const double passes = k.sig.kind == kk::kSwiglu ? (backward ? 5 : 3) : (backward ? 3 : 2);
   return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
 }
 
@@ -139,8 +142,8 @@ KernelTable::GemmModel gemm_model_of(const Machine& machine) {
   g.seconds = [m](const traces::OpSignature& sig) {
     const auto& s = sig.shape;
     try {
-      if (sig.kind == "gemm" && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
-      if (sig.kind == "bmm" && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
+      if (sig.kind == kk::kGemm && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
+      if (sig.kind == kk::kBmm && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
     } catch (const Error&) {
     }
     return std::numeric_limits<double>::quiet_NaN();  // not a GEMM, or a dtype the GPU lacks
@@ -252,13 +255,13 @@ double HardwareCostModel::model_seconds(const traces::OpSignature& sig, double b
   constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   const auto& s = sig.shape;
   try {
-    if (sig.kind == "gemm" && s.size() == 3) return gemm_model_seconds(machine_, 1, s[0], s[1], s[2], sig.dtype);
-    if (sig.kind == "bmm" && s.size() == 4) return gemm_model_seconds(machine_, s[0], s[1], s[2], s[3], sig.dtype);
-    if (is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0)
+    if (sig.kind == kk::kGemm && s.size() == 3) return gemm_model_seconds(machine_, 1, s[0], s[1], s[2], sig.dtype);
+    if (sig.kind == kk::kBmm && s.size() == 4) return gemm_model_seconds(machine_, s[0], s[1], s[2], s[3], sig.dtype);
+    if (traces::is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0)
       return bytes > 0 ? memory_model_seconds(machine_, bytes) : kNone;
-    if (is_collective_kind(sig.kind) && s.size() == 3 && s[1] >= 2) {
+    if (traces::is_collective_kind(sig.kind) && s.size() == 3 && s[1] >= 2) {
       const int ranks = static_cast<int>(s[1]), per_node = static_cast<int>(s[2]);
-      if (sig.kind == "send_recv") return collectives_.send_recv_seconds(bytes, per_node < ranks);
+      if (sig.kind == kk::kSendRecv) return collectives_.send_recv_seconds(bytes, per_node < ranks);
       CollectiveKind kind;
       if (collective_from_string(sig.kind, &kind)) return collective_model_seconds(kind, bytes, ranks, per_node);
     }
@@ -303,8 +306,8 @@ KernelTime HardwareCostModel::gemm_time(int64_t batch, int64_t m, int64_t n, int
   if (!has_shape_model(machine_)) {
     return {gemm_call_seconds_for(static_cast<double>(batch) * 2.0 * m * n * k, bytes, dtype), KernelSource::kCurve};
   }
-  const traces::OpSignature sig = batch == 1 ? traces::OpSignature{"gemm", {m, n, k}, dtype}
-                                             : traces::OpSignature{"bmm", {batch, m, n, k}, dtype};
+  const traces::OpSignature sig = batch == 1 ? traces::OpSignature{kk::kGemm, {m, n, k}, dtype}
+                                             : traces::OpSignature{kk::kBmm, {batch, m, n, k}, dtype};
   return corrected(sig, bytes, gemm_model_seconds(machine_, batch, m, n, k, dtype));
 }
 
@@ -312,7 +315,7 @@ KernelTime HardwareCostModel::collective_time(const std::string& kind, double by
                                               int ranks_per_node) const {
   PROTWIN_CHECK(ranks >= 2, "collective: expected at least 2 ranks, got ", ranks);
   PROTWIN_CHECK(bytes > 0, "collective: expected bytes > 0, got ", bytes);
-  if (kind == "send_recv") {
+  if (kind == kk::kSendRecv) {
     const bool inter = ranks_per_node < ranks;
     return corrected(collective_sig(kind, bytes, 2, inter ? 1 : 2), bytes, collectives_.send_recv_seconds(bytes, inter));
   }
@@ -427,7 +430,7 @@ KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward
   // Profiles key a kernel by its forward signature; a non-GEMM kernel's backward is a different
   // kernel, recorded as "<kind>_backward" (GEMM backward calls are GEMMs of their own shapes).
   if (profile_) {
-    if (!backward || sig.kind == "gemm") {
+    if (!backward || sig.kind == kk::kGemm) {
       if (auto t = profile_(sig)) return {*t, KernelSource::kProfile};
     } else if (auto t = profile_(traces::OpSignature{sig.kind + "_backward", sig.shape, sig.dtype})) {
       return {*t, KernelSource::kProfile};
@@ -448,17 +451,17 @@ KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward
 
 KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
-  if (sig.kind == "gemm" && sig.shape.size() == 3) return gemm_time(1, sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
-  if (sig.kind == "attention" && sig.shape.size() == 4) {
+  if (sig.kind == kk::kGemm && sig.shape.size() == 3) return gemm_time(1, sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
+  if (sig.kind == kk::kAttention && sig.shape.size() == 4) {
     PROTWIN_CHECK(sig.shape[0] >= 1 && sig.shape[1] >= 1 && sig.shape[2] >= 1 && sig.shape[3] >= 1, "kernel ",
                   sig.key(), ": every dimension must be >= 1");
     return shaped_attention(sig.shape, sig.dtype, backward);
   }
-  if (sig.kind == "gemm" || sig.kind == "attention" || sig.kind == "flash_attention" || sig.kind == "adam")
+  if (sig.kind == kk::kGemm || sig.kind == kk::kAttention || sig.kind == kk::kFlashAttention || sig.kind == kk::kAdam)
     return {curve_kernel_seconds(k, backward), KernelSource::kModel};
   const double bytes = kernel_bytes(k, backward);
-  if (is_memory_bound_kind(sig.kind) || k.flops <= 0) {
-    const traces::OpSignature mem{is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
+  if (traces::is_memory_bound_kind(sig.kind) || k.flops <= 0) {
+    const traces::OpSignature mem{traces::is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
     return corrected(mem, bytes, memory_model_seconds(machine_, bytes));
   }
   return {roofline_seconds(k.flops, bytes, sig.dtype), KernelSource::kModel};
@@ -466,22 +469,22 @@ KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool b
 
 double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
-  if (sig.kind == "gemm") {
+  if (sig.kind == kk::kGemm) {
     if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
     PROTWIN_CHECK(k.flops > 0, "kernel ", sig.key(), ": a gemm needs shape {m, n, k} or flops");
     return gemm_call_seconds_for(k.flops, k.bytes, sig.dtype);
   }
-  if (sig.kind == "attention" || sig.kind == "flash_attention") {
-    if (sig.kind == "flash_attention" && k.flops > 0 && sig.shape.size() != 4)
+  if (sig.kind == kk::kAttention || sig.kind == kk::kFlashAttention) {
+    if (sig.kind == kk::kFlashAttention && k.flops > 0 && sig.shape.size() != 4)
       return roofline_seconds(k.flops, k.bytes, sig.dtype);
     return attention_seconds(sig.shape, sig.dtype, sig.kind == "flash_attention", backward);
   }
-  if (sig.kind == "adam") {
+  if (sig.kind == kk::kAdam) {
     const double bytes = k.bytes > 0 ? k.bytes : elements_of(sig.shape) * machine_.gpu_adam.bytes_per_param;
     return memory_seconds(bytes);
   }
   const double bytes = kernel_bytes(k, backward);
-  if (is_memory_bound_kind(sig.kind) || k.flops <= 0) return memory_seconds(bytes);
+  if (traces::is_memory_bound_kind(sig.kind) || k.flops <= 0) return memory_seconds(bytes);
   return roofline_seconds(k.flops, bytes, sig.dtype);
 }
 
