@@ -452,14 +452,18 @@ TensorKind tensor_kind_from_string(const std::string& s, bool* ok) {
 
 const char* to_string(OpKind k) { return kOpKinds[static_cast<size_t>(k)]; }
 
-bool op_kind_from_string(const std::string& s, OpKind* out) {
-  for (size_t i = 0; i < std::size(kOpKinds); ++i)
-    if (s == kOpKinds[i]) {
-      *out = static_cast<OpKind>(i);
+// The enum value whose name (names[i], from `first` on) is `s`.
+template <typename E, size_t N>
+bool enum_named(const char* const (&names)[N], size_t first, const std::string& s, E* out) {
+  for (size_t i = first; i < N; ++i)
+    if (s == names[i]) {
+      *out = static_cast<E>(i);
       return true;
     }
   return false;
 }
+
+bool op_kind_from_string(const std::string& s, OpKind* out) { return enum_named(kOpKinds, 0, s, out); }
 
 OpKind op_kind_named(const std::string& name) {
   OpKind k{};
@@ -476,14 +480,7 @@ bool is_op_kind(const std::string& kind) {
 
 const char* to_string(OpSubKind k) { return kSubKinds[static_cast<size_t>(k)]; }
 
-bool op_sub_kind_from_string(const std::string& s, OpSubKind* out) {
-  for (size_t i = 1; i < std::size(kSubKinds); ++i)
-    if (s == kSubKinds[i]) {
-      *out = static_cast<OpSubKind>(i);
-      return true;
-    }
-  return false;
-}
+bool op_sub_kind_from_string(const std::string& s, OpSubKind* out) { return enum_named(kSubKinds, 1, s, out); }
 
 bool sub_kind_fits(OpKind kind, OpSubKind sub) {
   using S = OpSubKind;
