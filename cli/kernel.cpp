@@ -12,6 +12,7 @@
 #include "hwmodels/machine.h"
 #include "traces/error.h"
 #include "traces/op_profile.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::cli {
 namespace {
@@ -51,7 +52,7 @@ Query price(const hw::HardwareCostModel& cost, const traces::OpSignature& sig, d
     const int64_t b = batched ? s[0] : 1, m = s[batched ? 1 : 0], n = s[batched ? 2 : 1], k = s[batched ? 3 : 2];
     return {cost.gemm_time(b, m, n, k, sig.dtype), 2.0 * b * m * n * k, bytes};
   }
-  if (hw::is_collective_kind(sig.kind))
+  if (traces::is_collective_kind(sig.kind))
     return {cost.collective_time(sig.kind, static_cast<double>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2])),
             0, bytes};
   traces::Kernel k{sig, 1, 0, bytes};
@@ -114,10 +115,10 @@ int run_kernel(const std::vector<std::string>& args) {
     for (const auto& e : q.entries()) {
       const auto& s = e.sig.shape;
       const bool ok = ((e.sig.kind == "gemm" && s.size() == 3) || (e.sig.kind == "bmm" && s.size() == 4) ||
-                       (hw::is_collective_kind(e.sig.kind) && s.size() == 3) ||
-                       ((hw::is_memory_bound_kind(e.sig.kind) || e.sig.kind.rfind("elementwise.", 0) == 0) &&
+                       (traces::is_collective_kind(e.sig.kind) && s.size() == 3) ||
+                       ((traces::is_memory_bound_kind(e.sig.kind) || e.sig.kind.rfind("elementwise.", 0) == 0) &&
                         e.bytes)) &&
-                      (hw::is_collective_kind(e.sig.kind) || m.gpu.compute.count(e.sig.dtype));
+                      (traces::is_collective_kind(e.sig.kind) || m.gpu.compute.count(e.sig.dtype));
       if (!ok) continue;
       const Query p = price(cost, e.sig, e.bytes ? *e.bytes : 0);
       nlohmann::json j = {{"key", e.sig.key()}, {"kind", e.sig.kind}, {"shape", e.sig.shape},
@@ -161,7 +162,7 @@ int run_kernel(const std::vector<std::string>& args) {
     const int64_t per_node = vm.count("ranks-per-node") ? ranks_per_node : ranks;
     PROTWIN_CHECK(per_node >= 1 && per_node <= ranks, "--ranks-per-node: expected an integer in [1, ", ranks,
                   "], got ", per_node);
-    PROTWIN_CHECK(hw::is_collective_kind(collective), "--collective: expected all_reduce, all_gather, "
+    PROTWIN_CHECK(traces::is_collective_kind(collective), "--collective: expected all_reduce, all_gather, "
                   "reduce_scatter, broadcast or send_recv, got \"", collective, "\"");
     sig = traces::OpSignature{collective, {static_cast<int64_t>(std::llround(bytes)), ranks, per_node}, "int8"};
     work_bytes = bytes;

@@ -9,8 +9,11 @@
 #include "hwmodels/kernel_model.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::hw {
+
+namespace kk = traces::kernel_kinds;  // the kernel-kind registry
 
 namespace {
 
@@ -39,6 +42,16 @@ traces::OpSignature collective_sig(const std::string& kind, double bytes, int ra
   return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
 }
 
+bool collective_of(traces::OpKind k, CollectiveKind* out) {
+  switch (k) {
+    case traces::OpKind::kAllReduce: *out = CollectiveKind::kAllReduce; return true;
+    case traces::OpKind::kReduceScatter: *out = CollectiveKind::kReduceScatter; return true;
+    case traces::OpKind::kAllGather: *out = CollectiveKind::kAllGather; return true;
+    case traces::OpKind::kBroadcast: *out = CollectiveKind::kBroadcast; return true;
+    default: return false;
+  }
+}
+
 // A copy is pageable when op.pinned is false or, unset, a read tensor lives in "pageable".
 bool copy_is_pinned(const traces::Op& op, const traces::Plan& plan) {
   if (op.pinned) return *op.pinned;
@@ -48,23 +61,12 @@ bool copy_is_pinned(const traces::Op& op, const traces::Plan& plan) {
   return true;
 }
 
-int meta_int(const nlohmann::json& j, const char* key, int fallback) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer()) return fallback;
-  return static_cast<int>(j[key].get<int64_t>());
-}
-
-// Ranks of a plan that share one host's cores and DRAM: meta.gpus over meta.nodes nodes, at most
-// a node's GPUs.
-int ranks_sharing_host(const traces::Plan& plan, int gpus_per_node) {
-  const int per_node = std::max(1, meta_int(plan.meta, "gpus", 1)) / std::max(1, meta_int(plan.meta, "nodes", 1));
-  return std::min(std::max(1, per_node), gpus_per_node);
-}
 
 // A kernel's bytes: its own, else read + write each element (swiglu reads two), and in backward
 // also the saved input.
 double kernel_bytes(const traces::Kernel& k, bool backward) {
   if (k.bytes > 0) return k.bytes;
-  const double passes = k.sig.kind == "swiglu" ? (backward ? 5 : 3) : (backward ? 3 : 2);
+  const double passes = k.sig.kind == kk::kSwiglu ? (backward ? 5 : 3) : (backward ? 3 : 2);
   return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
 }
 
@@ -140,8 +142,8 @@ KernelTable::GemmModel gemm_model_of(const Machine& machine) {
   g.seconds = [m](const traces::OpSignature& sig) {
     const auto& s = sig.shape;
     try {
-      if (sig.kind == "gemm" && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
-      if (sig.kind == "bmm" && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
+      if (sig.kind == kk::kGemm && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
+      if (sig.kind == kk::kBmm && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
     } catch (const Error&) {
     }
     return std::numeric_limits<double>::quiet_NaN();  // not a GEMM, or a dtype the GPU lacks
@@ -253,13 +255,13 @@ double HardwareCostModel::model_seconds(const traces::OpSignature& sig, double b
   constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   const auto& s = sig.shape;
   try {
-    if (sig.kind == "gemm" && s.size() == 3) return gemm_model_seconds(machine_, 1, s[0], s[1], s[2], sig.dtype);
-    if (sig.kind == "bmm" && s.size() == 4) return gemm_model_seconds(machine_, s[0], s[1], s[2], s[3], sig.dtype);
-    if (is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0)
+    if (sig.kind == kk::kGemm && s.size() == 3) return gemm_model_seconds(machine_, 1, s[0], s[1], s[2], sig.dtype);
+    if (sig.kind == kk::kBmm && s.size() == 4) return gemm_model_seconds(machine_, s[0], s[1], s[2], s[3], sig.dtype);
+    if (traces::is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0)
       return bytes > 0 ? memory_model_seconds(machine_, bytes) : kNone;
-    if (is_collective_kind(sig.kind) && s.size() == 3 && s[1] >= 2) {
+    if (traces::is_collective_kind(sig.kind) && s.size() == 3 && s[1] >= 2) {
       const int ranks = static_cast<int>(s[1]), per_node = static_cast<int>(s[2]);
-      if (sig.kind == "send_recv") return collectives_.send_recv_seconds(bytes, per_node < ranks);
+      if (sig.kind == kk::kSendRecv) return collectives_.send_recv_seconds(bytes, per_node < ranks);
       CollectiveKind kind;
       if (collective_from_string(sig.kind, &kind)) return collective_model_seconds(kind, bytes, ranks, per_node);
     }
@@ -304,8 +306,8 @@ KernelTime HardwareCostModel::gemm_time(int64_t batch, int64_t m, int64_t n, int
   if (!has_shape_model(machine_)) {
     return {gemm_call_seconds_for(static_cast<double>(batch) * 2.0 * m * n * k, bytes, dtype), KernelSource::kCurve};
   }
-  const traces::OpSignature sig = batch == 1 ? traces::OpSignature{"gemm", {m, n, k}, dtype}
-                                             : traces::OpSignature{"bmm", {batch, m, n, k}, dtype};
+  const traces::OpSignature sig = batch == 1 ? traces::OpSignature{kk::kGemm, {m, n, k}, dtype}
+                                             : traces::OpSignature{kk::kBmm, {batch, m, n, k}, dtype};
   return corrected(sig, bytes, gemm_model_seconds(machine_, batch, m, n, k, dtype));
 }
 
@@ -313,7 +315,7 @@ KernelTime HardwareCostModel::collective_time(const std::string& kind, double by
                                               int ranks_per_node) const {
   PROTWIN_CHECK(ranks >= 2, "collective: expected at least 2 ranks, got ", ranks);
   PROTWIN_CHECK(bytes > 0, "collective: expected bytes > 0, got ", bytes);
-  if (kind == "send_recv") {
+  if (kind == kk::kSendRecv) {
     const bool inter = ranks_per_node < ranks;
     return corrected(collective_sig(kind, bytes, 2, inter ? 1 : 2), bytes, collectives_.send_recv_seconds(bytes, inter));
   }
@@ -428,7 +430,7 @@ KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward
   // Profiles key a kernel by its forward signature; a non-GEMM kernel's backward is a different
   // kernel, recorded as "<kind>_backward" (GEMM backward calls are GEMMs of their own shapes).
   if (profile_) {
-    if (!backward || sig.kind == "gemm") {
+    if (!backward || sig.kind == kk::kGemm) {
       if (auto t = profile_(sig)) return {*t, KernelSource::kProfile};
     } else if (auto t = profile_(traces::OpSignature{sig.kind + "_backward", sig.shape, sig.dtype})) {
       return {*t, KernelSource::kProfile};
@@ -449,17 +451,17 @@ KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward
 
 KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
-  if (sig.kind == "gemm" && sig.shape.size() == 3) return gemm_time(1, sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
-  if (sig.kind == "attention" && sig.shape.size() == 4) {
+  if (sig.kind == kk::kGemm && sig.shape.size() == 3) return gemm_time(1, sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
+  if (sig.kind == kk::kAttention && sig.shape.size() == 4) {
     PROTWIN_CHECK(sig.shape[0] >= 1 && sig.shape[1] >= 1 && sig.shape[2] >= 1 && sig.shape[3] >= 1, "kernel ",
                   sig.key(), ": every dimension must be >= 1");
     return shaped_attention(sig.shape, sig.dtype, backward);
   }
-  if (sig.kind == "gemm" || sig.kind == "attention" || sig.kind == "flash_attention" || sig.kind == "adam")
+  if (sig.kind == kk::kGemm || sig.kind == kk::kAttention || sig.kind == kk::kFlashAttention || sig.kind == kk::kAdam)
     return {curve_kernel_seconds(k, backward), KernelSource::kModel};
   const double bytes = kernel_bytes(k, backward);
-  if (is_memory_bound_kind(sig.kind) || k.flops <= 0) {
-    const traces::OpSignature mem{is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
+  if (traces::is_memory_bound_kind(sig.kind) || k.flops <= 0) {
+    const traces::OpSignature mem{traces::is_memory_bound_kind(sig.kind) ? sig.kind : "elementwise", sig.shape, sig.dtype};
     return corrected(mem, bytes, memory_model_seconds(machine_, bytes));
   }
   return {roofline_seconds(k.flops, bytes, sig.dtype), KernelSource::kModel};
@@ -467,22 +469,22 @@ KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool b
 
 double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
-  if (sig.kind == "gemm") {
+  if (sig.kind == kk::kGemm) {
     if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
     PROTWIN_CHECK(k.flops > 0, "kernel ", sig.key(), ": a gemm needs shape {m, n, k} or flops");
     return gemm_call_seconds_for(k.flops, k.bytes, sig.dtype);
   }
-  if (sig.kind == "attention" || sig.kind == "flash_attention") {
-    if (sig.kind == "flash_attention" && k.flops > 0 && sig.shape.size() != 4)
+  if (sig.kind == kk::kAttention || sig.kind == kk::kFlashAttention) {
+    if (sig.kind == kk::kFlashAttention && k.flops > 0 && sig.shape.size() != 4)
       return roofline_seconds(k.flops, k.bytes, sig.dtype);
     return attention_seconds(sig.shape, sig.dtype, sig.kind == "flash_attention", backward);
   }
-  if (sig.kind == "adam") {
+  if (sig.kind == kk::kAdam) {
     const double bytes = k.bytes > 0 ? k.bytes : elements_of(sig.shape) * machine_.gpu_adam.bytes_per_param;
     return memory_seconds(bytes);
   }
   const double bytes = kernel_bytes(k, backward);
-  if (is_memory_bound_kind(sig.kind) || k.flops <= 0) return memory_seconds(bytes);
+  if (traces::is_memory_bound_kind(sig.kind) || k.flops <= 0) return memory_seconds(bytes);
   return roofline_seconds(k.flops, bytes, sig.dtype);
 }
 
@@ -530,14 +532,16 @@ double HardwareCostModel::host_cast_seconds(double bytes, int ranks_sharing_host
   return bytes / (machine_.host.dram_GBps * 1e9 / std::max(1, ranks_sharing_host));
 }
 
-double HardwareCostModel::host_pass_seconds(const std::string& what, double bytes, double elems,
+double HardwareCostModel::host_pass_seconds(traces::OpSubKind pass, double bytes, double elems,
                                             int ranks_sharing_host) const {
+  using traces::OpSubKind;
   const HostPassSpec& hp = machine_.host_passes;
-  PROTWIN_CHECK(what == "overflow_scan" || what == "unscale" || what == "fp16_copy", "host_pass: attrs.what \"", what,
-                "\": expected overflow_scan, unscale or fp16_copy");
-  const double ns = what == "overflow_scan" ? hp.overflow_scan_ns_per_elem
-                    : what == "unscale"     ? hp.unscale_ns_per_elem
-                                            : hp.fp16_copy_ns_per_elem;
+  PROTWIN_CHECK(traces::sub_kind_fits(traces::OpKind::kHostPass, pass) && pass != OpSubKind::kNone,
+                "host_pass: sub-kind \"", traces::to_string(pass), "\": expected ",
+                traces::sub_kinds_text(traces::OpKind::kHostPass));
+  const double ns = pass == OpSubKind::kOverflowScan ? hp.overflow_scan_ns_per_elem
+                    : pass == OpSubKind::kUnscale    ? hp.unscale_ns_per_elem
+                                                     : hp.fp16_copy_ns_per_elem;
   return std::max(host_cast_seconds(bytes, ranks_sharing_host), elems * ns * 1e-9 * std::max(1, ranks_sharing_host));
 }
 
@@ -603,24 +607,23 @@ int HardwareCostModel::launch_queue_depth() const { return machine_.host_dispatc
 // until it is done (CUDA runtime API, "API synchronization behavior"); so does attrs.host_sync.
 void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {
   const HostDispatchSpec& h = machine_.host_dispatch;
-  if (op.kind == "adam_cpu" || op.kind == "host_cast" || op.kind == "host_pass") {
+  if (traces::is_cpu_work(op.kind)) {
     c->cpu_work = true;
     return;
   }
-  if (op.kind == "alloc" || op.kind == "free") return;
+  if (op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree || op.kind == traces::OpKind::kArrive) return;
   double us = 0;
-  CollectiveKind coll;
-  if (op.kind == "h2d" || op.kind == "d2h") {
+  if (op.kind == traces::OpKind::kH2D || op.kind == traces::OpKind::kD2H) {
     us = h.copy_call_us;
     c->host_sync = !copy_is_pinned(op, plan);
-  } else if (collective_from_string(op.kind, &coll) || op.kind == "send_recv") {
+  } else if (traces::is_collective(op.kind) || op.kind == traces::OpKind::kSendRecv) {
     us = h.collective_call_us;
-  } else if (op.kind == "adam_device") {
-    us = h.optimizer_launch_us * static_cast<double>(std::max<int64_t>(1, meta_int(op.attrs, "launches", 1)));
+  } else if (op.kind == traces::OpKind::kAdamDevice) {
+    us = h.optimizer_launch_us * static_cast<double>(std::max<int>(1, op.launches));
   } else {
     // Forward and recompute record autograd; backward kernels run as autograd-engine nodes.
-    const double op_us = op.kind == "forward" || op.kind == "recompute" ? h.eager_op_autograd_us
-                         : op.kind == "backward"                         ? h.backward_op_us
+    const double op_us = op.kind == traces::OpKind::kForward || op.kind == traces::OpKind::kRecompute ? h.eager_op_autograd_us
+                         : op.kind == traces::OpKind::kBackward                         ? h.backward_op_us
                                                                          : h.eager_op_us;
     const double per_kernel = op_us + h.kernel_launch_us;
     int64_t n = 0;
@@ -631,23 +634,17 @@ void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& 
     }
     us = static_cast<double>(n) * per_kernel;
   }
-  if (op.attrs.is_object() && op.attrs.contains("host") && op.attrs["host"].is_object()) {
-    const nlohmann::json& w = op.attrs["host"];
-    const int hooks = meta_int(w, "hooks", 0), eager = meta_int(w, "eager_ops", 0), copies = meta_int(w, "copies", 0);
-    PROTWIN_CHECK(hooks >= 0 && eager >= 0 && copies >= 0, traces::describe_op(plan, op),
-                  ": attrs.host counts (hooks, eager_ops, copies) must be >= 0");
-    us += hooks * h.module_hook_us + eager * (h.eager_op_us + h.kernel_launch_us) + copies * h.copy_call_us;
-    if (w.value("sync", false)) c->host_sync = true;
-  }
-  if (op.attrs.is_object() && op.attrs.value("host_sync", false)) c->host_sync = true;
+  const traces::HostWork& w = op.host;
+  us += w.hooks * h.module_hook_us + w.eager_ops * (h.eager_op_us + h.kernel_launch_us) + w.copies * h.copy_call_us;
+  if (op.host_sync) c->host_sync = true;
   c->host = SimTime(std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3))));
 }
 
 OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& plan) const {
   OpCost c;
   const double bytes = static_cast<double>(op.work.bytes);
-  if (op.kind == "h2d" || op.kind == "d2h") {
-    const bool h2d = op.kind == "h2d";
+  if (op.kind == traces::OpKind::kH2D || op.kind == traces::OpKind::kD2H) {
+    const bool h2d = op.kind == traces::OpKind::kH2D;
     const bool pinned = copy_is_pinned(op, plan);
     if (bytes <= 0) return c;
     const CopyDirectionSpec& d = h2d ? machine_.host_link.h2d : machine_.host_link.d2h;
@@ -655,7 +652,7 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     double rate = (pinned ? d.pinned_GBps : d.pageable_GBps) * machine_.host_link.size_curve.at(bytes);
     c.source = KernelSource::kCurve;
     if (profile_) {  // a measured copy of this size sets the transfer's own rate
-      traces::OpSignature sig{op.kind + (pinned ? "" : "_pageable"), {op.work.bytes}, "int8"};
+      traces::OpSignature sig{std::string(traces::to_string(op.kind)) + (pinned ? "" : "_pageable"), {op.work.bytes}, "int8"};
       if (auto t = profile_(sig)) {
         c.source = KernelSource::kProfile;
         if (*t <= latency) { c.fixed = from_seconds(*t); return c; }
@@ -669,9 +666,9 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     return c;
   }
   CollectiveKind kind;
-  if (collective_from_string(op.kind, &kind)) {
+  if (collective_of(op.kind, &kind)) {
     const traces::CollectiveGroup& g = op.group;
-    const int ranks = g.ranks > 0 ? g.ranks : meta_int(plan.meta, "gpus", 1);
+    const int ranks = g.ranks > 0 ? g.ranks : plan.ranks();
     if (ranks <= 1 || bytes <= 0) return c;
     if (g.ranks_per_node > 0 && !(g.ranks_per_node == ranks && machine_.intra_node.host_staged)) {
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
@@ -699,41 +696,34 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     c.max_GBps = spec.busbw_GBps;
     return c;
   }
-  if (op.kind == "send_recv") {
+  if (op.kind == traces::OpKind::kSendRecv) {
     priced(&c, send_recv_priced(bytes, op.group.inter_node));
     return c;
   }
-  if (op.kind == "adam_cpu") {
-    const int ranks = ranks_sharing_host(plan, machine_.gpu.count);
+  if (op.kind == traces::OpKind::kAdamCpu) {
+    const int ranks = plan.ranks_per_host(machine_.gpu.count);
     double t = cpu_adam_seconds(static_cast<double>(op.work.params), ranks);
     // FSDP's torch.optim.Adam on CPU tensors is slower than the SIMD CPU Adam (hardware.md §3.5).
-    if (op.attrs.is_object() && op.attrs.value("impl", std::string()) == "torch") t *= machine_.cpu_adam.torch_slowdown;
+    if (op.sub_kind == traces::OpSubKind::kTorch) t *= machine_.cpu_adam.torch_slowdown;
     priced(&c, {t, KernelSource::kCurve});
     return c;
   }
-  if (op.kind == "host_cast" || op.kind == "host_pass") {  // CPU passes over host memory
-    const int ranks = ranks_sharing_host(plan, machine_.gpu.count);
-    priced(&c, {op.kind == "host_cast"
+  if (op.kind == traces::OpKind::kHostCast || op.kind == traces::OpKind::kHostPass) {  // CPU passes over host memory
+    const int ranks = plan.ranks_per_host(machine_.gpu.count);
+    priced(&c, {op.kind == traces::OpKind::kHostCast
                     ? host_cast_seconds(bytes, ranks)
-                    : host_pass_seconds(op.attrs.is_object() ? op.attrs.value("what", std::string()) : "", bytes,
-                                        static_cast<double>(op.work.params), ranks),
+                    : host_pass_seconds(op.sub_kind, bytes, static_cast<double>(op.work.params), ranks),
                 KernelSource::kCurve});
     return c;
   }
-  if (op.kind == "adam_device") {
-    // attrs.bytes_per_param: the step as a framework's code does it (its passes over grads,
-    // states and params); else the machine's fused device Adam.
-    double bpp = machine_.gpu_adam.bytes_per_param;
-    if (op.attrs.is_object() && op.attrs.contains("bytes_per_param")) {
-      const nlohmann::json& b = op.attrs["bytes_per_param"];
-      PROTWIN_CHECK(b.is_number() && std::isfinite(b.get<double>()) && b.get<double>() >= 0, traces::describe_op(plan, op),
-                    ": attrs.bytes_per_param must be a finite number >= 0");
-      bpp = b.get<double>();
-    }
+  if (op.kind == traces::OpKind::kAdamDevice) {
+    // bytes_per_param: the step as a framework's code does it (its passes over grads, states and
+    // params); else the machine's fused device Adam.
+    const double bpp = op.bytes_per_param > 0 ? op.bytes_per_param : machine_.gpu_adam.bytes_per_param;
     priced(&c, {device_adam_seconds(static_cast<double>(op.work.params), bpp), KernelSource::kCurve});
     return c;
   }
-  if (op.kind == "alloc" || op.kind == "free") return c;
+  if (op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree || op.kind == traces::OpKind::kArrive) return c;
   // A profile that timed this whole block as the runtime runs it (traces/block_signature.h) wins
   // over the sum of its kernels: the block also runs calls the kernel list leaves out (issue 22).
   if (profile_)
@@ -743,16 +733,11 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
         return c;
       }
   if (const traces::KernelSet& ks = plan.kernels_of(op); !ks.empty()) {
-    priced(&c, kernel_set_time(ks, op.kind == "backward"));
+    priced(&c, kernel_set_time(ks, op.kind == traces::OpKind::kBackward));
     return c;
   }
   if (op.work.flops > 0 || op.work.bytes > 0) {
-    std::string dtype = "fp16";
-    if (op.attrs.is_object() && op.attrs.contains("dtype") && op.attrs["dtype"].is_string())
-      dtype = op.attrs["dtype"].get<std::string>();
-    else if (plan.meta.is_object() && plan.meta.contains("dtype") && plan.meta["dtype"].is_string())
-      dtype = plan.meta["dtype"].get<std::string>();
-    priced(&c, {roofline_seconds(op.work.flops, bytes, dtype), KernelSource::kCurve});
+    priced(&c, {roofline_seconds(op.work.flops, bytes, plan.dtype.empty() ? "fp16" : plan.dtype), KernelSource::kCurve});
   }
   return c;
 }

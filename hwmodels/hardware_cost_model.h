@@ -11,7 +11,7 @@
 //   pcie_duplex, whose capacity is the total rate measured with both directions busy
 //   (f_h2d r_h2d + f_d2h r_d2h); max-min sharing then gives each direction half of that.
 // - CPU Adam: fixed + P / min(cores x per-core rate, efficiency x DRAM GB/s / bytes per param);
-//   ranks on one host (meta.gpus / meta.nodes) share its cores and DRAM. Device Adam: memory-bound over bytes per param.
+//   ranks on one host (Plan::gpus / Plan::nodes) share its cores and DRAM. Device Adam: memory-bound over bytes per param.
 // - Collectives (NCCL-tests busbw): all-gather / reduce-scatter a + (n-1)/n S / busbw,
 //   all-reduce a + 2(n-1)/n S / busbw (broadcast: busbw = algbw, a + S / busbw). Host-staged
 //   domains (no P2P) also load the PCIe links. Groups placed on a cluster (op.group.ranks_per_node)
@@ -106,10 +106,10 @@ class HardwareCostModel : public CostModel {
   double device_adam_seconds(double params, double bytes_per_param) const;
   // A CPU pass over `bytes` of host memory (a dtype cast), at the rank's share of DRAM bandwidth.
   double host_cast_seconds(double bytes, int ranks_sharing_host = 1) const;
-  // One host_pass op (what: overflow_scan | unscale | fp16_copy) over `elems` fp32 elements moving
-  // `bytes`: the slower of the DRAM-bandwidth bound and the measured per-element cost
+  // One host_pass op (sub-kind overflow_scan | unscale | fp16_copy) over `elems` fp32 elements
+  // moving `bytes`: the slower of the DRAM-bandwidth bound and the measured per-element cost
   // (machine host_passes), each rank with its share of the host.
-  double host_pass_seconds(const std::string& what, double bytes, double elems, int ranks_sharing_host = 1) const;
+  double host_pass_seconds(traces::OpSubKind pass, double bytes, double elems, int ranks_sharing_host = 1) const;
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
   // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,

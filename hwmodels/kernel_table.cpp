@@ -7,8 +7,11 @@
 
 #include "traces/embedded_files.h"
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::hw {
+
+namespace kk = traces::kernel_kinds;  // the kernel-kind registry
 
 namespace detail {
 // Compiled in at build time from hwmodels/kernel_tables/*.json (hwmodels/kernel_tables.cmake).
@@ -30,12 +33,12 @@ std::vector<std::string> groups_of(const traces::OpSignature& sig) {
     if (sig.dtype == "fp16") g.push_back(k + ":bf16");
     return g;
   }
-  if (is_collective_kind(k)) {
+  if (traces::is_collective_kind(k)) {
     if (sig.shape.size() != 3) return {};
     return {k + ":" + std::to_string(sig.shape[1]) + ":" + std::to_string(sig.shape[2])};
   }
   if (k.rfind("elementwise.", 0) == 0) return {"mem:elementwise"};  // one elementwise op of a table
-  if (is_memory_bound_kind(k)) {
+  if (traces::is_memory_bound_kind(k)) {
     std::vector<std::string> g = {"mem:" + k};
     if (k == "rmsnorm") g.push_back("mem:layernorm");
     if (k != "elementwise") g.push_back("mem:elementwise");
@@ -45,12 +48,12 @@ std::vector<std::string> groups_of(const traces::OpSignature& sig) {
 }
 
 std::vector<double> coords_of(const traces::OpSignature& sig, double bytes) {
-  if (sig.kind == "gemm" && sig.shape.size() == 3)
+  if (sig.kind == kk::kGemm && sig.shape.size() == 3)
     return {log2_of(sig.shape[0]), log2_of(sig.shape[1]), log2_of(sig.shape[2])};
-  if (sig.kind == "bmm" && sig.shape.size() == 4)
+  if (sig.kind == kk::kBmm && sig.shape.size() == 4)
     return {log2_of(sig.shape[0]), log2_of(sig.shape[1]), log2_of(sig.shape[2]), log2_of(sig.shape[3])};
-  if (is_collective_kind(sig.kind)) return {log2_of(bytes)};
-  if ((is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0) && bytes > 0) return {log2_of(bytes)};
+  if (traces::is_collective_kind(sig.kind)) return {log2_of(bytes)};
+  if ((traces::is_memory_bound_kind(sig.kind) || sig.kind.rfind("elementwise.", 0) == 0) && bytes > 0) return {log2_of(bytes)};
   return {};
 }
 
@@ -72,20 +75,8 @@ const char* kernel_source_name(KernelSource s) {
   return "model";
 }
 
-bool is_memory_bound_kind(const std::string& kind) {
-  static const char* const kKinds[] = {"layernorm", "rmsnorm",       "gelu",     "swiglu",
-                                       "softmax",   "dropout",       "elementwise",
-                                       "cross_entropy", "embedding", "rope"};
-  return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
-}
-
-bool is_collective_kind(const std::string& kind) {
-  return kind == "all_reduce" || kind == "all_gather" || kind == "reduce_scatter" || kind == "broadcast" ||
-         kind == "send_recv";
-}
-
 bool KernelTable::flat(const traces::OpSignature& sig) const {
-  if (!gemm_.seconds || !(sig.kind == "gemm" || sig.kind == "bmm")) return false;
+  if (!gemm_.seconds || !(sig.kind == kk::kGemm || sig.kind == kk::kBmm)) return false;
   double flops = 2;
   for (int64_t d : sig.shape) flops *= static_cast<double>(d);
   const double t = gemm_.seconds(sig), sustained = gemm_.sustained_flops(sig.dtype);
@@ -194,7 +185,7 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
 // another GPU, its shape effects only (relative to its largest kernels).
 double KernelTable::dtype_shift(const traces::OpSignature& sig, const std::string& g,
                                 const std::vector<std::string>& groups) const {
-  if (g == groups.front() || !(sig.kind == "gemm" || sig.kind == "bmm")) return 0.0;
+  if (g == groups.front() || !(sig.kind == kk::kGemm || sig.kind == kk::kBmm)) return 0.0;
   if (shape_only(g) || !gemm_.seconds) return -largest_log_ratio_.at(g);
   traces::OpSignature as_group = sig;
   as_group.dtype = g.substr(g.find(':') + 1);

@@ -103,8 +103,4 @@ class KernelTable {
 std::vector<std::string> kernel_table_names();
 const traces::OpProfile& kernel_table(const std::string& name);
 
-// True for kinds priced as memory-bound passes (by their bytes).
-bool is_memory_bound_kind(const std::string& kind);
-bool is_collective_kind(const std::string& kind);
-
 }  // namespace protwin::hw

@@ -25,7 +25,7 @@ OpSignature block_signature(const BlockShape& b, const std::string& dtype) {
 }
 
 std::optional<OpSignature> block_signature(const Plan& plan, const Op& op) {
-  if (op.kind != "forward" && op.kind != "recompute" && op.kind != "backward") return std::nullopt;
+  if (op.kind != OpKind::kForward && op.kind != OpKind::kRecompute && op.kind != OpKind::kBackward) return std::nullopt;
   const nlohmann::json& spec = plan.meta.is_object() && plan.meta.contains("model_spec") ? plan.meta["model_spec"]
                                                                                           : nlohmann::json();
   BlockShape b;
@@ -36,7 +36,7 @@ std::optional<OpSignature> block_signature(const Plan& plan, const Op& op) {
   if (block == "embedding" || block == "head") b.role = block;
   else if (block.rfind("layer.", 0) == 0) b.role = "layer";
   else return std::nullopt;
-  b.pass = op.kind == "backward" ? "backward" : "forward";
+  b.pass = op.kind == OpKind::kBackward ? "backward" : "forward";
   b.batch = int_of(plan.meta, "batch");
   b.seq = int_of(plan.meta, "seq");
   b.hidden = int_of(spec, "hidden");
@@ -47,8 +47,7 @@ std::optional<OpSignature> block_signature(const Plan& plan, const Op& op) {
   if (b.batch <= 0 || b.seq <= 0 || b.hidden <= 0 || b.heads <= 0 || b.kv_heads <= 0 || b.ffn_hidden <= 0 ||
       b.vocab <= 0)
     return std::nullopt;
-  const std::string dtype = str_of(plan.meta, "dtype");
-  return block_signature(b, dtype.empty() ? "fp32" : dtype);
+  return block_signature(b, plan.dtype.empty() ? "fp32" : plan.dtype);
 }
 
 std::optional<BlockShape> block_shape_of(const OpSignature& sig) {

@@ -12,6 +12,7 @@
 
 #include "traces/error.h"
 #include "traces/file_io.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::traces {
 
@@ -170,12 +171,12 @@ bool gemm_shape(const nlohmann::json& op, std::string& kind, std::vector<int64_t
   std::vector<int64_t> a, b;
   if (!int_dims((*dims)[a_idx], a) || !int_dims((*dims)[a_idx + 1], b)) return false;
   if (a.size() == 2 && b.size() == 2 && a[1] == b[0]) {
-    kind = "gemm";
+    kind = kernel_kinds::kGemm;
     shape = {a[0], b[1], a[1]};
     return true;
   }
   if (a.size() == 3 && b.size() == 3 && a[0] == b[0] && a[2] == b[1]) {
-    kind = "bmm";
+    kind = kernel_kinds::kBmm;
     shape = {a[0], a[1], b[2], a[2]};
     return true;
   }
@@ -292,26 +293,26 @@ std::string short_kernel_name(const std::string& kernel_name) {
 std::string kernel_kind(const std::string& kernel_name) {
   const std::string n = lower(kernel_name);
   if (contains(n, "nccl")) {
-    if (contains(n, "allreduce")) return "all_reduce";
-    if (contains(n, "allgather")) return "all_gather";
-    if (contains(n, "reducescatter")) return "reduce_scatter";
-    if (contains(n, "broadcast")) return "broadcast";
-    if (contains(n, "sendrecv")) return "send_recv";
+    if (contains(n, "allreduce")) return kernel_kinds::kAllReduce;
+    if (contains(n, "allgather")) return kernel_kinds::kAllGather;
+    if (contains(n, "reducescatter")) return kernel_kinds::kReduceScatter;
+    if (contains(n, "broadcast")) return kernel_kinds::kBroadcast;
+    if (contains(n, "sendrecv")) return kernel_kinds::kSendRecv;
   }
-  if (contains(n, "adam")) return "adam";
+  if (contains(n, "adam")) return kernel_kinds::kAdam;
   if (contains(n, "flash_fwd") || contains(n, "flash_bwd") || contains(n, "flash_attn") ||
       contains(n, "fmha"))
-    return "flash_attention";
+    return kernel_kinds::kFlashAttention;
   if (!contains(n, "fbgemm")) {
     // cuDNN convolutions are implicit GEMMs: keep them apart from matrix multiplies.
     if (contains(n, "implicit_gemm") || contains(n, "scudnn") || contains(n, "winograd") ||
         contains(n, "dgrad") || contains(n, "wgrad") || contains(n, "conv"))
       return "conv";
-    if (contains(n, "gemm")) return "gemm";
+    if (contains(n, "gemm")) return kernel_kinds::kGemm;
   }
-  if (contains(n, "layer_norm") || contains(n, "layernorm")) return "layernorm";
-  if (contains(n, "rms_norm") || contains(n, "rmsnorm")) return "rmsnorm";
-  if (contains(n, "softmax")) return "softmax";
+  if (contains(n, "layer_norm") || contains(n, "layernorm")) return kernel_kinds::kLayernorm;
+  if (contains(n, "rms_norm") || contains(n, "rmsnorm")) return kernel_kinds::kRmsnorm;
+  if (contains(n, "softmax")) return kernel_kinds::kSoftmax;
   return "kernel:" + short_kernel_name(kernel_name);
 }
 
@@ -414,7 +415,7 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
       const nlohmann::json* op =
           corr && corr->is_number_integer() ? launching.for_correlation(corr->get<int64_t>()) : nullptr;
       if (op && op_dtype(*op) != "unknown") sig.dtype = op_dtype(*op);
-      if (sig.kind == "gemm" && op) gemm_shape(*op, sig.kind, sig.shape);
+      if (sig.kind == kernel_kinds::kGemm && op) gemm_shape(*op, sig.kind, sig.shape);
       gpu.add(std::move(sig), dur, std::nullopt, shortname, nullptr, nullptr);
     } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
       sig.kind = cat == "gpu_memset" ? "memset" : memcpy_kind(name);

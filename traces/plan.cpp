@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
+#include <ostream>
 #include <memory>
 #include <unordered_map>
 
@@ -16,6 +18,8 @@
 
 namespace protwin::traces {
 
+static_assert(sizeof(Op) <= 224, "Op stays small: plans hold millions of them");
+
 namespace {
 
 constexpr const char* kTensorKindNames[] = {"param_chunk", "grad_chunk", "optim_state",
@@ -24,7 +28,13 @@ constexpr const char* kTensorKindNames[] = {"param_chunk", "grad_chunk", "optim_
 constexpr const char* kOpKinds[] = {"forward",   "backward",       "recompute",  "h2d",       "d2h",
                                     "all_gather", "reduce_scatter", "all_reduce", "broadcast", "send_recv",
                                     "adam_cpu",  "adam_device",    "host_cast",  "host_pass", "alloc",
-                                    "free"};
+                                    "free",      "arrive"};
+static_assert(std::size(kOpKinds) == static_cast<size_t>(OpKind::kArrive) + 1, "a name per OpKind");
+
+constexpr const char* kSubKinds[] = {"",        "param_chunk",   "activation", "updated_params",
+                                     "grad_roundtrip", "grad_chunk", "partial_grad_chunk", "grad_fp32",
+                                     "overflow_scan",  "unscale",    "fp16_copy",          "torch"};
+static_assert(std::size(kSubKinds) == static_cast<size_t>(OpSubKind::kTorch) + 1, "a name per OpSubKind");
 
 std::vector<int> read_int_list(const JsonNode& n) {
   std::vector<int> out;
@@ -119,10 +129,75 @@ KernelSet read_kernel_set(const JsonNode& n) {
 // A collective's group {ranks, ranks_per_node, groups_per_node, scope}, each optional (older
 // plans say them in attrs).
 CollectiveGroup read_group(const JsonNode& g) {
-  auto count = [&](const char* key) { return g.has(key) ? static_cast<int>(g.get_int_in(key, 0, INT_MAX)) : 0; };
+  auto count = [&](const char* key, int64_t hi) { return g.has(key) ? static_cast<int>(g.get_int_in(key, 0, hi)) : 0; };
   const std::string scope = g.get_string("scope", "intra_node");
   if (scope != "intra_node" && scope != "inter_node") g.at("scope").fail("expected \"intra_node\" or \"inter_node\", got \"" + scope + "\"");
-  return {count("ranks"), count("ranks_per_node"), count("groups_per_node"), scope == "inter_node"};
+  return {count("ranks", INT_MAX), count("ranks_per_node", INT_MAX),
+          static_cast<int16_t>(count("groups_per_node", INT16_MAX)), scope == "inter_node"};
+}
+
+// A sub-kind named at `n` that must fit the op's kind.
+OpSubKind read_sub_kind(const JsonNode& n, OpKind kind) {
+  const std::string s = n.as_string();
+  OpSubKind sub;
+  if (!op_sub_kind_from_string(s, &sub) || !sub_kind_fits(kind, sub))
+    n.fail("\"" + s + "\" is not a sub-kind of " + to_string(kind) + "; expected one of " + sub_kinds_text(kind));
+  return sub;
+}
+
+HostWork read_host_work(const JsonNode& n) {
+  auto count = [&](const char* key) {
+    return static_cast<uint16_t>(n.has(key) ? n.get_int_in(key, 0, HostWork::kMax) : 0);
+  };
+  return {count("hooks"), count("eager_ops"), count("copies")};
+}
+
+// Version 4's typed sub-kind, host work and device-step fields (`at`: the op, or an older op's
+// attrs, whose keys are then erased from op.attrs). An older op's "what" outside copies and host
+// passes is a description and stays.
+void read_details(const JsonNode& at, Op& op, bool erase) {
+  const char* sub_key = erase ? (op.kind == OpKind::kAdamCpu ? "impl" : "what") : "sub_kind";
+  const bool has_sub = erase ? is_copy(op.kind) || op.kind == OpKind::kHostPass || op.kind == OpKind::kAdamCpu : true;
+  if (has_sub && at.has(sub_key)) {
+    const JsonNode v = at.at(sub_key);
+    // Version 1-3: CPU Adam's default implementation was named "simd".
+    if (!(erase && op.kind == OpKind::kAdamCpu && v.raw().is_string() && v.as_string() == "simd"))
+      op.sub_kind = read_sub_kind(v, op.kind);
+    if (erase) op.attrs.erase(sub_key);
+  }
+  if (auto h = at.find("host")) {
+    op.host = read_host_work(*h);
+    if (h->has("sync")) op.host_sync = h->get_bool("sync", false) || op.host_sync;
+    if (erase) op.attrs.erase("host");
+  }
+  if (at.has("host_sync")) {
+    op.host_sync = at.get_bool("host_sync", false) || op.host_sync;
+    if (erase) op.attrs.erase("host_sync");
+  }
+  if (at.has("launches")) {
+    op.launches = static_cast<uint16_t>(at.get_int_in("launches", 0, HostWork::kMax));
+    if (erase) op.attrs.erase("launches");
+  }
+  if (at.has("bytes_per_param")) {
+    op.bytes_per_param = at.get_nonneg_number("bytes_per_param");
+    if (erase) op.attrs.erase("bytes_per_param");
+  }
+}
+
+void read_typed_details(const JsonNode& n, int64_t version, Op& op) {
+  if (op.attrs.is_object()) {
+    const JsonNode a = n.at("attrs");
+    if (a.has("dtype")) a.at("dtype").fail("an op's work is priced in the plan's dtype (meta.dtype); attrs.dtype is not read");
+    if (version < 4) {
+      read_details(a, op, true);
+    } else {
+      for (const char* key : {"impl", "host", "host_sync", "launches", "bytes_per_param"})
+        if (a.has(key)) a.at(key).fail("a version-4 op says it as a typed field (\"" + std::string(key) + "\" beside \"kind\")");
+      if ((is_copy(op.kind) || op.kind == OpKind::kHostPass) && a.has("what"))
+        a.at("what").fail("a version-4 op says what it moves as \"sub_kind\"");
+    }
+  }
+  read_details(n, op, false);
 }
 
 // An op of `plan` (its chunks and kernel sets read); a version-1 or 2 op's attrs.kernels go into
@@ -131,8 +206,9 @@ Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
   const size_t chunks = plan.chunks.size();
   Op op;
   op.id = static_cast<int>(n.get_int("id"));
-  op.kind = n.get_string("kind");
-  if (!is_op_kind(op.kind)) n.at("kind").fail("unknown op kind \"" + op.kind + "\"; expected one of " + op_kinds_text());
+  const std::string kind = n.get_string("kind");
+  if (!op_kind_from_string(kind, &op.kind))
+    n.at("kind").fail("unknown op kind \"" + kind + "\"; expected one of " + op_kinds_text());
   op.stream = n.get_string("stream");
   op.block = static_cast<int>(n.get_int("block", -1));
   const int64_t chunk = n.get_int("chunk", -1);
@@ -173,6 +249,7 @@ Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
   }
   if (n.has("pinned")) op.pinned = n.get_bool("pinned", true);
   if (auto g = n.find("group")) op.group = read_group(*g);
+  read_typed_details(n, version, op);
   if (op.attrs.is_object() && op.attrs.contains("kernels")) {
     if (version >= 3) n.at("attrs").at("kernels").fail("a version-3 op names its kernels by index (\"kernels\": i into /kernel_sets)");
     op.kernels = plan.add_kernel_set(read_kernel_set(n.at("attrs").at("kernels")));
@@ -373,8 +450,69 @@ TensorKind tensor_kind_from_string(const std::string& s, bool* ok) {
   return TensorKind::kOther;
 }
 
+const char* to_string(OpKind k) { return kOpKinds[static_cast<size_t>(k)]; }
+
+// The enum value whose name (names[i], from `first` on) is `s`.
+template <typename E, size_t N>
+bool enum_named(const char* const (&names)[N], size_t first, const std::string& s, E* out) {
+  for (size_t i = first; i < N; ++i)
+    if (s == names[i]) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  return false;
+}
+
+bool op_kind_from_string(const std::string& s, OpKind* out) { return enum_named(kOpKinds, 0, s, out); }
+
+OpKind op_kind_named(const std::string& name) {
+  OpKind k{};
+  PROTWIN_CHECK(op_kind_from_string(name, &k), "unknown op kind \"", name, "\"; expected one of ", op_kinds_text());
+  return k;
+}
+
+std::ostream& operator<<(std::ostream& os, OpKind k) { return os << to_string(k); }
+
 bool is_op_kind(const std::string& kind) {
-  return std::find(std::begin(kOpKinds), std::end(kOpKinds), kind) != std::end(kOpKinds);
+  OpKind k;
+  return op_kind_from_string(kind, &k);
+}
+
+const char* to_string(OpSubKind k) { return kSubKinds[static_cast<size_t>(k)]; }
+
+bool op_sub_kind_from_string(const std::string& s, OpSubKind* out) { return enum_named(kSubKinds, 1, s, out); }
+
+bool sub_kind_fits(OpKind kind, OpSubKind sub) {
+  using S = OpSubKind;
+  switch (sub) {
+    case S::kNone: return true;
+    case S::kParamChunk: case S::kUpdatedParams: case S::kGradRoundtrip: return kind == OpKind::kH2D;
+    case S::kActivation: return is_copy(kind);
+    case S::kGradChunk: case S::kPartialGradChunk: case S::kGradFp32: return kind == OpKind::kD2H;
+    case S::kOverflowScan: case S::kUnscale: case S::kFp16Copy: return kind == OpKind::kHostPass;
+    case S::kTorch: return kind == OpKind::kAdamCpu;
+  }
+  return false;
+}
+
+std::string sub_kinds_text(OpKind kind) {
+  std::string out;
+  for (size_t i = 1; i < std::size(kSubKinds); ++i)
+    if (sub_kind_fits(kind, static_cast<OpSubKind>(i))) out += (out.empty() ? "" : ", ") + std::string(kSubKinds[i]);
+  return out.empty() ? "none (the kind has no sub-kinds)" : out;
+}
+
+int Plan::ranks_per_host(int gpus_per_node) const {
+  const int per_node = ranks() / std::max(1, nodes);
+  return std::min(std::max(1, per_node), gpus_per_node);
+}
+
+nlohmann::json plan_meta_json(const Plan& plan) {
+  nlohmann::json meta = plan.meta.is_object() ? plan.meta : nlohmann::json::object();
+  if (plan.gpus > 0) meta["gpus"] = plan.gpus;
+  if (plan.nodes > 0) meta["nodes"] = plan.nodes;
+  if (!plan.dtype.empty()) meta["dtype"] = plan.dtype;
+  return meta;
 }
 
 std::string op_kinds_text() {
@@ -384,12 +522,12 @@ std::string op_kinds_text() {
 }
 
 std::string describe_op(const Op& op) {
-  return "plan op " + std::to_string(op.id) + " (" + op.kind + ", stream " + op.stream + ")";
+  return "plan op " + std::to_string(op.id) + " (" + to_string(op.kind) + ", stream " + op.stream + ")";
 }
 
 std::string describe_op(const Plan& plan, const Op& op) {
   if (plan.source.empty()) return describe_op(op);
-  return plan.source + ":/ops/" + std::to_string(op.id) + " (" + op.kind + ", stream " + op.stream + ")";
+  return plan.source + ":/ops/" + std::to_string(op.id) + " (" + to_string(op.kind) + ", stream " + op.stream + ")";
 }
 
 Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
@@ -410,7 +548,11 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
     plan.meta = meta->raw();
     if (auto pools = meta->find("pools"))
       for (size_t i = 0; i < pools->size(); ++i) plan.pools.push_back(read_pool(pools->at(i)));
-    plan.meta.erase("pools");
+    // The typed fields (meta.nodes 0 and a plan without meta.gpus were read as one rank before).
+    if (meta->has("gpus")) plan.gpus = static_cast<int>(meta->get_int_in("gpus", 0, 1 << 30));
+    if (meta->has("nodes")) plan.nodes = static_cast<int>(meta->get_int_in("nodes", 0, 1 << 30));
+    plan.dtype = meta->get_string("dtype", "");
+    for (const char* key : {"pools", "gpus", "nodes", "dtype"}) plan.meta.erase(key);
   }
   JsonNode streams = root.at("streams");
   for (size_t i = 0; i < streams.size(); ++i) plan.streams.push_back(read_stream(streams.at(i)));
@@ -447,7 +589,8 @@ namespace {
 
 nlohmann::json op_to_json(const Op& op) {
   using nlohmann::json;
-  json jo = {{"id", op.id}, {"kind", op.kind}, {"stream", op.stream}};
+  json jo = {{"id", op.id}, {"kind", to_string(op.kind)}, {"stream", op.stream}};
+  if (op.sub_kind != OpSubKind::kNone) jo["sub_kind"] = to_string(op.sub_kind);
   if (op.block >= 0) jo["block"] = op.block;
   if (op.chunk >= 0) jo["chunk"] = op.chunk;
   if (op.priority != 0) jo["priority"] = op.priority;
@@ -459,6 +602,15 @@ nlohmann::json op_to_json(const Op& op) {
     if (g.ranks_per_node > 0) jo["group"]["ranks_per_node"] = g.ranks_per_node;
     if (g.groups_per_node > 0) jo["group"]["groups_per_node"] = g.groups_per_node;
   }
+  if (!op.host.empty()) {
+    json& h = jo["host"] = json::object();
+    if (op.host.hooks > 0) h["hooks"] = op.host.hooks;
+    if (op.host.eager_ops > 0) h["eager_ops"] = op.host.eager_ops;
+    if (op.host.copies > 0) h["copies"] = op.host.copies;
+  }
+  if (op.host_sync) jo["host_sync"] = true;
+  if (op.launches > 0) jo["launches"] = op.launches;
+  if (op.bytes_per_param > 0) jo["bytes_per_param"] = op.bytes_per_param;
   if (!op.reads.empty()) jo["reads"] = op.reads;
   if (!op.writes.empty()) jo["writes"] = op.writes;
   if (!op.deps.empty()) jo["deps"] = op.deps;
@@ -479,7 +631,7 @@ nlohmann::json op_to_json(const Op& op) {
 // The plan without its ops ("ops": []).
 nlohmann::json plan_frame(const Plan& plan) {
   using nlohmann::json;
-  json meta = plan.meta.is_object() ? plan.meta : json::object();
+  json meta = plan_meta_json(plan);
   json pools = json::array();
   for (const auto& p : plan.pools)
     pools.push_back({{"name", p.name}, {"capacity_bytes", p.capacity.n}, {"initial_bytes", p.initial.n}});

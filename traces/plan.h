@@ -1,4 +1,4 @@
-// Plan IR version 3 (DESIGN §3): a prescription of one training iteration.
+// Plan IR version 4 (DESIGN §3): a prescription of one training iteration.
 //
 // A Plan holds work (flops, bytes, params), never durations. The simulator and the runtime read
 // the same Plan; validate() is shared by both and runs before anything executes.
@@ -8,12 +8,18 @@
 // Version 2 added each chunk's residency and optimizer placement (ChunkSpec); version 3 lists
 // each distinct kernel set once and a compute op names its set by index ("kernels": i) instead
 // of carrying attrs.kernels, and says a copy's "pinned" and a collective's "group" {ranks,
-// ranks_per_node, groups_per_node, scope} as typed fields. Older files (and attrs written by
-// hand) are read as they are: attrs.kernels move into the table, attrs pinned, ranks,
-// ranks_per_node, groups_per_node and scope into the typed fields.
+// ranks_per_node, groups_per_node, scope} as typed fields. Version 4 types the rest of what the
+// simulator and the runtime read: an op's sub-kind ("sub_kind": what a copy moves, which host
+// pass, CPU Adam's implementation), its host work ("host" {hooks, eager_ops, copies},
+// "host_sync"), a device step's "launches" and "bytes_per_param", and the plan's ranks, nodes and
+// dtype (Plan::gpus/nodes/dtype, written in meta). Older files (and attrs written by hand) are read
+// as they are: attrs.kernels move into the table, attrs pinned, ranks, ranks_per_node,
+// groups_per_node, scope, what, impl, host, host_sync, launches and bytes_per_param into the typed
+// fields.
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,17 +36,52 @@ class AtomicFileWriter;
 class ArraySplicer;
 
 inline constexpr const char* kPlanFormat = "protwin.plan";
-inline constexpr int kPlanVersion = 3;  // written; 1, 2 and 3 are read
+inline constexpr int kPlanVersion = 4;  // written; 1 to 4 are read
 
 // The largest pool capacity, tensor and memory effect a Plan may hold (1 PiB); the sum of a pool's
 // effects is bounded too, so no memory walk overflows int64.
 inline constexpr int64_t kMaxPlanBytes = int64_t{1} << 50;
 
-// The op kinds of Plan IR v1 (kinds only ever grow): forward, backward, recompute, h2d, d2h,
-// all_gather, reduce_scatter, all_reduce, broadcast, send_recv, adam_cpu, adam_device, host_cast,
-// host_pass, alloc, free. Reading a plan with any other kind fails naming its pointer.
+// The op kinds (kinds only ever grow; JSON names in to_string). Reading a plan with any other
+// kind fails naming its pointer.
+enum class OpKind : uint8_t {
+  kForward, kBackward, kRecompute, kH2D, kD2H, kAllGather, kReduceScatter, kAllReduce, kBroadcast,
+  kSendRecv, kAdamCpu, kAdamDevice, kHostCast, kHostPass, kAlloc, kFree,
+  kArrive  // a rank's arrival at a collective's rendezvous (sim/engine/joint_ranks.h); costs nothing
+};
+const char* to_string(OpKind k);                        // "forward", "h2d", ...
+bool op_kind_from_string(const std::string& s, OpKind* out);
+OpKind op_kind_named(const std::string& name);          // throws protwin::Error for an unknown name
+std::ostream& operator<<(std::ostream& os, OpKind k);   // its name (test messages)
 bool is_op_kind(const std::string& kind);
 std::string op_kinds_text();  // "forward, backward, ..." for messages
+inline bool is_copy(OpKind k) { return k == OpKind::kH2D || k == OpKind::kD2H; }
+// all_gather, reduce_scatter, all_reduce, broadcast (send_recv is point to point).
+inline bool is_collective(OpKind k) {
+  return k == OpKind::kAllGather || k == OpKind::kReduceScatter || k == OpKind::kAllReduce || k == OpKind::kBroadcast;
+}
+// Every rank of a group takes part: the collectives and send_recv.
+inline bool is_rendezvous(OpKind k) { return is_collective(k) || k == OpKind::kSendRecv; }
+// Work of the host CPU, not issued to the GPU: CPU Adam and the passes over host memory.
+inline bool is_cpu_work(OpKind k) { return k == OpKind::kAdamCpu || k == OpKind::kHostCast || k == OpKind::kHostPass; }
+
+// What an op of a kind does more precisely (plan versions 1-3: attrs.what, attrs.impl):
+//  h2d: param_chunk, activation, updated_params (DeepSpeed's fp16 params after the CPU step),
+//       grad_roundtrip (Colossal-AI's gradient back to the device);
+//  d2h: activation, grad_chunk, partial_grad_chunk (not every block's gradient yet), grad_fp32
+//       (FSDP's fp32 gradient into pageable memory);
+//  host_pass: overflow_scan, unscale, fp16_copy (DeepSpeed's CPU step passes);
+//  adam_cpu: torch (torch.optim.Adam on CPU tensors instead of the SIMD CPU Adam).
+enum class OpSubKind : uint8_t {
+  kNone, kParamChunk, kActivation, kUpdatedParams, kGradRoundtrip, kGradChunk, kPartialGradChunk, kGradFp32,
+  kOverflowScan, kUnscale, kFp16Copy, kTorch
+};
+const char* to_string(OpSubKind k);  // "" for kNone
+bool op_sub_kind_from_string(const std::string& s, OpSubKind* out);
+// Whether `sub` is a sub-kind of `kind` (kNone fits every kind).
+bool sub_kind_fits(OpKind kind, OpSubKind sub);
+// "param_chunk, activation, ..." of `kind` for messages.
+std::string sub_kinds_text(OpKind kind);
 
 // A memory pool the plan uses, with its capacity (from meta.pools).
 struct PoolSpec {
@@ -109,29 +150,50 @@ struct Work {
 struct CollectiveGroup {
   int ranks = 0;
   int ranks_per_node = 0;
-  int groups_per_node = 0;
+  int16_t groups_per_node = 0;
   bool inter_node = false;
 };
 
+// A system's own host work around an op beyond its kernels (sim/policy/host_work.h): Python hooks,
+// small eager ops and small copy calls, priced with the machine's host_dispatch section.
+struct HostWork {
+  static constexpr int kMax = 65535;
+  uint16_t hooks = 0, eager_ops = 0, copies = 0;
+  bool empty() const { return hooks == 0 && eager_ops == 0 && copies == 0; }
+};
+
+// Fields in an order that packs them (224 bytes): the event loop reads a million of these.
 struct Op {
   int id = 0;
-  std::string kind;              // forward, backward, recompute, h2d, d2h, all_gather, ...
-  std::string stream;
+  OpKind kind = OpKind::kForward;
+  OpSubKind sub_kind = OpSubKind::kNone;
+  std::optional<bool> pinned;    // a copy's host memory pinned, else pageable (unset: pageable when
+                                 // a tensor it reads lives in the "pageable" pool)
   int block = -1;
   int chunk = -1;
   int priority = 0;              // ties at equal time: lower runs first, then lower id
   int kernels = -1;              // the kernels it runs: an index into Plan::kernel_sets (-1: none)
-  std::optional<bool> pinned;    // a copy's host memory pinned, else pageable (unset: pageable when
-                                 // a tensor it reads lives in the "pageable" pool)
   CollectiveGroup group;         // collectives and send_recv
+  HostWork host;                 // the system's host work around the op
+  uint16_t launches = 0;         // adam_device: its multi-tensor launches (0: one)
+  bool host_sync = false;        // the host waits for the op's end before it issues more (.item(),
+                                 // torch.cuda.synchronize(), a blocking copy)
+  double bytes_per_param = 0;    // adam_device: the framework's own step traffic (0: the machine's
+                                 // fused device Adam)
+  std::string stream;
   std::vector<int> reads, writes, deps;
   Work work;
   std::vector<MemEffect> mem;
-  nlohmann::json attrs;          // free-form details (op signature for cost models, ...)
+  nlohmann::json attrs;          // free-form descriptive details (block name, part, group name)
 };
 
 struct Plan {
-  nlohmann::json meta = nlohmann::json::object();  // model, machine, gpus, batch, knobs, generator
+  // model, machine, batch, knobs, generator, ... (free-form; gpus, nodes and dtype are the typed
+  // fields below, written into meta by plan_meta_json)
+  nlohmann::json meta = nlohmann::json::object();
+  int gpus = 0;                                    // ranks of the plan (0: unset, one)
+  int nodes = 0;                                   // nodes they span (0: unset, one)
+  std::string dtype;                               // compute dtype ("": unset)
   std::vector<PoolSpec> pools;                     // written into meta.pools
   std::vector<StreamSpec> streams;
   std::vector<TensorSpec> tensors;
@@ -146,7 +208,13 @@ struct Plan {
   int add_kernel_set(KernelSet ks);
   // The kernels `op` runs (empty: none).
   const KernelSet& kernels_of(const Op& op) const;
+  int ranks() const { return gpus > 0 ? gpus : 1; }
+  // Ranks that share one host's cores and DRAM: gpus over nodes, at most `gpus_per_node`.
+  int ranks_per_host(int gpus_per_node) const;
 };
+
+// meta with the typed gpus, nodes and dtype (as plan files and Report meta.plan hold it).
+nlohmann::json plan_meta_json(const Plan& plan);
 
 // Per-pool result of the sequential memory walk of validate().
 struct PoolHighWater {

@@ -66,7 +66,7 @@ int run_profile(const std::vector<std::string>& args) {
   // alone (an N-GPU plan's step needs its N ranks; `calibrate --ranks` profiles with only such
   // plans, and then the empty-op chains' per-step intercept stands in).
   for (const auto& p : plans)
-    if (const nlohmann::json gpus = traces::read_plan(p).meta.value("gpus", nlohmann::json(1)); gpus == 1) {
+    if (traces::read_plan(p).gpus <= 1) {
       o.step_plan = p;
       break;
     }

@@ -17,7 +17,7 @@ int64_t ms_to_ns(float ms) { return static_cast<int64_t>(static_cast<double>(ms)
 CudaStreams::CudaStreams(const traces::Plan& plan) : plan_(plan), base_(kTimedEvent) {
   std::vector<bool> host(plan.streams.size(), false);
   for (const traces::Op& op : plan.ops)
-    if (op.kind == "adam_cpu" || op.kind == "host_cast" || op.kind == "host_pass") host[static_cast<size_t>(plan.stream_index(op.stream))] = true;
+    if (op.kind == traces::OpKind::kAdamCpu || op.kind == traces::OpKind::kHostCast || op.kind == traces::OpKind::kHostPass) host[static_cast<size_t>(plan.stream_index(op.stream))] = true;
   for (size_t s = 0; s < plan.streams.size(); ++s) {
     if (host[s]) {
       streams_.emplace_back(std::nullopt);

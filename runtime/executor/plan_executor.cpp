@@ -65,7 +65,7 @@ traces::Report PlanExecutor::run(OpRunner& runner, PoolLedger& ledger) const {
         runner.run(op);
         const int64_t end = now_ns();
         apply_mem(op, traces::MemAt::kEnd, end);
-        records[static_cast<size_t>(id)] = {op.id, op.kind, op.stream, SimTime(start), SimTime(end)};
+        records[static_cast<size_t>(id)] = {op.id, traces::to_string(op.kind), op.stream, SimTime(start), SimTime(end)};
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failure) failure = std::current_exception();

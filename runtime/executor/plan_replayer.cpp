@@ -54,7 +54,7 @@ void PlanReplayer::run(const traces::Op& op) {
 
 void PlanReplayer::run_semantics(const traces::Op& op) {
   const ModelConfig& cfg = rp_.model;
-  const std::string& k = op.kind;
+  const std::string k = traces::to_string(op.kind);
   const int64_t blk = op.block;
   const int64_t head = head_block(cfg);
   if (k == "forward" || k == "recompute") {
@@ -97,7 +97,7 @@ void PlanReplayer::run_semantics(const traces::Op& op) {
       acts_.drop(l);
     }
   } else if (k == "h2d" || k == "d2h") {
-    const std::string what = op.attrs["what"].get<std::string>();
+    const std::string what = traces::to_string(op.sub_kind);
     if (what == "activation") {
       if (k == "h2d") acts_.swap_in(blk - 1);
       else acts_.swap_out(blk - 1);
@@ -121,12 +121,12 @@ void PlanReplayer::run_semantics(const traces::Op& op) {
   } else if (k == "host_cast") {
     chunks_.cast_grad(op.chunk);
   } else if (k == "host_pass") {
-    const std::string what = op.attrs.value("what", std::string());
+    const std::string what = traces::to_string(op.sub_kind);
     if (what == "overflow_scan") chunks_.overflow_scan();
     else if (what == "unscale") chunks_.unscale_grad(op.chunk);
     else chunks_.copy_to_half(op.chunk);
   } else if (k == "adam_cpu") {
-    const bool simd = !(op.attrs.is_object() && op.attrs.value("impl", std::string("simd")) == "torch");
+    const bool simd = op.sub_kind != traces::OpSubKind::kTorch;
     chunks_.adam_host(op.chunk, options_.adam, adam_step_, simd, options_.threads.optimizer);
   } else if (k == "adam_device") {
     chunks_.adam_device(op.chunk, options_.adam, adam_step_, options_.threads.compute);

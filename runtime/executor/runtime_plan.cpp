@@ -105,15 +105,15 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
   rp.source = source;
   const std::string meta = source + ":/meta";
   const nlohmann::json& m = plan.meta;
-  const int64_t gpus = int_field(m, "gpus", meta);
-  PROTWIN_CHECK(gpus >= 1, meta, "/gpus: expected at least 1, got ", gpus);
+  PROTWIN_CHECK(plan.gpus >= 1, meta, "/gpus: expected at least 1, got ", plan.gpus == 0 ? "none" : std::to_string(plan.gpus));
+  const int64_t gpus = plan.gpus;
   PROTWIN_CHECK(gpus == ranks, meta, "/gpus: the runtime replays one GPU per process, and this plan has ", gpus,
                 " GPUs but ", ranks, ranks == 1 ? " process is" : " processes are", " running",
                 ranks == 1 ? "\nhint: start one process per GPU: mpirun -np " + std::to_string(gpus) +
                                  " protwin train --plan " + source + " ... (or compile the plan with --gpus 1)"
                            : "\nhint: mpirun -np " + std::to_string(gpus));
   rp.ranks = static_cast<int>(gpus);
-  const std::string dtype = str_field(m, "dtype", meta);
+  const std::string& dtype = plan.dtype;
   PROTWIN_CHECK(dtype == "fp32", meta, "/dtype: the runtime replays fp32 plans, got \"", dtype,
                 "\"\nhint: compile the plan with --dtype fp32");
   rp.batch = int_field(m, "batch", meta);
@@ -136,11 +136,11 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
   // checkpointed, one whose activations a d2h copy moves out is swapped, any other keeps them.
   rp.layer_modes.assign(static_cast<size_t>(rp.model.layers), LayerMode::kNone);
   for (const traces::Op& op : plan.ops) {
-    const bool swap_out = op.kind == "d2h" && std::any_of(op.reads.begin(), op.reads.end(), [&](int t) {
+    const bool swap_out = op.kind == traces::OpKind::kD2H && std::any_of(op.reads.begin(), op.reads.end(), [&](int t) {
       return t >= 0 && t < static_cast<int>(plan.tensors.size()) &&
              plan.tensors[static_cast<size_t>(t)].kind == traces::TensorKind::kActivation;
     });
-    if (op.kind != "recompute" && !swap_out) continue;
+    if (op.kind != traces::OpKind::kRecompute && !swap_out) continue;
     const LayerMode mode = swap_out ? LayerMode::kSwap : LayerMode::kCheckpoint;
     PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers, traces::describe_op(plan, op), ": ",
                   swap_out ? "activation copy" : "recompute", " of block ", op.block, ", which is not a decoder layer");
@@ -219,18 +219,17 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
   // Ops the runtime can replay.
   std::string collective_stream;
   for (const traces::Op& op : plan.ops) {
-    const std::string& k = op.kind;
+    const std::string k = traces::to_string(op.kind);
     if (k == "forward" || k == "backward" || k == "recompute") {
       PROTWIN_CHECK(op.block >= 0 && op.block <= rp.model.layers + 1, traces::describe_op(plan, op), ": block ",
                     op.block, " is not a block of the model (0..", rp.model.layers + 1, ")");
     } else if (k == "h2d" || k == "d2h") {
-      const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
-                                   ? op.attrs["what"].get<std::string>() : "";
+      const std::string what = traces::to_string(op.sub_kind);
       const bool ok = k == "h2d" ? (what == "param_chunk" || what == "activation" || what == "updated_params" ||
                                     what == "grad_roundtrip")
                                  : (what == "activation" || what == "grad_chunk" || what == "partial_grad_chunk" ||
                                     what == "grad_fp32");
-      PROTWIN_CHECK(ok, traces::describe_op(plan, op), ": attrs.what \"", what, "\" is not a ", k, " the runtime replays");
+      PROTWIN_CHECK(ok, traces::describe_op(plan, op), ": sub-kind \"", what, "\" is not a ", k, " the runtime replays");
       if (what == "activation")
         PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers &&
                           rp.layer_modes[static_cast<size_t>(op.block - 1)] == LayerMode::kSwap,
@@ -244,10 +243,9 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
                         !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],
                     traces::describe_op(plan, op), ": chunk ", op.chunk, " has no host gradient to cast");
     } else if (k == "host_pass") {
-      const std::string what = op.attrs.is_object() && op.attrs.contains("what") && op.attrs["what"].is_string()
-                                   ? op.attrs["what"].get<std::string>() : "";
+      const std::string what = traces::to_string(op.sub_kind);
       PROTWIN_CHECK(what == "overflow_scan" || what == "unscale" || what == "fp16_copy", traces::describe_op(plan, op),
-                    ": attrs.what \"", what, "\" is not a host_pass the runtime replays");
+                    ": sub-kind \"", what, "\" is not a host_pass the runtime replays");
       if (what != "overflow_scan")
         PROTWIN_CHECK(op.chunk >= 0 && op.chunk < static_cast<int>(plan.chunks.size()) &&
                           !rp.chunks.device_optimizer[static_cast<size_t>(op.chunk)],

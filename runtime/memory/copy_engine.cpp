@@ -58,7 +58,7 @@ at::Tensor empty_from(c10::Allocator& allocator, at::IntArrayRef sizes, at::Scal
 }
 // Ops whose work is the host's (cpu_optim stream): their temporaries are not device memory.
 bool host_op(const traces::Op& op) {
-  return op.kind == "adam_cpu" || op.kind == "host_cast" || op.kind == "host_pass";
+  return op.kind == traces::OpKind::kAdamCpu || op.kind == traces::OpKind::kHostCast || op.kind == traces::OpKind::kHostPass;
 }
 }  // namespace
 
@@ -95,7 +95,7 @@ void EmulatedDevice::run_op(const traces::Op& op, const std::function<void()>& b
     AllocateOnThread on_device(&device_memory_);
     body();
   }
-  if (op.kind != "h2d" && op.kind != "d2h") stretch(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (op.kind != traces::OpKind::kH2D && op.kind != traces::OpKind::kD2H) stretch(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void EmulatedDevice::begin_iteration() {

@@ -1,8 +1,11 @@
 #include "runtime/profile/profile_shapes.h"
+#include "traces/kernel_kinds.h"
 
 #include <algorithm>
 
 namespace protwin::rt {
+
+namespace kk = traces::kernel_kinds;  // the kernel-kind registry
 
 std::vector<ProfileModel> default_profile_models() {
   std::vector<ProfileModel> out;
@@ -19,9 +22,9 @@ void add(std::vector<traces::OpSignature>& v, traces::OpSignature s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
 }
 void add_gemm(std::vector<traces::OpSignature>& v, int64_t m, int64_t n, int64_t k) {
-  add(v, {"gemm", {m, n, k}, "fp32"});
-  add(v, {"gemm", {m, k, n}, "fp32"});  // dX = dY W^T
-  add(v, {"gemm", {k, n, m}, "fp32"});  // dW = X^T dY
+  add(v, {kk::kGemm, {m, n, k}, "fp32"});
+  add(v, {kk::kGemm, {m, k, n}, "fp32"});  // dX = dY W^T
+  add(v, {kk::kGemm, {k, n, m}, "fp32"});  // dW = X^T dY
 }
 }  // namespace
 
@@ -30,12 +33,12 @@ std::vector<traces::OpSignature> model_signatures(const ProfileModel& m) {
   const int64_t t = m.batch * m.seq, h = m.hidden, f = m.ffn, d = h / m.heads;
   const int64_t kv = m.kv_heads * d, ba = m.batch * m.heads;
   const bool gpt2 = m.family == "gpt2";
-  const std::string norm = gpt2 ? "layernorm" : "rmsnorm";
+  const std::string norm = gpt2 ? kk::kLayernorm : kk::kRmsnorm;
   // embedding block
-  add(v, {"embedding", {t * h}, "fp32"});
+  add(v, {kk::kEmbedding, {t * h}, "fp32"});
   if (gpt2) {
-    add(v, {"embedding", {m.seq * h}, "fp32"});
-    add(v, {"elementwise", {t * h}, "fp32"});
+    add(v, {kk::kEmbedding, {m.seq * h}, "fp32"});
+    add(v, {kk::kElementwise, {t * h}, "fp32"});
   }
   // decoder block
   add(v, {norm, {t * h}, "fp32"});
@@ -44,28 +47,28 @@ std::vector<traces::OpSignature> model_signatures(const ProfileModel& m) {
   } else {
     add_gemm(v, t, h, h);
     add_gemm(v, t, kv, h);
-    add(v, {"rope", {ba, m.seq, d}, "fp32"});
-    add(v, {"rope", {m.batch * m.kv_heads, m.seq, d}, "fp32"});
+    add(v, {kk::kRope, {ba, m.seq, d}, "fp32"});
+    add(v, {kk::kRope, {m.batch * m.kv_heads, m.seq, d}, "fp32"});
   }
-  add(v, {"attention", {ba, m.seq, m.seq, d}, "fp32"});
-  add(v, {"softmax", {ba * m.seq * m.seq}, "fp32"});
+  add(v, {kk::kAttention, {ba, m.seq, m.seq, d}, "fp32"});
+  add(v, {kk::kSoftmax, {ba * m.seq * m.seq}, "fp32"});
   add_gemm(v, t, h, h);
-  add(v, {"elementwise", {t * h}, "fp32"});
+  add(v, {kk::kElementwise, {t * h}, "fp32"});
   add_gemm(v, t, f, h);
-  add(v, {gpt2 ? "gelu" : "swiglu", {t * f}, "fp32"});
+  add(v, {gpt2 ? kk::kGelu : "swiglu", {t * f}, "fp32"});
   add_gemm(v, t, h, f);
   // head block
   add_gemm(v, t, m.vocab, h);
-  add(v, {"cross_entropy", {t, m.vocab}, "fp32"});
+  add(v, {kk::kCrossEntropy, {t, m.vocab}, "fp32"});
   return v;
 }
 
 std::vector<traces::OpSignature> plan_signatures(const traces::Plan& plan) {
   std::vector<traces::OpSignature> v;
   for (const auto& op : plan.ops) {
-    if (op.kind != "forward" && op.kind != "backward" && op.kind != "recompute") continue;
+    if (op.kind != traces::OpKind::kForward && op.kind != traces::OpKind::kBackward && op.kind != traces::OpKind::kRecompute) continue;
     for (const auto& k : plan.kernels_of(op))
-      if (op.kind != "backward" || k.sig.kind == "gemm") add(v, k.sig);
+      if (op.kind != traces::OpKind::kBackward || k.sig.kind == kk::kGemm) add(v, k.sig);
   }
   return v;
 }
@@ -73,7 +76,7 @@ std::vector<traces::OpSignature> plan_signatures(const traces::Plan& plan) {
 std::vector<traces::OpSignature> backward_signatures(const std::vector<traces::OpSignature>& forward) {
   std::vector<traces::OpSignature> v;
   for (const auto& s : forward)
-    if (s.kind != "gemm" && s.kind.find("_backward") == std::string::npos) add(v, {s.kind + "_backward", s.shape, s.dtype});
+    if (s.kind != kk::kGemm && s.kind.find("_backward") == std::string::npos) add(v, {s.kind + "_backward", s.shape, s.dtype});
   return v;
 }
 

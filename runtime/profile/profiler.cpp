@@ -29,8 +29,11 @@
 #include "runtime/profile/stability_probe.h"
 #include "traces/error.h"
 #include "traces/plan.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::rt {
+
+namespace kk = traces::kernel_kinds;  // the kernel-kind registry
 
 namespace {
 
@@ -68,12 +71,12 @@ traces::OpTimeStats time_signature(const traces::OpSignature& sig, const Profile
     PROTWIN_CHECK(s.size() == dims, "profile: ", sig.key(), ": expected ", dims, " dimensions");
   };
   at::NoGradGuard no_grad;
-  if (k == "gemm") {
+  if (k == kk::kGemm) {
     need(3);
     at::Tensor a = at::randn({s[0], s[2]}), b = at::randn({s[2], s[1]});
     return time_runs([&] { at::mm(a, b); }, o);
   }
-  if (k == "attention") {
+  if (k == kk::kAttention) {
     need(4);  // the runtime's attention_fwd without the softmax (a kernel of its own)
     at::Tensor q = at::randn({s[0], s[1], s[3]}), kk = at::randn({s[0], s[2], s[3]}), v = at::randn({s[0], s[2], s[3]});
     at::Tensor att = at::_softmax(at::randn({s[0], s[1], s[2]}), -1, false);
@@ -85,15 +88,15 @@ traces::OpTimeStats time_signature(const traces::OpSignature& sig, const Profile
       at::matmul(att, v);
     }, o);
   }
-  if (k == "rope" || k == "rope_backward") {
+  if (k == kk::kRope || k == "rope_backward") {
     need(3);  // {b*heads, s, d}: the runtime's rotate-half RoPE on the heads' strided view
     const at::Tensor x = at::randn({s[1], s[0], s[2]}).transpose(0, 1);  // [b*heads, s, d], strided
     const at::Tensor dy = at::randn({s[0], s[1], s[2]});                  // gradients come contiguous
     const at::Tensor cos = at::randn({s[1], s[2]}), sin = at::randn({s[1], s[2]});
-    if (k == "rope") return time_runs([&] { rope_forward(x, cos, sin); }, o);
+    if (k == kk::kRope) return time_runs([&] { rope_forward(x, cos, sin); }, o);
     return time_runs([&] { rope_backward(dy, cos, sin); }, o);
   }
-  if (k == "cross_entropy") {
+  if (k == kk::kCrossEntropy) {
     need(2);
     at::Tensor logits = at::randn({s[0], s[1]});
     at::Tensor tgt = at::randint(0, s[1], {s[0]}, at::kLong);
@@ -166,33 +169,33 @@ traces::OpTimeStats time_signature(const traces::OpSignature& sig, const Profile
     at::Tensor tok = at::randint(0, 256, {rows}, at::kLong), dy = at::randn({rows, kRow});
     return time_runs([&] { grad.index_add_(0, tok, dy); }, o);
   }
-  if (k == "softmax") {
+  if (k == kk::kSoftmax) {
     at::Tensor x = rows_of(n);
     return time_runs([&] { at::_softmax(x, -1, false); }, o);
   }
-  if (k == "layernorm") {
+  if (k == kk::kLayernorm) {
     at::Tensor x = rows_of(n);
     at::Tensor w = at::ones({x.size(1)}), b = at::zeros({x.size(1)});
     return time_runs([&] { at::native_layer_norm(x, {x.size(1)}, w, b, 1e-5); }, o);
   }
-  if (k == "rmsnorm") {
+  if (k == kk::kRmsnorm) {
     at::Tensor x = rows_of(n);
     at::Tensor w = at::ones({x.size(1)});
     return time_runs([&] { x.mul(at::rsqrt(x.pow(2).mean(-1, true).add_(1e-5))).mul_(w); }, o);
   }
-  if (k == "gelu") {
+  if (k == kk::kGelu) {
     at::Tensor x = at::randn({n});
     return time_runs([&] { at::gelu(x, "tanh"); }, o);
   }
-  if (k == "swiglu") {
+  if (k == kk::kSwiglu) {
     at::Tensor g = at::randn({n}), u = at::randn({n});
     return time_runs([&] { at::silu(g).mul_(u); }, o);
   }
-  if (k == "elementwise" || k == "dropout" || k == "relu") {
+  if (k == kk::kElementwise || k == kk::kDropout || k == kk::kRelu) {
     at::Tensor a = at::randn({n}), b = at::randn({n});
     return time_runs([&] { at::add(a, b); }, o);
   }
-  if (k == "embedding") {
+  if (k == kk::kEmbedding) {
     at::Tensor table = at::randn({256, kRow});
     const int64_t rows = n % kRow == 0 ? n / kRow : 1;
     at::Tensor tok = at::randint(0, 256, {rows}, at::kLong);
@@ -341,7 +344,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     tick();
   }
   for (const auto& e : r.profile.entries())
-    if (e.sig.kind == "gemm") {
+    if (e.sig.kind == kk::kGemm) {
       const double gflop = 2e-9 * static_cast<double>(e.sig.shape[0]) * e.sig.shape[1] * e.sig.shape[2];
       h.gemm.push_back({gflop, gflop * 1e-3 / (e.us.mean * 1e-6)});
     }
@@ -355,7 +358,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   for (int64_t n : {int64_t{1} << 10, int64_t{1} << 14, int64_t{1} << 18, int64_t{1} << 20, int64_t{1} << 22,
                     int64_t{1} << 24})
     h.memory.push_back({12.0 * static_cast<double>(n), add_gbps(n)});
-  h.launch_floor_us = time_signature({"elementwise", {1}, "fp32"}, o).mean;
+  h.launch_floor_us = time_signature({kk::kElementwise, {1}, "fp32"}, o).mean;
   set_compute_threads(h.cores);
   h.dram_GBps = add_gbps(int64_t{1} << 24);
   set_compute_threads(h.compute_threads);
@@ -409,7 +412,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
 
   // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam.
   {
-    const traces::OpSignature ref{"gemm", {512, 1024, 1024}, "fp32"};
+    const traces::OpSignature ref{kk::kGemm, {512, 1024, 1024}, "fp32"};
     const double copy_alone = copy_seconds(o.link_gbps, big, 2);
     std::vector<char> s1(big, 1), d1(big), s2(big, 1), d2(big);
     const Beside c = time_beside(ref, [&] {

@@ -30,7 +30,7 @@ traces::Plan chain_plan(int n) {
   for (int i = 0; i < n; ++i) {
     traces::Op op;
     op.id = i;
-    op.kind = "forward";
+    op.kind = traces::OpKind::kForward;
     op.stream = "compute";
     if (i > 0) op.deps = {i - 1};
     p.ops.push_back(op);

@@ -49,13 +49,13 @@ Joint build_joint(const traces::Plan& plan, int R) {
   std::vector<bool> collective(n);
   int next = 0;
   for (size_t i = 0; i < n; ++i) {
-    collective[i] = R > 1 && hw::is_collective_kind(plan.ops[i].kind);
+    collective[i] = R > 1 && traces::is_rendezvous(plan.ops[i].kind);
     if (collective[i])
       for (int r = 0; r < R; ++r) arrive[static_cast<size_t>(r)][i] = next++;
     for (int r = 0; r < R; ++r) id[static_cast<size_t>(r)][i] = next++;
   }
   Joint j;
-  j.plan.meta = {{"joint_ranks", R}, {"plan", plan.meta}};
+  j.plan.meta = {{"joint_ranks", R}, {"plan", traces::plan_meta_json(plan)}};
   for (int r = 0; r < R; ++r)
     for (const auto& s : plan.streams) j.plan.streams.push_back({rank_prefix(r) + s.name, {}});
   j.plan.ops.resize(static_cast<size_t>(next));
@@ -73,7 +73,7 @@ Joint build_joint(const traces::Plan& plan, int R) {
                       " is not an op of the plan");
         own.push_back(id[ru][static_cast<size_t>(d)]);
       }
-      auto place = [&](int jid, const std::string& kind, std::vector<int> deps) {
+      auto place = [&](int jid, traces::OpKind kind, std::vector<int> deps) {
         traces::Op& o = j.plan.ops[static_cast<size_t>(jid)];
         o.id = jid;
         o.kind = kind;
@@ -85,7 +85,7 @@ Joint build_joint(const traces::Plan& plan, int R) {
         j.base[static_cast<size_t>(jid)] = op.stream;
       };
       if (collective[i]) {
-        place(arrive[ru][i], "arrive", own);
+        place(arrive[ru][i], traces::OpKind::kArrive, own);
         all_arrivals.push_back(arrive[ru][i]);
       } else {
         place(id[ru][i], op.kind, own);
@@ -166,7 +166,7 @@ JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<cons
   {
     size_t k = 0;  // joint ops come in plan order: [arrivals], then one copy per rank
     for (const traces::Op& op : plan.ops) {
-      if (R > 1 && hw::is_collective_kind(op.kind)) k += static_cast<size_t>(R);  // arrivals cost nothing
+      if (R > 1 && traces::is_rendezvous(op.kind)) k += static_cast<size_t>(R);  // arrivals cost nothing
       for (int r = 0; r < R; ++r, ++k) {
         hw::OpCost c = ranks[static_cast<size_t>(r)]->cost(op, plan);
         for (int l = 0; l < c.n_links(); ++l) c.links[static_cast<size_t>(l)] += offset[static_cast<size_t>(r)];

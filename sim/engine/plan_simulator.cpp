@@ -166,7 +166,7 @@ class Run final : public Handler {
     if (!streamed_) return *op_of_[i];
     traces::Op o;
     o.id = static_cast<int>(at(i).id);
-    o.kind = kinds_[kind_of_[i]];
+    o.kind = kind_of_[i];
     o.stream = stream_names_[static_cast<size_t>(at(i).stream)];
     return o;
   }
@@ -223,8 +223,7 @@ class Run final : public Handler {
   std::vector<uint32_t> succ_tail_;
   std::vector<HostState> host_states_;    // empty while no op has host work
   std::vector<int32_t> waiting_;
-  std::vector<uint32_t> kind_of_;   // streamed: the ops' kinds, as indices into kinds_
-  std::vector<std::string> kinds_;
+  std::vector<traces::OpKind> kind_of_;  // streamed: the ops' kinds
   std::vector<uint32_t> free_slots_;
   SlotsById slot_of_;
   // Streamed: ops waiting for an op not generated yet (its id -> their slots).
@@ -420,14 +419,7 @@ void Run::add_op(const traces::Op& op) {
   if (!streamed_) op_of_[i] = &op;
   succ_tail_[i] = kNone;
   if (!host_states_.empty()) host_states_[i] = HostState{};
-  if (streamed_) {
-    int k = find_name(kinds_, op.kind);
-    if (k < 0) {
-      k = static_cast<int>(kinds_.size());
-      kinds_.push_back(op.kind);
-    }
-    kind_of_[i] = static_cast<uint32_t>(k);
-  }
+  if (streamed_) kind_of_[i] = op.kind;
   waiting(i) = 0;
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
                     ? last_stream_
@@ -754,10 +746,10 @@ void Run::finish(size_t i) {
 traces::OpRecord Run::record(size_t i) {
   const OpState& st = at(i);
 
-  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(st.id), kinds_[kind_of_[i]],
+  traces::OpRecord r = streamed_ ? traces::OpRecord{static_cast<int>(st.id), traces::to_string(kind_of_[i]),
                                                     stream_names_[static_cast<size_t>(st.stream)], SimTime(st.start),
                                                     SimTime(st.end), std::nullopt}
-                                 : traces::OpRecord{static_cast<int>(st.id), op_of_[i]->kind, op_of_[i]->stream,
+                                 : traces::OpRecord{static_cast<int>(st.id), traces::to_string(op_of_[i]->kind), op_of_[i]->stream,
                                                     SimTime(st.start), SimTime(st.end), std::nullopt};
   if (has_hosts_ && host_state(i).launch_start >= 0) r.launch = {SimTime(host_state(i).launch_start), SimTime(host_state(i).launch_end)};
   return r;
@@ -833,7 +825,7 @@ traces::Report Run::report() {
   traces::Report r;
   r.meta = nlohmann::json::object();
   r.meta["source"] = "sim";
-  r.meta["plan"] = header_.meta;
+  r.meta["plan"] = traces::plan_meta_json(header_);
   nlohmann::json links = nlohmann::json::array();
   for (int l = 0; l < network_->n_links(); ++l) {
     links.push_back({{"name", network_->link(l).name}, {"GBps", network_->link(l).GBps}});

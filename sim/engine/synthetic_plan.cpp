@@ -12,13 +12,13 @@ namespace {
 constexpr int kRecent = 8;                 // deps reach back at most this many ops
 constexpr int64_t kMaxBuffer = 64 * kMiB;  // largest temporary buffer of one op
 
-const char* kind_of(const std::string& stream) {
-  if (stream == "compute") return "forward";
-  if (stream == "h2d") return "h2d";
-  if (stream == "d2h") return "d2h";
-  if (stream == "cpu_optim") return "adam_cpu";
-  if (stream == "collective") return "all_gather";
-  return "compute";
+traces::OpKind kind_of(const std::string& stream) {
+  using traces::OpKind;
+  if (stream == "h2d") return OpKind::kH2D;
+  if (stream == "d2h") return OpKind::kD2H;
+  if (stream == "cpu_optim") return OpKind::kAdamCpu;
+  if (stream == "collective") return OpKind::kAllGather;
+  return OpKind::kForward;
 }
 }  // namespace
 

@@ -41,7 +41,7 @@ class TemplateBank {
   int compute(const std::string& kind, const std::vector<Kernel>& ks, const std::string& block,
               const std::string& part) {
     Op op;
-    op.kind = kind;
+    op.kind = traces::op_kind_named(kind);
     op.stream = kRoleNames[kCompute];
     op.work.flops = total_flops(ks);
     op.work.bytes = static_cast<int64_t>(total_bytes(ks));
@@ -54,33 +54,33 @@ class TemplateBank {
   int collective(const std::string& kind, Role role, int64_t bytes, const GroupPlacement& g,
                  const std::string& what, bool host_sync = false) {
     Op op;
-    op.kind = kind;
+    op.kind = traces::op_kind_named(kind);
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
     op.group = {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()};
     op.attrs = {{"group", g.name}, {"what", what}};
-    if (host_sync) op.attrs["host_sync"] = true;
+    op.host_sync = host_sync;
     return add(std::move(op), 0);
   }
   int send_recv(Role role, int64_t bytes, bool inter_node, const std::string& what, bool host_sync = false) {
     Op op;
-    op.kind = "send_recv";
+    op.kind = traces::OpKind::kSendRecv;
     op.stream = kRoleNames[role];
     op.work.bytes = bytes;
     op.group = {2, inter_node ? 1 : 2, 0, inter_node};
     op.attrs = {{"what", what}};
-    if (host_sync) op.attrs["host_sync"] = true;
+    op.host_sync = host_sync;
     return add(std::move(op), 0);
   }
   // bytes_per_param 0: the machine's fused device Adam; else the framework's own step (its
   // passes counted from its code, `what` says which).
   int adam(int64_t params, double bytes_per_param = 0, const std::string& what = "") {
     Op op;
-    op.kind = "adam_device";
+    op.kind = traces::OpKind::kAdamDevice;
     op.stream = kRoleNames[kCompute];
     op.work.params = params;
     op.attrs = {{"what", what.empty() ? "optimizer step over this rank's shard" : what}};
-    if (bytes_per_param > 0) op.attrs["bytes_per_param"] = bytes_per_param;
+    op.bytes_per_param = bytes_per_param;
     return add(std::move(op), 0);
   }
 
@@ -90,7 +90,9 @@ class TemplateBank {
  private:
   int add(Op op, double mm) {
     // Collective, send and Adam templates repeat with equal contents: share them.
-    const std::string key = op.kind + "|" + op.stream + "|" + std::to_string(op.work.bytes) + "|" +
+    const std::string key = std::string(traces::to_string(op.kind)) + "|" + op.stream + "|" +
+                            std::to_string(op.host_sync) + "|" + std::to_string(op.bytes_per_param) + "|" +
+                            std::to_string(op.work.bytes) + "|" +
                             std::to_string(op.work.params) + "|" + std::to_string(op.kernels) + "|" +
                             std::to_string(op.group.ranks) + "|" + std::to_string(op.group.ranks_per_node) + "|" +
                             std::to_string(op.group.inter_node) + "|" + op.attrs.dump();
@@ -355,19 +357,14 @@ class Emitter {
       op.work = t.work;
       op.kernels = t.kernels;
       op.group = t.group;
-      // Every op carries what prices it; the descriptive attrs (block, part, group, what) only
-      // with describe_ops.
-      if (describe_) {
-        op.attrs = t.attrs;
-      } else {
-        for (const char* key : {"host_sync", "bytes_per_param"}) {
-          auto it = t.attrs.find(key);
-          if (it != t.attrs.end()) op.attrs[key] = *it;
-        }
-      }
+      op.host_sync = t.host_sync;
+      op.bytes_per_param = t.bytes_per_param;
+      // Every op carries what prices it (typed); the descriptive attrs (block, part, group, what)
+      // only with describe_ops.
+      if (describe_) op.attrs = t.attrs;
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
-      (t.kind == "recompute" ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
+      (t.kind == traces::OpKind::kRecompute ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
     }
     const int id = next_id_++;
     if (role == kCompute) {
@@ -759,8 +756,9 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   plan.meta = meta.is_object() ? meta : nlohmann::json::object();
   plan.meta["generator"] = "protwin megatron compiler";
   plan.meta["model"] = model.name;
-  plan.meta["gpus"] = z.world();
-  plan.meta["dtype"] = o.dtype;
+  plan.gpus = static_cast<int>(z.world());
+  plan.nodes = static_cast<int>(pl.nodes);
+  plan.dtype = o.dtype;
   plan.meta["tp"] = z.tp;
   plan.meta["cp"] = z.cp;
   plan.meta["pp"] = z.pp;

@@ -109,7 +109,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   r.fits_80pct = r.memory.total_gib() <= r.memory_limit_gib;
 
   const Placement pl = place_groups(z, g, nodes);
-  const nlohmann::json meta = {{"machine", machine.name}, {"nodes", nodes}};
+  const nlohmann::json meta = {{"machine", machine.name}};
   auto sm_rules = [&](const traces::Plan& header) {
     std::vector<std::string> names;
     for (const auto& st : header.streams) names.push_back(st.name);

@@ -60,9 +60,9 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     t.adam_torch_s.push_back(cost.cpu_adam_seconds(params, ranks_on_host) * cost.machine().cpu_adam.torch_slowdown);
     t.adam_gpu_s.push_back(cost.device_adam_seconds(params));
     t.step_pass_s.push_back(
-        cost.host_pass_seconds("overflow_scan", params * static_cast<double>(kStepScanBytesPerParam), params, ranks_on_host) +
-        cost.host_pass_seconds("unscale", params * static_cast<double>(kStepUnscaleBytesPerParam), params, ranks_on_host) +
-        cost.host_pass_seconds("fp16_copy", params * static_cast<double>(kStepCopyBytesPerParam), params, ranks_on_host));
+        cost.host_pass_seconds(traces::OpSubKind::kOverflowScan, params * static_cast<double>(kStepScanBytesPerParam), params, ranks_on_host) +
+        cost.host_pass_seconds(traces::OpSubKind::kUnscale, params * static_cast<double>(kStepUnscaleBytesPerParam), params, ranks_on_host) +
+        cost.host_pass_seconds(traces::OpSubKind::kFp16Copy, params * static_cast<double>(kStepCopyBytesPerParam), params, ranks_on_host));
     t.chunk_capacity.push_back(layout.capacity_bytes(c.id));
     if (moved != shard) t.staging_bytes = std::max(t.staging_bytes, moved);
   }

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "traces/error.h"
+
 namespace protwin::sim {
 
 namespace {
@@ -46,9 +48,12 @@ HostWork block_host_work(const std::string& system, const Block& block, bool bac
   return w;
 }
 
-nlohmann::json fetch_host_work(const std::string& system, int64_t tensors) {
-  if (system != "deepspeed" || tensors <= 0) return nlohmann::json();
-  return {{"copies", tensors - 1}, {"sync", true}};
+HostWork fetch_host_work(const std::string& system, int64_t tensors) {
+  HostWork w;
+  if (system != "deepspeed" || tensors <= 0) return w;
+  w.copies = static_cast<int>(tensors - 1);
+  w.sync = true;
+  return w;
 }
 
 std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block& block, int64_t ranks,
@@ -84,32 +89,25 @@ std::vector<traces::Kernel> reduced_grad_kernels(const std::string& system, int6
   return {pass(2 * e), pass(e + 1), pass(1), pass(e + 1), pass(1)};  // div_, isinf, any, isnan, any
 }
 
-nlohmann::json reduced_grad_host_work(const std::string& system) {
-  if (system != "colossalai") return nlohmann::json();
-  return {{"copies", 2}, {"sync", true}};
+HostWork reduced_grad_host_work(const std::string& system) {
+  if (system != "colossalai") return {};
+  return {0, 0, 2, true};
 }
 
-nlohmann::json grad_offload_host_work(const std::string& system) {
-  if (system != "colossalai") return nlohmann::json();
-  return {{"sync", true}};
+HostWork grad_offload_host_work(const std::string& system) {
+  if (system != "colossalai") return {};
+  return {0, 0, 0, true};
 }
 
-void add_host_work(nlohmann::json& attrs, const nlohmann::json& w) {
-  if (w.is_null()) return;
-  if (attrs.is_null()) attrs = nlohmann::json::object();
-  nlohmann::json& h = attrs["host"];
-  if (h.is_null()) h = nlohmann::json::object();
-  for (const char* key : {"hooks", "eager_ops", "copies"})
-    if (w.contains(key)) h[key] = h.value(key, 0) + w[key].get<int>();
-  if (w.value("sync", false)) h["sync"] = true;
+void set_host_work(traces::Op& op, const HostWork& w) {
+  for (int n : {w.hooks, w.eager_ops, w.copies})
+    PROTWIN_ASSERT(n >= 0 && n <= traces::HostWork::kMax, traces::describe_op(op), ": host work count ", n, " out of range");
+  op.host = {static_cast<uint16_t>(w.hooks), static_cast<uint16_t>(w.eager_ops), static_cast<uint16_t>(w.copies)};
+  op.host_sync = op.host_sync || w.sync;
 }
 
-nlohmann::json host_work_json(const HostWork& w) {
-  nlohmann::json j = nlohmann::json::object();
-  if (w.hooks) j["hooks"] = w.hooks;
-  if (w.eager_ops) j["eager_ops"] = w.eager_ops;
-  if (w.copies) j["copies"] = w.copies;
-  return j.empty() ? nlohmann::json() : j;
+void add_host_work(traces::Op& op, const HostWork& w) {
+  set_host_work(op, {op.host.hooks + w.hooks, op.host.eager_ops + w.eager_ops, op.host.copies + w.copies, w.sync});
 }
 
 }  // namespace protwin::sim

@@ -1,6 +1,6 @@
 // Each system's own host work per block (issue #18 part 3): the Python hooks, small eager ops and
 // small copies its code runs around a block's forward and backward, beyond the block's kernels.
-// The offload compiler puts them in the block's op as attrs.host {hooks, eager_ops, copies};
+// The offload compiler puts them in the block's op (traces::Op::host {hooks, eager_ops, copies});
 // HardwareCostModel prices them with the machine's host_dispatch section.
 //
 // Counted from the systems' code (modules and parameters from the block's parameter names: a
@@ -35,14 +35,14 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "sim/workload/workload.h"
+#include "traces/plan.h"
 
 namespace protwin::sim {
 
 struct HostWork {
   int hooks = 0, eager_ops = 0, copies = 0;
+  bool sync = false;  // the host waits for the op's end
 };
 
 // `system`: a name of systems.h; unknown names and zoo blocks without parameters: no work.
@@ -55,14 +55,13 @@ HostWork block_host_work(const std::string& system, const Block& block, bool bac
 //    all_gather_coalesced (_all_gather_dtype) copies every parameter's partition up with
 //    p.ds_tensor.to(device), a blocking copy (non_blocking=False: the host waits for it), one call
 //    per parameter; on one rank NoGatherCoalescedHandle copies them non-blocking and its wait()
-//    synchronises the stream. Both: `tensors` copy calls ({"copies": tensors - 1}, the fetch's own
-//    copy op being the first) and the host waits for the fetch ({"sync": true}). Null for other
-//    systems.
+//    synchronises the stream. Both: `tensors` copy calls (copies = tensors - 1, the fetch's own
+//    copy op being the first) and the host waits for the fetch (sync). None for other systems.
 //  - fetch_kernels: with ranks > 1, torch.cat of the partitions into the flat send buffer (read and
 //    write the shard) and AllGatherCoalescedHandle.wait's torch.cat per parameter of its ranks'
 //    slices into a contiguous tensor (read and write the whole parameter), in the chunks' `dtype`;
 //    their eager ops are in block_host_work. Empty otherwise.
-nlohmann::json fetch_host_work(const std::string& system, int64_t tensors);
+HostWork fetch_host_work(const std::string& system, int64_t tensors);
 std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block& block, int64_t ranks,
                                           const std::string& dtype);
 // DeepSpeed 0.12.1's passes over a block's gradients before their reduce-scatter (stage3.py with
@@ -84,16 +83,16 @@ std::vector<traces::Kernel> grad_reduce_kernels(const std::string& system, const
 // it). l2 norms (set_l2_norm) only with gradient clipping, which is left out.
 //  - reduced_grad_kernels: div_ (read, write the shard), isinf + any, isnan + any (read the
 //    shard, write and read one byte per element), in the chunks' `dtype`; empty for other systems.
-//  - reduced_grad_host_work: {"copies": 2, "sync": true} (the two .item()); null otherwise.
-//  - grad_offload_host_work: {"sync": true} (the blocking copy_); null otherwise.
+//  - reduced_grad_host_work: 2 copies and the host waits (the two .item()); none otherwise.
+//  - grad_offload_host_work: the host waits (the blocking copy_); none otherwise.
 std::vector<traces::Kernel> reduced_grad_kernels(const std::string& system, int64_t shard_elems,
                                                  const std::string& dtype);
-nlohmann::json reduced_grad_host_work(const std::string& system);
-nlohmann::json grad_offload_host_work(const std::string& system);
-// Adds host work `w` ({"hooks", "eager_ops", "copies", "sync"}; null: none) to an op's
-// attrs.host: counts add up, sync stays set once set.
-void add_host_work(nlohmann::json& attrs, const nlohmann::json& w);
-// {"hooks", "eager_ops", "copies"} of the non-zero counts; null when there is no work.
-nlohmann::json host_work_json(const HostWork& w);
+HostWork reduced_grad_host_work(const std::string& system);
+HostWork grad_offload_host_work(const std::string& system);
+// Puts `w` on the op (Op::host, Op::host_sync); counts beyond traces::HostWork::kMax are an
+// internal error.
+void set_host_work(traces::Op& op, const HostWork& w);
+// Adds `w` to the op's host work: counts add up, sync stays set once set.
+void add_host_work(traces::Op& op, const HostWork& w);
 
 }  // namespace protwin::sim

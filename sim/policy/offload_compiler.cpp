@@ -15,6 +15,8 @@ namespace {
 using traces::MemAt;
 using traces::MemEffect;
 using traces::Op;
+using traces::OpKind;
+using traces::OpSubKind;
 
 
 
@@ -44,10 +46,12 @@ class Builder {
  public:
   explicit Builder(traces::Plan& plan) : plan_(plan) {}
 
-  int add(const std::string& kind, const std::string& stream, std::vector<int> deps, int block, int chunk) {
+  int add(OpKind kind, const std::string& stream, std::vector<int> deps, int block, int chunk,
+          OpSubKind sub_kind = OpSubKind::kNone) {
     Op op;
     op.id = static_cast<int>(plan_.ops.size());
     op.kind = kind;
+    op.sub_kind = sub_kind;
     op.stream = stream;
     op.block = block;
     op.chunk = chunk;
@@ -136,13 +140,14 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   traces::Plan& plan = out.plan;
   plan.meta = meta.is_object() ? meta : nlohmann::json::object();
   plan.meta["generator"] = "protwin offload compiler";
-  plan.meta["gpus"] = gpus;
-  if (nodes > 1) plan.meta["nodes"] = nodes;
+  plan.gpus = gpus;
+  if (nodes > 1) plan.nodes = nodes;
   plan.meta["batch"] = w.options.batch;
   plan.meta["seq"] = w.options.seq;
   plan.meta["model"] = w.model.name;
   plan.meta["model_spec"] = model_to_json(w.model);  // lets the runtime build the model without sim/
-  plan.meta["dtype"] = w.options.dtype;
+  plan.dtype = w.options.dtype;
+  for (const char* typed : {"gpus", "nodes", "dtype"}) plan.meta.erase(typed);  // the typed fields say them
   plan.meta["knobs"] = k.to_json();
   plan.meta["chunk_bytes"] = L.chunk_bytes;
   plan.meta["n_chunks"] = n_chunks;
@@ -220,11 +225,11 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   // A collective of chunk c over all ranks; across nodes it carries the ranks on each node, so the
   // cost model prices NCCL's ring per level (intra-node fabric, then the NICs), and that it is the
   // only group on its nodes (the node's whole NIC rate even when the ranks fill only part of it).
-  auto collective = [&](const char* kind, int after, int c) {
+  auto collective = [&](OpKind kind, int after, int c) {
     const int id = b.add(kind, "collective", {after}, -1, c);
     b.op(id).work.bytes = used[static_cast<size_t>(c)];
     const int ranks = static_cast<int>(N);
-    b.op(id).group = {ranks, nodes > 1 ? ranks / nodes : 0, nodes > 1 ? 1 : 0, false};
+    b.op(id).group = {ranks, nodes > 1 ? ranks / nodes : 0, static_cast<int16_t>(nodes > 1 ? 1 : 0), false};
     return id;
   };
 
@@ -235,12 +240,13 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       chunk_tensors[static_cast<size_t>(c)] += static_cast<int64_t>(w.blocks[blk].params.size());
   auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
     const size_t ci = static_cast<size_t>(c);
-    const int h2d = b.add("h2d", "h2d", std::move(deps), -1, c);
+    const int h2d = b.add(OpKind::kH2D, "h2d", std::move(deps), -1, c);
     b.op(h2d).work.bytes = moved[ci];
     b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
     b.op(h2d).pinned = true;
-    b.op(h2d).attrs = {{"what", "param_chunk"}, {"phase", phase}};
-    if (auto h = fetch_host_work(k.host_work, chunk_tensors[ci]); !h.is_null()) b.op(h2d).attrs["host"] = h;
+    b.op(h2d).sub_kind = OpSubKind::kParamChunk;
+    b.op(h2d).attrs = {{"phase", phase}};
+    set_host_work(b.op(h2d), fetch_host_work(k.host_work, chunk_tensors[ci]));
     b.op(h2d).reads = {host_t[ci]};
     b.mem(h2d, "gpu", cap[ci], MemAt::kStart, gpu_t[ci]);
     if (moved[ci] != shard[ci]) {  // the fp32 copy lands in a staging tensor cast into the buffer
@@ -248,7 +254,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       b.mem(h2d, "gpu", -moved[ci], MemAt::kEnd);
     }
     if (N == 1) return h2d;
-    return collective("all_gather", h2d, c);
+    return collective(OpKind::kAllGather, h2d, c);
   };
 
   // Chunks each block touches (ChunkLayout::block_uses). A chunk is on the GPU for a run of
@@ -300,7 +306,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     // flight; the analytic peak counts them (analytic_model.cpp).
     const int lag = std::max(1, k.swap_spacing);
     if (blk - lag >= 0 && swap_out[static_cast<size_t>(blk - lag)] >= 0) deps.push_back(swap_out[static_cast<size_t>(blk - lag)]);
-    const int f = b.add("forward", "compute", deps, blk, -1);
+    const int f = b.add(OpKind::kForward, "compute", deps, blk, -1);
     fwd_op[static_cast<size_t>(blk)] = f;
     prev_compute = f;
     Op& op = b.op(f);
@@ -309,7 +315,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     op.work.params = bl.param_count;
     op.kernels = block_kernel_set(plan, op, bl.forward, fetch_kernels(k.host_work, bl, N, w.options.dtype));
     op.attrs = {{"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
-    if (auto h = host_work_json(block_host_work(k.host_work, bl, false, N)); !h.is_null()) op.attrs["host"] = h;
+    set_host_work(op, block_host_work(k.host_work, bl, false, N));
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
     b.mem(f, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
@@ -318,11 +324,11 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     else
       b.mem(f, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
     if (mode_of(blk) == ActMode::kSwap) {
-      const int so = b.add("d2h", "d2h", {f}, blk, -1);
+      const int so = b.add(OpKind::kD2H, "d2h", {f}, blk, -1);
       swap_out[static_cast<size_t>(blk)] = so;
       b.op(so).work.bytes = bl.saved_bytes;
       b.op(so).pinned = true;
-      b.op(so).attrs = {{"what", "activation"}};
+      b.op(so).sub_kind = OpSubKind::kActivation;
       b.op(so).reads = {act_t[static_cast<size_t>(blk)]};
       b.mem(so, "pinned", bl.saved_bytes, MemAt::kStart, act_t[static_cast<size_t>(blk)]);
       b.mem(so, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
@@ -365,11 +371,11 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<int> blocking_host_work;  // grad_roundtrip casts the next backward waits for
   auto emit_adam_cpu = [&](int c, int after) {
     const size_t ci = static_cast<size_t>(c);
-    const int a = b.add("adam_cpu", "cpu_optim", {after}, -1, c);
+    const int a = b.add(OpKind::kAdamCpu, "cpu_optim", {after}, -1, c);
     b.op(a).work.params = ceil_div(L.chunks[ci].used_elems, N);
     // Per parameter: read fp32 master, m, v and the fp16 grad; write master, m, v, fp16 param.
     b.op(a).work.bytes = b.op(a).work.params * 28;
-    b.op(a).attrs = {{"impl", k.cpu_adam_impl}};
+    if (k.cpu_adam_impl == "torch") b.op(a).sub_kind = OpSubKind::kTorch;
     adam_cpu_ops.push_back(a);
     return a;
   };
@@ -406,23 +412,23 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       // Bring the activations back while the layer above is in backward.
       std::vector<int> sdeps = {swap_out[bi]};
       if (blk + 2 < n_blocks) sdeps.push_back(bwd_op[static_cast<size_t>(blk + 2)]);
-      const int si = b.add("h2d", "h2d", sdeps, blk, -1);
+      const int si = b.add(OpKind::kH2D, "h2d", sdeps, blk, -1);
       b.op(si).work.bytes = bl.saved_bytes;
       b.op(si).pinned = true;
-      b.op(si).attrs = {{"what", "activation"}};
+      b.op(si).sub_kind = OpSubKind::kActivation;
       b.op(si).reads = {act_t[bi]};
       b.mem(si, "gpu", bl.saved_bytes, MemAt::kStart, act_t[bi]);
       b.mem(si, "pinned", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
       deps.push_back(si);
     }
     if (mode == ActMode::kCheckpoint) {
-      const int rc = b.add("recompute", "compute", deps, blk, -1);
+      const int rc = b.add(OpKind::kRecompute, "compute", deps, blk, -1);
       Op& op = b.op(rc);
       op.work.flops = total_flops(bl.recompute);
       op.work.bytes = static_cast<int64_t>(total_bytes(bl.recompute));
       op.kernels = plan.add_kernel_set(bl.recompute);
       op.attrs = {{"block", bl.name}};
-      if (auto h = host_work_json(block_host_work(k.host_work, bl, false)); !h.is_null()) op.attrs["host"] = h;
+      set_host_work(op, block_host_work(k.host_work, bl, false));
       op.reads = {ckpt_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
       b.mem(rc, "gpu", bl.forward_transient_bytes, MemAt::kStart);
@@ -431,7 +437,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     }
     deps.insert(deps.end(), blocking_host_work.begin(), blocking_host_work.end());
     blocking_host_work.clear();
-    const int g = b.add("backward", "compute", deps, blk, -1);
+    const int g = b.add(OpKind::kBackward, "compute", deps, blk, -1);
     bwd_op[bi] = g;
     last_bwd = g;
     {
@@ -450,7 +456,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       for (auto& kk : fetch_kernels(k.host_work, bl, N, w.options.dtype)) around.push_back(std::move(kk));
       op.kernels = block_kernel_set(plan, op, bl.backward, around);
       op.attrs = {{"block", bl.name}};
-      if (auto h = host_work_json(block_host_work(k.host_work, bl, true, N)); !h.is_null()) op.attrs["host"] = h;
+      set_host_work(op, block_host_work(k.host_work, bl, true, N));
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     }
@@ -468,17 +474,17 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       if (block_uses(blk - 1, c)) continue;
       const bool complete = min_block[ci] == blk;
       int reduced = g;
-      if (N > 1 && complete) reduced = collective(k.offload ? "reduce_scatter" : "all_reduce", g, c);
-      if (complete) add_host_work(b.op(reduced).attrs, reduced_grad_host_work(k.host_work));
+      if (N > 1 && complete) reduced = collective(k.offload ? OpKind::kReduceScatter : OpKind::kAllReduce, g, c);
+      if (complete) add_host_work(b.op(reduced), reduced_grad_host_work(k.host_work));
       if (persistent[ci] && (k.persistent_gpu_adam || !k.offload)) {
         if (complete) persistent_grad_ready.emplace_back(reduced, c);
         continue;
       }
-      const int off = b.add("d2h", "d2h", {reduced}, -1, c);
+      const int off = b.add(OpKind::kD2H, "d2h", {reduced}, -1, c);
       b.op(off).work.bytes = moved[ci];
       b.op(off).pinned = true;
-      b.op(off).attrs = {{"what", complete ? "grad_chunk" : "partial_grad_chunk"}};
-      add_host_work(b.op(off).attrs, grad_offload_host_work(k.host_work));
+      b.op(off).sub_kind = complete ? OpSubKind::kGradChunk : OpSubKind::kPartialGradChunk;
+      add_host_work(b.op(off), grad_offload_host_work(k.host_work));
       b.op(off).reads = {gpu_t[ci]};
       if (moved[ci] != shard[ci]) {  // the gradient is cast to fp32 on the GPU before the copy
         b.mem(off, "gpu", moved[ci], MemAt::kStart);
@@ -492,20 +498,20 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       int grad_on_host = off;
       if (k.grad_roundtrip && complete) {
         // DeepSpeed's grad_buffer.to(device): the pinned copy comes back up for the norm ...
-        const int back = b.add("h2d", "h2d", {off}, -1, c);
+        const int back = b.add(OpKind::kH2D, "h2d", {off}, -1, c);
         b.op(back).work.bytes = shard[ci];
         b.op(back).pinned = true;
-        b.op(back).attrs = {{"what", "grad_roundtrip"}};
+        b.op(back).sub_kind = OpSubKind::kGradRoundtrip;
         b.mem(back, "gpu", shard[ci], MemAt::kStart);
         // ... then fp32_grad.copy_(grad_buffer): D2H into a pageable fp16 temporary, blocking ...
-        const int pg = b.add("d2h", "d2h", {back}, -1, c);
+        const int pg = b.add(OpKind::kD2H, "d2h", {back}, -1, c);
         b.op(pg).work.bytes = shard[ci];
         b.op(pg).pinned = false;
-        b.op(pg).attrs = {{"what", "grad_fp32"}};
+        b.op(pg).sub_kind = OpSubKind::kGradFp32;
         b.mem(pg, "gpu", -shard[ci], MemAt::kEnd);
         b.mem(pg, "pageable", shard[ci], MemAt::kStart);
         // ... cast into the fp32 gradient on the CPU (fp16: read 2 B, write 4 B per parameter).
-        grad_on_host = b.add("host_cast", "cpu_optim", {pg}, -1, c);
+        grad_on_host = b.add(OpKind::kHostCast, "cpu_optim", {pg}, -1, c);
         b.op(grad_on_host).work.params = ceil_div(L.chunks[ci].used_elems, N);
         b.op(grad_on_host).work.bytes = shard[ci] + shard[ci] * 4 / L.bytes_per_elem;
         b.mem(grad_on_host, "pageable", -shard[ci], MemAt::kEnd);
@@ -527,41 +533,41 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       std::vector<int> deps = grad_offloaded;
       deps.push_back(last_bwd);
       std::sort(deps.begin(), deps.end());
-      after_grads = b.add("host_pass", "cpu_optim", deps, -1, -1);
+      after_grads = b.add(OpKind::kHostPass, "cpu_optim", deps, -1, -1);
       for (int c : offloaded_chunk) b.op(after_grads).work.params += ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
       b.op(after_grads).work.bytes = kStepScanBytesPerParam * b.op(after_grads).work.params;
-      b.op(after_grads).attrs = {{"what", "overflow_scan"}};
+      b.op(after_grads).sub_kind = OpSubKind::kOverflowScan;
     }
     for (size_t i = 0; i < grad_offloaded.size(); ++i) {
       const int c = offloaded_chunk[i];
       const int64_t params = ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
       int grad_ready = grad_offloaded[i];
       if (k.step_host_passes) {  // the sub-group's fp32 gradient unscaled before its Adam
-        grad_ready = b.add("host_pass", "cpu_optim", {after_grads}, -1, c);  // the scan waited for the grad
+        grad_ready = b.add(OpKind::kHostPass, "cpu_optim", {after_grads}, -1, c);  // the scan waited for the grad
         b.op(grad_ready).work.params = params;
         b.op(grad_ready).work.bytes = kStepUnscaleBytesPerParam * params;
-        b.op(grad_ready).attrs = {{"what", "unscale"}};
+        b.op(grad_ready).sub_kind = OpSubKind::kUnscale;
       }
       const int a = emit_adam_cpu(c, grad_ready);
       if (!k.step_host_passes) b.op(a).deps.push_back(last_bwd);
       std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
       if (k.step_host_passes) {  // ... and its fp16 parameters copied from the updated master
-        const int copy = b.add("host_pass", "cpu_optim", {a}, -1, c);
+        const int copy = b.add(OpKind::kHostPass, "cpu_optim", {a}, -1, c);
         b.op(copy).work.params = params;
         b.op(copy).work.bytes = kStepCopyBytesPerParam * params;
-        b.op(copy).attrs = {{"what", "fp16_copy"}};
+        b.op(copy).sub_kind = OpSubKind::kFp16Copy;
       }
     }
   }
   // Persistent chunks on the GPU: device Adam after backward, on the compute stream.
   for (const auto& [after, c] : persistent_grad_ready) {
     const size_t ci = static_cast<size_t>(c);
-    const int a = b.add("adam_device", "compute", {after}, -1, c);
+    const int a = b.add(OpKind::kAdamDevice, "compute", {after}, -1, c);
     b.op(a).work.params = k.offload ? ceil_div(L.chunks[ci].used_elems, N) : L.chunks[ci].used_elems;
     b.op(a).reads = {gpu_t[ci]};
     // Offloading systems keep a persistent chunk's Adam state sharded (ZeRO): each rank updates its
     // shard, and the updated parameters are gathered for the next forward (traces/chunk_sharding.h).
-    if (k.offload && N > 1) collective("all_gather", a, c);
+    if (k.offload && N > 1) collective(OpKind::kAllGather, a, c);
   }
   // ZeRO-Offload: the updated fp16 shards of the GPU-resident params go back up and are gathered.
   if (k.offload && !k.persistent_gpu_adam) {
@@ -569,18 +575,18 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       const int c = offloaded_chunk[i];
       const size_t ci = static_cast<size_t>(c);
       if (!persistent[ci]) continue;
-      const int up = b.add("h2d", "h2d", {adam_cpu_ops[i]}, -1, c);
+      const int up = b.add(OpKind::kH2D, "h2d", {adam_cpu_ops[i]}, -1, c);
       b.op(up).work.bytes = shard[ci];
       b.op(up).pinned = true;
-      b.op(up).attrs = {{"what", "updated_params"}};
-      if (N > 1) collective("all_gather", up, c);
+      b.op(up).sub_kind = OpSubKind::kUpdatedParams;
+      if (N > 1) collective(OpKind::kAllGather, up, c);
     }
   }
   // Version 2: every chunk says where it lives and where its step runs (what the runtime replays).
   for (int c = 0; c < n_chunks; ++c) plan.chunks[static_cast<size_t>(c)].resident = persistent[static_cast<size_t>(c)];
   for (const Op& op : plan.ops)
-    if (op.kind == "adam_device" || op.kind == "adam_cpu")
-      plan.chunks[static_cast<size_t>(op.chunk)].optimizer = op.kind == "adam_device" ? "device" : "host";
+    if (op.kind == OpKind::kAdamDevice || op.kind == OpKind::kAdamCpu)
+      plan.chunks[static_cast<size_t>(op.chunk)].optimizer = op.kind == OpKind::kAdamDevice ? "device" : "host";
   return out;
 }
 

@@ -97,8 +97,9 @@ Replay::Replay(const traces::Plan& plan, const traces::Report& schedule) : plan_
   shapes_.model = model_from_json(meta["model_spec"], plan.source + ":/meta/model_spec");
   shapes_.batch = int_meta(plan, "batch");
   shapes_.seq = int_meta(plan, "seq");
-  ranks_ = static_cast<int>(int_meta(plan, "gpus"));
-  PROTWIN_CHECK(meta.value("dtype", std::string()) == "fp32", plan.source,
+  PROTWIN_CHECK(plan.gpus >= 1, plan.source, ":/meta/gpus: missing (the runtime memory model needs the ranks)");
+  ranks_ = plan.gpus;
+  PROTWIN_CHECK(plan.dtype == "fp32", plan.source,
                 ":/meta/dtype: the runtime memory model follows the runtime, which replays fp32 plans");
   layers_ = static_cast<int>(shapes_.model.layers);
   for (const auto& m : meta.at("layer_modes")) {
@@ -176,10 +177,10 @@ void Replay::bind_grads(int block) {
 }
 
 void Replay::translate(const traces::Op& op) {
-  const std::string& k = op.kind;
+  const std::string k = traces::to_string(op.kind);
   const int blk = op.block, head = layers_ + 1;
   const size_t c = static_cast<size_t>(std::max(op.chunk, 0));
-  auto what = [&] { return op.attrs.is_object() ? op.attrs.value("what", std::string()) : std::string(); };
+  auto what = [&] { return std::string(traces::to_string(op.sub_kind)); };
   auto pick = [](const std::vector<int>& g, const std::vector<int>& local) {
     std::vector<int> out;
     for (int i : local) out.push_back(g[static_cast<size_t>(i)]);

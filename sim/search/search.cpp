@@ -113,7 +113,7 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
   c.knobs = k;
   c.batch = w.options.batch;
   try {
-    nlohmann::json meta = {{"machine", cost.machine().name}, {"dtype", w.options.dtype}};
+    nlohmann::json meta = {{"machine", cost.machine().name}};
     const RankMemory cap = rank_memory(cost.machine(), gpus, nodes);
     // Building the model comes first: it must fit before the steady state matters.
     const InitMemory init = init_memory(w, k);

@@ -11,8 +11,11 @@
 #include <cmath>
 
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::sim {
+
+namespace kk = traces::kernel_kinds;  // the kernel-kind registry
 
 namespace {
 
@@ -79,7 +82,7 @@ class BlockBuilder {
   // backward only.
   void bias_grad(int64_t m, int64_t n) {
     if (!o_.bias_passes || !m_.bias) return;
-    push({Kernel{}, {kernel("elementwise", {m * n}, dt_, static_cast<double>(m * n), static_cast<double>(e_ * m * n))},
+    push({Kernel{}, {kernel(kk::kElementwise, {m * n}, dt_, static_cast<double>(m * n), static_cast<double>(e_ * m * n))},
           0, 0});
   }
 
@@ -109,7 +112,7 @@ class BlockBuilder {
   }
 
   Kernel gemm_kernel(int64_t m, int64_t n, int64_t k) const {
-    return kernel("gemm", {m, n, k}, dt_, 2.0 * m * n * k,
+    return kernel(kk::kGemm, {m, n, k}, dt_, 2.0 * m * n * k,
                   static_cast<double>(e_) * (m * k + k * n + m * n));
   }
 
@@ -160,7 +163,7 @@ void norm(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t b
 // Dropout over n elements: saves a 1-byte mask (PyTorch's bool mask; Korthikanti counts 1 byte).
 void dropout(BlockBuilder& bb, const std::string& name, int64_t n, int64_t fwd_live,
              int64_t bwd_live) {
-  bb.pointwise("dropout", n, kDropoutFlops, 1, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
+  bb.pointwise(kk::kDropout, n, kDropoutFlops, 1, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
                static_cast<double>(n));
   bb.save(name + ".mask", n);
 }
@@ -170,7 +173,7 @@ void dropout(BlockBuilder& bb, const std::string& name, int64_t n, int64_t fwd_l
 // gradient (the skip gradient is dy itself). Saves the mask.
 void fused_dropout_add(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
   const int64_t n = bb.ts_ * bb.h_;
-  bb.pointwise("dropout", n, kDropoutFlops + kAddFlops, 2, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
+  bb.pointwise(kk::kDropout, n, kDropoutFlops + kAddFlops, 2, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
                static_cast<double>(n));
   bb.save(name + ".mask", n);
 }
@@ -179,7 +182,7 @@ void fused_dropout_add(BlockBuilder& bb, const std::string& name, int64_t fwd_li
 // branch's input gradient (one add: read 2, write 1).
 void residual_add(BlockBuilder& bb, int64_t fwd_live, int64_t bwd_live) {
   const int64_t n = bb.ts_ * bb.h_;
-  bb.pointwise("elementwise", n, kAddFlops, 2, 1, 2, 1, fwd_live, bwd_live);
+  bb.pointwise(kk::kElementwise, n, kAddFlops, 2, 1, 2, 1, fwd_live, bwd_live);
 }
 
 Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
@@ -190,15 +193,15 @@ Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
   // table is split by vocabulary rows: each rank writes its rows' part of all t tokens, and the
   // partial sums are reduce-scattered onto the sequence-parallel shard.
   bb.section(Section::kEmbedding);
-  bb.push({kernel("embedding", {n}, bb.dt_, 0, 2.0 * e * n + 8.0 * t),
-           {kernel("embedding", {n}, bb.dt_, static_cast<double>(n), 3.0 * e * n + 8.0 * t)}, e * n, e * n});
+  bb.push({kernel(kk::kEmbedding, {n}, bb.dt_, 0, 2.0 * e * n + 8.0 * t),
+           {kernel(kk::kEmbedding, {n}, bb.dt_, static_cast<double>(n), 3.0 * e * n + 8.0 * t)}, e * n, e * n});
   bb.save("input_ids", 8 * t);  // int64 token ids, needed by the lookup's backward
   if (m.position_rows() > 0) {
     // Learned positions: s rows broadcast over the batch, then added to the token embedding.
-    bb.push({kernel("embedding", {s * h}, bb.dt_, 0, 2.0 * e * s * h),
-             {kernel("embedding", {s * h}, bb.dt_, static_cast<double>(n), e * (n + 2.0 * s * h))},
+    bb.push({kernel(kk::kEmbedding, {s * h}, bb.dt_, 0, 2.0 * e * s * h),
+             {kernel(kk::kEmbedding, {s * h}, bb.dt_, static_cast<double>(n), e * (n + 2.0 * s * h))},
              e * s * h, e * n});
-    bb.pointwise("elementwise", n, kAddFlops, 2, 1, 0, 0, e * (n + s * h), 0);
+    bb.pointwise(kk::kElementwise, n, kAddFlops, 2, 1, 0, 0, e * (n + s * h), 0);
   }
   bb.section(Section::kShard);
   if (o.dropout) dropout(bb, "embed.dropout", n_s, 2 * e * n_s, 2 * e * n_s);
@@ -232,13 +235,13 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     bb.gemm(t, hq + 2 * kv, h, 0, e * (n + t * (hq + 2 * kv)));
     if (o.bias_passes && m.bias) {  // matmul, then output.add_(bias): read and write the output
       const int64_t nqkv = t * (hq + 2 * kv);
-      bb.pointwise("elementwise", nqkv, kAddFlops, 1, 1, 0, 0, 0, 0);
+      bb.pointwise(kk::kElementwise, nqkv, kAddFlops, 1, 1, 0, 0, 0, 0);
       bb.bias_grad(t, hq + 2 * kv);
     }
   } else {
     // Separate q, k, v projections: backward adds their three input gradients (two adds).
-    bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n),
-                        kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
+    bb.push({Kernel{}, {kernel(kk::kElementwise, {n}, bb.dt_, kAddFlops * n, 3.0 * e * n),
+                        kernel(kk::kElementwise, {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
     bb.gemm(t, hq, h, rope ? e * nq : 0, e * (n + nq));
     bb.gemm(t, kv, h, rope ? e * (nq + t * kv) : 0, e * (n + t * kv));
     bb.gemm(t, kv, h, 0, e * (n + t * kv));
@@ -250,8 +253,8 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     const int64_t kvh = m.kv_heads / o.tp;
     for (const auto& [heads, n_elems] : {std::pair{ba, nq}, std::pair{b * kvh, t * kv}}) {
       const double f = kRopeFlops * static_cast<double>(n_elems);
-      bb.push({kernel("rope", {heads, s, d}, bb.dt_, f, 2.0 * e * n_elems),
-               {kernel("rope", {heads, s, d}, bb.dt_, kBackwardFactor * f, 2.0 * e * n_elems)},
+      bb.push({kernel(kk::kRope, {heads, s, d}, bb.dt_, f, 2.0 * e * n_elems),
+               {kernel(kk::kRope, {heads, s, d}, bb.dt_, kBackwardFactor * f, 2.0 * e * n_elems)},
                e * n_elems, 2 * e * n_elems});
     }
   }
@@ -264,8 +267,8 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     // of keys and values (causal masking is not discounted, as everywhere here).
     const double fl = 4.0 * ba * s * s * d;
     const double lse = 4.0 * ba * s;
-    Op op{kernel("flash_attention", {ba, s, s, d}, bb.dt_, fl, e * (2.0 * nq + 2.0 * t * kv) + lse),
-          {kernel("flash_attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
+    Op op{kernel(kk::kFlashAttention, {ba, s, s, d}, bb.dt_, fl, e * (2.0 * nq + 2.0 * t * kv) + lse),
+          {kernel(kk::kFlashAttention, {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
                   e * (6.0 * nq + 4.0 * t * kv) + lse)},
           0, e * (2 * nq + 2 * t * kv)};
     op.fwd.count = o.cp;
@@ -279,15 +282,15 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   } else {
     if (kv < hq) {
       // Eager GQA (HF repeat_kv): k and v expanded to a heads (copies); the copies are saved.
-      bb.pointwise("elementwise", nq, 0, 0, 1, 1, 0, 0, e * (nq + t * kv), e * t * kv, e * t * kv);
-      bb.pointwise("elementwise", nq, 0, 0, 1, 1, 0, 0, e * (nq + t * kv), e * t * kv, e * t * kv);
+      bb.pointwise(kk::kElementwise, nq, 0, 0, 1, 1, 0, 0, e * (nq + t * kv), e * t * kv, e * t * kv);
+      bb.pointwise(kk::kElementwise, nq, 0, 0, 1, 1, 0, 0, e * (nq + t * kv), e * t * kv, e * t * kv);
     }
     // Unfused attention {b*a, s, s, d}: the two batched matmuls S = QK^T and O = PV, 2*s*s*d
     // flops each per head. Forward reads q, k (v), writes S, reads P, writes O; backward
     // (dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q) is twice the flops.
     const double fl = 4.0 * ba * s * s * d;
-    bb.push({kernel("attention", {ba, s, s, d}, bb.dt_, fl, e * (4.0 * nq + 2.0 * scores)),
-             {kernel("attention", {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
+    bb.push({kernel(kk::kAttention, {ba, s, s, d}, bb.dt_, fl, e * (4.0 * nq + 2.0 * scores)),
+             {kernel(kk::kAttention, {ba, s, s, d}, bb.dt_, kBackwardFactor * fl,
                      e * (8.0 * nq + 4.0 * scores))},
              e * scores, e * (nq + scores)});
     bb.save("attn.q", e * nq);
@@ -296,11 +299,11 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     if (o.hf_eager) {
       // HF GPT2Attention._attn: S / sqrt(d) and torch.where(causal_mask, S, min) are passes of
       // their own (each reads and writes S; backward: one pass over dS each).
-      bb.pointwise("elementwise", scores, 1, 1, 1, 1, 1, e * scores, 2 * e * scores);
-      bb.pointwise("elementwise", scores, 1, 1, 1, 1, 1, e * scores, 2 * e * scores);
+      bb.pointwise(kk::kElementwise, scores, 1, 1, 1, 1, 1, e * scores, 2 * e * scores);
+      bb.pointwise(kk::kElementwise, scores, 1, 1, 1, 1, 1, e * scores, 2 * e * scores);
     }
     // Scaled, masked softmax (fused as in Megatron): S is freed, P is saved.
-    bb.pointwise("softmax", scores, kSoftmaxFlops, 1, 1, 2, 1, e * scores, 2 * e * scores);
+    bb.pointwise(kk::kSoftmax, scores, kSoftmaxFlops, 1, 1, 2, 1, e * scores, 2 * e * scores);
     bb.save("attn.softmax_out", e * scores);
     if (drop) {
       dropout(bb, "attn.prob_dropout", scores, e * scores, 2 * e * scores);
@@ -310,15 +313,15 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     // Eager head layout changes: forward merges the heads' output ([b,a,s,d] -> [b,s,h], a copy);
     // backward merges dq, dk, dv for the projections (GPT-2 also concatenates them into d[qkv]),
     // and GQA re-expands k, v (repeat_kv) and sums dk, dv over each group.
-    std::vector<Kernel> bwd = {kernel("elementwise", {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv))};
-    if (m.family == "gpt2") bwd.push_back(kernel("elementwise", {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv)));
+    std::vector<Kernel> bwd = {kernel(kk::kElementwise, {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv))};
+    if (m.family == "gpt2") bwd.push_back(kernel(kk::kElementwise, {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv)));
     if (kv < hq) {
-      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, 0, e * (nq + t * kv)));
-      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, 0, e * (nq + t * kv)));
-      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
-      bwd.push_back(kernel("elementwise", {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
+      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, 0, e * (nq + t * kv)));
+      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, 0, e * (nq + t * kv)));
+      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
+      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
     }
-    bb.push({kernel("elementwise", {nq}, bb.dt_, 0, 2.0 * e * nq), std::move(bwd), 0, 0});
+    bb.push({kernel(kk::kElementwise, {nq}, bb.dt_, 0, 2.0 * e * nq), std::move(bwd), 0, 0});
   }
   bb.section(Section::kRow);
   bb.gemm(t, h, hq, e * n, e * (n + nq));  // output projection
@@ -342,11 +345,11 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
       bb.gemm(t, 2 * f, h, 0, e * (2 * t * f + n));  // Megatron's linear_fc1 = [gate | up]
     } else {
       // Backward adds the gate's and the up projection's input gradients.
-      bb.push({Kernel{}, {kernel("elementwise", {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
+      bb.push({Kernel{}, {kernel(kk::kElementwise, {n}, bb.dt_, kAddFlops * n, 3.0 * e * n)}, 0, 0});
       bb.gemm(t, f, h, 0, e * (t * f + n));
       bb.gemm(t, f, h, e * t * f, e * (t * f + n));
     }
-    bb.pointwise("swiglu", t * f, kSwigluFlops, 2, 1, 3, 2, 0, 3 * e * t * f);
+    bb.pointwise(kk::kSwiglu, t * f, kSwigluFlops, 2, 1, 3, 2, 0, 3 * e * t * f);
     bb.save("mlp.gate_out", e * t * f);
     bb.save("mlp.silu_out", e * t * f);
     bb.save("mlp.up_out", e * t * f);
@@ -360,10 +363,10 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     bb.gemm(t, f, h, 0, e * (t * f + n));
     const int64_t tf = t * f;
     const double fwd_passes[] = {2, 2, 3, 2, 2, 2, 2, 3};
-    for (double passes : fwd_passes) bb.pointwise("elementwise", tf, 1, passes - 1, 1, 0, 0, 0, 0);
+    for (double passes : fwd_passes) bb.pointwise(kk::kElementwise, tf, 1, passes - 1, 1, 0, 0, 0, 0);
     std::vector<Kernel> bwd;
     for (double passes : {3, 3, 2, 3, 2, 2, 2, 2, 3, 3, 3})
-      bwd.push_back(kernel("elementwise", {tf}, bb.dt_, kBackwardFactor * tf, passes * e * tf));
+      bwd.push_back(kernel(kk::kElementwise, {tf}, bb.dt_, kBackwardFactor * tf, passes * e * tf));
     bb.push({Kernel{}, std::move(bwd), 0, 3 * e * tf});
     bb.save("mlp.fc1_out", e * tf);
     bb.save("mlp.gelu.tanh_out", e * tf);
@@ -374,13 +377,13 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     // GPT-2: fc2(gelu(fc1(x))); gelu saves its input, fc2 saves gelu's output.
     bb.gemm(t, f, h, 0, e * (t * f + n));
     bb.bias_grad(t, f);  // Megatron: added in bias_gelu
-    bb.pointwise("gelu", t * f, kGeluFlops, 1, 1, 2, 1, 0, 2 * e * t * f);
+    bb.pointwise(kk::kGelu, t * f, kGeluFlops, 1, 1, 2, 1, 0, 2 * e * t * f);
     bb.save("mlp.fc1_out", e * t * f);
     bb.save("mlp.act_out", e * t * f);
   } else {
     // OPT: ReLU saves its output, which is also fc2's input: one tensor; fc1's output is freed.
     bb.gemm(t, f, h, 0, e * (t * f + n));
-    bb.pointwise("relu", t * f, kReluFlops, 1, 1, 2, 1, e * t * f, 2 * e * t * f);
+    bb.pointwise(kk::kRelu, t * f, kReluFlops, 1, 1, 2, 1, e * t * f, 2 * e * t * f);
     bb.save("mlp.act_out", e * t * f);
   }
   bb.section(Section::kRow);
@@ -428,16 +431,16 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
     // compute dtype (read 4, write e). One flop per logit and pass.
     const int64_t tv = t * V;
     const double dtv = static_cast<double>(tv);
-    if (e != 4) bb.push({kernel("elementwise", {tv}, "fp32", 0, (e + 4.0) * dtv),
-                         {kernel("elementwise", {tv}, "fp32", 0, (4.0 + e) * dtv)}, (e + 4) * tv, (4 + e) * tv});
+    if (e != 4) bb.push({kernel(kk::kElementwise, {tv}, "fp32", 0, (e + 4.0) * dtv),
+                         {kernel(kk::kElementwise, {tv}, "fp32", 0, (4.0 + e) * dtv)}, (e + 4) * tv, (4 + e) * tv});
     const double passes[][2] = {{1, 0}, {1, 1}, {1, 1}, {1, 0}, {1, 1}};  // max, sub_, exp, sum, div_
     for (const auto& rw : passes)
-      bb.push({kernel("elementwise", {tv}, "fp32", dtv, 4.0 * (rw[0] + rw[1]) * dtv + 4.0 * t), {}, 4 * tv, 0});
-    bb.push({Kernel{}, {kernel("elementwise", {tv}, "fp32", dtv, 8.0 * dtv)}, 0, 4 * tv});
+      bb.push({kernel(kk::kElementwise, {tv}, "fp32", dtv, 4.0 * (rw[0] + rw[1]) * dtv + 4.0 * t), {}, 4 * tv, 0});
+    bb.push({Kernel{}, {kernel(kk::kElementwise, {tv}, "fp32", dtv, 8.0 * dtv)}, 0, 4 * tv});
     bb.save("loss.softmax", 4 * tv);
   } else {
-    bb.push({kernel("cross_entropy", {t, V}, "fp32", ce, (e + 4.0 + 4.0) * t * V + 4.0 * t),
-             {kernel("cross_entropy", {t, V}, "fp32", kBackwardFactor * ce, (4.0 + 4.0 + e) * t * V)},
+    bb.push({kernel(kk::kCrossEntropy, {t, V}, "fp32", ce, (e + 4.0 + 4.0) * t * V + 4.0 * t),
+             {kernel(kk::kCrossEntropy, {t, V}, "fp32", kBackwardFactor * ce, (4.0 + 4.0 + e) * t * V)},
              (e + 4) * t * V, (4 + e) * t * V});
     bb.save("loss.log_probs", 4 * t * V);
   }

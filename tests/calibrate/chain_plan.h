@@ -15,7 +15,7 @@ inline traces::Plan compute_chain(int n, double flops) {
   for (int i = 0; i < n; ++i) {
     traces::Op op;
     op.id = i;
-    op.kind = "forward";
+    op.kind = traces::OpKind::kForward;
     op.stream = "compute";
     op.work.flops = flops;
     if (i > 0) op.deps = {i - 1};

@@ -18,9 +18,9 @@ TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, no
   CHECK_FALSE(two.intra_node.host_staged);
 
   traces::Plan plan;
-  plan.meta = {{"gpus", 2}};
+  plan.gpus = 2;
   traces::Op op;
-  op.kind = "all_gather";
+  op.kind = traces::OpKind::kAllGather;
   op.stream = "collective";
   op.work.bytes = 3159040;  // a gpt2-tiny FSDP unit, as calibrate's 2-rank FSDP plan gathers it
   op.group.ranks = 2;

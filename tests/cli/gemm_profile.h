@@ -12,7 +12,7 @@
 // The first GEMM of the plan's forward ops.
 inline protwin::traces::OpSignature first_gemm(const protwin::traces::Plan& plan) {
   for (const auto& op : plan.ops)
-    if (op.kind == "forward")
+    if (op.kind == protwin::traces::OpKind::kForward)
       for (const auto& k : plan.kernels_of(op))
         if (k.sig.kind == "gemm") return k.sig;
   FAIL("no forward GEMM in the plan");

@@ -16,7 +16,7 @@ const double S = 512.0 * 1024 * 1024;  // a 512 MiB buffer (NCCL-tests conventio
 traces::Op collective_op(const std::string& kind, double bytes, nlohmann::json attrs) {
   traces::Op op;
   op.id = 0;
-  op.kind = kind;
+  op.kind = traces::op_kind_named(kind);
   op.stream = "collective";
   op.work.bytes = static_cast<int64_t>(bytes);
   op.group = {attrs.value("ranks", 0), attrs.value("ranks_per_node", 0), 0, attrs.value("scope", "") == "inter_node"};
@@ -100,7 +100,7 @@ TEST_CASE("send_recv crosses one GPU pair inside a node, a NIC share across node
 
 TEST_CASE("plan ops: ranks_per_node places the group, old ops cost as before", "[hwmodels]") {
   traces::Plan plan;
-  plan.meta = {{"gpus", 4}};
+  plan.gpus = 4;
   const HardwareCostModel abci(load_machine("abci-a100"));
   const auto ns = [](double s) { return Approx(s * 1e9).margin(1); };
   // The 4D-parallel contract: ranks, ranks_per_node, scope.

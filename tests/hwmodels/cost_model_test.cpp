@@ -74,33 +74,33 @@ TEST_CASE("CPU Adam is min(cores x per-core rate, efficiency x DRAM / bytes per 
 TEST_CASE("a host pass costs the slower of the DRAM bound and its measured per-element cost", "[hwmodels]") {
   // rtx3090-server has no host_passes measurement: the DRAM bound alone (150 GB/s shared by ranks).
   const HardwareCostModel a(load_machine("rtx3090-server"));
-  CHECK(a.host_pass_seconds("overflow_scan", 8e9, 1e9) == Approx(8e9 / 150e9));
-  CHECK(a.host_pass_seconds("unscale", 8e9, 1e9, 4) == Approx(8e9 / (150e9 / 4)));
+  CHECK(a.host_pass_seconds(traces::OpSubKind::kOverflowScan, 8e9, 1e9) == Approx(8e9 / 150e9));
+  CHECK(a.host_pass_seconds(traces::OpSubKind::kUnscale, 8e9, 1e9, 4) == Approx(8e9 / (150e9 / 4)));
   // host-emulated measured them: ns per element with the whole host, each rank with its share.
   const Machine m = load_machine("host-emulated");
   REQUIRE(m.host_passes.overflow_scan_ns_per_elem > 0);
   const HardwareCostModel b(m);
   const double elems = 1e8, dram = m.host.dram_GBps * 1e9;
-  for (const auto& [what, ns, bytes] : {std::tuple{"overflow_scan", m.host_passes.overflow_scan_ns_per_elem, 8.0},
-                                        {"unscale", m.host_passes.unscale_ns_per_elem, 8.0},
-                                        {"fp16_copy", m.host_passes.fp16_copy_ns_per_elem, 6.0}}) {
-    INFO(what);
+  for (const auto& [what, ns, bytes] : {std::tuple{traces::OpSubKind::kOverflowScan, m.host_passes.overflow_scan_ns_per_elem, 8.0},
+                                        {traces::OpSubKind::kUnscale, m.host_passes.unscale_ns_per_elem, 8.0},
+                                        {traces::OpSubKind::kFp16Copy, m.host_passes.fp16_copy_ns_per_elem, 6.0}}) {
+    INFO(traces::to_string(what));
     CHECK(b.host_pass_seconds(what, bytes * elems, elems) == Approx(std::max(bytes * elems / dram, elems * ns * 1e-9)));
     CHECK(b.host_pass_seconds(what, bytes * elems, elems, 2) ==
           Approx(std::max(bytes * elems / (dram / 2), 2 * elems * ns * 1e-9)));
   }
   // The plan op reads what/params/bytes.
   traces::Plan plan;
-  plan.meta = {{"gpus", 1}};
+  plan.gpus = 1;
   traces::Op op;
-  op.kind = "host_pass";
+  op.kind = traces::OpKind::kHostPass;
   op.stream = "cpu_optim";
   op.work.params = 1000000;
   op.work.bytes = 8000000;
-  op.attrs = {{"what", "overflow_scan"}};
-  CHECK(b.cost(op, plan).fixed == from_seconds(b.host_pass_seconds("overflow_scan", 8e6, 1e6)));
-  op.attrs = {{"what", "zero_grad"}};
-  CHECK_THROWS_WITH(b.cost(op, plan), "host_pass: attrs.what \"zero_grad\": expected overflow_scan, unscale or fp16_copy");
+  op.sub_kind = traces::OpSubKind::kOverflowScan;
+  CHECK(b.cost(op, plan).fixed == from_seconds(b.host_pass_seconds(traces::OpSubKind::kOverflowScan, 8e6, 1e6)));
+  op.sub_kind = traces::OpSubKind::kNone;
+  CHECK_THROWS_WITH(b.cost(op, plan), "host_pass: sub-kind \"\": expected overflow_scan, unscale, fp16_copy");
 }
 
 TEST_CASE("device Adam and memory-bound kernels use the HBM curve with a launch floor", "[hwmodels]") {
@@ -114,7 +114,7 @@ TEST_CASE("device Adam and memory-bound kernels use the HBM curve with a launch 
 namespace {
 traces::Op make_op(const std::string& kind, int64_t bytes) {
   traces::Op op;
-  op.kind = kind;
+  op.kind = traces::op_kind_named(kind);
   op.stream = kind;
   op.work.bytes = bytes;
   return op;
@@ -145,7 +145,7 @@ TEST_CASE("plan copies use the PCIe direction link plus the shared duplex link",
 
 TEST_CASE("host-staged collectives load the PCIe links, NVLink ones do not", "[hwmodels]") {
   traces::Plan plan;
-  plan.meta = {{"gpus", 4}};
+  plan.gpus = 4;
   const traces::Op op = make_op("all_gather", 64 << 20);
   const HardwareCostModel geforce(load_machine("rtx3090-server"));
   const OpCost g = geforce.cost(op, plan);

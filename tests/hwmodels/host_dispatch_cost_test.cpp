@@ -17,11 +17,10 @@ namespace {
 nlohmann::json a100() { return traces::JsonDocument::parse(embedded_machine_json("a100-server"), "a100-server").json(); }
 
 traces::Op op_of(const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
-  traces::Op op;
-  op.kind = kind;
-  op.stream = "compute";
-  op.attrs = std::move(attrs);
-  return op;
+  // attrs as a version-3 plan file had them: read into the typed fields.
+  nlohmann::json j = {{"format", "protwin.plan"}, {"version", 3}, {"streams", {{{"name", "compute"}}}},
+                      {"ops", {{{"id", 0}, {"kind", kind}, {"stream", "compute"}, {"attrs", std::move(attrs)}}}}};
+  return traces::plan_from_json(j, "test").ops[0];
 }
 }  // namespace
 
@@ -57,7 +56,7 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   const HostDispatchSpec& h = m.host_dispatch;
   const HardwareCostModel cm(m);
   traces::Plan plan;
-  plan.meta = {{"gpus", 4}};
+  plan.gpus = 4;
   auto host_us = [&](const traces::Op& op) { return static_cast<double>(cm.cost(op, plan).host.ns) / 1e3; };
   plan.kernel_sets = {{{{"gemm", {1024, 1024, 1024}, "fp16"}, 2}, {{"layernorm", {1024, 1024}, "fp16"}, 3}}};
   auto with_kernels = [](const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
@@ -97,7 +96,7 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   const traces::Op f = with_kernels("forward");
   CHECK(cm_off.cost(f, plan).host.ns == 0);
   CHECK(cm_off.cost(f, plan).fixed == cm.cost(f, plan).fixed);
-  // Negative system counts in a plan are refused naming the op.
-  CHECK_THROWS_WITH(cm.cost(with_kernels("forward", {{"host", {{"hooks", -1}}}}), plan),
-                    Catch::Matchers::Contains("attrs.host counts"));
+  // Negative system counts in a plan are refused by its pointer.
+  CHECK_THROWS_WITH(with_kernels("forward", {{"host", {{"hooks", -1}}}}),
+                    Catch::Matchers::Contains("test:/ops/0/attrs/host/hooks: expected an integer >= 0, got integer -1"));
 }

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
         us.clear();
         for (const traces::Op& op : rp.plan.ops) {
           if (op.stream != "compute" || op.kernels < 0) continue;
-          const bool bwd = op.kind == "backward";
+          const bool bwd = op.kind == traces::OpKind::kBackward;
           double sum = 0;
           for (const traces::Kernel& k : rp.plan.kernels_of(op)) {
             traces::OpSignature sig = k.sig;

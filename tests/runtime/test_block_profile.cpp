@@ -81,7 +81,7 @@ TEST_CASE("a step of tiny ops: its blocks timed whole predict its compute ops, i
     b += fastest(*traces::block_signature(plan, op));
     for (const traces::Kernel& kn : plan.kernels_of(op)) {
       traces::OpSignature s = kn.sig;
-      if (op.kind == "backward" && s.kind != "gemm") s.kind += "_backward";
+      if (op.kind == traces::OpKind::kBackward && s.kind != "gemm") s.kind += "_backward";
       k += static_cast<double>(kn.count) * fastest(s);
     }
   }
@@ -126,8 +126,8 @@ TEST_CASE("the recorder puts every ATen call of a compute op inside the op's sco
   };
   for (const traces::Op& op : plan.ops) {
     if (!op.attrs.is_object() || op.attrs.value("block", std::string()) != "layer.0") continue;
-    if (op.kind == "forward") CHECK(calls(op.id, "aten::linear") == 4);
-    if (op.kind == "backward") {
+    if (op.kind == traces::OpKind::kForward) CHECK(calls(op.id, "aten::linear") == 4);
+    if (op.kind == traces::OpKind::kBackward) {
       CHECK(calls(op.id, "aten::addmm_") == 4);
       CHECK(calls(op.id, "aten::mm") == 4);
     }

@@ -36,7 +36,7 @@ TrainResult train_plan(const RuntimePlan& rp, int64_t steps, uint64_t seed = 7) 
 
 bool has_op(const traces::Plan& p, const std::string& kind, const std::string& what) {
   return std::any_of(p.ops.begin(), p.ops.end(), [&](const traces::Op& op) {
-    return op.kind == kind && (what.empty() || op.attrs.value("what", std::string()) == what);
+    return traces::to_string(op.kind) == kind && (what.empty() || traces::to_string(op.sub_kind) == what);
   });
 }
 
@@ -206,7 +206,7 @@ TEST_CASE("the executor honours deps and stream order and writes a Report in the
   }
   // A throttled copy takes at least bytes / rate (1 GB/s = 1 byte/ns).
   for (const traces::Op& op : rp.plan.ops)
-    if (op.kind == "h2d" && op.attrs.value("what", std::string()) == "param_chunk") {
+    if (op.kind == traces::OpKind::kH2D && op.sub_kind == traces::OpSubKind::kParamChunk) {
       const traces::OpRecord& rec = rep.ops[static_cast<size_t>(op.id)];
       const int64_t used = rp.chunks.chunk_numel[static_cast<size_t>(op.chunk)] * 4;
       CHECK(rec.end.ns - rec.start.ns >= static_cast<int64_t>(static_cast<double>(used) / 5.0));
@@ -264,11 +264,11 @@ TEST_CASE("plans the runtime cannot replay are refused naming the file, field an
          "p.json:/meta/model_spec/family: the runtime implements gpt2 and llama, got \"opt\"");
   refuse([](traces::Plan& p) { p.meta["model_spec"]["norm"] = "rmsnorm"; },
          "p.json:/meta/model_spec/norm: the runtime's GPT-2 needs \"layernorm\", got \"rmsnorm\"");
-  refuse([](traces::Plan& p) { p.meta["gpus"] = 4; },
+  refuse([](traces::Plan& p) { p.gpus = 4; },
          "p.json:/meta/gpus: the runtime replays one GPU per process, and this plan has 4 GPUs but 1 process is "
          "running\nhint: start one process per GPU: mpirun -np 4 protwin train --plan p.json ... (or compile the "
          "plan with --gpus 1)");
-  refuse([](traces::Plan& p) { p.meta["dtype"] = "bf16"; },
+  refuse([](traces::Plan& p) { p.dtype = "bf16"; },
          "p.json:/meta/dtype: the runtime replays fp32 plans, got \"bf16\"\nhint: compile the plan with --dtype fp32");
   refuse([](traces::Plan& p) { p.chunks[0].params[0].name = "wte.weight"; },
          "p.json:/chunks/0/params/0/name: \"wte.weight\" is not a parameter of the runtime's gpt2 model");

@@ -98,7 +98,7 @@ TEST_CASE("ranks: --net-GBps caps each collective at its bus bytes over the rate
   const protwin::traces::Report rep = protwin::traces::read_report(measured);
   int collectives = 0;
   for (const protwin::traces::Op& op : plan.ops) {
-    if (op.kind != "all_gather" && op.kind != "reduce_scatter" && op.kind != "all_reduce") continue;
+    if (op.kind != protwin::traces::OpKind::kAllGather && op.kind != protwin::traces::OpKind::kReduceScatter && op.kind != protwin::traces::OpKind::kAllReduce) continue;
     ++collectives;
     // The plan's bytes are the chunk's; a rank sends and receives (N-1)/N of them per pass (an
     // all-reduce, and a reduce-scatter of a replicated chunk, makes two passes). 1 GB/s = 1 B/ns.
@@ -116,8 +116,8 @@ TEST_CASE("ranks: a sharded device Adam whose shard is never gathered is refused
   protwin::traces::Plan plan = compile_plan(w, policies(w)[0], kGpuBytes, kRanks);  // chunk 0 persistent, sharded
   int adam = -1;
   for (protwin::traces::Op& op : plan.ops) {
-    if (op.kind == "adam_device" && op.chunk == 0) adam = op.id;
-    if (op.kind == "all_gather" && op.chunk == 0 && adam >= 0) op.deps.clear();  // the gather no longer follows Adam
+    if (op.kind == protwin::traces::OpKind::kAdamDevice && op.chunk == 0) adam = op.id;
+    if (op.kind == protwin::traces::OpKind::kAllGather && op.chunk == 0 && adam >= 0) op.deps.clear();  // the gather no longer follows Adam
   }
   REQUIRE(adam >= 0);
   const std::string p = write(plan, "stale.json");

@@ -28,9 +28,9 @@ TEST_CASE("a decoder layer's forward, recompute and backward name the same block
   const auto fwd = block_signature(p, p.ops[1]);
   REQUIRE(fwd.has_value());
   CHECK(fwd->key() == "block_forward.layer.gpt2:fp32:4x256x256x4x4x1024x256");
-  p.ops[1].kind = "recompute";
+  p.ops[1].kind = OpKind::kRecompute;
   CHECK(block_signature(p, p.ops[1]) == fwd);
-  p.ops[1].kind = "backward";
+  p.ops[1].kind = OpKind::kBackward;
   CHECK(block_signature(p, p.ops[1])->kind == "block_backward.layer.gpt2");
   p.ops[1].attrs["block"] = "head";
   CHECK(block_signature(p, p.ops[1])->kind == "block_backward.head.gpt2");

@@ -51,7 +51,7 @@ TEST_CASE("a plan's op kinds are the IR's, its chunk ids exist", "[plan][errors]
   CHECK(error_of([&] { parse(j); }) ==
         "p.json:/ops/1/kind: unknown op kind \"teleport\"; expected one of forward, backward, recompute, h2d, d2h, "
         "all_gather, reduce_scatter, all_reduce, broadcast, send_recv, adam_cpu, adam_device, host_cast, host_pass, "
-        "alloc, free");
+        "alloc, free, arrive");
   for (const char* k : {"forward", "all_reduce", "send_recv", "host_pass", "alloc"}) CHECK(is_op_kind(k));
   j = small_plan_json();
   j["ops"][0]["chunk"] = 99;

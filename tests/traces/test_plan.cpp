@@ -42,8 +42,8 @@ TEST_CASE("wrong format or version is refused with the pointer") {
   j["format"] = "protwin.report";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/format: expected \"protwin.plan\", got \"protwin.report\"");
   j = small_plan_json();
-  j["version"] = 4;
-  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 4 (this protwin reads versions 1 to 3)");
+  j["version"] = 5;
+  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 5 (this protwin reads versions 1 to 4)");
 }
 
 TEST_CASE("plan version 3: kernel sets listed once, ops name theirs, and older ops' attrs.kernels move into the table") {
@@ -61,7 +61,7 @@ TEST_CASE("plan version 3: kernel sets listed once, ops name theirs, and older o
   CHECK(old.kernels_of(old.ops[0]).empty());
   CHECK(old.ops[1].attrs == nlohmann::json({{"block", "layer.0"}}));
   const nlohmann::json v3 = plan_to_json(old);
-  CHECK(v3["version"] == 3);
+  CHECK(v3["version"] == 4);
   CHECK(v3["kernel_sets"].size() == 1);
   CHECK(v3["ops"][1]["kernels"] == 0);
   const Plan back = parse(v3);
@@ -95,7 +95,7 @@ TEST_CASE("plan version 2: chunks say where they live and where their optimizer 
   CHECK(p.chunks[0].resident == std::optional<bool>(false));
   CHECK(p.chunks[0].optimizer == "host");
   CHECK(plan_to_json(p)["chunks"][0]["resident"] == false);
-  CHECK(plan_to_json(p)["version"] == 3);
+  CHECK(plan_to_json(p)["version"] == 4);
   j["chunks"][0]["optimizer"] = "gpu";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/chunks/0/optimizer: expected \"device\" or \"host\", got \"gpu\"");
   j["chunks"][0]["optimizer"] = "device";
@@ -110,7 +110,8 @@ TEST_CASE("plan version 3: copies and collectives say pinned and their group as 
   j["ops"][2]["attrs"] = {{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}};
   const Plan old = parse(j);
   CHECK(old.ops[0].pinned == std::optional<bool>(false));
-  CHECK(old.ops[0].attrs == nlohmann::json({{"what", "param_chunk"}}));
+  CHECK(old.ops[0].sub_kind == OpSubKind::kParamChunk);  // version 4: attrs.what is the typed sub-kind
+  CHECK(old.ops[0].attrs.empty());
   CHECK_FALSE(old.ops[1].pinned.has_value());
   const CollectiveGroup& g = old.ops[2].group;
   CHECK((g.ranks == 16 && g.ranks_per_node == 8 && g.groups_per_node == 1 && g.inter_node));
@@ -129,6 +130,57 @@ TEST_CASE("plan version 3: copies and collectives say pinned and their group as 
   bad = v3;
   bad["ops"][0]["pinned"] = "yes";
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/0/pinned"));
+}
+
+TEST_CASE("plan version 4: sub-kinds, host work and the plan's ranks, nodes and dtype are typed, and older attrs and meta move there") {
+  auto j = small_plan_json();
+  j["version"] = 3;
+  j["meta"]["gpus"] = 8;
+  j["meta"]["nodes"] = 2;
+  j["meta"]["dtype"] = "bf16";
+  j["ops"][0]["attrs"] = {{"what", "param_chunk"}, {"phase", "forward"}, {"host", {{"copies", 3}, {"sync", true}}}};
+  j["ops"][1]["attrs"] = {{"block", "layers.0"}, {"host", {{"hooks", 4}, {"eager_ops", 2}}}, {"host_sync", true}};
+  const Plan old = parse(j);
+  CHECK((old.gpus == 8 && old.nodes == 2 && old.dtype == "bf16"));
+  CHECK_FALSE(old.meta.contains("gpus"));  // the typed fields are the only copy
+  CHECK(old.ranks_per_host(8) == 4);
+  CHECK(old.ops[0].sub_kind == OpSubKind::kParamChunk);
+  CHECK((old.ops[0].host.copies == 3 && old.ops[0].host_sync));
+  CHECK(old.ops[0].attrs == nlohmann::json({{"phase", "forward"}}));  // descriptions stay
+  CHECK((old.ops[1].host.hooks == 4 && old.ops[1].host.eager_ops == 2 && old.ops[1].host_sync));
+  const nlohmann::json v4 = plan_to_json(old);
+  CHECK(v4["version"] == 4);
+  CHECK(v4["meta"]["gpus"] == 8);
+  CHECK(v4["meta"]["dtype"] == "bf16");
+  CHECK(v4["ops"][0]["sub_kind"] == "param_chunk");
+  CHECK(v4["ops"][0]["host"] == nlohmann::json({{"copies", 3}}));
+  CHECK(v4["ops"][1]["host_sync"] == true);
+  CHECK(plan_to_json(parse(v4)) == v4);
+  // A sub-kind must be one of its kind's; a version-4 op's attrs may not say typed fields.
+  nlohmann::json bad = v4;
+  bad["ops"][0]["sub_kind"] = "overflow_scan";
+  REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/0/sub_kind: \"overflow_scan\" is not a sub-kind of h2d; expected one of "
+                                  "param_chunk, activation, updated_params, grad_roundtrip");
+  bad = v4;
+  bad["ops"][1]["attrs"]["host_sync"] = true;
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/attrs/host_sync: a version-4 op says it as a typed field"));
+  bad = v4;
+  bad["ops"][0]["attrs"]["what"] = "param_chunk";
+  REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/0/attrs/what: a version-4 op says what it moves as \"sub_kind\"");
+  bad = v4;
+  bad["meta"]["gpus"] = "eight";
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/meta/gpus: expected an integer"));
+  bad = v4;
+  bad["ops"][1]["attrs"]["dtype"] = "fp32";
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/attrs/dtype: an op's work is priced in the plan's dtype"));
+  // Version 3's CPU Adam implementation: "simd" is the default, "torch" the sub-kind.
+  j = small_plan_json();
+  j["version"] = 3;
+  j["ops"][2]["kind"] = "adam_cpu";
+  j["ops"][2]["attrs"] = {{"impl", "torch"}};
+  CHECK(parse(j).ops[2].sub_kind == OpSubKind::kTorch);
+  j["ops"][2]["attrs"] = {{"impl", "simd"}};
+  CHECK(parse(j).ops[2].sub_kind == OpSubKind::kNone);
 }
 
 TEST_CASE("unknown stream") {

@@ -13,6 +13,7 @@
 
 #include "tests/traces_profiles/raw_trace.h"
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 #include "traces/kineto_import.h"
 
 using protwin::test::data_path;
@@ -227,6 +228,18 @@ TEST_CASE("plain JSON, kernel kinds and pageable copies of the AlexNet trace", "
   REQUIRE(c);
   check_entry(*c, h2d);
   CHECK(a.find("conv:fp32:"));  // cuDNN implicit-GEMM convolutions are not GEMMs
+}
+
+TEST_CASE("the kinds the importer names are the kernel-kind registry's", "[kineto]") {
+  // Oracle: traces/kernel_kinds.h, shared with the workload, the cost model and the profiler.
+  for (const char* name : {"ampere_sgemm_128x64_nn", "flash_fwd_kernel", "vectorized_layer_norm_kernel",
+                           "rms_norm_kernel", "softmax_warp_forward", "multi_tensor_apply_kernel<AdamFunctor>",
+                           "ncclKernel_AllReduce_RING_LL_Sum_half", "ncclKernel_AllGather_RING_LL_Sum_half",
+                           "ncclKernel_ReduceScatter_RING_LL_Sum_half", "ncclKernel_Broadcast_RING_LL_Sum_half",
+                           "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"}) {
+    INFO(name);
+    CHECK(protwin::traces::is_kernel_kind(kernel_kind(name)));
+  }
 }
 
 TEST_CASE("kernel names map to kinds and dtypes", "[kineto]") {

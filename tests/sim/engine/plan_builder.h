@@ -22,7 +22,7 @@ inline int add_op(traces::Plan& p, const std::string& kind, const std::string& s
                   std::vector<int> deps = {}, double flops = 0, int64_t bytes = 0) {
   traces::Op op;
   op.id = static_cast<int>(p.ops.size());
-  op.kind = kind;
+  op.kind = traces::op_kind_named(kind);
   op.stream = stream;
   op.deps = std::move(deps);
   op.work.flops = flops;

@@ -42,9 +42,9 @@ TEST_CASE("RateCostModel: times round up, never to zero", "[engine][rates]") {
   const auto m = rates(R"({"format": "protwin.rates", "version": 1,
       "default": {"GBps": 3}})");
   auto p = plan_with_streams({"x"});
-  add_op(p, "copy", "x", {}, 0, 1000);
-  add_op(p, "copy", "x", {}, 0, 1);
-  add_op(p, "copy", "x", {}, 0, 0);
+  add_op(p, "h2d", "x", {}, 0, 1000);
+  add_op(p, "h2d", "x", {}, 0, 1);
+  add_op(p, "h2d", "x", {}, 0, 0);
   CHECK(m.cost(p.ops[0], p).fixed == SimTime(334));
   CHECK(m.cost(p.ops[1], p).fixed == SimTime(1));
   CHECK(m.cost(p.ops[2], p).fixed == SimTime(0));

@@ -77,9 +77,9 @@ TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root
   int64_t gathered = 0, reduced = 0;
   for (const auto& op : p.plan.ops) {
     if (!on(op, "dp_comm")) continue;
-    ++n[op.kind];
-    if (op.kind == "all_gather") gathered += op.work.bytes;
-    if (op.kind == "reduce_scatter") reduced += op.work.bytes;
+    ++n[traces::to_string(op.kind)];
+    if (op.kind == traces::OpKind::kAllGather) gathered += op.work.bytes;
+    if (op.kind == traces::OpKind::kReduceScatter) reduced += op.work.bytes;
     CHECK(op.group.ranks == dp);
   }
   // Per micro-batch: the root and L layers gathered for forward, the L layers again for backward;
@@ -92,14 +92,14 @@ TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root
   // The step: FSDP's clip_grad_norm_ all-reduce, then the unfused DecoupledAdamW over 1/DP.
   int norms = 0, steps = 0;
   for (const auto& op : p.plan.ops) {
-    if (op.kind == "all_reduce" && what(op) == "FSDP grad norm") {
+    if (op.kind == traces::OpKind::kAllReduce && what(op) == "FSDP grad norm") {
       ++norms;
       CHECK(op.work.bytes == 4);
     }
-    if (op.kind == "adam_device") {
+    if (op.kind == traces::OpKind::kAdamDevice) {
       ++steps;
       CHECK(op.work.params == (total + dp - 1) / dp);
-      CHECK(op.attrs["bytes_per_param"].get<double>() == 92.0);
+      CHECK(op.bytes_per_param == 92.0);
     }
   }
   CHECK(norms == 1);
@@ -109,7 +109,7 @@ TEST_CASE("FSDP FULL_SHARD: every micro-batch gathers each layer twice, the root
   o.grad_bytes = 2;
   int64_t reduced_pure = 0;
   for (const auto& op : compile(o).plan.ops)
-    if (op.kind == "reduce_scatter") reduced_pure += op.work.bytes;
+    if (op.kind == traces::OpKind::kReduceScatter) reduced_pure += op.work.bytes;
   CHECK(reduced_pure == m * 2 * total);
 }
 
@@ -120,9 +120,9 @@ TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, bac
   // waits for the forward of the layer two before.
   std::map<int, int> gather_of_layer;  // block -> its forward gather
   for (const auto& op : ops) {
-    if (op.kind != "forward" || op.block < 1 || op.block > kLayers) continue;
+    if (op.kind != traces::OpKind::kForward || op.block < 1 || op.block > kLayers) continue;
     for (int d : op.deps)
-      if (ops[static_cast<size_t>(d)].kind == "all_gather" && what(ops[static_cast<size_t>(d)]) == "FSDP unit parameters")
+      if (ops[static_cast<size_t>(d)].kind == traces::OpKind::kAllGather && what(ops[static_cast<size_t>(d)]) == "FSDP unit parameters")
         gather_of_layer.emplace(op.block, d);
   }
   REQUIRE(gather_of_layer.size() == static_cast<size_t>(kLayers));
@@ -130,7 +130,7 @@ TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, bac
     const auto& g = ops[static_cast<size_t>(gather_of_layer[b])];
     const bool waits = std::any_of(g.deps.begin(), g.deps.end(), [&](int d) {
       const auto& x = ops[static_cast<size_t>(d)];
-      return x.kind == "forward" && x.block == b - 2;
+      return x.kind == traces::OpKind::kForward && x.block == b - 2;
     });
     CHECK(waits);
   }
@@ -138,12 +138,12 @@ TEST_CASE("FSDP's gathers: limit_all_gathers waits for the layer two before, bac
   // every layer's backward waits for its own gather.
   int last_forward = -1;
   for (const auto& op : ops)
-    if (op.kind == "forward") last_forward = op.id;
+    if (op.kind == traces::OpKind::kForward) last_forward = op.id;
   for (const auto& op : ops) {
-    if (op.kind != "backward" || op.block != kLayers || fsdp_pass(op)) continue;
+    if (op.kind != traces::OpKind::kBackward || op.block != kLayers || fsdp_pass(op)) continue;
     int gather = -1;
     for (int d : op.deps)
-      if (ops[static_cast<size_t>(d)].kind == "all_gather") gather = d;
+      if (ops[static_cast<size_t>(d)].kind == traces::OpKind::kAllGather) gather = d;
     REQUIRE(gather >= 0);
     const auto& g = ops[static_cast<size_t>(gather)].deps;
     CHECK(std::find(g.begin(), g.end(), last_forward) != g.end());
@@ -158,7 +158,7 @@ TEST_CASE("FSDP on one GPU: its gathers run on a declared dp_comm stream", "[par
   int gathers = 0;
   for (const auto& op : p.plan.ops) {
     CHECK(declared.count(op.stream) == 1);
-    if (op.kind == "all_gather") ++gathers;
+    if (op.kind == traces::OpKind::kAllGather) ++gathers;
   }
   CHECK(gathers == 2 * (1 + 2 * kLayers));
 }
@@ -176,7 +176,7 @@ TEST_CASE("Megatron-LM SC'21 pipeline sends: 1/TP slices, a TP all-gather on rec
   auto sends = [](const ParallelPlan& p) {
     std::vector<const traces::Op*> out;
     for (const auto& op : p.plan.ops)
-      if (op.kind == "send_recv") out.push_back(&op);
+      if (op.kind == traces::OpKind::kSendRecv) out.push_back(&op);
     return out;
   };
   const auto s_lm = sends(lm), s_ds = sends(ds);
@@ -184,12 +184,12 @@ TEST_CASE("Megatron-LM SC'21 pipeline sends: 1/TP slices, a TP all-gather on rec
   REQUIRE(s_ds.size() == s_lm.size());
   for (size_t i = 0; i < s_lm.size(); ++i) {
     CHECK(s_lm[i]->work.bytes * tp == s_ds[i]->work.bytes);
-    CHECK(s_lm[i]->attrs.value("host_sync", false));  // torch.cuda.synchronize() after batch_isend_irecv
-    CHECK_FALSE(s_ds[i]->attrs.value("host_sync", false));
+    CHECK(s_lm[i]->host_sync);  // torch.cuda.synchronize() after batch_isend_irecv
+    CHECK_FALSE(s_ds[i]->host_sync);
   }
   int gathers = 0;
   for (const auto& op : lm.plan.ops)
-    if (op.kind == "all_gather" && what(op) == "scatter-gather: received slices") {
+    if (op.kind == traces::OpKind::kAllGather && what(op) == "scatter-gather: received slices") {
       ++gathers;
       CHECK(op.work.bytes == s_ds.front()->work.bytes);
       CHECK(on(op, "compute"));
@@ -203,17 +203,17 @@ TEST_CASE("Megatron-LM SC'21 step: main grads, unscale, norm, Adam, copy back, t
     const ParallelPlan p = compile(layout(2, 2, 2, 2, "megatron-lm", dtype));
     int synced = 0, steps = 0;
     for (const auto& op : p.plan.ops) {
-      if (op.kind == "all_reduce" && (what(op) == "found_inf" || what(op) == "grad norm")) {
-        CHECK(op.attrs.value("host_sync", false));  // .item()
+      if (op.kind == traces::OpKind::kAllReduce && (what(op) == "found_inf" || what(op) == "grad norm")) {
+        CHECK(op.host_sync);  // .item()
         CHECK(op.work.bytes == 4);
         CHECK(op.group.ranks == 4);  // the model-parallel group, TP x PP
         ++synced;
       }
-      if (op.kind == "adam_device") {
+      if (op.kind == traces::OpKind::kAdamDevice) {
         ++steps;
         // fp16: Adam 28 + fp16 grads to fp32 main grads 6 + unscale 8 + norm 4 + params back 6;
         // bf16: grads reduced and kept in fp32 (no copy), no loss scaler.
-        CHECK(op.attrs["bytes_per_param"].get<double>() == (dtype == "fp16" ? 52.0 : 38.0));
+        CHECK(op.bytes_per_param == (dtype == "fp16" ? 52.0 : 38.0));
       }
     }
     CHECK(steps == 2);                                 // one per stage
@@ -278,16 +278,14 @@ TEST_CASE("a step's own bytes per parameter price it at the memory bandwidth, ba
   traces::Plan plan;
   traces::Op op;
   op.id = 0;
-  op.kind = "adam_device";
+  op.kind = traces::OpKind::kAdamDevice;
   op.stream = "compute";
   op.work.params = 1000000000;
   const double machine = cost.cost(op, plan).fixed.seconds();
   CHECK(machine == Approx(cost.device_adam_seconds(1e9)).epsilon(1e-6));
-  op.attrs = {{"bytes_per_param", 92.0}};
+  op.bytes_per_param = 92.0;
   CHECK(cost.cost(op, plan).fixed.seconds() == Approx(cost.memory_seconds(92e9)).epsilon(1e-6));
   CHECK(cost.cost(op, plan).fixed.seconds() > machine);
-  op.attrs = {{"bytes_per_param", -1.0}};
-  CHECK_THROWS_WITH(cost.cost(op, plan), Catch::Contains("attrs.bytes_per_param"));
 }
 
 TEST_CASE("FSDP's gradient pre-divide factor follows torch's rule: f doubles while it divides world and world/f > f",
@@ -344,7 +342,7 @@ TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient pass
   std::map<int, const traces::Op*> by_id;
   for (const auto& op : p.plan.ops) by_id[op.id] = &op;
   for (const auto& op : p.plan.ops) {
-    if (op.kind != "reduce_scatter") continue;
+    if (op.kind != traces::OpKind::kReduceScatter) continue;
     bool waits = false;
     for (int d : op.deps)
       waits = waits || (by_id.count(d) && by_id[d]->attrs.contains("part") &&

@@ -53,8 +53,8 @@ class LayerCostModel : public hw::CostModel {
   hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
     hw::OpCost c;
     if (attr(op, "block").rfind("layer.", 0) != 0) return c;
-    if (op.kind == "forward" || op.kind == "recompute") c.fixed = SimTime(fwd_);
-    if (op.kind == "backward") c.fixed = SimTime(bwd_);
+    if (op.kind == traces::OpKind::kForward || op.kind == traces::OpKind::kRecompute) c.fixed = SimTime(fwd_);
+    if (op.kind == traces::OpKind::kBackward) c.fixed = SimTime(bwd_);
     return c;
   }
 
@@ -187,10 +187,10 @@ TEST_CASE("the CP ring: c attention steps behind c-1 double-buffered K/V exchang
     RingCost(int64_t a, double ns_per_byte) : a_(a), k_(ns_per_byte) {}
     hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
       hw::OpCost c;
-      if (op.kind == "send_recv" && attr(op, "what").rfind("cp ring", 0) == 0)
+      if (op.kind == traces::OpKind::kSendRecv && attr(op, "what").rfind("cp ring", 0) == 0)
         c.fixed = SimTime(std::llround(k_ * static_cast<double>(op.work.bytes)));
       else if (attr(op, "part") == "attention ring step")
-        c.fixed = SimTime(op.kind == "backward" ? 2 * a_ : a_);
+        c.fixed = SimTime(op.kind == traces::OpKind::kBackward ? 2 * a_ : a_);
       return c;
     }
 
@@ -242,7 +242,7 @@ TEST_CASE("described ops and the plan read back from JSON price as the lean ops,
     CHECK(traces::report_to_string(PlanSimulator(cost).run(read)) == traces::report_to_string(described.report));
     // Every collective names its group's placement.
     for (const auto& t : full.plan.ops)
-      if (t.kind == "all_gather" || t.kind == "reduce_scatter" || t.kind == "all_reduce" || t.kind == "send_recv") {
+      if (t.kind == traces::OpKind::kAllGather || t.kind == traces::OpKind::kReduceScatter || t.kind == traces::OpKind::kAllReduce || t.kind == traces::OpKind::kSendRecv) {
         CHECK(t.group.ranks >= 2);
         CHECK(t.group.ranks_per_node >= 1);
         CHECK(t.work.bytes > 0);
@@ -389,7 +389,7 @@ TEST_CASE("uneven first/last stages: layers per stage, stage busy time m L_s (F 
       // The stage's forward compute ops name exactly its layers, in order.
       std::vector<int> blocks;
       for (const auto& op : s.plan.plan.ops)
-        if (op.stream == s.plan.stages[st].compute_stream && op.kind == "forward" && op.block >= 1 &&
+        if (op.stream == s.plan.stages[st].compute_stream && op.kind == traces::OpKind::kForward && op.block >= 1 &&
             op.block <= m.layers && (blocks.empty() || blocks.back() != op.block))
           if (std::find(blocks.begin(), blocks.end(), op.block) == blocks.end()) blocks.push_back(op.block);
       REQUIRE(blocks.size() == static_cast<size_t>(c.layers[st]));

@@ -43,8 +43,8 @@ int count(const std::vector<traces::Kernel>& ks, const std::string& kind) {
 std::map<std::string, int> block_collectives(const ParallelPlan& p, int block) {
   std::map<std::string, int> n;
   for (const auto& op : p.plan.ops)
-    if (op.block == block && (op.kind == "all_reduce" || op.kind == "all_gather" || op.kind == "reduce_scatter"))
-      ++n[op.kind];
+    if (op.block == block && (op.kind == traces::OpKind::kAllReduce || op.kind == traces::OpKind::kAllGather || op.kind == traces::OpKind::kReduceScatter))
+      ++n[traces::to_string(op.kind)];
   return n;
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("TP collectives: all-reduces without sequence parallelism, all-gather/
   CHECK(without.count("reduce_scatter") == 0);
   // Each moves the full activation t x h in fp16 (NCCL-tests convention: the whole buffer).
   for (const auto& op : p.plan.ops)
-    if (op.block == 1 && op.kind == "all_reduce") CHECK(op.work.bytes == 2 * kT * kH);
+    if (op.block == 1 && op.kind == traces::OpKind::kAllReduce) CHECK(op.work.bytes == 2 * kT * kH);
   // The embedding's vocab-parallel lookup is all-reduced too.
   CHECK(block_collectives(p, 0).at("all_reduce") == 1);
 }
@@ -206,7 +206,7 @@ TEST_CASE("vocabulary padding to a multiple of 128 * TP (Megatron's _vocab_size_
   // The LM head's GEMM is t x V/TP x h with V = 1024, and the model flops keep the real V.
   bool head_gemm = false;
   for (const auto& t : p.plan.ops)
-    if (t.attrs.value("block", "") == "head" && t.kind == "forward")
+    if (t.attrs.value("block", "") == "head" && t.kind == traces::OpKind::kForward)
       for (const auto& k : p.plan.kernels_of(t))
         head_gemm = head_gemm || (k.sig.kind == "gemm" && k.sig.shape == std::vector<int64_t>{kT, 512, kH});
   CHECK(head_gemm);
@@ -221,7 +221,7 @@ TEST_CASE("the gradient reduction moves params x the reduction dtype's bytes", "
     const ParallelPlan p = compile(o);
     int64_t reduced = 0;
     for (const auto& op : p.plan.ops)
-      if (op.kind == "all_reduce" && op.stream.find("dp_comm") != std::string::npos) reduced += op.work.bytes;
+      if (op.kind == traces::OpKind::kAllReduce && op.stream.find("dp_comm") != std::string::npos) reduced += op.work.bytes;
     CHECK(reduced == p.stages.front().params * bytes);
   }
 }

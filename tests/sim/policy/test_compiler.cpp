@@ -99,9 +99,9 @@ TEST_CASE("random valid ProTrain settings compile to valid plans that simulate w
     // Every block runs forward once and backward once; CKPT layers recompute once.
     int fwd = 0, bwd = 0, rec = 0;
     for (const auto& op : p.plan.ops) {
-      fwd += op.kind == "forward";
-      bwd += op.kind == "backward";
-      rec += op.kind == "recompute";
+      fwd += op.kind == traces::OpKind::kForward;
+      bwd += op.kind == traces::OpKind::kBackward;
+      rec += op.kind == traces::OpKind::kRecompute;
     }
     REQUIRE(fwd == static_cast<int>(w.blocks.size()));
     REQUIRE(bwd == static_cast<int>(w.blocks.size()));
@@ -225,20 +225,20 @@ TEST_CASE("DeepSpeed's step passes: an overflow scan, then per sub-group unscale
     int64_t scan = 0, unscale = 0, copy = 0;
     SimTime passes;
     for (const auto& op : p.plan.ops) {
-      if (op.kind != "host_pass") continue;
-      const std::string what = op.attrs["what"];
+      if (op.kind != traces::OpKind::kHostPass) continue;
+      const std::string what = traces::to_string(op.sub_kind);
       (what == "overflow_scan" ? scan : what == "unscale" ? unscale : copy) += op.work.bytes;
       passes += cost.cost(op, p.plan).fixed;
       if (what == "unscale") {  // the Adam of the same chunk waits for it, the copy follows it
         const auto adam = std::find_if(p.plan.ops.begin(), p.plan.ops.end(), [&](const traces::Op& a) {
-          return a.kind == "adam_cpu" && a.chunk == op.chunk;
+          return a.kind == traces::OpKind::kAdamCpu && a.chunk == op.chunk;
         });
         REQUIRE(adam != p.plan.ops.end());
         CHECK(std::find(adam->deps.begin(), adam->deps.end(), op.id) != adam->deps.end());
       }
       if (what == "fp16_copy") {
         const traces::Op& adam = p.plan.ops[static_cast<size_t>(op.deps.at(0))];
-        CHECK(adam.kind == "adam_cpu");
+        CHECK(adam.kind == traces::OpKind::kAdamCpu);
         CHECK(adam.chunk == op.chunk);
       }
     }
@@ -274,14 +274,14 @@ TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks
   int64_t pinned_d2h = 0, pageable_d2h = 0, back = 0, cast = 0;
   std::vector<int> casts;
   for (const auto& op : p.plan.ops) {
-    const std::string what = op.attrs.is_object() ? op.attrs.value("what", std::string()) : "";
-    if (op.kind == "d2h" && what == "grad_chunk") pinned_d2h += op.work.bytes;
-    if (op.kind == "d2h" && what == "grad_fp32") {
+    const std::string what = traces::to_string(op.sub_kind);
+    if (op.kind == traces::OpKind::kD2H && what == "grad_chunk") pinned_d2h += op.work.bytes;
+    if (op.kind == traces::OpKind::kD2H && what == "grad_fp32") {
       pageable_d2h += op.work.bytes;
       CHECK(op.pinned == std::optional<bool>(false));
     }
-    if (op.kind == "h2d" && what == "grad_roundtrip") back += op.work.bytes;
-    if (op.kind == "host_cast") {
+    if (op.kind == traces::OpKind::kH2D && what == "grad_roundtrip") back += op.work.bytes;
+    if (op.kind == traces::OpKind::kHostCast) {
       cast += op.work.bytes;
       casts.push_back(op.id);
     }
@@ -294,7 +294,7 @@ TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks
   int waited = 0;
   for (int id : casts)
     for (const auto& op : p.plan.ops)
-      if (op.kind == "backward" && std::find(op.deps.begin(), op.deps.end(), id) != op.deps.end()) ++waited;
+      if (op.kind == traces::OpKind::kBackward && std::find(op.deps.begin(), op.deps.end(), id) != op.deps.end()) ++waited;
   CHECK(waited == static_cast<int>(casts.size()) - 1);
   // It costs time, and no more than every extra copy and cast run one after another.
   OffloadKnobs direct = k;
@@ -304,9 +304,9 @@ TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks
   const SimTime without = PlanSimulator(cost).run(q.plan).iteration;
   double extra_s = 0;  // the copies at their slower, both-directions rate
   for (const auto& op : p.plan.ops) {
-    const std::string what = op.attrs.is_object() ? op.attrs.value("what", std::string()) : "";
+    const std::string what = traces::to_string(op.sub_kind);
     const double bytes = static_cast<double>(op.work.bytes);
-    if (op.kind == "host_cast") extra_s += cost.host_cast_seconds(bytes);
+    if (op.kind == traces::OpKind::kHostCast) extra_s += cost.host_cast_seconds(bytes);
     if (what == "grad_roundtrip") extra_s += cost.copy_seconds(bytes, hw::CopyDirection::kH2D, true, true);
     if (what == "grad_fp32") extra_s += cost.copy_seconds(bytes, hw::CopyDirection::kD2H, false, true);
   }
@@ -327,7 +327,7 @@ TEST_CASE("FSDP moves fp32 over PCIe: each fetch and each gradient offload is 4 
     for (const auto& c : fsdp.chunks.chunks) elems[c.id] = (c.used_elems + gpus - 1) / gpus;
     int fetches = 0, offloads = 0;
     for (const auto& op : fsdp.plan.ops) {
-      const std::string what = op.attrs.is_object() ? op.attrs.value("what", std::string()) : "";
+      const std::string what = traces::to_string(op.sub_kind);
       if (what != "param_chunk" && what != "grad_chunk" && what != "partial_grad_chunk") continue;
       (what == "param_chunk" ? fetches : offloads) += 1;
       CHECK(op.work.bytes == 4 * elems.at(op.chunk));
@@ -342,7 +342,7 @@ TEST_CASE("FSDP moves fp32 over PCIe: each fetch and each gradient offload is 4 
     // Any other system moves the chunk's dtype: 2 B per parameter.
     const CompiledPlan ds = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("deepspeed"));
     for (const auto& op : ds.plan.ops)
-      if (op.kind == "h2d" && op.attrs.value("what", std::string()) == "param_chunk")
+      if (op.kind == traces::OpKind::kH2D && op.sub_kind == traces::OpSubKind::kParamChunk)
         CHECK(op.work.bytes == 2 * ((ds.chunks.chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus));
   }
 }
@@ -378,18 +378,17 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
     const CompiledPlan p = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("deepspeed"));
     int fetches = 0, computes = 0;
     for (const auto& op : p.plan.ops) {
-      if (op.kind == "h2d" && op.attrs.value("what", std::string()) == "param_chunk") {
+      if (op.kind == traces::OpKind::kH2D && op.sub_kind == traces::OpSubKind::kParamChunk) {
         ++fetches;
         size_t blk = 0;
         while (blk < w.blocks.size() &&
                (p.chunks.block_chunks[blk].empty() || p.chunks.block_chunks[blk][0] != op.chunk))
           ++blk;
         REQUIRE(blk < w.blocks.size());
-        REQUIRE(op.attrs.contains("host"));
-        CHECK(op.attrs["host"]["copies"] == static_cast<int64_t>(w.blocks[blk].params.size()) - 1);
-        CHECK(op.attrs["host"]["sync"] == true);
+        CHECK(op.host.copies == static_cast<int64_t>(w.blocks[blk].params.size()) - 1);
+        CHECK(op.host_sync);
       }
-      if (op.kind != "forward" && op.kind != "backward") continue;
+      if (op.kind != traces::OpKind::kForward && op.kind != traces::OpKind::kBackward) continue;
       const Block& bl = w.blocks[static_cast<size_t>(op.block)];
       const int64_t params = static_cast<int64_t>(bl.params.size());
       double cat_bytes = 0;
@@ -398,7 +397,7 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
       for (const auto& k : ks)
         if (k.sig.kind == "elementwise" && k.sig.shape[0] == bl.param_count && k.bytes > 0 && &k == &ks.back())
           ++cats, cat_bytes = k.bytes;
-      if (op.kind == "backward") {
+      if (op.kind == traces::OpKind::kBackward) {
         // stage3.py's IPG bucket copy and reduce_scatter_coalesced's torch.cat and div_ (host_work.h
         // grad_reduce_kernels): three fp16 passes over the block's gradient, first after its own kernels.
         const size_t first = ks.size() - 3 - (gpus > 1 ? 1 : 0);
@@ -407,8 +406,8 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
           CHECK(ks[i].bytes == Approx(2.0 * 2 * bl.param_count));
         }
       }
-      const int64_t eager = op.attrs["host"]["eager_ops"].get<int64_t>();
-      const int64_t base = params + (op.kind == "backward" ? params : 0);
+      const int64_t eager = op.host.eager_ops;
+      const int64_t base = params + (op.kind == traces::OpKind::kBackward ? params : 0);
       if (gpus == 1) {
         CHECK(eager == base);
       } else {
@@ -424,7 +423,7 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
   // Other systems fetch whole chunks: no per-parameter copies.
   const CompiledPlan pt = compile_offload_plan(w, 4, rank_memory(cost.machine(), 4), base_knobs("protrain"));
   for (const auto& op : pt.plan.ops)
-    if (op.kind == "h2d") CHECK_FALSE(op.attrs.contains("host"));
+    if (op.kind == traces::OpKind::kH2D) CHECK((op.host.empty() && !op.host_sync));
 }
 
 TEST_CASE("a swapped layer's copy is done before the forward swap_spacing layers later, and the analytic peak counts the copies in flight") {
@@ -443,8 +442,8 @@ TEST_CASE("a swapped layer's copy is done before the forward swap_spacing layers
   const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
   std::map<int, int> swap_out, forward;  // block -> op
   for (const auto& op : p.plan.ops) {
-    if (op.kind == "d2h" && op.attrs.value("what", std::string()) == "activation") swap_out[op.block] = op.id;
-    if (op.kind == "forward") forward[op.block] = op.id;
+    if (op.kind == traces::OpKind::kD2H && op.sub_kind == traces::OpSubKind::kActivation) swap_out[op.block] = op.id;
+    if (op.kind == traces::OpKind::kForward) forward[op.block] = op.id;
   }
   REQUIRE(swap_out.size() == static_cast<size_t>(w.model.layers));
   for (const auto& [blk, so] : swap_out) {
@@ -511,12 +510,12 @@ TEST_CASE("on N GPUs a persistent chunk's device Adam updates its 1/N shard, whi
     int adam = -1, gathers_after_adam = 0, scatters = 0;
     for (const traces::Op& op : p.plan.ops) {
       if (op.chunk != c) continue;
-      if (op.kind == "reduce_scatter") ++scatters;
-      if (op.kind == "adam_device") {
+      if (op.kind == traces::OpKind::kReduceScatter) ++scatters;
+      if (op.kind == traces::OpKind::kAdamDevice) {
         adam = op.id;
         CHECK(op.work.params == (p.chunks.chunks[static_cast<size_t>(c)].used_elems + kGpus - 1) / kGpus);
       }
-      if (op.kind == "all_gather" && adam >= 0 && std::count(op.deps.begin(), op.deps.end(), adam) == 1)
+      if (op.kind == traces::OpKind::kAllGather && adam >= 0 && std::count(op.deps.begin(), op.deps.end(), adam) == 1)
         ++gathers_after_adam;
     }
     CHECK(scatters == 1);
@@ -528,8 +527,8 @@ TEST_CASE("on N GPUs a persistent chunk's device Adam updates its 1/N shard, whi
   traces::Plan stale = p.plan;
   int adam0 = -1;
   for (traces::Op& op : stale.ops) {
-    if (op.kind == "adam_device" && op.chunk == 0) adam0 = op.id;
-    if (op.kind == "all_gather" && op.chunk == 0 && adam0 >= 0) op.deps.clear();
+    if (op.kind == traces::OpKind::kAdamDevice && op.chunk == 0) adam0 = op.id;
+    if (op.kind == traces::OpKind::kAllGather && op.chunk == 0 && adam0 >= 0) op.deps.clear();
   }
   REQUIRE(adam0 >= 0);
   REQUIRE_THROWS_WITH(traces::check_sharded_chunks_gathered(stale, "p.json"),
@@ -565,23 +564,22 @@ TEST_CASE("Colossal-AI 0.3.3 Gemini's grad_handle: div_ and the inf/nan checks p
   int reduces = 0, offloads = 0;
   double expected = 0;
   for (const auto& op : p.plan.ops) {
-    if (op.kind == "reduce_scatter") {
+    if (op.kind == traces::OpKind::kReduceScatter) {
       ++reduces;
-      REQUIRE(op.attrs.contains("host"));
-      CHECK(op.attrs["host"]["copies"] == 2);
-      CHECK(op.attrs["host"]["sync"] == true);
+      CHECK(op.host.copies == 2);
+      CHECK(op.host_sync);
       const int64_t shard = (p.chunks.chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus;
       expected += static_cast<double>(shard) * (2 * e + 2 * (e + 1) + 2);
     }
-    if (op.kind == "d2h" && op.attrs.value("what", std::string()) == "grad_chunk") {
+    if (op.kind == traces::OpKind::kD2H && op.sub_kind == traces::OpSubKind::kGradChunk) {
       ++offloads;
-      CHECK(op.attrs["host"]["sync"] == true);
+      CHECK(op.host_sync);
     }
   }
   auto backward_bytes = [](const CompiledPlan& c) {
     double b = 0;
     for (const auto& op : c.plan.ops)
-      if (op.kind == "backward") b += static_cast<double>(op.work.bytes);
+      if (op.kind == traces::OpKind::kBackward) b += static_cast<double>(op.work.bytes);
     return b;
   };
   CHECK(reduces == static_cast<int>(p.chunks.chunks.size()));
@@ -590,5 +588,8 @@ TEST_CASE("Colossal-AI 0.3.3 Gemini's grad_handle: div_ and the inf/nan checks p
   // The other systems' reduces carry no such work.
   const CompiledPlan pt = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("protrain"));
   for (const auto& op : pt.plan.ops)
-    if (op.kind == "reduce_scatter") CHECK_FALSE(op.attrs.contains("host"));
+    if (op.kind == traces::OpKind::kReduceScatter) {
+      CHECK(op.host.empty());
+      CHECK_FALSE(op.host_sync);
+    }
 }

@@ -66,15 +66,15 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   k.n_buffer = 2;
   const int gpus = 16, nodes = 4;
   const CompiledPlan cp = compile_offload_plan(w, gpus, rank_memory(m, gpus, nodes), k, {}, nodes);
-  CHECK(cp.plan.meta["nodes"] == nodes);
+  CHECK(cp.plan.nodes == nodes);
   int collectives = 0;
   for (const auto& op : cp.plan.ops) {
-    if (op.kind == "h2d" && op.attrs.value("what", "") == "param_chunk") {
+    if (op.kind == traces::OpKind::kH2D && op.sub_kind == traces::OpSubKind::kParamChunk) {
       // Each rank uploads its 1/16 shard of the chunk before the all-gather.
       const auto& ch = cp.chunks.chunks[static_cast<size_t>(op.chunk)];
       CHECK(op.work.bytes == ceil_div(ch.used_elems * cp.chunks.bytes_per_elem, int64_t{gpus}));
     }
-    if (op.kind != "all_gather" && op.kind != "reduce_scatter") continue;
+    if (op.kind != traces::OpKind::kAllGather && op.kind != traces::OpKind::kReduceScatter) continue;
     ++collectives;
     CHECK(op.group.ranks == gpus);
     CHECK(op.group.ranks_per_node == gpus / nodes);
@@ -88,7 +88,7 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   CHECK(collectives > 0);
   // On one node the same plan carries no placement, as before (the intra-node NVLink prices it).
   const CompiledPlan one = compile_offload_plan(w, 4, rank_memory(m, 4), k);
-  CHECK_FALSE(one.plan.meta.contains("nodes"));
+  CHECK(one.plan.nodes == 0);
   for (const auto& op : one.plan.ops) CHECK(op.group.ranks_per_node == 0);
   // The analytic model prices the fetch the same way: the shard's upload plus the ring.
   const WorkloadTimes t = workload_times(w, cp.chunks, cost, gpus, k, nodes);
@@ -109,7 +109,7 @@ TEST_CASE("CPU Adam and host passes share a node's host among that node's ranks 
     const CompiledPlan cp = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus, nodes), k, {}, nodes);
     int adams = 0;
     for (const auto& op : cp.plan.ops) {
-      if (op.kind != "adam_cpu") continue;
+      if (op.kind != traces::OpKind::kAdamCpu) continue;
       ++adams;
       INFO(gpus << " GPUs on " << nodes << " nodes");
       CHECK(cost.cost(op, cp.plan).fixed ==
@@ -136,7 +136,7 @@ TEST_CASE("GPT-3 175B: no single A100 server holds its offloaded states, four do
   const SearchResult four = search_policy(find_model("gpt3-175b"), cost, o);
   REQUIRE(four.found);
   CHECK(four.best.tokens_per_s == Approx(16.0 * 16 * 1024 / four.best.iteration_s));
-  CHECK(four.best_plan.plan.meta["nodes"] == 4);
+  CHECK(four.best_plan.plan.nodes == 4);
   const RankMemory cap = rank_memory(cost.machine(), 16, 4);
   CHECK(four.best.peak_pinned_bytes + four.best.peak_pageable_bytes <= cap.host_bytes);
   // Each rank holds a 1/16 shard of the offloaded states, 14 B per offloaded parameter (all but the
@@ -162,7 +162,7 @@ TEST_CASE("ranks filling part of each node still get the node's whole NIC: their
   const CompiledPlan cp = compile_offload_plan(w, 4, rank_memory(m, 4, 2), base_knobs("protrain"), {}, 2);
   int collectives = 0;
   for (const auto& op : cp.plan.ops) {
-    if (op.kind != "all_gather" && op.kind != "reduce_scatter") continue;
+    if (op.kind != traces::OpKind::kAllGather && op.kind != traces::OpKind::kReduceScatter) continue;
     ++collectives;
     CHECK(op.group.groups_per_node == 1);
     const double want = m.inter_node->all_gather.alpha_us * 1e-6 + 3.0 / 4 * static_cast<double>(op.work.bytes) / (nic * 1e9);

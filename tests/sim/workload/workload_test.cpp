@@ -7,6 +7,7 @@
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 using protwin::sim::Block;
 using protwin::sim::ModelSpec;
@@ -226,4 +227,29 @@ TEST_CASE("bad workload options name the flag", "[workload][errors]") {
   // Eager attention scores of 2^36 sequences: 5 a s^2 b = 5 * 12 * 2^20 * 2^36 bytes, beyond 2^60.
   CHECK(err(opts(int64_t{1} << 36, 1024, "fp16", false, false))
             .rfind("--batch 68719476736 --seq 1024: model 'gpt2-small' at this size needs tensors of ", 0) == 0);
+}
+
+TEST_CASE("every kernel kind the workload emits is in the kernel-kind registry", "[workload][kernels]") {
+  // Oracle: traces/kernel_kinds.h, the names the cost model, the Kineto importer and the profiler
+  // share; a kind spelled anywhere else would be priced by no table and matched by no profile.
+  int kernels = 0;
+  for (const char* name : {"gpt2-small", "llama3.1-8b", "opt-13b"}) {
+    for (const bool flash : {false, true})
+      for (const bool dropout : {false, true}) {
+        WorkloadOptions o = opts(2, 256, "fp16", flash, dropout);
+        o.hf_eager = !flash && std::string(name) == "gpt2-small";
+        o.vocab_parallel_loss = dropout;
+        o.bias_passes = dropout;
+        const Workload w = build_workload(find_model(name), o);
+        for (const Block& b : w.blocks)
+          for (const auto* ks : {&b.forward, &b.backward})
+            for (const auto& k : *ks) {
+              INFO(name << " flash " << flash << " dropout " << dropout << ": " << k.sig.key());
+              CHECK(protwin::traces::is_kernel_kind(k.sig.kind));
+              ++kernels;
+            }
+      }
+  }
+  CHECK(kernels > 100);
+  CHECK_FALSE(protwin::traces::is_kernel_kind("gemm_backward"));  // derived kinds are not names
 }
