@@ -29,3 +29,20 @@ TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, no
   const double alpha_s = one.json.at("collectives").at("intra_node").at("all_gather").at("alpha_us").get<double>() * 1e-6;
   CHECK(c.fixed.seconds() == Approx(alpha_s + 3159040.0 / 2 / 1e9).epsilon(1e-6));
 }
+
+TEST_CASE("machine_for_ranks: a rank profile's measured collectives keep their fitted alpha and bus bandwidth") {
+  nlohmann::json j = hw::load_machine("host-emulated").json;
+  j["collectives"]["intra_node"]["all_gather"] = {{"alpha_us", 123.0}, {"busbw_GBps", 0.7}};
+  j["provenance"]["/collectives"] = {{"kind", "measured"}, {"source", "protwin profile (2 ranks)"}};
+  const hw::Machine two = cli::machine_for_ranks(hw::machine_from_json(j, "measured"), 2, 1.0);
+  CHECK_FALSE(two.intra_node.host_staged);
+  traces::Plan plan;
+  plan.meta = {{"gpus", 2}};
+  traces::Op op;
+  op.kind = "all_gather";
+  op.stream = "collective";
+  op.work.bytes = 3159040;
+  op.group.ranks = 2;
+  // Closed form with the fitted line, not --net-GBps (1.0).
+  CHECK(hw::HardwareCostModel(two).cost(op, plan).fixed.seconds() == Approx(123e-6 + 3159040.0 / 2 / 0.7e9).epsilon(1e-6));
+}
