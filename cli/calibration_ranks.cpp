@@ -223,7 +223,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     const std::string dir = o.out_dir + "/ranks-profile";
     traces::create_folders(dir, "-o");
     std::string cmd = "'" + o.runtime + "' profile --only-plans --rounds 1 --link-GBps " + std::to_string(o.link_gbps) +
-                      " -o \"" + dir + "/machine-rank$OMPI_COMM_WORLD_RANK.json\" --profile-out \"" + dir +
+                      " --net-GBps " + std::to_string(o.net_gbps) + " -o \"" + dir + "/machine-rank$OMPI_COMM_WORLD_RANK.json\" --profile-out \"" + dir +
                       "/profile-rank$OMPI_COMM_WORLD_RANK.json\" --json";  // each rank its own files
     for (const Case& c : found) cmd += " --plan '" + c.dir + "/plan.json'";
     std::vector<std::string> args = mpirun_head;

@@ -5,6 +5,9 @@
 // profiled emulated machine says `host_staged: true`, which priced every collective over the h2d
 // and d2h links at the copy throttle (0.25 GB/s, 4x the 1 GB/s cap) and made it contend with the
 // copies; measured 2-rank FSDP steps had their collectives busy 0.046 s where that predicted 0.116 s.
+// When the machine's collectives were measured (`mpirun -np N protwin profile`, provenance
+// "measured": runtime/profile/collective_probe.h) their fitted alpha and bus bandwidth are kept;
+// otherwise alpha stays the file's and the bus bandwidth is --net-GBps.
 #pragma once
 
 #include "hwmodels/machine.h"

@@ -5,7 +5,9 @@
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
+#include "runtime/comm/rank_group.h"
 #include "runtime/memory/copy_engine.h"
+#include "runtime/profile/collective_probe.h"
 #include "runtime/profile/block_profile.h"
 #include "runtime/profile/profiler.h"
 #include "traces/error.h"
@@ -20,6 +22,8 @@ int run_profile(const std::vector<std::string>& args) {
   std::string machine_out = "host-emulated.json", profile_out, name = "host-emulated";
   std::vector<std::string> plans;
   rt::ProfileOptions o;
+  double net_gbps = 0;
+  int collective_reps = 9;
   desc.add_options()
       ("output,o", po::value(&machine_out)->default_value(machine_out),
        "machine file to write (protwin.machine; default in the current folder, so a run from the repository root "
@@ -32,6 +36,10 @@ int run_profile(const std::vector<std::string>& args) {
       ("only-plans", "time only the plans' kernels, not the zoo's small models")
       ("link-GBps", po::value(&o.link_gbps)->default_value(o.link_gbps),
        "copy-worker throttle (as protwin train --link-GBps)")
+      ("net-GBps", po::value(&net_gbps)->default_value(net_gbps),
+       "under mpirun: the collectives' bus-bandwidth cap while they are timed (as protwin train --net-GBps; 0: uncapped)")
+      ("collective-reps", po::value(&collective_reps)->default_value(collective_reps),
+       "under mpirun: calls per collective kind and size (the median is fitted)")
       ("compute-threads", po::value(&o.compute_threads)->default_value(0),
        "ATen threads for the ops (0: the runtime's split for an offloading plan)")
       ("min-seconds", po::value(&o.min_seconds)->default_value(o.min_seconds, "0.06"), "time per op (over all rounds)")
@@ -42,6 +50,8 @@ int run_profile(const std::vector<std::string>& args) {
                      "[--link-GBps X] [--json]", desc, args, vm))
     return 0;
   rt::check_link_gbps(o.link_gbps);
+  PROTWIN_CHECK(net_gbps >= 0, "--net-GBps: expected a number >= 0, got ", net_gbps);
+  PROTWIN_CHECK(collective_reps >= 1, "--collective-reps: expected at least 1, got ", collective_reps);
   PROTWIN_CHECK(o.min_seconds > 0, "--min-seconds: expected a number > 0, got ", o.min_seconds);
   if (profile_out.empty()) {
     const std::string suffix = "hwmodels/machines/" + name + ".json";
@@ -73,7 +83,16 @@ int run_profile(const std::vector<std::string>& args) {
   PROTWIN_CHECK(o.rounds >= 1, "--rounds: expected at least 1, got ", o.rounds);
   Progress bar("profile", o.rounds + 5);
   o.progress = [&](long, long) { bar.tick(); };
-  const rt::ProfileResult r = rt::run_profile(o);
+  rt::ProfileResult r = rt::run_profile(o);
+  // Under mpirun every rank times the runtime's collectives together, after its own ops.
+  rt::RankGroup& ranks = rt::RankGroup::world();
+  if (ranks.size() > 1) {
+    ranks.set_net_gbps(net_gbps);
+    r.host.collective_rows = rt::probe_collectives(ranks, rt::default_collective_probe_bytes(), collective_reps);
+    r.host.collectives = rt::fit_collectives(r.host.collective_rows);
+    r.host.collective_ranks = ranks.size();
+    r.host.collective_net_GBps = net_gbps;
+  }
   bar.done();
   const nlohmann::json machine = rt::machine_json(r.host, name);
   traces::write_file_atomic(machine_out, machine.dump(2) + "\n");
@@ -98,7 +117,8 @@ int run_profile(const std::vector<std::string>& args) {
                 {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
                 {"adam_slowdown_with_compute", h.adam_slowdown_with_compute},
                 {"runtime_op_us", h.runtime_op_us},
-                {"runtime_step_us", h.runtime_step_us}});
+                {"runtime_step_us", h.runtime_step_us},
+                {"collectives", machine["collectives"]["intra_node"]}});
     return 0;
   }
   std::printf("profiled %zu ops with %d compute thread(s) on %s\n", r.profile.size(), h.compute_threads, h.cpu.c_str());
@@ -115,6 +135,9 @@ int run_profile(const std::vector<std::string>& args) {
               h.adam_slowdown_with_compute);
   std::printf("  runtime's own work %.2f us per plan op, %.0f us per step%s (host_dispatch)\n", h.runtime_op_us,
               h.runtime_step_us, o.step_plan.empty() ? " (empty-op plans)" : " (a real step of the first one-GPU --plan)");
+  for (const auto& [kind, f] : h.collectives)
+    std::printf("  %-18s alpha %.1f us, busbw %.3f GB/s (%d ranks, --net-GBps %g)\n", kind.c_str(), f.alpha_us,
+                f.busbw_GBps, h.collective_ranks, h.collective_net_GBps);
   std::printf("machine: %s\nprofile: %s\n", machine_out.c_str(), profile_out.c_str());
   return 0;
 }

@@ -80,6 +80,12 @@ Shard RankGroup::shard(int64_t n, int r) const {
 
 void RankGroup::set_net_gbps(double gbps) { net_gbps_ = gbps; }
 
+void RankGroup::set_extra_fixed_cost_us(double us) { extra_fixed_cost_us_ = us; }
+
+void RankGroup::extra_fixed_cost() const {
+  if (extra_fixed_cost_us_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(extra_fixed_cost_us_));
+}
+
 void RankGroup::throttle(double bus_bytes, int64_t start_ns) const {
   if (net_gbps_ <= 0) return;
   const int64_t due = start_ns + static_cast<int64_t>(bus_bytes / net_gbps_);  // 1 GB/s = 1 byte/ns
@@ -89,6 +95,7 @@ void RankGroup::throttle(double bus_bytes, int64_t start_ns) const {
 void RankGroup::all_gather(const at::Tensor& full) {
   check_tensor(full);
   if (size_ == 1) return;
+  extra_fixed_cost();
   const int64_t t0 = now_ns();
   std::vector<int> counts, displs;
   for (int r = 0; r < size_; ++r) {
@@ -103,6 +110,7 @@ void RankGroup::all_gather(const at::Tensor& full) {
 void RankGroup::reduce_scatter_mean(const at::Tensor& full) {
   check_tensor(full);
   if (size_ == 1) return;
+  extra_fixed_cost();
   const int64_t t0 = now_ns();
   const Shard mine = shard(full.numel());
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
@@ -131,6 +139,7 @@ void RankGroup::all_reduce_mean(const at::Tensor& full) {
 void RankGroup::broadcast(const at::Tensor& full, int root) {
   check_tensor(full);
   if (size_ == 1) return;
+  extra_fixed_cost();
   const int64_t t0 = now_ns();
   check(g_mpi.bcast(full.data_ptr<float>(), as_count(full.numel()), root), "broadcast");
   throttle(4.0 * static_cast<double>(full.numel()), t0);

@@ -43,6 +43,10 @@ class RankGroup {
   // busbw: (N-1)/N of the buffer for all-gather and reduce-scatter, twice that for all-reduce) at
   // `gbps` GB/s by sleeping after it; 0 = uncapped.
   void set_net_gbps(double gbps);
+  // Test hook: a synthetic fixed cost, a sleep of `us` microseconds before each all-gather,
+  // reduce-scatter and broadcast (an all-reduce is one of each of the first two, so it pays twice),
+  // outside the throttle's window. The collective probe's test must find it in the fitted alpha.
+  void set_extra_fixed_cost_us(double us);
 
   // In place on a contiguous 1-D fp32 tensor of a chunk's n elements:
   // all_gather: every rank's shard filled from its owner.
@@ -62,9 +66,11 @@ class RankGroup {
 
  private:
   void throttle(double bus_bytes, int64_t start_ns) const;
+  void extra_fixed_cost() const;
 
   int rank_ = 0, size_ = 1;
   double net_gbps_ = 0;
+  double extra_fixed_cost_us_ = 0;
 };
 
 // Runs `body`; when it throws protwin::Error on N ranks, prints "<command>: error: rank R: ..." and

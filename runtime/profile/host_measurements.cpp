@@ -175,6 +175,20 @@ nlohmann::json machine_json(const HostMeasurements& m, const std::string& name) 
                          "32 B/param as the GPU machines")},
       {"/collectives", prov("assumed", assumed, "the runtime refuses plans with more than one rank")},
   };
+  if (!m.collectives.empty()) {
+    // The runtime's own collectives: each its own MPI transfer beside the copies, never staged
+    // through the copy links (cli/rank_machine.h).
+    nlohmann::json& intra = j["collectives"]["intra_node"];
+    intra["host_staged"] = false;
+    for (const auto& [kind, f] : m.collectives) intra[kind] = {{"alpha_us", f.alpha_us}, {"busbw_GBps", f.busbw_GBps}};
+    nlohmann::json rows = nlohmann::json::array();
+    for (const CollectiveRow& r : m.collective_rows) rows.push_back({r.kind, r.bus_bytes, r.seconds});
+    j["provenance"]["/collectives"] = prov(
+        "measured", src,
+        "runtime/profile/collective_probe.h: RankGroup's collectives on " + std::to_string(m.collective_ranks) +
+            " ranks under --net-GBps " + std::to_string(m.collective_net_GBps) +
+            ", median per size; alpha and busbw by least squares per kind; rows [kind, bus bytes, s]: " + rows.dump());
+  }
   if (j.contains("host_dispatch"))
     j["provenance"]["/host_dispatch"] = prov("measured", src, "runtime/profile/runtime_overhead.h: chains of 4 and 64 "
                                                               "empty ops through the runtime's executor, median of 15 "

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/profile/collective_fit.h"
+
 namespace protwin::rt {
 
 // One point of a measured rate curve.
@@ -45,6 +47,12 @@ struct HostMeasurements {
   // The runtime's own work per plan op and per step (runtime_overhead.h); 0: not measured, the
   // host_dispatch section is left out.
   double runtime_op_us = 0, runtime_step_us = 0;
+  // The runtime's collectives fitted on probe rows (collective_probe.h) by `mpirun -np N protwin
+  // profile`, per machine-file kind; empty: not measured (one rank), the assumed section is written.
+  std::map<std::string, CollectiveFit> collectives;
+  std::vector<CollectiveRow> collective_rows;
+  int collective_ranks = 0;
+  double collective_net_GBps = 0;       // the throttle they ran under (0: uncapped)
   std::string when;                     // ISO time of the run
 };
 

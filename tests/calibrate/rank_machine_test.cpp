@@ -10,6 +10,22 @@
 
 using namespace protwin;
 
+namespace {
+// A gpt2-tiny FSDP unit's all-gather on 2 ranks, as calibrate's 2-rank FSDP plan gathers it.
+constexpr double kUnitBytes = 3159040;
+
+hw::OpCost unit_all_gather(const hw::Machine& m) {
+  traces::Plan plan;
+  plan.gpus = 2;
+  traces::Op op;
+  op.kind = traces::OpKind::kAllGather;
+  op.stream = "collective";
+  op.work.bytes = static_cast<int64_t>(kUnitBytes);
+  op.group.ranks = 2;
+  return hw::HardwareCostModel(m).cost(op, plan);
+}
+}  // namespace
+
 TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, not over the copy links") {
   const hw::Machine one = hw::load_machine("host-emulated");
   REQUIRE(one.intra_node.host_staged);  // the profiled emulated machine's own description
@@ -17,15 +33,18 @@ TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, no
   CHECK(two.gpu.count == 2);
   CHECK_FALSE(two.intra_node.host_staged);
 
-  traces::Plan plan;
-  plan.gpus = 2;
-  traces::Op op;
-  op.kind = traces::OpKind::kAllGather;
-  op.stream = "collective";
-  op.work.bytes = 3159040;  // a gpt2-tiny FSDP unit, as calibrate's 2-rank FSDP plan gathers it
-  op.group.ranks = 2;
-  const hw::OpCost c = hw::HardwareCostModel(two).cost(op, plan);
+  const hw::OpCost c = unit_all_gather(two);
   CHECK(c.n_links() == 0);
   const double alpha_s = one.json.at("collectives").at("intra_node").at("all_gather").at("alpha_us").get<double>() * 1e-6;
-  CHECK(c.fixed.seconds() == Approx(alpha_s + 3159040.0 / 2 / 1e9).epsilon(1e-6));
+  CHECK(c.fixed.seconds() == Approx(alpha_s + kUnitBytes / 2 / 1e9).epsilon(1e-6));
+}
+
+TEST_CASE("machine_for_ranks: a rank profile's measured collectives keep their fitted alpha and bus bandwidth") {
+  nlohmann::json j = hw::load_machine("host-emulated").json;
+  j["collectives"]["intra_node"]["all_gather"] = {{"alpha_us", 123.0}, {"busbw_GBps", 0.7}};
+  j["provenance"]["/collectives"] = {{"kind", "measured"}, {"source", "protwin profile (2 ranks)"}};
+  const hw::Machine two = cli::machine_for_ranks(hw::machine_from_json(j, "measured"), 2, 1.0);
+  CHECK_FALSE(two.intra_node.host_staged);
+  // Closed form with the fitted line, not --net-GBps (1.0).
+  CHECK(unit_all_gather(two).fixed.seconds() == Approx(123e-6 + kUnitBytes / 2 / 0.7e9).epsilon(1e-6));
 }
