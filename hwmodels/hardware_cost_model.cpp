@@ -601,10 +601,10 @@ int HardwareCostModel::launch_queue_depth() const { return machine_.host_dispatc
 // What the rank's host thread spends issuing `op` (machine host_dispatch): every kernel is one
 // eager ATen op (dispatch, with autograd recording in forward and recompute; an autograd-engine
 // node in backward) plus its cudaLaunchKernel; a copy is one cudaMemcpyAsync, a collective one c10d call, a device optimizer
-// step its multi-tensor launches; attrs.host adds the system's own host work (hooks, extra small
+// step its multi-tensor launches; op.host adds the system's own host work (hooks, extra small
 // ops and copies; sim/policy/host_work.h). CPU work (CPU Adam, host passes) is marked so
 // launches that need its result wait for it. A copy from or to pageable memory blocks the host
-// until it is done (CUDA runtime API, "API synchronization behavior"); so does attrs.host_sync.
+// until it is done (CUDA runtime API, "API synchronization behavior"); so does op.host_sync.
 void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {
   const HostDispatchSpec& h = machine_.host_dispatch;
   if (traces::is_cpu_work(op.kind)) {

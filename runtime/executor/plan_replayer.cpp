@@ -158,7 +158,7 @@ StepResult PlanReplayer::step(const at::Tensor& tokens, const at::Tensor& target
   r.peak_device_reserved_bytes = mem.device_reserved_peak;
   r.peak_pinned_bytes = mem.pinned_peak;
   r.peak_pageable_bytes = mem.pageable_peak;
-  nlohmann::json meta = rp_.plan.meta;
+  nlohmann::json meta = traces::plan_meta_json(rp_.plan);  // with the typed ranks, nodes and dtype
   meta["source"] = "runtime";
   if (r.report.meta.contains("steady_start_ns")) meta["steady_start_ns"] = r.report.meta["steady_start_ns"];  // executor's
   meta["plan"] = rp_.source;

@@ -55,7 +55,7 @@ std::vector<traces::OpSignature> model_signatures(const ProfileModel& m) {
   add_gemm(v, t, h, h);
   add(v, {kk::kElementwise, {t * h}, "fp32"});
   add_gemm(v, t, f, h);
-  add(v, {gpt2 ? kk::kGelu : "swiglu", {t * f}, "fp32"});
+  add(v, {gpt2 ? kk::kGelu : kk::kSwiglu, {t * f}, "fp32"});
   add_gemm(v, t, h, f);
   // head block
   add_gemm(v, t, m.vocab, h);
