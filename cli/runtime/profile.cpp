@@ -65,19 +65,21 @@ int run_profile(const std::vector<std::string>& args) {
   std::vector<traces::OpSignature> sigs;
   if (!vm.count("only-plans"))
     for (const auto& m : rt::default_profile_models()) rt::merge_signatures(sigs, rt::model_signatures(m));
-  for (const auto& p : plans) rt::merge_signatures(sigs, rt::plan_signatures(traces::read_plan(p)));
+  std::vector<traces::Plan> read;  // each --plan file read once
+  for (const auto& p : plans) read.push_back(traces::read_plan(p));
+  for (const auto& plan : read) rt::merge_signatures(sigs, rt::plan_signatures(plan));
   PROTWIN_CHECK(!sigs.empty(), "--only-plans: no --plan given, nothing to time");
   rt::merge_signatures(sigs, rt::backward_signatures(sigs));
   // The plans' whole blocks as the runtime runs them (issue 22), after the kernels they contain.
   // Only for --plan: the zoo's small models' blocks would add about a minute to every profile.
-  for (const auto& p : plans) rt::merge_signatures(sigs, rt::plan_block_signatures(traces::read_plan(p)));
+  for (const auto& plan : read) rt::merge_signatures(sigs, rt::plan_block_signatures(plan));
   o.signatures = sigs;
   // The runtime's per-step work on a real step of the first one-GPU plan: this process replays it
   // alone (an N-GPU plan's step needs its N ranks; `calibrate --ranks` profiles with only such
   // plans, and then the empty-op chains' per-step intercept stands in).
-  for (const auto& p : plans)
-    if (traces::read_plan(p).gpus <= 1) {
-      o.step_plan = p;
+  for (size_t i = 0; i < read.size(); ++i)
+    if (read[i].gpus <= 1) {
+      o.step_plan = plans[i];
       break;
     }
   PROTWIN_CHECK(o.rounds >= 1, "--rounds: expected at least 1, got ", o.rounds);
