@@ -162,7 +162,10 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                                   },
                                   true);
     };
-    const std::vector<ContentionRule> rules = sm_rules(MegatronOpStream(model, o, pl, meta).header());
+    // The header's streams name the rules; a stream is built for it only when the share is on
+    // (search-4d's layouts leave it off).
+    const std::vector<ContentionRule> rules =
+        cfg.collective_sms ? sm_rules(MegatronOpStream(model, o, pl, meta).header()) : std::vector<ContentionRule>{};
     traces::Report report = simulate_with_contention(run, cost, rules, cfg.records);
     r.options = stream->plan().options;
     r.placement = pl;
