@@ -121,13 +121,19 @@ void RankGroup::reduce_scatter_mean(const at::Tensor& full) {
     recv_counts.push_back(as_count(mine.count));
     recv_displs.push_back(as_count(mine.count * r));
   }
-  at::Tensor received = at::empty({mine.count * size_}, full.options());
-  check(g_mpi.alltoallv(full.data_ptr<float>(), send_counts.data(), send_displs.data(), received.data_ptr<float>(),
+  // The receive buffer is the communicator's own staging memory, as NCCL's channel buffers are
+  // (allocated at init, outside the caching allocator), and the sum is taken in place in this
+  // rank's shard: a reduce-scatter adds nothing to the device's allocated bytes, so a rank
+  // waiting for a late peer holds no more device memory than a punctual one.
+  std::vector<float> staging(static_cast<size_t>(mine.count * size_));
+  check(g_mpi.alltoallv(full.data_ptr<float>(), send_counts.data(), send_displs.data(), staging.data(),
                         recv_counts.data(), recv_displs.data()),
         "reduce-scatter");
-  at::Tensor sum = received.narrow(0, 0, mine.count).clone();
-  for (int r = 1; r < size_; ++r) sum.add_(received.narrow(0, mine.count * r, mine.count));
-  full.narrow(0, mine.begin, mine.count).copy_(sum.div_(static_cast<double>(size_)));
+  const at::Tensor received = at::from_blob(staging.data(), {mine.count * size_}, full.options().device(at::kCPU));
+  at::Tensor out = full.narrow(0, mine.begin, mine.count);
+  out.copy_(received.narrow(0, 0, mine.count));
+  for (int r = 1; r < size_; ++r) out.add_(received.narrow(0, mine.count * r, mine.count));
+  out.div_(static_cast<double>(size_));
   throttle(4.0 * static_cast<double>(full.numel()) * (size_ - 1) / size_, t0);
 }
 

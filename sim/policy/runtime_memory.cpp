@@ -279,15 +279,9 @@ void Replay::translate(const traces::Op& op) {
       free(grad_[c]);
       grad_[c] = -1;
     }
-  } else if ((k == "reduce_scatter" || k == "all_reduce") && ranks_ > 1) {
-    // RankGroup::reduce_scatter_mean: the all-to-all's receive buffer and the summed shard
-    const int64_t per = (numel_[c] + ranks_ - 1) / ranks_;
-    const int received = alloc(4 * per * ranks_), sum = alloc(4 * per);
-    at_end_ = true;
-    free(sum);
-    free(received);
   }
-  // all_gather, broadcast: in place; adam_device: the fused kernel allocates nothing; host ops: host memory.
+  // all_gather, reduce_scatter, all_reduce, broadcast: in place, their staging the communicator's
+  // own (RankGroup, as NCCL's buffers); adam_device: the fused kernel allocates nothing; host ops: host memory.
 }
 
 RuntimeMemory Replay::run() {
