@@ -204,20 +204,23 @@ traces::Report simulate_with_contention(const ContentionRun& run, const hw::Cost
   traces::Report r = run(cost, collect);  // the collectives' intervals unstretched
   if (!end_pass()) return final_sink ? run(cost, final_sink) : r;  // no collective ran: nothing to stretch
   scaling = true;
-  for (int pass = 0; pass < passes; ++pass) {
+  bool settled = false;  // r was simulated with `used`
+  for (int pass = 0; pass < passes && !settled; ++pass) {
     moved = 0;
     next.clear();
     const int64_t last = r.iteration.ns;
     r = run(ScaledCostModel(cost, used), collect);
     end_pass();
-    if (moved <= tolerance) break;  // `used` reproduces itself (within tolerance): r is the fixed point
+    settled = moved <= tolerance;  // `used` reproduces itself (within tolerance): r is the fixed point
     // Ops whose overlap flips from pass to pass (a kernel that starts just as a collective does)
     // need not settle; the iteration does.
-    if (pass > 0 && std::abs(static_cast<double>(r.iteration.ns - last)) <= 10 * tolerance * static_cast<double>(last))
-      break;
-    used = std::move(next);
+    settled = settled || (pass > 0 && std::abs(static_cast<double>(r.iteration.ns - last)) <=
+                                          10 * tolerance * static_cast<double>(last));
+    if (!settled) used = std::move(next);
   }
-  return final_sink ? run(ScaledCostModel(cost, used), final_sink) : r;
+  // Out of passes, `used` is one pass ahead of r: one more run, with or without a sink, so that a
+  // caller's records and its report come from the same scales.
+  return final_sink || !settled ? run(ScaledCostModel(cost, used), final_sink) : r;
 }
 
 std::vector<ContentionRule> collective_sm_rules(const std::vector<std::string>& streams,
