@@ -304,6 +304,8 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode coll = root.at("collectives");
   coll.check_keys({"intra_node", "inter_node"});
   m.intra_node = read_domain(coll.at("intra_node"));
+  if (m.intra_node.ring_channels > 0 && m.gpu.sms <= 0)
+    coll.at("intra_node").at("ring_channels").fail("needs /gpu/sms, the GPU's SM count that the channels take a share of");
   if (m.intra_node.ring_channels > 0 && m.intra_node.ring_channels >= m.gpu.sms)
     coll.at("intra_node").at("ring_channels").fail("must be below /gpu/sms (" + std::to_string(m.gpu.sms) +
                                                    "): a collective's CTAs cannot take every SM");

@@ -146,6 +146,7 @@ OpSubKind read_sub_kind(const JsonNode& n, OpKind kind) {
 }
 
 HostWork read_host_work(const JsonNode& n) {
+  n.check_keys({"hooks", "eager_ops", "copies", "sync"});
   auto count = [&](const char* key) {
     return static_cast<uint16_t>(n.has(key) ? n.get_int_in(key, 0, HostWork::kMax) : 0);
   };

@@ -55,6 +55,7 @@ void RecordSpool::write_page(uint64_t page, const Page& p) const {
 
 void RecordSpool::add(const OpRecord& r) {
   PROTWIN_ASSERT(r.id >= 0, "op record with id ", r.id, " for the spool");
+  PROTWIN_ASSERT(!read_, "op record ", r.id, " added to the spool after it was read");
   const auto id = static_cast<uint64_t>(r.id);
   const uint64_t page = id / kPageRecords;
   auto& slot = pages_[page];
@@ -77,6 +78,7 @@ void RecordSpool::add(const OpRecord& r) {
 
 void RecordSpool::for_each(const std::function<void(const OpRecord&)>& f) const {
   PROTWIN_ASSERT(n_ == end_, "op records for the spool: ", n_, " added, but ids up to ", end_ - 1);
+  read_ = true;
   for (const auto& [page, p] : pages_) write_page(page, *p);  // the last page (the rest would fail below)
   pages_.clear();
   PROTWIN_CHECK(std::fseek(file_, 0, SEEK_SET) == 0, "temporary file for the op records: cannot read it back (",

@@ -26,8 +26,9 @@ class RecordSpool {
   RecordSpool(const RecordSpool&) = delete;
   RecordSpool& operator=(const RecordSpool&) = delete;
 
+  // Not after for_each (the pages it wrote would be overwritten).
   void add(const OpRecord& r);
-  // Every record added so far, in id order.
+  // Every record added so far, in id order; the spool is full from then on.
   void for_each(const std::function<void(const OpRecord&)>& f) const;
   uint64_t size() const { return n_; }
   // The most pages held in memory at once (each kPageRecords records).
@@ -42,6 +43,7 @@ class RecordSpool {
   uint64_t n_ = 0, end_ = 0;  // records added; one past the largest id
   mutable std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;  // partly filled, by page number
   uint64_t peak_pages_ = 0;
+  mutable bool read_ = false;  // for_each ran
   std::vector<std::string> kinds_, streams_;
   std::unordered_map<std::string, int> kind_index_, stream_index_;
 };

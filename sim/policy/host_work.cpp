@@ -101,7 +101,9 @@ HostWork grad_offload_host_work(const std::string& system) {
 
 void set_host_work(traces::Op& op, const HostWork& w) {
   for (int n : {w.hooks, w.eager_ops, w.copies})
-    PROTWIN_ASSERT(n >= 0 && n <= traces::HostWork::kMax, traces::describe_op(op), ": host work count ", n, " out of range");
+    PROTWIN_CHECK(n >= 0 && n <= traces::HostWork::kMax, traces::describe_op(op), ": ", n,
+                  " host calls (hooks, eager ops or copies) around one op; a plan holds at most ",
+                  traces::HostWork::kMax, ": split the model's blocks into smaller ones");
   op.host = {static_cast<uint16_t>(w.hooks), static_cast<uint16_t>(w.eager_ops), static_cast<uint16_t>(w.copies)};
   op.host_sync = op.host_sync || w.sync;
 }

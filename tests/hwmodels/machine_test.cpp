@@ -199,4 +199,9 @@ TEST_CASE("ring channels: NCCL 2.18's counts, refused when negative or not below
   CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
                     "bad.json:/collectives/intra_node/ring_channels: must be below /gpu/sms (132): a "
                     "collective's CTAs cannot take every SM");
+  j["collectives"]["intra_node"]["ring_channels"] = 24;
+  j["gpu"].erase("sms");
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/collectives/intra_node/ring_channels: needs /gpu/sms, the GPU's SM count that the "
+                    "channels take a share of");
 }

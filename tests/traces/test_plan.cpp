@@ -168,6 +168,9 @@ TEST_CASE("plan version 4: sub-kinds, host work and the plan's ranks, nodes and 
   bad["ops"][0]["attrs"]["what"] = "param_chunk";
   REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/0/attrs/what: a version-4 op says what it moves as \"sub_kind\"");
   bad = v4;
+  bad["ops"][0]["host"]["hook"] = 2;  // a misspelt count is refused, not read as none
+  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/0/host: unknown field \"hook\""));
+  bad = v4;
   bad["meta"]["gpus"] = "eight";
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/meta/gpus: expected an integer"));
   bad = v4;

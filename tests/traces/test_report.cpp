@@ -145,4 +145,6 @@ TEST_CASE("a RecordSpool takes records in any order and gives them back in id or
   RecordSpool twice;
   twice.add(ops[1]);
   CHECK_THROWS_WITH(twice.add(ops[1]), Catch::Contains("op record 1 added to the spool twice"));
+  // Read, the spool is full: a later record would overwrite the pages it wrote.
+  CHECK_THROWS_WITH(spool.add(ops[0]), Catch::Contains("op record 0 added to the spool after it was read"));
 }

@@ -10,6 +10,7 @@
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/analytic_model.h"
 #include "sim/policy/block_layout.h"
+#include "sim/policy/host_work.h"
 #include "sim/policy/model_state_bytes.h"
 #include "sim/policy/offload_compiler.h"
 #include "sim/policy/systems.h"
@@ -592,4 +593,16 @@ TEST_CASE("Colossal-AI 0.3.3 Gemini's grad_handle: div_ and the inf/nan checks p
       CHECK(op.host.empty());
       CHECK_FALSE(op.host_sync);
     }
+}
+
+TEST_CASE("host work beyond what a plan op holds is refused with the op and the limit") {
+  traces::Op op;
+  op.id = 7;
+  op.kind = traces::OpKind::kForward;
+  add_host_work(op, {traces::HostWork::kMax - 1, 3, 0, false});
+  CHECK(op.host.hooks == traces::HostWork::kMax - 1);
+  add_host_work(op, {1, 0, 0, false});  // 65535 fits
+  CHECK(op.host.hooks == traces::HostWork::kMax);
+  CHECK_THROWS_WITH(add_host_work(op, {1, 0, 0, false}), Catch::Contains("65536 host calls") && Catch::Contains("at most 65535"));
+  CHECK(op.host.hooks == traces::HostWork::kMax);  // a refused addition leaves the op as it was
 }
