@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "traces/chunk_sharding.h"
+#include "traces/plan_placement.h"
 #include "traces/error.h"
 
 namespace protwin::rt {
@@ -26,11 +27,6 @@ std::string str_field(const nlohmann::json& obj, const std::string& key, const s
   const nlohmann::json& v = field(obj, key, where);
   PROTWIN_CHECK(v.is_string(), where, "/", key, ": expected a string, got ", v.dump());
   return v.get<std::string>();
-}
-bool bool_field(const nlohmann::json& obj, const std::string& key, const std::string& where) {
-  const nlohmann::json& v = field(obj, key, where);
-  PROTWIN_CHECK(v.is_boolean(), where, "/", key, ": expected true or false, got ", v.dump());
-  return v.get<bool>();
 }
 
 // Refuses a spec field whose value the runtime's model does not implement.
@@ -132,23 +128,11 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
   rp.model = model_config_from_spec(field(m, "model_spec", meta), rp.seq, meta + "/model_spec");
   PROTWIN_CHECK(plan.pool_index("gpu") >= 0, meta, "/pools: the plan has no \"gpu\" pool");
 
-  // Block modes from the ops (meta.layer_modes is not read): a decoder layer that is recomputed is
-  // checkpointed, one whose activations a d2h copy moves out is swapped, any other keeps them.
-  rp.layer_modes.assign(static_cast<size_t>(rp.model.layers), LayerMode::kNone);
-  for (const traces::Op& op : plan.ops) {
-    const bool swap_out = op.kind == traces::OpKind::kD2H && std::any_of(op.reads.begin(), op.reads.end(), [&](int t) {
-      return t >= 0 && t < static_cast<int>(plan.tensors.size()) &&
-             plan.tensors[static_cast<size_t>(t)].kind == traces::TensorKind::kActivation;
-    });
-    if (op.kind != traces::OpKind::kRecompute && !swap_out) continue;
-    const LayerMode mode = swap_out ? LayerMode::kSwap : LayerMode::kCheckpoint;
-    PROTWIN_CHECK(op.block >= 1 && op.block <= rp.model.layers, traces::describe_op(plan, op), ": ",
-                  swap_out ? "activation copy" : "recompute", " of block ", op.block, ", which is not a decoder layer");
-    LayerMode& layer = rp.layer_modes[static_cast<size_t>(op.block - 1)];
-    PROTWIN_CHECK(layer == LayerMode::kNone || layer == mode, traces::describe_op(plan, op), ": block ", op.block,
-                  " is both recomputed and swapped");
-    layer = mode;
-  }
+  // Block modes from the ops (meta.layer_modes is not read): traces/plan_placement.h.
+  for (const traces::LayerKeep keep : traces::layer_keeps(plan, static_cast<int>(rp.model.layers)))
+    rp.layer_modes.push_back(keep == traces::LayerKeep::kInput     ? LayerMode::kCheckpoint
+                             : keep == traces::LayerKeep::kSwapped ? LayerMode::kSwap
+                                                                   : LayerMode::kNone);
 
   // Chunks onto the runtime's parameters: every parameter exactly once, same shape.
   const std::vector<ParamSpec> specs = param_specs(rp.model);
@@ -190,24 +174,11 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
     PROTWIN_CHECK(used * 4 <= ch.bytes.n, where, "/bytes: ", ch.bytes.n, " bytes cannot hold ", used,
                   " fp32 elements");
     rp.chunks.chunk_numel.push_back(used);
-    // Where the chunk lives and where its step runs: its own fields (plan version 2), else the
-    // knobs a version-1 plan's meta carries.
-    if (ch.resident && !ch.optimizer.empty()) {
-      // A device step updates the chunk's device copy: a chunk that lives on the host has none.
-      PROTWIN_CHECK(*ch.resident || ch.optimizer != "device", where,
-                    "/optimizer: \"device\" needs \"resident\": true (a chunk off the device has no device copy to "
-                    "update); hint: recompile the plan");
-      rp.chunks.device_resident.push_back(*ch.resident);
-      rp.chunks.device_optimizer.push_back(ch.optimizer == "device");
-      continue;
-    }
-    PROTWIN_CHECK(m.contains("knobs"), where, ": no \"resident\" and \"optimizer\" (plan version 2) and no meta.knobs "
-                  "(version 1)\nhint: recompile the plan (protwin search -o, simulate --plan-out) to version 2");
-    const std::string kw = meta + "/knobs";
-    const bool offload = bool_field(m["knobs"], "offload", kw);
-    const bool resident = !offload || static_cast<int64_t>(c) < int_field(m["knobs"], "n_persist", kw);
-    rp.chunks.device_resident.push_back(resident);
-    rp.chunks.device_optimizer.push_back(resident && (bool_field(m["knobs"], "persistent_gpu_adam", kw) || !offload));
+  }
+  // Where each chunk lives and where its step runs: its own fields, else a version-1 plan's knobs.
+  for (const traces::ChunkPlacement& c : traces::chunk_placement(plan, source)) {
+    rp.chunks.device_resident.push_back(c.resident);
+    rp.chunks.device_optimizer.push_back(c.device_optimizer);
   }
   for (size_t i = 0; i < specs.size(); ++i)
     PROTWIN_CHECK(rp.chunks.slots[i].chunk >= 0, source, ":/chunks: parameter ", specs[i].name,

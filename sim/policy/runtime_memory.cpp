@@ -15,6 +15,7 @@
 #include "sim/workload/runtime_tensors.h"
 #include "traces/block_allocator.h"
 #include "traces/chunk_sharding.h"
+#include "traces/plan_placement.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -63,7 +64,7 @@ class Replay {
   RuntimeShapes shapes_;
   int ranks_ = 1;
   int layers_ = 0;
-  std::vector<int> modes_;  // 0 none, 1 ckpt, 2 swap
+  std::vector<traces::LayerKeep> keeps_;  // per decoder layer
   std::vector<int64_t> numel_;
   std::vector<bool> resident_, device_optimizer_;
   std::vector<std::set<int>> block_chunks_;
@@ -102,16 +103,9 @@ Replay::Replay(const traces::Plan& plan, const traces::Report& schedule) : plan_
   PROTWIN_CHECK(plan.dtype == "fp32", plan.source,
                 ":/meta/dtype: the runtime memory model follows the runtime, which replays fp32 plans");
   layers_ = static_cast<int>(shapes_.model.layers);
-  for (const auto& m : meta.at("layer_modes")) {
-    const std::string s = m.get<std::string>();
-    modes_.push_back(s == "ckpt" ? 1 : s == "swap" ? 2 : 0);
-  }
-  PROTWIN_CHECK(static_cast<int>(modes_.size()) == layers_, plan.source, ":/meta/layer_modes: expected ", layers_,
-                " entries");
-  const nlohmann::json& knobs = meta.at("knobs");
-  const int64_t n_persist = knobs.at("n_persist").get<int64_t>();
-  const bool offload = knobs.at("offload").get<bool>();
-  const bool gpu_adam = knobs.at("persistent_gpu_adam").get<bool>();
+  // What the runtime reads from the plan's ops and chunks (traces/plan_placement.h), not its meta.
+  keeps_ = traces::layer_keeps(plan, layers_);
+  const std::vector<traces::ChunkPlacement> placement = traces::chunk_placement(plan, plan.source);
 
   // Chunks as runtime_plan.cpp lays them out: used elements, residency, optimizer place.
   std::map<std::string, int> chunk_of;
@@ -124,9 +118,8 @@ Replay::Replay(const traces::Plan& plan, const traces::Report& schedule) : plan_
       chunk_of[p.name] = static_cast<int>(c);
     }
     numel_.push_back(used);
-    const bool resident = !offload || static_cast<int64_t>(c) < n_persist;
-    resident_.push_back(resident);
-    device_optimizer_.push_back(resident && (gpu_adam || !offload));
+    resident_.push_back(placement[c].resident);
+    device_optimizer_.push_back(placement[c].device_optimizer);
   }
   const std::vector<BlockParams> blocks = parameter_layout(shapes_.model);
   for (const BlockParams& b : blocks) {
@@ -210,7 +203,7 @@ void Replay::translate(const traces::Op& op) {
         saved.insert(saved.begin(), x_);
         acts_[l] = saved;
         x_ = y;
-        if (modes_[l] == 1) {  // ActivationStore::keep_input_only
+        if (keeps_[l] == traces::LayerKeep::kInput) {  // ActivationStore::keep_input_only
           for (size_t i = 1; i < acts_[l].size(); ++i) free(acts_[l][i]);
           acts_[l].resize(1);
         }

@@ -8,9 +8,12 @@
 #include <cmath>
 #include <functional>
 
+#include "hwmodels/hardware_cost_model.h"
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/memory/pool_ledger.h"
 #include "runtime/train/trainer.h"
+#include "sim/engine/plan_simulator.h"
+#include "sim/policy/runtime_memory.h"
 #include "sim/policy/systems.h"
 #include "tests/runtime/plan_fixtures.h"
 #include "traces/chrome_trace.h"
@@ -133,6 +136,16 @@ TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the
     REQUIRE(r.losses.size() == ref.losses.size());
     for (size_t s = 0; s < r.losses.size(); ++s) CHECK(r.losses[s] == ref.losses[s]);
   }
+  // The simulator's model of the runtime's memory reads the same ops and chunks: the same bytes.
+  const hw::HardwareCostModel cost(testing::host_machine(20));
+  const traces::Report schedule = sim::PlanSimulator(cost).run(full);
+  const sim::RuntimeMemory want = sim::predict_runtime_memory(full, schedule);
+  for (const traces::Plan* p : std::vector<const traces::Plan*>{&stripped, &v1}) {
+    const sim::RuntimeMemory got = sim::predict_runtime_memory(*p, schedule);
+    CHECK(got.allocated_peak_bytes == want.allocated_peak_bytes);
+    CHECK(got.states_bytes == want.states_bytes);
+  }
+  CHECK(want.states_bytes > 0);
   // A version-1 plan without its knobs cannot say where its chunks live: refused, with the fix.
   traces::Plan bare = v1;
   bare.meta.erase("knobs");

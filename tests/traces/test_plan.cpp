@@ -7,6 +7,7 @@
 #include "traces/error.h"
 #include "traces/file_io.h"
 #include "traces/plan.h"
+#include "traces/plan_placement.h"
 
 using namespace protwin::traces;
 
@@ -259,4 +260,48 @@ TEST_CASE("write_plan streams the ops: the same bytes as plan_to_json(plan).dump
     REQUIRE(protwin::traces::read_file(path) == plan_to_json(p).dump(1) + "\n");
   }
   std::remove(path.c_str());
+}
+
+TEST_CASE("layer keeps come from the ops: a recompute checkpoints its layer, a d2h of an activation swaps it") {
+  Plan p;
+  p.tensors.resize(2);
+  p.tensors[0].kind = TensorKind::kActivation;
+  p.tensors[1].kind = TensorKind::kGradChunk;
+  auto add = [&p](OpKind kind, int block, std::vector<int> reads) {
+    Op op;
+    op.id = static_cast<int>(p.ops.size());
+    op.kind = kind;
+    op.block = block;
+    op.reads = std::move(reads);
+    p.ops.push_back(op);
+  };
+  add(OpKind::kRecompute, 1, {});
+  add(OpKind::kD2H, 2, {0});
+  add(OpKind::kD2H, 3, {1});  // a gradient's copy: the layer keeps its activations
+  CHECK(layer_keeps(p, 3) == std::vector<LayerKeep>{LayerKeep::kInput, LayerKeep::kSwapped, LayerKeep::kAll});
+  CHECK_THROWS_WITH(layer_keeps(p, 1), Catch::Contains("activation copy of block 2, which is not a decoder layer"));
+  add(OpKind::kRecompute, 2, {});
+  CHECK_THROWS_WITH(layer_keeps(p, 3), Catch::Contains("block 2 is both recomputed and swapped"));
+}
+
+TEST_CASE("chunk placement: the chunks' own fields, else a version-1 plan's knobs, else refused") {
+  Plan p;
+  p.chunks.resize(3);
+  p.meta["knobs"] = {{"offload", true}, {"n_persist", 1}, {"persistent_gpu_adam", false}};
+  auto placed = chunk_placement(p, "v1.json");  // version 1: the first n_persist chunks stay, host Adam
+  REQUIRE(placed.size() == 3);
+  CHECK((placed[0].resident && !placed[0].device_optimizer));
+  CHECK((!placed[1].resident && !placed[2].device_optimizer));
+  p.chunks[1].resident = true;
+  p.chunks[1].optimizer = "device";
+  placed = chunk_placement(p, "v2.json");  // a chunk's own fields win over the knobs
+  CHECK((placed[1].resident && placed[1].device_optimizer));
+  p.chunks[1].resident = false;
+  CHECK_THROWS_WITH(chunk_placement(p, "v2.json"),
+                    Catch::StartsWith("v2.json:/chunks/1/optimizer: \"device\" needs \"resident\": true"));
+  p.chunks[1].optimizer = "host";
+  p.meta["knobs"]["n_persist"] = "one";
+  CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), "v1.json:/meta/knobs/n_persist: expected an integer, got \"one\"");
+  p.meta.erase("knobs");
+  CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), Catch::StartsWith("v1.json:/chunks/0: no \"resident\""));
 }

@@ -1,0 +1,64 @@
+#include "traces/plan_placement.h"
+
+#include <algorithm>
+
+#include "traces/error.h"
+
+namespace protwin::traces {
+namespace {
+
+const nlohmann::json& knob(const nlohmann::json& knobs, const char* key, bool boolean, const std::string& where) {
+  PROTWIN_CHECK(knobs.is_object() && knobs.contains(key), where, ": missing field \"", key, "\"");
+  const nlohmann::json& v = knobs.at(key);
+  PROTWIN_CHECK(boolean ? v.is_boolean() : v.is_number_integer(), where, "/", key, ": expected ",
+                boolean ? "true or false" : "an integer", ", got ", v.dump());
+  return v;
+}
+
+}  // namespace
+
+std::vector<ChunkPlacement> chunk_placement(const Plan& plan, const std::string& source) {
+  std::vector<ChunkPlacement> out;
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const ChunkSpec& ch = plan.chunks[c];
+    const std::string where = source + ":/chunks/" + std::to_string(c);
+    if (ch.resident && !ch.optimizer.empty()) {
+      // A device step updates the chunk's device copy: a chunk that lives on the host has none.
+      PROTWIN_CHECK(*ch.resident || ch.optimizer != "device", where,
+                    "/optimizer: \"device\" needs \"resident\": true (a chunk off the device has no device copy to "
+                    "update); hint: recompile the plan");
+      out.push_back({*ch.resident, ch.optimizer == "device"});
+      continue;
+    }
+    PROTWIN_CHECK(plan.meta.contains("knobs"), where,
+                  ": no \"resident\" and \"optimizer\" (plan version 2) and no meta.knobs "
+                  "(version 1)\nhint: recompile the plan (protwin search -o, simulate --plan-out) to version 2");
+    const nlohmann::json& k = plan.meta.at("knobs");
+    const std::string kw = source + ":/meta/knobs";
+    const bool offload = knob(k, "offload", true, kw).get<bool>();
+    const bool resident = !offload || static_cast<int64_t>(c) < knob(k, "n_persist", false, kw).get<int64_t>();
+    out.push_back({resident, resident && (knob(k, "persistent_gpu_adam", true, kw).get<bool>() || !offload)});
+  }
+  return out;
+}
+
+std::vector<LayerKeep> layer_keeps(const Plan& plan, int layers) {
+  std::vector<LayerKeep> out(static_cast<size_t>(std::max(0, layers)), LayerKeep::kAll);
+  for (const Op& op : plan.ops) {
+    const bool swap_out = op.kind == OpKind::kD2H && std::any_of(op.reads.begin(), op.reads.end(), [&](int t) {
+      return t >= 0 && t < static_cast<int>(plan.tensors.size()) &&
+             plan.tensors[static_cast<size_t>(t)].kind == TensorKind::kActivation;
+    });
+    if (op.kind != OpKind::kRecompute && !swap_out) continue;
+    const LayerKeep keep = swap_out ? LayerKeep::kSwapped : LayerKeep::kInput;
+    PROTWIN_CHECK(op.block >= 1 && op.block <= layers, describe_op(plan, op), ": ",
+                  swap_out ? "activation copy" : "recompute", " of block ", op.block, ", which is not a decoder layer");
+    LayerKeep& layer = out[static_cast<size_t>(op.block - 1)];
+    PROTWIN_CHECK(layer == LayerKeep::kAll || layer == keep, describe_op(plan, op), ": block ", op.block,
+                  " is both recomputed and swapped");
+    layer = keep;
+  }
+  return out;
+}
+
+}  // namespace protwin::traces
