@@ -5,9 +5,12 @@
 //      reduce-scatter and broadcast) raises the fitted alpha by D (2D for an all-reduce, which is
 //      one of each), within 35 % of D.
 //   2. Under the --net-GBps throttle at R GB/s the large calls take bus bytes / R, so the fitted
-//      bus bandwidth is R within 20 %. R = 0.1 GB/s binds: unthrottled, the runtime's reduce-scatter
-//      (all-to-all, then the rank-order sum) moved only 0.26-0.3 GB/s on the loaded 2-core machine,
-//      so a 0.5 GB/s cap did not (checked: the unthrottled fit must be at least 2 R).
+//      bus bandwidth is R within 20 %. R = 0.05 GB/s binds: unthrottled, the runtime's
+//      reduce-scatter (all-to-all, then the rank-order sum) moved only 0.26-0.3 GB/s on the loaded
+//      2-core machine, and 0.17 GB/s beside three busy loops, so caps of 0.5 and 0.1 GB/s did not
+//      always bind (checked: the unthrottled fit must be at least 2 R).
+// Run alone (RUN_SERIAL): beside three busy loops a sleeping rank wakes late, and the added alpha
+// came out +1.4 to +3.5 ms for a 2 ms delay (+14 to +29 ms for 10 ms): the load's, not the probe's.
 // Exit 0: both hold on every rank (each rank prints its fits).
 #include <cmath>
 #include <cstdio>
@@ -25,7 +28,7 @@ int main() {
       return 1;
     }
     const std::vector<int64_t> sizes = default_collective_probe_bytes();
-    const double delay_us = 2000, rate_GBps = 0.1;
+    const double delay_us = 2000, rate_GBps = 0.05;
     const auto base = fit_collectives(probe_collectives(ranks, sizes, 7));
     ranks.set_extra_fixed_cost_us(delay_us);
     const auto delayed = fit_collectives(probe_collectives(ranks, sizes, 7));
