@@ -19,6 +19,7 @@
 
 #include "cli/calibration.h"
 #include "cli/calibration_ranks.h"
+#include "cli/drift_rule.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/runtime_process.h"
@@ -56,6 +57,7 @@ struct CaseResult {
   std::vector<double> copy_probe_before, copy_probe_after;   // copy probe (GB/s) around each
   std::vector<double> adam_probe_before, adam_probe_after;   // CPU Adam probe (M params/s) around each
   std::vector<double> copy_speed, adam_speed;                // their speeds then (step_speeds)
+  std::vector<int> step_round;                               // the round of each timed step
   std::vector<double> predicted_then;                        // the plan simulated at each step's speeds
   std::vector<double> norm_steps;                            // raw_steps at the reference speeds
   traces::Plan plan;                                         // the simulated plan
@@ -457,6 +459,7 @@ int run_calibrate(const std::vector<std::string>& args) {
         r.adam_probe_after.push_back(adam_after[i][s]);
         r.copy_speed.push_back(copy_speed[i][s]);
         r.adam_speed.push_back(adam_speed[i][s]);
+        r.step_round.push_back(round);
         step_probes.push_back(before[i][s]);
         copy_step_probes.push_back(copy_before[i][s]);
         adam_step_probes.push_back(adam_before[i][s]);
@@ -502,10 +505,13 @@ int run_calibrate(const std::vector<std::string>& args) {
       r.plan = s.plan.plan;
     }
   };
+  // Which probe changes are corrected for (cli/drift_rule.h): per probe, drift between steps and a
+  // level shift from the profiles, each only when its test detects it; otherwise the steps keep
+  // their raw speed for that probe.
+  ProbeCorrection gemm_fix, copy_fix, adam_fix;
   auto normalise = [&] {
-    // The profile's speed when known, else the run's median probe (the profile is then assumed to
-    // have been taken at this machine's typical speed).
-    // Each probe separately: a profile from before the copy and CPU Adam probes has only the GEMM's.
+    // The profile's reference speed, for the record; a profile from before the copy and CPU Adam
+    // probes has only the GEMM's (the steps' median stands in: no level shift can be tested).
     auto ref_of = [&](const std::vector<double>& prof, const std::vector<double>& steps, const char* name) {
       reference_source += std::string(reference_source.empty() ? "" : "; ") + name +
                           (prof.empty() ? ": median probe of the measured steps (not in the profile)"
@@ -516,20 +522,40 @@ int run_calibrate(const std::vector<std::string>& args) {
     reference.gemm_gflops = ref_of(profile_probe, step_probes, "GEMM");
     reference.copy_gbps = ref_of(profile_copy_probe, copy_step_probes, "copy");
     reference.adam_mparams_per_s = ref_of(profile_adam_probe, adam_step_probes, "CPU Adam");
-    // Each step's plan re-simulated with every resource at its probe's speed then: the step at the
+    if (std::all_of(results.begin(), results.end(), [](const CaseResult& r) { return r.raw_steps.empty(); })) return;
+    // Every measured step of every plan, for each probe's tests.
+    auto correct = [&](const std::vector<double>& profile_levels, std::vector<double> CaseResult::*before,
+                       std::vector<double> CaseResult::*after, std::vector<double> CaseResult::*own) {
+      std::vector<double> b, a, sp;
+      std::vector<int> round;
+      for (const auto& r : results) {
+        b.insert(b.end(), (r.*before).begin(), (r.*before).end());
+        a.insert(a.end(), (r.*after).begin(), (r.*after).end());
+        sp.insert(sp.end(), (r.*own).begin(), (r.*own).end());
+        round.insert(round.end(), r.step_round.begin(), r.step_round.end());
+      }
+      return correct_probes(profile_levels, b, a, sp, round);
+    };
+    gemm_fix = correct(profile_probe, &CaseResult::probe_before, &CaseResult::probe_after, &CaseResult::speed);
+    copy_fix = correct(profile_copy_probe, &CaseResult::copy_probe_before, &CaseResult::copy_probe_after,
+                       &CaseResult::copy_speed);
+    adam_fix = correct(profile_adam_probe, &CaseResult::adam_probe_before, &CaseResult::adam_probe_after,
+                       &CaseResult::adam_speed);
+    const ProbeSpeeds used{gemm_fix.reference, copy_fix.reference, adam_fix.reference};
+    // Each step's plan re-simulated with every resource at its speed then: the step at the
     // reference speeds = raw x predicted(reference) / predicted(then) (cli/speed_scaled_prediction.h).
+    size_t k = 0;  // the step's index in the corrections (results in order, steps in order)
     for (auto& r : results) {
       r.norm_steps.clear();
       r.predicted_then.clear();
       if (r.raw_steps.empty()) continue;
       SpeedScaledPredictor predictor(r.plan, machine, profile ? &*profile : nullptr, contention());
       const double at_reference = predictor.iteration_s({});
-      for (size_t s = 0; s < r.raw_steps.size(); ++s) {
-        const ResourceScales sc = scales_of({r.speed[s], r.copy_speed[s], r.adam_speed[s]}, reference);
+      for (size_t s = 0; s < r.raw_steps.size(); ++s, ++k) {
+        const ResourceScales sc = scales_of({gemm_fix.then[k], copy_fix.then[k], adam_fix.then[k]}, used);
         r.predicted_then.push_back(predictor.iteration_s(sc));
         r.norm_steps.push_back(at_reference_speeds(r.raw_steps[s], at_reference, r.predicted_then.back()));
       }
-      if (r.raw_steps.empty()) continue;
       r.raw_s = quantile(r.raw_steps, 0.5);
       r.measured_s = quantile(r.norm_steps, 0.5);
     }
@@ -719,7 +745,15 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"budget_s", budget_s},
               {"measured", "per case the median of steps 2..N of every round, each at the reference speeds: raw x "
                            "predicted at the reference / predicted with compute, copy and CPU Adam rates scaled by "
-                           "their probes' speeds around that step (cli/speed_scaled_prediction.h)"},
+                           "their probes' speeds around that step (cli/speed_scaled_prediction.h), each probe's "
+                           "change corrected only where drift_rule detects it (cli/drift_rule.h)"},
+              {"drift_rule", {{"alpha", kDriftAlpha},
+                              {"what", "per probe: drift between steps (ANOVA, each step's before/after pair a "
+                                       "group) and a level shift between the profiles and the rounds (pooled t-test "
+                                       "on log medians); a change is corrected only when detected"},
+                              {"gemm", gemm_fix.to_json()},
+                              {"copy", copy_fix.to_json()},
+                              {"adam", adam_fix.to_json()}}},
               {"reference_gflops", reference.gemm_gflops},
               {"reference_copy_GBps", reference.copy_gbps},
               {"reference_adam_mparams_per_s", reference.adam_mparams_per_s},
@@ -821,6 +855,12 @@ int run_calibrate(const std::vector<std::string>& args) {
                 "(p10 %.0f, p90 %.0f); reference %.0f GFLOPS\n",
                 probe_spread.n, probe_spread.median, 100 * probe_spread.relative, probe_spread.p10, probe_spread.p90,
                 reference.gemm_gflops);
+  for (const auto& [name, fix] : {std::make_pair("GEMM", &gemm_fix), std::make_pair("copy", &copy_fix),
+                                  std::make_pair("CPU Adam", &adam_fix)})
+    std::printf("drift rule      %s probe: between steps F %.2f (p %.3f), level vs profile %+.1f %% (t %.2f, p %.3f): "
+                "correction %s\n",
+                name, fix->between_steps.statistic, fix->between_steps.p_value, 100 * fix->level.effect,
+                fix->level.statistic, fix->level.p_value, fix->to_json()["corrected"].get<std::string>().c_str());
   for (const auto& [name, unit, samples, ref] :
        {std::make_tuple("copy probe", "GB/s", &copy_step_probes, reference.copy_gbps),
         std::make_tuple("CPU Adam probe", "M params/s", &adam_step_probes, reference.adam_mparams_per_s)}) {

@@ -6,8 +6,8 @@ the real runtime (protwin-rt) and a quiet machine. Then it tabulates every case 
 results/twin_accuracy.csv and the metrics into results/twin_accuracy.json, then draws the figure
 (plots/twin_accuracy.py). It exits non-zero when a model misses a criterion: calibrate's verdicts,
 each met only when its whole 95 % bootstrap interval is inside the target (issue 22). Every RERUN
-appends one line per model to results/runs.jsonl (the run's metrics, intervals and the reference
-probe's band), so consecutive runs can be tabulated."""
+appends one line per model to results/runs.jsonl (the run's metrics, intervals, the reference
+probe's band and the drift rule's decisions), so consecutive runs can be tabulated."""
 import datetime
 import json
 import os
@@ -60,7 +60,7 @@ def main():
         summary[model]["machine_noise_gflops"] = cal.get("machine_noise_gflops")
         for k in ["intervals", "verdicts", "raw", "step_probe_gflops", "reference_gflops", "step_copy_probe_GBps",
                   "reference_copy_GBps", "step_adam_probe_mparams_per_s", "reference_adam_mparams_per_s",
-                  "rounds_done", "wall_s", "kernels_alone"]:
+                  "rounds_done", "wall_s", "kernels_alone", "drift_rule"]:
             summary[model][k] = cal.get(k)
         if os.environ.get("RERUN") == "1":
             with open(os.path.join(res, "runs.jsonl"), "a") as f:
@@ -103,6 +103,11 @@ def main():
                 if s.get(key):
                     print("  %s probe p10-p90 band %.0f %% of its median %.3g %s" % (
                         name, 100 * s[key]["p10_p90_relative"], s[key]["median"], unit))
+        for probe, rule in (s.get("drift_rule") or {}).items():
+            if isinstance(rule, dict):  # which probe changes were corrected (cli/drift_rule.h)
+                print("  drift rule, %s probe: %s (between steps p %.3f; level vs profile %+.1f %%, p %.3f)" % (
+                    probe, rule["corrected"], rule["between_steps"]["p_value"],
+                    100 * rule["level_vs_profile"]["effect"], rule["level_vs_profile"]["p_value"]))
         if s.get("kernels_alone"):
             print("  predicted from the kernels alone (no whole blocks): MAPE %.1f %%, max %.1f %%" % (
                 100 * s["kernels_alone"]["iteration_time_mape"], 100 * s["kernels_alone"]["iteration_time_max_error"]))
