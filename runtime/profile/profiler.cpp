@@ -6,7 +6,6 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,8 +13,10 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <thread>
 
+#include "runtime/comm/rank_group.h"
 #include "runtime/memory/copy_engine.h"
 #include "runtime/memory/thread_split.h"
 #include "runtime/model/rope.h"
@@ -23,6 +24,7 @@
 #include "runtime/optim/cpu_adam.h"
 #include "runtime/optim/host_passes.h"
 #include "runtime/executor/runtime_plan.h"
+#include "runtime/profile/background_load.h"
 #include "runtime/profile/block_profile.h"
 #include "runtime/profile/op_timer.h"
 #include "runtime/profile/runtime_overhead.h"
@@ -235,29 +237,6 @@ double copy_seconds(double gbps, size_t bytes, int reps) {
   return seconds_since(t0) / reps;
 }
 
-// Runs `work` repeatedly on a thread until stopped; counts completed runs.
-class Background {
- public:
-  explicit Background(std::function<void()> work)
-      : thread_([this, w = std::move(work)] {
-          while (!stop_.load()) {
-            w();
-            runs_.fetch_add(1);
-          }
-        }) {}
-  ~Background() { stop(); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  long runs() const { return runs_.load(); }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::atomic<long> runs_{0};
-  std::thread thread_;
-};
-
 struct AdamBuf {
   std::vector<float> p, g, m, v;
   explicit AdamBuf(int64_t n) : p(n, 0.1f), g(n, 0.01f), m(n, 0.f), v(n, 0.f) {}
@@ -277,27 +256,37 @@ struct Beside {
   double background_run_s = 0;  // one run of the background work while ref ran beside it
 };
 
-// `ref` timed alone and beside `background` (run back to back on its own thread) in alternating
-// windows (alone, beside, alone, ...): a shared machine's speed drifts within seconds, and
-// alternation lets the drift reach both sides alike. The slowdown is the ratio of the windows'
-// medians.
-Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& background, const ProfileOptions& o,
-                   int windows = 6) {
+// `ref` timed alone and beside the work `start` begins (on its own thread) in alternating windows
+// (alone, beside, alone, ...): a shared machine's speed drifts within seconds, and alternation lets
+// the drift reach both sides alike. The slowdown is the ratio of the windows' medians. With ranks,
+// every window starts on all ranks together (an all-gather of one value), so each rank is timed
+// with its peers in the same state.
+Beside time_beside_load(const traces::OpSignature& ref, const std::function<std::unique_ptr<BackgroundLoad>()>& start,
+                        const ProfileOptions& o, int windows = 6) {
   ProfileOptions w = o;
   w.min_seconds = 0.06;
+  auto together = [&] {
+    if (o.ranks && o.ranks->size() > 1) o.ranks->all_gather(0.0);
+  };
   std::vector<double> alone, beside;
   double bg_wall = 0;
   long bg_runs = 0;
   for (int i = 0; i < windows; ++i) {
+    together();
     alone.push_back(time_signature(ref, w).mean);
+    together();
     const auto t0 = Clock::now();
-    Background bg(background);
+    std::unique_ptr<BackgroundLoad> bg = start();
     beside.push_back(time_signature(ref, w).mean);
-    bg.stop();
+    bg->stop();
     bg_wall += seconds_since(t0);
-    bg_runs += bg.runs();
+    bg_runs += bg->runs();
   }
   return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs))};
+}
+
+Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& work, const ProfileOptions& o) {
+  return time_beside_load(ref, [&] { return std::make_unique<LocalLoad>(work); }, o);
 }
 
 }  // namespace
@@ -410,7 +399,9 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   }
   tick();
 
-  // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam.
+  // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam,
+  // and under mpirun beside this rank's collectives (each rank's collective stream runs on the
+  // host cores too, as the copy workers do).
   {
     const traces::OpSignature ref{kk::kGemm, {512, 1024, 1024}, "fp32"};
     const double copy_alone = copy_seconds(o.link_gbps, big, 2);
@@ -428,6 +419,10 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     const Beside a = time_beside(ref, [&] { bg.step(1); }, o);
     h.compute_slowdown_with_adam = a.compute_slowdown;
     h.adam_slowdown_with_compute = a.background_run_s / adam_alone;
+    if (o.ranks && o.ranks->size() > 1)
+      h.compute_slowdown_with_collectives =
+          time_beside_load(ref, [&] { return std::make_unique<CollectiveLoad>(*o.ranks, o.collective_bytes); }, o)
+              .compute_slowdown;
   }
   // 6. The runtime's own work per plan op and per step, outside the ops' bodies.
   {
@@ -464,6 +459,10 @@ ProfileResult run_profile(const ProfileOptions& opts) {
                            {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
                            {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
                            {"adam_slowdown_with_compute", h.adam_slowdown_with_compute}}}};
+  if (h.compute_slowdown_with_collectives > 0) {
+    prov["contention"]["compute_slowdown_with_collectives"] = h.compute_slowdown_with_collectives;
+    prov["contention"]["ranks"] = o.ranks->size();  // measured with this many ranks in step
+  }
   r.profile.set_provenance(prov);
   tick();
   return r;
