@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include "traces/thread_cpu_time.h"
+
 namespace protwin::rt {
 
 LocalLoad::LocalLoad(std::function<void()> work)
@@ -22,13 +24,15 @@ void LocalLoad::stop() {
 
 CollectiveLoad::CollectiveLoad(RankGroup& ranks, int64_t bytes)
     : buffer_(at::ones({std::max<int64_t>(1, bytes / 4)}, at::kFloat)), thread_([this, &ranks] {
+        const double c0 = traces::thread_cpu_seconds();
         for (;;) {
           const std::vector<double> stop = ranks.all_gather(stop_.load() ? 1.0 : 0.0);
-          if (*std::min_element(stop.begin(), stop.end()) > 0) return;  // every rank asked
+          if (*std::min_element(stop.begin(), stop.end()) > 0) break;  // every rank asked
           ranks.all_gather(buffer_);
           ranks.reduce_scatter_mean(buffer_);
           runs_.fetch_add(1);
         }
+        cpu_s_ = traces::thread_cpu_seconds() - c0;
       }) {}
 
 void CollectiveLoad::stop() {

@@ -22,9 +22,12 @@ class BackgroundLoad {
   virtual void stop() = 0;
   // Runs finished so far.
   long runs() const { return runs_.load(); }
+  // CPU seconds of the load's thread (0 until stop() has returned).
+  double cpu_s() const { return cpu_s_; }
 
  protected:
   std::atomic<long> runs_{0};
+  double cpu_s_ = 0;  // written by the thread as it ends, read after the join
 };
 
 // `work` run back to back until stopped.

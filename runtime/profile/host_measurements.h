@@ -47,6 +47,7 @@ struct HostMeasurements {
   // Of a compute kernel beside this rank's collectives, all ranks busy alike (0: not measured, one
   // rank).
   double compute_slowdown_with_collectives = 0;
+  double collective_thread_cpu_share = 0;  // the collective thread's CPU time / wall time meanwhile
   // The runtime's own work per plan op and per step (runtime_overhead.h); 0: not measured, the
   // host_dispatch section is left out.
   double runtime_op_us = 0, runtime_step_us = 0;

@@ -254,6 +254,7 @@ struct AdamBuf {
 struct Beside {
   double compute_slowdown = 1;  // ref's time beside the background work / alone
   double background_run_s = 0;  // one run of the background work while ref ran beside it
+  double background_cpu_share = 0;  // the background thread's CPU time over its wall time
 };
 
 // `ref` timed alone and beside the work `start` begins (on its own thread) in alternating windows
@@ -269,7 +270,7 @@ Beside time_beside_load(const traces::OpSignature& ref, const std::function<std:
     if (o.ranks && o.ranks->size() > 1) o.ranks->all_gather(0.0);
   };
   std::vector<double> alone, beside;
-  double bg_wall = 0;
+  double bg_wall = 0, bg_cpu = 0;
   long bg_runs = 0;
   for (int i = 0; i < windows; ++i) {
     together();
@@ -281,8 +282,10 @@ Beside time_beside_load(const traces::OpSignature& ref, const std::function<std:
     bg->stop();
     bg_wall += seconds_since(t0);
     bg_runs += bg->runs();
+    bg_cpu += bg->cpu_s();
   }
-  return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs))};
+  return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs)),
+          bg_cpu / std::max(1e-9, bg_wall)};
 }
 
 Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& work, const ProfileOptions& o) {
@@ -419,10 +422,12 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     const Beside a = time_beside(ref, [&] { bg.step(1); }, o);
     h.compute_slowdown_with_adam = a.compute_slowdown;
     h.adam_slowdown_with_compute = a.background_run_s / adam_alone;
-    if (o.ranks && o.ranks->size() > 1)
-      h.compute_slowdown_with_collectives =
-          time_beside_load(ref, [&] { return std::make_unique<CollectiveLoad>(*o.ranks, o.collective_bytes); }, o)
-              .compute_slowdown;
+    if (o.ranks && o.ranks->size() > 1) {
+      const Beside k =
+          time_beside_load(ref, [&] { return std::make_unique<CollectiveLoad>(*o.ranks, o.collective_bytes); }, o);
+      h.compute_slowdown_with_collectives = k.compute_slowdown;
+      h.collective_thread_cpu_share = k.background_cpu_share;
+    }
   }
   // 6. The runtime's own work per plan op and per step, outside the ops' bodies.
   {
@@ -462,6 +467,9 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   if (h.compute_slowdown_with_collectives > 0) {
     prov["contention"]["compute_slowdown_with_collectives"] = h.compute_slowdown_with_collectives;
     prov["contention"]["ranks"] = o.ranks->size();  // measured with this many ranks in step
+    // Not a rule: how much of a core the collective thread itself used (a slowdown above
+    // 1 + share / compute threads is more than the thread's own CPU time).
+    prov["contention"]["collective_thread_cpu_share"] = h.collective_thread_cpu_share;
   }
   r.profile.set_provenance(prov);
   tick();
