@@ -251,6 +251,12 @@ struct AdamBuf {
   }
 };
 
+// With ranks (ProfileOptions::ranks), waits until every rank is here (an all-gather of one value):
+// the ranks then time the same thing at once, as the ranks of a step compute in step.
+void together(const ProfileOptions& o) {
+  if (o.ranks && o.ranks->size() > 1) o.ranks->all_gather(0.0);
+}
+
 struct Beside {
   double compute_slowdown = 1;  // ref's time beside the background work / alone
   double background_run_s = 0;  // one run of the background work while ref ran beside it
@@ -266,16 +272,13 @@ Beside time_beside_load(const traces::OpSignature& ref, const std::function<std:
                         const ProfileOptions& o, int windows = 6) {
   ProfileOptions w = o;
   w.min_seconds = 0.06;
-  auto together = [&] {
-    if (o.ranks && o.ranks->size() > 1) o.ranks->all_gather(0.0);
-  };
   std::vector<double> alone, beside;
   double bg_wall = 0, bg_cpu = 0;
   long bg_runs = 0;
   for (int i = 0; i < windows; ++i) {
-    together();
+    together(o);
     alone.push_back(time_signature(ref, w).mean);
-    together();
+    together(o);
     const auto t0 = Clock::now();
     std::unique_ptr<BackgroundLoad> bg = start();
     beside.push_back(time_signature(ref, w).mean);
@@ -324,6 +327,9 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   std::vector<double> probe_gflops, copy_probe_gbps, adam_probe_mps;
   for (int round = 0; round < std::max(1, o.rounds); ++round) {
     for (const auto& sig : o.signatures) {
+      // Every rank times the same op at once: a rank ahead would otherwise time its last ops (the
+      // plans' whole blocks) beside its peer's next section (the all-core DRAM rate, sleeping copies).
+      together(o);
       probe_gflops.push_back(reference_gemm_gflops());
       copy_probe_gbps.push_back(reference_copy_gbps(o.link_gbps));
       adam_probe_mps.push_back(reference_adam_mparams_per_s());
@@ -340,6 +346,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
       const double gflop = 2e-9 * static_cast<double>(e.sig.shape[0]) * e.sig.shape[1] * e.sig.shape[2];
       h.gemm.push_back({gflop, gflop * 1e-3 / (e.us.mean * 1e-6)});
     }
+  together(o);
   // 2. Memory-bound rate vs bytes (elementwise add: 3 x 4 bytes per element) and launch floor.
   // The output is preallocated (add_out): this is bandwidth, not first-touch page faults.
   auto add_gbps = [&](int64_t n) {
@@ -356,6 +363,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   set_compute_threads(h.compute_threads);
   tick();
 
+  together(o);
   // 3. Copies through the runtime's copy engine at the throttle.
   const size_t big = size_t{16} << 20, small = 4096;
   const double t_big = copy_seconds(o.link_gbps, big, 3);
@@ -378,6 +386,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   }
   tick();
 
+  together(o);
   // 4. CPU Adam: one thread (the runtime's optimizer worker) and all cores.
   {
     AdamBuf buf(int64_t{4} << 20);
@@ -402,6 +411,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   }
   tick();
 
+  together(o);
   // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam,
   // and under mpirun beside this rank's collectives (each rank's collective stream runs on the
   // host cores too, as the copy workers do).
