@@ -216,7 +216,8 @@ TEST_CASE("ranks: interleave refuses a 1-GPU plan under mpirun -np 2, naming the
 TEST_CASE("ranks: protwin profile of a 2-GPU plan's kernels times the per-step work on empty ops", "[runtime][mpi]") {
   if (!have_runtime()) return;
   const std::string p = write(resident_plan(eager_workload("gpt2-tiny", 2, 16), kRanks), "profile_two_gpus.json");
-  const std::string dir = (fs::temp_directory_path() / "protwin_profile_two_gpus").string();
+  const std::string dir = scratch("profile_two_gpus");  // this build's own folder: another worktree's suite
+                                                         // removed a shared /tmp one mid-run
   fs::create_directories(dir);
   const CliResult r = run_protwin("profile --only-plans --rounds 1 --min-seconds 0.005 --plan " + p + " -o " + dir +
                                   "/machine.json --profile-out " + dir + "/profile.json --json");
