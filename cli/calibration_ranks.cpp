@@ -72,6 +72,13 @@ sim::JointRanks simulate_ranks(const traces::Plan& plan, const hw::Machine& base
   cores.cores = base.json.at("host").value("cores", 0);
   cores.threads = {{"compute", std::max(1, compute_threads)}, {"cpu_optim", 1}};  // ThreadSplit: Adam 1 thread
   cores.wait_threads = wait_cpu_share;  // measured by the run (train --probes: runtime/comm/wait_probe.h)
+  // A rank's busy collective stream: the rank profile timed compute s times slower beside it with
+  // every rank's compute and collectives alike, the compute threads filling the cores (ThreadSplit:
+  // cores / ranks each), so under processor sharing it keeps compute_threads x (s - 1) threads busy.
+  const nlohmann::json::json_pointer key("/contention/compute_slowdown_with_collectives");
+  if (profile && profile->provenance().contains(key) && profile->provenance()[key].is_number())
+    cores.load_threads["collective"] =
+        std::max(0.0, profile->provenance()[key].get<double>() - 1) * std::max(1, compute_threads);
   return sim::simulate_joint_ranks(plan, ranks, cores);
 }
 

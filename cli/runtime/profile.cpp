@@ -85,11 +85,13 @@ int run_profile(const std::vector<std::string>& args) {
   PROTWIN_CHECK(o.rounds >= 1, "--rounds: expected at least 1, got ", o.rounds);
   Progress bar("profile", o.rounds + 5);
   o.progress = [&](long, long) { bar.tick(); };
-  rt::ProfileResult r = rt::run_profile(o);
-  // Under mpirun every rank times the runtime's collectives together, after its own ops.
+  // Under mpirun the ranks time contention in step, compute beside their collectives too, and
+  // the runtime's collectives together after their own ops.
   rt::RankGroup& ranks = rt::RankGroup::world();
+  ranks.set_net_gbps(net_gbps);
+  if (ranks.size() > 1) o.ranks = &ranks;
+  rt::ProfileResult r = rt::run_profile(o);
   if (ranks.size() > 1) {
-    ranks.set_net_gbps(net_gbps);
     r.host.collective_rows = rt::probe_collectives(ranks, rt::default_collective_probe_bytes(), collective_reps);
     r.host.collectives = rt::fit_collectives(r.host.collective_rows);
     r.host.collective_ranks = ranks.size();
@@ -118,6 +120,8 @@ int run_profile(const std::vector<std::string>& args) {
                 {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
                 {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
                 {"adam_slowdown_with_compute", h.adam_slowdown_with_compute},
+                {"compute_slowdown_with_collectives", h.compute_slowdown_with_collectives},
+                {"collective_thread_cpu_share", h.collective_thread_cpu_share},
                 {"runtime_op_us", h.runtime_op_us},
                 {"runtime_step_us", h.runtime_step_us},
                 {"collectives", machine["collectives"]["intra_node"]}});
@@ -135,6 +139,10 @@ int run_profile(const std::vector<std::string>& args) {
   std::printf("  contention         GEMM x%.2f beside copies, x%.2f beside CPU Adam; copy x%.2f, Adam x%.2f beside compute\n",
               h.compute_slowdown_with_copies, h.compute_slowdown_with_adam, h.copy_slowdown_with_compute,
               h.adam_slowdown_with_compute);
+  if (h.compute_slowdown_with_collectives > 0)
+    std::printf("  contention         GEMM x%.2f beside this rank's collectives (%d ranks in step; their thread used "
+                "%.2f of a core)\n",
+                h.compute_slowdown_with_collectives, ranks.size(), h.collective_thread_cpu_share);
   std::printf("  runtime's own work %.2f us per plan op, %.0f us per step%s (host_dispatch)\n", h.runtime_op_us,
               h.runtime_step_us, o.step_plan.empty() ? " (empty-op plans)" : " (a real step of the first one-GPU --plan)");
   for (const auto& [kind, f] : h.collectives)

@@ -44,6 +44,10 @@ struct HostMeasurements {
   // Slowdown of a compute kernel when the copy workers / CPU Adam run beside it (>= 1 in theory).
   double compute_slowdown_with_copies = 1, compute_slowdown_with_adam = 1;
   double copy_slowdown_with_compute = 1, adam_slowdown_with_compute = 1;
+  // Of a compute kernel beside this rank's collectives, all ranks busy alike (0: not measured, one
+  // rank).
+  double compute_slowdown_with_collectives = 0;
+  double collective_thread_cpu_share = 0;  // the collective thread's CPU time / wall time meanwhile
   // The runtime's own work per plan op and per step (runtime_overhead.h); 0: not measured, the
   // host_dispatch section is left out.
   double runtime_op_us = 0, runtime_step_us = 0;

@@ -6,7 +6,6 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,8 +13,10 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <thread>
 
+#include "runtime/comm/rank_group.h"
 #include "runtime/memory/copy_engine.h"
 #include "runtime/memory/thread_split.h"
 #include "runtime/model/rope.h"
@@ -23,6 +24,7 @@
 #include "runtime/optim/cpu_adam.h"
 #include "runtime/optim/host_passes.h"
 #include "runtime/executor/runtime_plan.h"
+#include "runtime/profile/background_load.h"
 #include "runtime/profile/block_profile.h"
 #include "runtime/profile/op_timer.h"
 #include "runtime/profile/runtime_overhead.h"
@@ -235,29 +237,6 @@ double copy_seconds(double gbps, size_t bytes, int reps) {
   return seconds_since(t0) / reps;
 }
 
-// Runs `work` repeatedly on a thread until stopped; counts completed runs.
-class Background {
- public:
-  explicit Background(std::function<void()> work)
-      : thread_([this, w = std::move(work)] {
-          while (!stop_.load()) {
-            w();
-            runs_.fetch_add(1);
-          }
-        }) {}
-  ~Background() { stop(); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  long runs() const { return runs_.load(); }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::atomic<long> runs_{0};
-  std::thread thread_;
-};
-
 struct AdamBuf {
   std::vector<float> p, g, m, v;
   explicit AdamBuf(int64_t n) : p(n, 0.1f), g(n, 0.01f), m(n, 0.f), v(n, 0.f) {}
@@ -272,32 +251,48 @@ struct AdamBuf {
   }
 };
 
+// With ranks (ProfileOptions::ranks), waits until every rank is here (an all-gather of one value):
+// the ranks then time the same thing at once, as the ranks of a step compute in step.
+void together(const ProfileOptions& o) {
+  if (o.ranks && o.ranks->size() > 1) o.ranks->all_gather(0.0);
+}
+
 struct Beside {
   double compute_slowdown = 1;  // ref's time beside the background work / alone
   double background_run_s = 0;  // one run of the background work while ref ran beside it
+  double background_cpu_share = 0;  // the background thread's CPU time over its wall time
 };
 
-// `ref` timed alone and beside `background` (run back to back on its own thread) in alternating
-// windows (alone, beside, alone, ...): a shared machine's speed drifts within seconds, and
-// alternation lets the drift reach both sides alike. The slowdown is the ratio of the windows'
-// medians.
-Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& background, const ProfileOptions& o,
-                   int windows = 6) {
+// `ref` timed alone and beside the work `start` begins (on its own thread) in alternating windows
+// (alone, beside, alone, ...): a shared machine's speed drifts within seconds, and alternation lets
+// the drift reach both sides alike. The slowdown is the ratio of the windows' medians. With ranks,
+// every window starts on all ranks together (an all-gather of one value), so each rank is timed
+// with its peers in the same state.
+Beside time_beside_load(const traces::OpSignature& ref, const std::function<std::unique_ptr<BackgroundLoad>()>& start,
+                        const ProfileOptions& o, int windows = 6) {
   ProfileOptions w = o;
   w.min_seconds = 0.06;
   std::vector<double> alone, beside;
-  double bg_wall = 0;
+  double bg_wall = 0, bg_cpu = 0;
   long bg_runs = 0;
   for (int i = 0; i < windows; ++i) {
+    together(o);
     alone.push_back(time_signature(ref, w).mean);
+    together(o);
     const auto t0 = Clock::now();
-    Background bg(background);
+    std::unique_ptr<BackgroundLoad> bg = start();
     beside.push_back(time_signature(ref, w).mean);
-    bg.stop();
+    bg->stop();
     bg_wall += seconds_since(t0);
-    bg_runs += bg.runs();
+    bg_runs += bg->runs();
+    bg_cpu += bg->cpu_s();
   }
-  return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs))};
+  return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs)),
+          bg_cpu / std::max(1e-9, bg_wall)};
+}
+
+Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& work, const ProfileOptions& o) {
+  return time_beside_load(ref, [&] { return std::make_unique<LocalLoad>(work); }, o);
 }
 
 }  // namespace
@@ -332,6 +327,9 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   std::vector<double> probe_gflops, copy_probe_gbps, adam_probe_mps;
   for (int round = 0; round < std::max(1, o.rounds); ++round) {
     for (const auto& sig : o.signatures) {
+      // Every rank times the same op at once: a rank ahead would otherwise time its last ops (the
+      // plans' whole blocks) beside its peer's next section (the all-core DRAM rate, sleeping copies).
+      together(o);
       probe_gflops.push_back(reference_gemm_gflops());
       copy_probe_gbps.push_back(reference_copy_gbps(o.link_gbps));
       adam_probe_mps.push_back(reference_adam_mparams_per_s());
@@ -348,6 +346,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
       const double gflop = 2e-9 * static_cast<double>(e.sig.shape[0]) * e.sig.shape[1] * e.sig.shape[2];
       h.gemm.push_back({gflop, gflop * 1e-3 / (e.us.mean * 1e-6)});
     }
+  together(o);
   // 2. Memory-bound rate vs bytes (elementwise add: 3 x 4 bytes per element) and launch floor.
   // The output is preallocated (add_out): this is bandwidth, not first-touch page faults.
   auto add_gbps = [&](int64_t n) {
@@ -364,6 +363,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   set_compute_threads(h.compute_threads);
   tick();
 
+  together(o);
   // 3. Copies through the runtime's copy engine at the throttle.
   const size_t big = size_t{16} << 20, small = 4096;
   const double t_big = copy_seconds(o.link_gbps, big, 3);
@@ -386,6 +386,7 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   }
   tick();
 
+  together(o);
   // 4. CPU Adam: one thread (the runtime's optimizer worker) and all cores.
   {
     AdamBuf buf(int64_t{4} << 20);
@@ -410,7 +411,10 @@ ProfileResult run_profile(const ProfileOptions& opts) {
   }
   tick();
 
-  // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam.
+  together(o);
+  // 5. Contention on the shared cores: a 512x1024x1024 GEMM beside both copy workers / CPU Adam,
+  // and under mpirun beside this rank's collectives (each rank's collective stream runs on the
+  // host cores too, as the copy workers do).
   {
     const traces::OpSignature ref{kk::kGemm, {512, 1024, 1024}, "fp32"};
     const double copy_alone = copy_seconds(o.link_gbps, big, 2);
@@ -428,6 +432,12 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     const Beside a = time_beside(ref, [&] { bg.step(1); }, o);
     h.compute_slowdown_with_adam = a.compute_slowdown;
     h.adam_slowdown_with_compute = a.background_run_s / adam_alone;
+    if (o.ranks && o.ranks->size() > 1) {
+      const Beside k =
+          time_beside_load(ref, [&] { return std::make_unique<CollectiveLoad>(*o.ranks, o.collective_bytes); }, o);
+      h.compute_slowdown_with_collectives = k.compute_slowdown;
+      h.collective_thread_cpu_share = k.background_cpu_share;
+    }
   }
   // 6. The runtime's own work per plan op and per step, outside the ops' bodies.
   {
@@ -464,6 +474,13 @@ ProfileResult run_profile(const ProfileOptions& opts) {
                            {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
                            {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
                            {"adam_slowdown_with_compute", h.adam_slowdown_with_compute}}}};
+  if (h.compute_slowdown_with_collectives > 0) {
+    prov["contention"]["compute_slowdown_with_collectives"] = h.compute_slowdown_with_collectives;
+    prov["contention"]["ranks"] = o.ranks->size();  // measured with this many ranks in step
+    // Not a rule: how much of a core the collective thread itself used (a slowdown above
+    // 1 + share / compute threads is more than the thread's own CPU time).
+    prov["contention"]["collective_thread_cpu_share"] = h.collective_thread_cpu_share;
+  }
   r.profile.set_provenance(prov);
   tick();
   return r;

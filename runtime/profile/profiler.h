@@ -15,6 +15,8 @@
 
 namespace protwin::rt {
 
+class RankGroup;
+
 struct ProfileOptions {
   std::vector<traces::OpSignature> signatures;  // ops to time (default_profile_models() when empty)
   double link_gbps = 1.0;       // copy-worker throttle, as `protwin train --link-GBps`
@@ -29,6 +31,13 @@ struct ProfileOptions {
   std::string step_plan;  // a plan file whose real step times the runtime's own work per step
                           // (runtime_overhead.h; empty: the empty-op plans' per-step cost)
   std::function<void(long done, long total)> progress;
+  // Under mpirun (issue 23): the ranks profiling together. The contention windows then start
+  // together on every rank, so a rank's compute is timed with its peers in the same state (all
+  // alone, or all beside the same work), as in an N-rank step, where the ranks keep in step at
+  // every collective; and compute is also timed beside this rank's collectives (collective_bytes
+  // each). Null or one rank: neither.
+  RankGroup* ranks = nullptr;
+  int64_t collective_bytes = int64_t{4} << 20;
 };
 
 struct ProfileResult {

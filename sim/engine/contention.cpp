@@ -141,6 +141,7 @@ std::vector<ContentionRule> contention_rules_from_profile(const nlohmann::json& 
   add("compute_slowdown_with_copies", "compute", {"h2d", "d2h"});
   add("compute_slowdown_with_adam", "compute", {"cpu_optim"});
   add("adam_slowdown_with_compute", "cpu_optim", {"compute"});
+  add("compute_slowdown_with_collectives", "compute", {"collective"});  // N-rank profiles only
   // copy_slowdown_with_compute is not used: a copy's time is its link transfer, which the link
   // model shares; only its latency is a fixed time.
   return rules;

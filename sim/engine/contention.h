@@ -31,7 +31,9 @@ struct ContentionRule {
 
 // The rules of an op profile's provenance "contention" block: compute beside the copy streams
 // ("compute_slowdown_with_copies") and beside CPU Adam ("compute_slowdown_with_adam"), CPU Adam
-// beside compute ("adam_slowdown_with_compute"); empty when it has none.
+// beside compute ("adam_slowdown_with_compute"), and in a profile the ranks of an N-rank run took
+// together, compute beside the rank's collective stream ("compute_slowdown_with_collectives"); empty
+// when it has none.
 std::vector<ContentionRule> contention_rules_from_profile(const nlohmann::json& provenance);
 
 // Simulates `plan`; with rules, re-simulates `passes` more times with each op's fixed time scaled

@@ -188,6 +188,7 @@ JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<cons
     for (const auto& o : report.ops) {
       const auto id = static_cast<size_t>(o.id);
       if (auto t = cores.threads.find(j.base[id]); t != cores.threads.end()) busy(o.start.ns, o.end.ns, t->second);
+      if (auto t = cores.load_threads.find(j.base[id]); t != cores.load_threads.end()) busy(o.start.ns, o.end.ns, t->second);
       if (j.arrival[id] >= 0) busy(report.ops[static_cast<size_t>(j.arrival[id])].end.ns, o.start.ns, cores.wait_threads);
     }
     const Sharing sharing(std::move(changes), static_cast<double>(cores.cores));

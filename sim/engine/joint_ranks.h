@@ -32,6 +32,10 @@ struct HostCores {
   int cores = 0;  // the machine's cores shared by the ranks; 0: not shared (no slowdown)
   // Threads a busy op of these streams keeps runnable (streams not listed: none).
   std::map<std::string, double> threads = {{"compute", 1}, {"cpu_optim", 1}};
+  // Threads a busy op of these streams keeps runnable without being slowed itself: a rank's
+  // collective stream (its MPI copies, the sum, its polling), whose time is the collective probe's,
+  // taken with every rank's collectives at once.
+  std::map<std::string, double> load_threads;
   double wait_threads = 1;  // runnable threads of a rank waiting for its peers in a collective
 };
 

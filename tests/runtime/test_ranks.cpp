@@ -216,7 +216,8 @@ TEST_CASE("ranks: interleave refuses a 1-GPU plan under mpirun -np 2, naming the
 TEST_CASE("ranks: protwin profile of a 2-GPU plan's kernels times the per-step work on empty ops", "[runtime][mpi]") {
   if (!have_runtime()) return;
   const std::string p = write(resident_plan(eager_workload("gpt2-tiny", 2, 16), kRanks), "profile_two_gpus.json");
-  const std::string dir = (fs::temp_directory_path() / "protwin_profile_two_gpus").string();
+  const std::string dir = scratch("profile_two_gpus");  // this build's own folder: another worktree's suite
+                                                         // removed a shared /tmp one mid-run
   fs::create_directories(dir);
   const CliResult r = run_protwin("profile --only-plans --rounds 1 --min-seconds 0.005 --plan " + p + " -o " + dir +
                                   "/machine.json --profile-out " + dir + "/profile.json --json");
@@ -225,5 +226,33 @@ TEST_CASE("ranks: protwin profile of a 2-GPU plan's kernels times the per-step w
   const nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j.at("ops").get<int>() > 0);
   CHECK(j.at("runtime_step_us").get<double>() >= 0);
+  fs::remove_all(dir);
+}
+
+// The rank profile as calibrate --ranks takes it: both ranks time every op and contention window
+// together (a barrier each), which only completes when both walk the same list; each rank's op
+// profile then carries compute beside its own collectives, measured with 2 ranks in step, and its
+// machine file the fitted collectives.
+TEST_CASE("ranks: mpirun -np 2 protwin profile times compute beside the rank's collectives, the ranks in step",
+          "[runtime][mpi]") {
+  if (!have_runtime()) return;
+  const std::string p = write(resident_plan(eager_workload("gpt2-tiny", 2, 16), kRanks), "profile_ranks.json");
+  const std::string dir = scratch("profile_ranks");
+  fs::create_directories(dir);
+  const CliResult r = run_protwin("profile --only-plans --rounds 1 --min-seconds 0.005 --collective-reps 1 --net-GBps 1 --plan " +
+                                      p + " -o " + dir + "/m-$OMPI_COMM_WORLD_RANK.json --profile-out " + dir +
+                                      "/p-$OMPI_COMM_WORLD_RANK.json'",
+                                  mpirun(kRanks) + " /bin/sh -c '");  // each rank its own files
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const nlohmann::json prof = nlohmann::json::parse(slurp(dir + "/p-" + std::to_string(rank) + ".json"));
+    const nlohmann::json& c = prof.at("provenance").at("contention");
+    CHECK(c.at("ranks") == kRanks);
+    CHECK(c.at("compute_slowdown_with_collectives").get<double>() > 0);
+    CHECK(c.at("collective_thread_cpu_share").get<double>() > 0);
+    const nlohmann::json machine = nlohmann::json::parse(slurp(dir + "/m-" + std::to_string(rank) + ".json"));
+    CHECK(machine.at("collectives").at("intra_node").contains("all_gather"));
+  }
   fs::remove_all(dir);
 }

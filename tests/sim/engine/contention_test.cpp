@@ -77,6 +77,27 @@ TEST_CASE("the rules come from an op profile's measured contention", "[engine][c
   CHECK(contention_rules_from_profile({{"kind", "derived"}}).empty());  // GPU profiles have none
 }
 
+// A rank profile (mpirun -np N protwin profile, issue 23) also measures compute beside the rank's
+// collectives; its rule slows the plan's compute stream wherever the collective stream runs.
+TEST_CASE("a rank profile's compute beside collectives slows compute under the collective stream", "[engine][contention]") {
+  const nlohmann::json prov = {{"kind", "measured"},
+                               {"contention", {{"compute_slowdown_with_copies", 1.15}, {"compute_slowdown_with_collectives", 1.9}}}};
+  const auto rules = contention_rules_from_profile(prov);
+  REQUIRE(rules.size() == 2);
+  CHECK(rules[1].stream == "compute");
+  CHECK(rules[1].beside == std::vector<std::string>{"collective"});
+  CHECK(rules[1].slowdown == 1.9);
+  // 10 us of compute under a 102 us collective: 19 us; the collective keeps its own time.
+  const auto m = rates(R"({"format": "protwin.rates", "version": 1,
+    "streams": {"compute": {"tflops": 1}, "collective": {"latency_us": 2, "GBps": 3}}})");
+  auto p = plan_with_streams({"compute", "collective"});
+  add_op(p, "forward", "compute", {}, 1e7, 0);
+  add_op(p, "all_gather", "collective", {}, 0, 300000);
+  const traces::Report r = simulate_with_contention(p, m, rules);
+  CHECK(length_us(r, 0) == Approx(19.0).epsilon(1e-9));
+  CHECK(length_us(r, 1) == Approx(102.0).epsilon(1e-9));
+}
+
 // The generated-ops form (simulate-4d's streamed plans): each pass re-runs the simulation.
 namespace {
 ContentionRun run_plan(const traces::Plan& p, int& runs) {

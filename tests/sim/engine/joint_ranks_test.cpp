@@ -110,3 +110,23 @@ TEST_CASE("joint ranks: the host's cores are shared by both ranks' CPU threads a
     CHECK(u.rank_s[0] * 1e6 == Approx(2 + 9 + 2).epsilon(1e-3));  // 1 us of work by t = 2, 9 more
   }
 }
+
+TEST_CASE("joint ranks: a busy collective stream loads the cores without being slowed itself", "[engine][joint]") {
+  // Both ranks: 10 us of compute and, from t = 0, an all_gather of 100000 B (2 + 100 us). On C = 2
+  // cores with x load threads per busy collective: 2 + 2x runnable, compute at 2 / (2 + 2x) of its
+  // speed: 10 (1 + x) us; the collective keeps its 102 us.
+  auto p = plan_with_streams({"compute", "collective"});
+  add_op(p, "forward", "compute", {}, 1e7);
+  add_op(p, "all_gather", "collective", {}, 0, 100000);
+  const auto m = rank_rates(1);
+  for (double x : {1.0, 0.5, 0.0}) {
+    HostCores cores;
+    cores.cores = 2;
+    cores.load_threads = {{"collective", x}};
+    const JointRanks j = simulate_joint_ranks(p, {&m, &m}, cores, 30);
+    for (const auto& o : j.report.ops) {
+      if (o.kind == "forward") CHECK(us(o.end - o.start) == Approx(10 * (1 + x)).epsilon(1e-3));
+      if (o.kind == "all_gather") CHECK(us(o.end - o.start) == Approx(102).epsilon(1e-9));
+    }
+  }
+}

@@ -1,0 +1,43 @@
+#include "runtime/profile/background_load.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "traces/thread_cpu_time.h"
+
+namespace protwin::rt {
+
+LocalLoad::LocalLoad(std::function<void()> work)
+    : thread_([this, w = std::move(work)] {
+        while (!stop_.load()) {
+          w();
+          runs_.fetch_add(1);
+        }
+      }) {}
+
+void LocalLoad::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+CollectiveLoad::CollectiveLoad(RankGroup& ranks, int64_t bytes)
+    : buffer_(at::ones({std::max<int64_t>(1, bytes / 4)}, at::kFloat)), thread_([this, &ranks] {
+        const double c0 = traces::thread_cpu_seconds();
+        for (;;) {
+          const std::vector<double> stop = ranks.all_gather(stop_.load() ? 1.0 : 0.0);
+          if (*std::min_element(stop.begin(), stop.end()) > 0) break;  // every rank asked
+          ranks.all_gather(buffer_);
+          ranks.reduce_scatter_mean(buffer_);
+          runs_.fetch_add(1);
+        }
+        cpu_s_ = traces::thread_cpu_seconds() - c0;
+      }) {}
+
+void CollectiveLoad::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace protwin::rt
