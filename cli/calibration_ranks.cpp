@@ -75,8 +75,12 @@ sim::JointRanks simulate_ranks(const traces::Plan& plan, const hw::Machine& base
   // A rank's busy collective stream: the rank profile timed compute s times slower beside it with
   // every rank's compute and collectives alike, the compute threads filling the cores (ThreadSplit:
   // cores / ranks each), so under processor sharing it keeps compute_threads x (s - 1) threads busy.
-  const nlohmann::json::json_pointer key("/contention/compute_slowdown_with_collectives");
-  if (profile && profile->provenance().contains(key) && profile->provenance()[key].is_number())
+  // Only from a profile taken with as many ranks in step as this simulation has: the threads it
+  // stands for are those ranks'.
+  const nlohmann::json::json_pointer key("/contention/compute_slowdown_with_collectives"),
+      measured_ranks("/contention/ranks");
+  if (profile && profile->provenance().contains(key) && profile->provenance()[key].is_number() &&
+      profile->provenance().value(measured_ranks, 0) == static_cast<int>(scales.size()))
     cores.load_threads["collective"] =
         std::max(0.0, profile->provenance()[key].get<double>() - 1) * std::max(1, compute_threads);
   return sim::simulate_joint_ranks(plan, ranks, cores);

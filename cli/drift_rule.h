@@ -30,7 +30,7 @@ constexpr double kDriftAlpha = 0.05;
 
 struct DriftTest {
   double statistic = 0;      // F (between steps) or |t| (level shift)
-  double df1 = 0, df2 = 0;   // degrees of freedom (df1 only for t)
+  double df1 = 0, df2 = 0;   // degrees of freedom (df1 only for F)
   double p_value = 1;        // 1 when not testable (too few samples)
   double effect = 0;         // level: log(profile level / steps' level); between steps: sd of log pair means
   bool detected = false;     // p_value < alpha

@@ -90,13 +90,17 @@ int run_profile(const std::vector<std::string>& args) {
   rt::RankGroup& ranks = rt::RankGroup::world();
   ranks.set_net_gbps(net_gbps);
   if (ranks.size() > 1) o.ranks = &ranks;
-  rt::ProfileResult r = rt::run_profile(o);
-  if (ranks.size() > 1) {
-    r.host.collective_rows = rt::probe_collectives(ranks, rt::default_collective_probe_bytes(), collective_reps);
-    r.host.collectives = rt::fit_collectives(r.host.collective_rows);
-    r.host.collective_ranks = ranks.size();
-    r.host.collective_net_GBps = net_gbps;
-  }
+  // A rank that fails ends every rank: its peers would otherwise wait in the profile's collectives.
+  rt::ProfileResult r;
+  rt::run_or_abort_all(ranks, "protwin profile", [&] {
+    r = rt::run_profile(o);
+    if (ranks.size() > 1) {
+      r.host.collective_rows = rt::probe_collectives(ranks, rt::default_collective_probe_bytes(), collective_reps);
+      r.host.collectives = rt::fit_collectives(r.host.collective_rows);
+      r.host.collective_ranks = ranks.size();
+      r.host.collective_net_GBps = net_gbps;
+    }
+  });
   bar.done();
   const nlohmann::json machine = rt::machine_json(r.host, name);
   traces::write_file_atomic(machine_out, machine.dump(2) + "\n");

@@ -121,15 +121,19 @@ void RankGroup::reduce_scatter_mean(const at::Tensor& full) {
     recv_counts.push_back(as_count(mine.count));
     recv_displs.push_back(as_count(mine.count * r));
   }
-  // The receive buffer is the communicator's own staging memory, as NCCL's channel buffers are
-  // (allocated at init, outside the caching allocator), and the sum is taken in place in this
-  // rank's shard: a reduce-scatter adds nothing to the device's allocated bytes, so a rank
+  // The receive buffer is the communicator's own staging memory, kept from call to call (as NCCL's
+  // channel buffers, allocated once, outside the caching allocator), and the sum is taken in place
+  // in this rank's shard: a reduce-scatter adds nothing to the device's allocated bytes, so a rank
   // waiting for a late peer holds no more device memory than a punctual one.
-  std::vector<float> staging(static_cast<size_t>(mine.count * size_));
-  check(g_mpi.alltoallv(full.data_ptr<float>(), send_counts.data(), send_displs.data(), staging.data(),
+  const size_t need = static_cast<size_t>(mine.count * size_);
+  if (staging_capacity_ < need) {
+    staging_.reset(new float[need]);  // not zeroed: the all-to-all fills what is read
+    staging_capacity_ = need;
+  }
+  check(g_mpi.alltoallv(full.data_ptr<float>(), send_counts.data(), send_displs.data(), staging_.get(),
                         recv_counts.data(), recv_displs.data()),
         "reduce-scatter");
-  const at::Tensor received = at::from_blob(staging.data(), {mine.count * size_}, full.options().device(at::kCPU));
+  const at::Tensor received = at::from_blob(staging_.get(), {mine.count * size_}, full.options().device(at::kCPU));
   at::Tensor out = full.narrow(0, mine.begin, mine.count);
   out.copy_(received.narrow(0, 0, mine.count));
   for (int r = 1; r < size_; ++r) out.add_(received.narrow(0, mine.count * r, mine.count));

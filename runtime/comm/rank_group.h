@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -69,6 +70,8 @@ class RankGroup {
   void extra_fixed_cost() const;
 
   int rank_ = 0, size_ = 1;
+  std::unique_ptr<float[]> staging_;  // reduce_scatter_mean's receive buffer, grown as needed
+  size_t staging_capacity_ = 0;
   double net_gbps_ = 0;
   double extra_fixed_cost_us_ = 0;
 };

@@ -4,10 +4,9 @@
 //   1. Rank 0 asks to stop at once, rank 1 after 150 ms: both return (a rank leaving alone would
 //      leave its peer waiting in a collective: the CTest timeout fails it), with equal run counts,
 //      and rank 0 kept running collectives until its peer was done (more than one run).
-//   2. With a synthetic 2 ms sleep before each all-gather and reduce-scatter (RankGroup's test
-//      hook), a run takes at least 4 ms, so at most elapsed / 4 ms + 1 runs fit into the time
-//      rank 0 spent in stop() (closed form; the runs are back to back, never more).
-// Exit 0: both hold on every rank.
+//   A synthetic 2 ms sleep before each all-gather and reduce-scatter (RankGroup's test hook) keeps
+//   the runs slow, so the test loads the cores little.
+// Exit 0: it holds on every rank.
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -41,12 +40,9 @@ int main() {
     const std::vector<double> all = ranks.all_gather(static_cast<double>(runs));  // the load has stopped
     const bool equal = all[0] == all[1];
     const bool waited = ranks.rank() != 0 || runs > 1;
-    const double most = stop_s / (2 * delay_us * 1e-6) + 1;
-    const bool back_to_back = ranks.rank() != 0 || static_cast<double>(runs) <= most;
-    std::printf("rank %d: %ld runs (ranks: %.0f, %.0f)%s; stop() took %.3f s%s, at most %.1f runs fit%s\n", ranks.rank(),
-                runs, all[0], all[1], equal ? "" : " FAIL: unequal", stop_s, waited ? "" : " FAIL: left alone", most,
-                back_to_back ? "" : " FAIL");
-    return equal && waited && back_to_back ? 0 : 1;
+    std::printf("rank %d: %ld runs (ranks: %.0f, %.0f)%s; stop() took %.3f s%s\n", ranks.rank(), runs, all[0], all[1],
+                equal ? "" : " FAIL: unequal", stop_s, waited ? "" : " FAIL: left alone");
+    return equal && waited ? 0 : 1;
   } catch (const protwin::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
