@@ -1,21 +1,12 @@
 #include "traces/plan_placement.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "traces/error.h"
+#include "traces/json_reader.h"
 
 namespace protwin::traces {
-namespace {
-
-const nlohmann::json& knob(const nlohmann::json& knobs, const char* key, bool boolean, const std::string& where) {
-  PROTWIN_CHECK(knobs.is_object() && knobs.contains(key), where, ": missing field \"", key, "\"");
-  const nlohmann::json& v = knobs.at(key);
-  PROTWIN_CHECK(boolean ? v.is_boolean() : v.is_number_integer(), where, "/", key, ": expected ",
-                boolean ? "true or false" : "an integer", ", got ", v.dump());
-  return v;
-}
-
-}  // namespace
 
 std::vector<ChunkPlacement> chunk_placement(const Plan& plan, const std::string& source) {
   std::vector<ChunkPlacement> out;
@@ -33,11 +24,10 @@ std::vector<ChunkPlacement> chunk_placement(const Plan& plan, const std::string&
     PROTWIN_CHECK(plan.meta.contains("knobs"), where,
                   ": no \"resident\" and \"optimizer\" (plan version 2) and no meta.knobs "
                   "(version 1)\nhint: recompile the plan (protwin search -o, simulate --plan-out) to version 2");
-    const nlohmann::json& k = plan.meta.at("knobs");
-    const std::string kw = source + ":/meta/knobs";
-    const bool offload = knob(k, "offload", true, kw).get<bool>();
-    const bool resident = !offload || static_cast<int64_t>(c) < knob(k, "n_persist", false, kw).get<int64_t>();
-    out.push_back({resident, resident && (knob(k, "persistent_gpu_adam", true, kw).get<bool>() || !offload)});
+    const JsonNode k = JsonNode(&plan.meta, std::make_shared<const std::string>(source), "/meta").at("knobs");
+    const bool offload = k.at("offload").as_bool();
+    const bool resident = !offload || static_cast<int64_t>(c) < k.get_int("n_persist");
+    out.push_back({resident, resident && (k.at("persistent_gpu_adam").as_bool() || !offload)});
   }
   return out;
 }

@@ -301,7 +301,7 @@ TEST_CASE("chunk placement: the chunks' own fields, else a version-1 plan's knob
                     Catch::StartsWith("v2.json:/chunks/1/optimizer: \"device\" needs \"resident\": true"));
   p.chunks[1].optimizer = "host";
   p.meta["knobs"]["n_persist"] = "one";
-  CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), "v1.json:/meta/knobs/n_persist: expected an integer, got \"one\"");
+  CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), Catch::StartsWith("v1.json:/meta/knobs/n_persist: expected an integer"));
   p.meta.erase("knobs");
   CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), Catch::StartsWith("v1.json:/chunks/0: no \"resident\""));
 }
