@@ -11,11 +11,7 @@ namespace protwin::traces {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
+using protwin::detail::join;
 
 // Dimensions beyond these (a thousand times today's largest models) would overflow the byte and
 // FLOP counts built from them; they are refused, naming the field.

@@ -14,11 +14,7 @@ namespace protwin::sim {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
+using protwin::detail::join;
 
 // Listing order: family (GPT, OPT, LLaMA), then size.
 const std::vector<ModelSpec>& zoo() {
