@@ -4,8 +4,8 @@
 // Default method: Fujii, Watanabe, Yokota, arXiv 2411.06465, as coded by the authors in
 // okoge-kaz/Megatron-LM megatron/training/theoretical_memory_usage.py (REFERENCE §3). Alternatives:
 // upstream Megatron-LM's formula, Korthikanti et al. 2022 (arXiv 2205.05198) and ZeRO model states
-// (arXiv 1910.02054), and torch FSDP FULL_SHARD's (fsdp_estimator.cpp). The core takes plain
-// model description (traces/model_spec.h), not the zoo.
+// (arXiv 1910.02054), and torch FSDP FULL_SHARD's (fsdp_estimator.cpp). The core takes the
+// one model description (traces/model_spec.h), not the zoo.
 #pragma once
 
 #include <cstdint>
@@ -101,7 +101,8 @@ EstimateMethod parse_method(const std::string& s, const std::string& flag = "--m
 const char* recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s, const std::string& flag = "--recompute");
 
-// Exact parameter count of the whole model: L·(2h·q + 2h·d_head·k + m·h·h_ffn + 2h) + h + (1|2)·h·V
+// The estimators' parameter count of the whole model (Fujii's, which ModelSpec::parameter_count
+// matches for Llama-style models): L·(2h·q + 2h·d_head·k + m·h·h_ffn + 2h) + h + (1|2)·h·V
 // (q = d_head·a, m = 3 with SwiGLU else 2; RMSNorm weights only, no biases). Uses padded V if set.
 int64_t parameter_count(const ModelSpec& model, int64_t vocab);
 // Transformer stack incl. final norm (P_tr of REFERENCE §3).

@@ -5,6 +5,7 @@
 
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/memory_estimate.h"
+#include "sim/workload/model_spec.h"
 #include "tests/sim/estimate/estimate_fixtures.h"
 
 using namespace protwin::sim;
@@ -15,6 +16,16 @@ TEST_CASE("Llama-3.1-8B parameter count from the formula is the published 8,030,
   const ModelSpec m = llama31_8b();
   CHECK(parameter_count(m, m.vocab) == 8030261248LL);
   CHECK(transformer_parameter_count(m) == 6979588096LL);  // P_tr incl. final norm
+}
+
+TEST_CASE("the formula's count equals the parameter layout's for every Llama-family zoo model") {
+  // Oracle: the one parameter layout (traces/parameter_layout.h), tensor by tensor.
+  for (const std::string& name : model_names()) {
+    const ModelSpec m = find_model(name);
+    if (m.family != "llama") continue;
+    INFO(name);
+    CHECK(parameter_count(m, m.vocab) == m.parameter_count());
+  }
 }
 
 TEST_CASE("authors' four unit-test cases to 1e-9 relative") {
