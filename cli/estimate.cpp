@@ -15,7 +15,6 @@
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/memory_estimate.h"
 #include "sim/estimate/parallel_search.h"
-#include "sim/parallel/estimate_model.h"
 #include "sim/workload/model_spec.h"
 #include "traces/error.h"
 
@@ -169,7 +168,7 @@ int run_estimate(const std::vector<std::string>& args) {
     PROTWIN_CHECK(gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
     memory = gpu_mem;
   }
-  const sim::MemoryEstimate e = sim::estimate_memory(sim::to_estimate_model(spec), cfg, opt);
+  const sim::MemoryEstimate e = sim::estimate_memory(spec, cfg, opt);
 
   if (vm.count("json")) {
     json j = sim::estimate_to_json(e, memory);
@@ -259,7 +258,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
   const sim::EstimateOptions opt = to_options(sw, vm);
   const sim::ModelSpec spec = sim::resolve_model(model_name);
   if (!vm.count("seq")) space.seq = spec.default_seq;
-  const sim::ParallelSearchResult r = sim::search_parallel_configs(sim::to_estimate_model(spec), space, opt);
+  const sim::ParallelSearchResult r = sim::search_parallel_configs(spec, space, opt);
 
   const bool all = vm.count("all") > 0, explain = vm.count("explain") > 0;
   std::vector<const sim::SearchCandidate*> listed;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace protwin {
 
@@ -31,6 +32,12 @@ std::string concat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
+}
+// "a, b, c": the lists of known names an error message offers.
+inline std::string join(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
 }
 }  // namespace detail
 

@@ -53,7 +53,7 @@ void PlanReplayer::run(const traces::Op& op) {
 }
 
 void PlanReplayer::run_semantics(const traces::Op& op) {
-  const ModelConfig& cfg = rp_.model;
+  const ModelSpec& cfg = rp_.model;
   const std::string k = traces::to_string(op.kind);
   const int64_t blk = op.block;
   const int64_t head = head_block(cfg);

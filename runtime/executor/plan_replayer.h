@@ -64,7 +64,7 @@ class Replayer {
   // One training iteration on a [B, T] batch (CPU int64 tensors): the whole plan once;
   // `adam_step` is the 1-based optimizer step of this iteration.
   virtual StepResult step(const at::Tensor& tokens, const at::Tensor& targets, int64_t adam_step) = 0;
-  // Model states as flat CPU fp32 tensors in param_specs order (ChunkStore's contract).
+  // Model states as flat CPU fp32 tensors in stored_parameters order (ChunkStore's contract).
   virtual at::Tensor export_flat(StateKind kind) const = 0;
   virtual void import_flat(StateKind kind, const at::Tensor& flat) = 0;
   virtual void load_params(const std::vector<at::Tensor>& params) = 0;

@@ -23,67 +23,8 @@ int64_t int_field(const nlohmann::json& obj, const std::string& key, const std::
   PROTWIN_CHECK(v.is_number_integer(), where, "/", key, ": expected an integer, got ", v.dump());
   return v.get<int64_t>();
 }
-std::string str_field(const nlohmann::json& obj, const std::string& key, const std::string& where) {
-  const nlohmann::json& v = field(obj, key, where);
-  PROTWIN_CHECK(v.is_string(), where, "/", key, ": expected a string, got ", v.dump());
-  return v.get<std::string>();
-}
-
-// Refuses a spec field whose value the runtime's model does not implement.
-template <typename T>
-void expect(const nlohmann::json& spec, const std::string& key, const T& want, const std::string& where,
-            const std::string& family) {
-  const nlohmann::json& v = field(spec, key, where);
-  PROTWIN_CHECK(v == nlohmann::json(want), where, "/", key, ": the runtime's ", family, " needs ",
-                nlohmann::json(want).dump(), ", got ", v.dump());
-}
 
 }  // namespace
-
-ModelConfig model_config_from_spec(const nlohmann::json& spec, int64_t seq, const std::string& where) {
-  ModelConfig c;
-  const std::string family = str_field(spec, "family", where);
-  if (family == "gpt2" || family == "gpt") {
-    c.family = ModelFamily::kGpt2;
-    expect(spec, "norm", "layernorm", where, "GPT-2");
-    expect(spec, "activation", "gelu", where, "GPT-2");
-    expect(spec, "bias", true, where, "GPT-2");
-    expect(spec, "tied_embeddings", true, where, "GPT-2");
-    expect(spec, "position_offset", 0, where, "GPT-2");
-  } else if (family == "llama") {
-    c.family = ModelFamily::kLlama;
-    expect(spec, "norm", "rmsnorm", where, "LLaMA");
-    expect(spec, "activation", "swiglu", where, "LLaMA");
-    expect(spec, "bias", false, where, "LLaMA");
-    expect(spec, "tied_embeddings", false, where, "LLaMA");
-    expect(spec, "max_positions", 0, where, "LLaMA (RoPE, no learned positions)");
-  } else {
-    PROTWIN_CHECK(false, where, "/family: the runtime implements gpt2 and llama, got \"", family, "\"");
-  }
-  c.hidden = int_field(spec, "hidden", where);
-  c.layers = int_field(spec, "layers", where);
-  c.heads = int_field(spec, "heads", where);
-  c.kv_heads = int_field(spec, "kv_heads", where);
-  c.ffn_hidden = int_field(spec, "ffn_hidden", where);
-  c.vocab = int_field(spec, "vocab", where);
-  if (c.family == ModelFamily::kGpt2) {
-    PROTWIN_CHECK(c.kv_heads == c.heads, where, "/kv_heads: the runtime's GPT-2 needs kv_heads == heads (",
-                  c.heads, "), got ", c.kv_heads);
-    c.max_seq = int_field(spec, "max_positions", where);
-    PROTWIN_CHECK(seq <= c.max_seq, where, "/max_positions: ", c.max_seq,
-                  " learned positions, but the plan's sequence is ", seq);
-  } else {
-    c.max_seq = seq;
-    PROTWIN_CHECK(c.heads > 0 && c.hidden % c.heads == 0 && (c.hidden / c.heads) % 2 == 0, where,
-                  "/heads: RoPE needs an even head dimension (hidden ", c.hidden, " / heads ", c.heads, ")");
-  }
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw Error(where + ": " + e.what());
-  }
-  return c;
-}
 
 int64_t RuntimePlan::gpu_capacity() const {
   const int i = plan.pool_index("gpu");
@@ -125,7 +66,8 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
                     "/bytes: the embedding's activation (the token ids, 8 B each) is ", plan.tensors[i].bytes.n,
                     " bytes, but meta.batch x meta.seq = ", rp.batch, " x ", rp.seq, " tokens need ",
                     rp.batch * rp.seq * 8, ": the plan's meta disagrees with its ops");
-  rp.model = model_config_from_spec(field(m, "model_spec", meta), rp.seq, meta + "/model_spec");
+  rp.model = traces::model_from_json(field(m, "model_spec", meta), source, "/meta/model_spec");
+  check_runtime_model(rp.model, rp.seq, source, "/meta/model_spec");
   PROTWIN_CHECK(plan.pool_index("gpu") >= 0, meta, "/pools: the plan has no \"gpu\" pool");
 
   // Block modes from the ops (meta.layer_modes is not read): traces/plan_placement.h.
@@ -135,7 +77,7 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
                                                                    : LayerMode::kNone);
 
   // Chunks onto the runtime's parameters: every parameter exactly once, same shape.
-  const std::vector<ParamSpec> specs = param_specs(rp.model);
+  const std::vector<ParamTensor> specs = stored_parameters(rp.model);
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < specs.size(); ++i) index[specs[i].name] = i;
   rp.chunks.slots.assign(specs.size(), ParamSlot{-1, 0, 0});
@@ -150,15 +92,15 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
       const std::string pw = where + "/params/" + std::to_string(j);
       auto it = index.find(p.name);
       PROTWIN_CHECK(it != index.end(), pw, "/name: \"", p.name, "\" is not a parameter of the runtime's ",
-                    to_string(rp.model.family), " model");
-      const ParamSpec& s = specs[it->second];
+                    rp.model.family, " model");
+      const ParamTensor& s = specs[it->second];
       PROTWIN_CHECK(p.shape == s.shape, pw, "/shape: ", nlohmann::json(p.shape).dump(), " for ", p.name,
                     ", the runtime's model has ", nlohmann::json(s.shape).dump());
       PROTWIN_CHECK(rp.chunks.slots[it->second].chunk < 0, pw, "/name: ", p.name, " appears in two chunks");
       PROTWIN_CHECK(p.offset >= 0 && p.offset <= ch.bytes.n / 4, pw, "/offset: ", p.offset,
                     " is outside the chunk's ", ch.bytes.n / 4, " fp32 elements");
-      rp.chunks.slots[it->second] = ParamSlot{static_cast<int>(c), p.offset, s.numel()};
-      used = std::max(used, p.offset + s.numel());
+      rp.chunks.slots[it->second] = ParamSlot{static_cast<int>(c), p.offset, s.numel};
+      used = std::max(used, p.offset + s.numel);
     }
     // Parameters share a chunk side by side: two that overlap would overwrite each other.
     std::vector<std::pair<int64_t, size_t>> starts;  // (offset, index in params)
@@ -166,7 +108,7 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
     std::sort(starts.begin(), starts.end());
     for (size_t j = 1; j < starts.size(); ++j) {
       const traces::ChunkParam& prev = ch.params[starts[j - 1].second];
-      const int64_t prev_end = prev.offset + specs[index.at(prev.name)].numel();
+      const int64_t prev_end = prev.offset + specs[index.at(prev.name)].numel;
       PROTWIN_CHECK(starts[j].first >= prev_end, where, "/params/", starts[j].second, "/offset: ",
                     ch.params[starts[j].second].name, " at element ", starts[j].first, " overlaps ", prev.name,
                     " (elements ", prev.offset, " to ", prev_end, ")");

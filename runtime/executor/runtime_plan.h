@@ -1,5 +1,6 @@
-// A Plan as the runtime replays it: the plan itself (validated), the model built from
-// meta.model_spec, the block modes, and the chunk layout mapped onto the runtime's parameters.
+// A Plan as the runtime replays it: the plan itself (validated), the model read from
+// meta.model_spec (check_runtime_model), the block modes, and the chunk layout mapped onto the
+// runtime's parameters.
 // Everything the runtime cannot replay is refused here, before any step runs, with the file and
 // JSON pointer of the offending field (exit 2 at the CLI).
 #pragma once
@@ -11,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/memory/chunk_store.h"
-#include "runtime/model/model_config.h"
+#include "runtime/model/runtime_model.h"
 #include "traces/plan.h"
 
 namespace protwin::rt {
@@ -22,7 +23,7 @@ struct RuntimePlan {
   traces::Plan plan;
   std::string source;              // file name used in messages
   traces::ValidationResult validation;
-  ModelConfig model;
+  ModelSpec model;
   int64_t batch = 0, seq = 0;
   std::vector<LayerMode> layer_modes;  // per decoder layer
   ChunkLayout chunks;
@@ -32,10 +33,6 @@ struct RuntimePlan {
   int64_t gpu_capacity() const;
   int64_t gpu_high_water() const;  // validate()'s high-water of pool "gpu"
 };
-
-// The runtime's ModelConfig for a model spec (the zoo JSON). `where` prefixes errors
-// ("plan.json:/meta/model_spec"). Refuses what the runtime does not implement.
-ModelConfig model_config_from_spec(const nlohmann::json& spec, int64_t seq, const std::string& where);
 
 // `ranks`: the processes replaying the plan (mpirun -np); meta.gpus must equal it.
 RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int ranks = 1);

@@ -8,8 +8,12 @@
 
 namespace protwin::rt {
 
-ChunkStore::ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device, RankGroup& ranks)
-    : cfg_(cfg), specs_(param_specs(cfg)), layout_(std::move(layout)), device_(device), ranks_(ranks) {
+ChunkStore::ChunkStore(const ModelSpec& cfg, ChunkLayout layout, DeviceOps& device, RankGroup& ranks)
+    : cfg_(cfg),
+      specs_(stored_parameters(cfg)),
+      layout_(std::move(layout)),
+      device_(device),
+      ranks_(ranks) {
   PROTWIN_ASSERT(layout_.slots.size() == specs_.size(), "chunk layout has ", layout_.slots.size(),
                  " slots for ", specs_.size(), " parameters");
   const size_t n = layout_.chunk_numel.size();
@@ -264,7 +268,7 @@ void ChunkStore::block_views(int64_t block, std::vector<at::Tensor>& params,
   };
   for (size_t i = 0; i < specs_.size(); ++i)
     if (specs_[i].block == block) bind(i);
-  if (cfg_.tied_embeddings() && block == head_block(cfg_)) bind(0);  // LM head = token embedding
+  if (cfg_.tied_embeddings && block == head_block(cfg_)) bind(0);  // LM head = token embedding
 }
 
 void ChunkStore::grad_roundtrip(int c) {

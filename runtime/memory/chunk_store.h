@@ -33,12 +33,12 @@
 
 #include "runtime/comm/rank_group.h"
 #include "runtime/memory/copy_engine.h"
-#include "runtime/model/model_config.h"
+#include "runtime/model/runtime_model.h"
 #include "runtime/optim/cpu_adam.h"
 
 namespace protwin::rt {
 
-// Where one parameter (param_specs order) lives.
+// Where one parameter (stored_parameters order) lives.
 struct ParamSlot {
   int chunk = 0;
   int64_t offset = 0;  // elements from the chunk start
@@ -46,7 +46,7 @@ struct ParamSlot {
 };
 
 struct ChunkLayout {
-  std::vector<ParamSlot> slots;          // param_specs(cfg) order
+  std::vector<ParamSlot> slots;          // stored_parameters(cfg) order
   std::vector<int64_t> chunk_numel;      // used elements of each chunk
   std::vector<bool> device_resident;     // persistent chunks
   std::vector<bool> device_optimizer;    // Adam on the device (persistent with GPU Adam)
@@ -60,16 +60,16 @@ enum class StateKind { kParams, kExpAvg, kExpAvgSq };
 class ChunkStore {
  public:
   // `device` and `ranks` must outlive the store.
-  ChunkStore(const ModelConfig& cfg, ChunkLayout layout, DeviceOps& device, RankGroup& ranks);
+  ChunkStore(const ModelSpec& cfg, ChunkLayout layout, DeviceOps& device, RankGroup& ranks);
 
   const ChunkLayout& layout() const { return layout_; }
   int chunks() const { return static_cast<int>(layout_.chunk_numel.size()); }
 
-  // States as one flat CPU fp32 tensor in param_specs order (a copy; for checkpoints and tests).
+  // States as one flat CPU fp32 tensor in stored_parameters order (a copy; for checkpoints and tests).
   // These synchronize the device; on N ranks every rank must call them (export gathers shards).
   at::Tensor export_flat(StateKind kind) const;
   void import_flat(StateKind kind, const at::Tensor& flat);
-  // Convenience: weights given per parameter (param_specs order); Adam states zeroed.
+  // Convenience: weights given per parameter (stored_parameters order); Adam states zeroed.
   void load_params(const std::vector<at::Tensor>& params);
 
   // ---- device side (called by the replayer's stream workers; the plan's deps order them) ----
@@ -117,7 +117,7 @@ class ChunkStore {
   bool on_device(int c) const;
 
   // Views of `block`'s weights and gradients into the device chunks, written at the block's
-  // indices of param_specs order (other entries untouched). Gradient buffers are created zeroed
+  // indices of stored_parameters order (other entries untouched). Gradient buffers are created zeroed
   // on first use.
   void block_views(int64_t block, std::vector<at::Tensor>& params, std::vector<at::Tensor>& grads,
                    bool with_grads);
@@ -155,8 +155,8 @@ class ChunkStore {
   at::Tensor& master(int c);
   const at::Tensor& state(int c, StateKind kind) const;
 
-  ModelConfig cfg_;
-  std::vector<ParamSpec> specs_;
+  ModelSpec cfg_;
+  std::vector<ParamTensor> specs_;
   ChunkLayout layout_;
   DeviceOps& device_;
   RankGroup& ranks_;

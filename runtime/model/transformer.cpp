@@ -70,12 +70,12 @@ at::Tensor ln_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m
 
 // ---- RoPE tables (the rotation itself: runtime/model/rope.h) ----
 // cos, sin: [T, D] in the dtype of x.
-void rope_tables(const ModelConfig& cfg, int64_t t, const at::TensorOptions& opt, at::Tensor& cos,
+void rope_tables(const ModelSpec& cfg, int64_t t, const at::TensorOptions& opt, at::Tensor& cos,
                  at::Tensor& sin) {
   const int64_t d = cfg.head_dim();
   auto f32 = at::TensorOptions().dtype(at::kFloat);
   at::Tensor inv_freq =
-      at::pow(cfg.rope_theta, at::arange(0, d, 2, f32).div_(static_cast<double>(d))).reciprocal_();
+      at::pow(kRopeTheta, at::arange(0, d, 2, f32).div_(static_cast<double>(d))).reciprocal_();
   at::Tensor freqs = at::outer(at::arange(t, f32), inv_freq);  // [T, D/2]
   at::Tensor emb = at::cat({freqs, freqs}, -1);                 // [T, D]
   cos = emb.cos().to(opt);
@@ -108,7 +108,7 @@ at::Tensor merge_heads(const at::Tensor& x) {
 
 // ---- causal attention written out: softmax(mask(q k^T / sqrt(D))) v ----
 // q [B, NH, T, D], k/v [B, KH, T, D] -> y [B, NH, T, D]; att [B, NH, T, T]
-at::Tensor attention_fwd(const ModelConfig& cfg, const at::Tensor& q, const at::Tensor& k,
+at::Tensor attention_fwd(const ModelSpec& cfg, const at::Tensor& q, const at::Tensor& k,
                          const at::Tensor& v, at::Tensor& att) {
   const int64_t groups = cfg.heads / cfg.kv_heads, t = q.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg.head_dim()));
@@ -121,7 +121,7 @@ at::Tensor attention_fwd(const ModelConfig& cfg, const at::Tensor& q, const at::
 
 // dy [B, NH, T, D] -> dq [B, NH, T, D], dk/dv [B, KH, T, D]. Masked entries have att = 0, so
 // the softmax backward already gives them zero gradient.
-void attention_bwd(const ModelConfig& cfg, const at::Tensor& dy, const at::Tensor& q,
+void attention_bwd(const ModelSpec& cfg, const at::Tensor& dy, const at::Tensor& q,
                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& att, at::Tensor& dq,
                    at::Tensor& dk, at::Tensor& dv) {
   const int64_t groups = cfg.heads / cfg.kv_heads;
@@ -134,27 +134,27 @@ void attention_bwd(const ModelConfig& cfg, const at::Tensor& dy, const at::Tenso
   dk = reduce_kv(at::matmul(ds.transpose(-2, -1), q), groups);              // [B, KH, T, D]
 }
 
-void check_shape(const at::Tensor& t, const ParamSpec& spec) {
+void check_shape(const at::Tensor& t, const ParamTensor& spec) {
   PROTWIN_CHECK(t.defined(), "runtime weights: tensor for ", spec.name, " is undefined");
   PROTWIN_CHECK(t.sizes().vec() == spec.shape, "runtime weights: ", spec.name, " has shape ",
                 t.sizes(), ", expected ", at::IntArrayRef(spec.shape));
 }
 
-// Field of the block structs for each parameter name suffix (same order as param_specs).
-std::vector<at::Tensor*> layer_fields(const ModelConfig& cfg, LayerWeights& w) {
-  if (cfg.family == ModelFamily::kGpt2)
+// Field of the block structs for each parameter name suffix (same order as stored_parameters).
+std::vector<at::Tensor*> layer_fields(const ModelSpec& cfg, LayerWeights& w) {
+  if (is_gpt2(cfg))
     return {&w.ln1_w, &w.ln1_b, &w.qkv_w, &w.qkv_b, &w.proj_w,   &w.proj_b,
             &w.ln2_w, &w.ln2_b, &w.fc_w,  &w.fc_b,  &w.fcproj_w, &w.fcproj_b};
   return {&w.attn_norm_w, &w.wq, &w.wk, &w.wv, &w.wo, &w.mlp_norm_w, &w.w_gate, &w.w_up, &w.w_down};
 }
 
-std::vector<at::Tensor*> model_fields(const ModelConfig& cfg, ModelWeights& w) {
+std::vector<at::Tensor*> model_fields(const ModelSpec& cfg, ModelWeights& w) {
   std::vector<at::Tensor*> f{&w.embedding.wte};
-  if (cfg.family == ModelFamily::kGpt2) f.push_back(&w.embedding.wpe);
+  if (is_gpt2(cfg)) f.push_back(&w.embedding.wpe);
   for (LayerWeights& l : w.layers)
     for (at::Tensor* t : layer_fields(cfg, l)) f.push_back(t);
   f.push_back(&w.head.norm_w);
-  if (cfg.family == ModelFamily::kGpt2) {
+  if (is_gpt2(cfg)) {
     f.push_back(&w.head.norm_b);
   } else {
     f.push_back(&w.head.lm_head);
@@ -164,27 +164,27 @@ std::vector<at::Tensor*> model_fields(const ModelConfig& cfg, ModelWeights& w) {
 
 }  // namespace
 
-ModelWeights bind_weights(const ModelConfig& cfg, const std::vector<at::Tensor>& flat) {
-  const std::vector<ParamSpec> specs = param_specs(cfg);
+ModelWeights bind_weights(const ModelSpec& cfg, const std::vector<at::Tensor>& flat) {
+  const std::vector<ParamTensor> specs = stored_parameters(cfg);
   PROTWIN_CHECK(flat.size() == specs.size(), "runtime weights: got ", flat.size(),
-                " tensors, the ", to_string(cfg.family), " model has ", specs.size());
+                " tensors, the ", cfg.family, " model has ", specs.size());
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(cfg.layers));
   std::vector<at::Tensor*> fields = model_fields(cfg, w);
-  PROTWIN_ASSERT(fields.size() == specs.size(), "field table out of sync with param_specs");
+  PROTWIN_ASSERT(fields.size() == specs.size(), "field table out of sync with stored_parameters");
   for (size_t i = 0; i < specs.size(); ++i) {
     check_shape(flat[i], specs[i]);
     *fields[i] = flat[i];
   }
-  if (cfg.tied_embeddings()) w.head.lm_head = w.embedding.wte;
+  if (cfg.tied_embeddings) w.head.lm_head = w.embedding.wte;
   return w;
 }
 
-void bind_block(const ModelConfig& cfg, int64_t block, const std::vector<at::Tensor>& flat,
+void bind_block(const ModelSpec& cfg, int64_t block, const std::vector<at::Tensor>& flat,
                 ModelWeights& w) {
-  const std::vector<ParamSpec> specs = param_specs(cfg);
+  const std::vector<ParamTensor> specs = stored_parameters(cfg);
   PROTWIN_CHECK(flat.size() == specs.size(), "runtime weights: got ", flat.size(),
-                " tensors, the ", to_string(cfg.family), " model has ", specs.size());
+                " tensors, the ", cfg.family, " model has ", specs.size());
   w.layers.resize(static_cast<size_t>(cfg.layers));
   std::vector<at::Tensor*> fields = model_fields(cfg, w);
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -192,28 +192,28 @@ void bind_block(const ModelConfig& cfg, int64_t block, const std::vector<at::Ten
     check_shape(flat[i], specs[i]);
     *fields[i] = flat[i];
   }
-  if (cfg.tied_embeddings() && block == head_block(cfg)) {
+  if (cfg.tied_embeddings && block == head_block(cfg)) {
     check_shape(flat[0], specs[0]);
     w.head.lm_head = flat[0];
   }
 }
 
-std::vector<at::Tensor> flatten_weights(const ModelConfig& cfg, const ModelWeights& w) {
+std::vector<at::Tensor> flatten_weights(const ModelSpec& cfg, const ModelWeights& w) {
   ModelWeights copy = w;  // handles only
   std::vector<at::Tensor> out;
   for (at::Tensor* t : model_fields(cfg, copy)) out.push_back(*t);
   return out;
 }
 
-std::vector<at::Tensor> allocate_params(const ModelConfig& cfg, const at::TensorOptions& options) {
+std::vector<at::Tensor> allocate_params(const ModelSpec& cfg, const at::TensorOptions& options) {
   std::vector<at::Tensor> out;
-  for (const ParamSpec& s : param_specs(cfg)) out.push_back(at::zeros(s.shape, options));
+  for (const ParamTensor& s : stored_parameters(cfg)) out.push_back(at::zeros(s.shape, options));
   return out;
 }
 
-void init_params(const ModelConfig& cfg, const std::vector<at::Tensor>& flat, uint64_t seed) {
+void init_params(const ModelSpec& cfg, const std::vector<at::Tensor>& flat, uint64_t seed) {
   at::NoGradGuard no_grad;
-  const std::vector<ParamSpec> specs = param_specs(cfg);
+  const std::vector<ParamTensor> specs = stored_parameters(cfg);
   PROTWIN_CHECK(flat.size() == specs.size(), "runtime weights: got ", flat.size(),
                 " tensors, expected ", specs.size());
   at::Generator gen = at::detail::createCPUGenerator(seed);
@@ -252,32 +252,32 @@ int64_t LayerActs::bytes() {
 
 // ---------------------------------------------------------------------------------------------
 // embedding: x = wte[tokens] (+ wpe[0:T] for GPT-2)
-at::Tensor embedding_forward(const ModelConfig& cfg, const EmbeddingWeights& w,
+at::Tensor embedding_forward(const ModelSpec& cfg, const EmbeddingWeights& w,
                              const at::Tensor& tokens, EmbeddingActs* saved) {
   at::NoGradGuard no_grad;
   PROTWIN_CHECK(tokens.dim() == 2 && tokens.scalar_type() == at::kLong,
                 "runtime embedding: tokens must be a [B, T] int64 tensor");
   const int64_t t = tokens.size(1);
-  PROTWIN_CHECK(t <= cfg.max_seq || cfg.family == ModelFamily::kLlama,
-                "runtime embedding: sequence ", t, " exceeds max_seq ", cfg.max_seq);
+  PROTWIN_CHECK(t <= cfg.max_positions || !is_gpt2(cfg),
+                "runtime embedding: sequence ", t, " exceeds the ", cfg.max_positions, " learned positions");
   at::Tensor x = at::embedding(w.wte, tokens);  // [B, T, C]
-  if (cfg.family == ModelFamily::kGpt2) x.add_(w.wpe.narrow(0, 0, t));  // + [T, C]
+  if (is_gpt2(cfg)) x.add_(w.wpe.narrow(0, 0, t));  // + [T, C]
   if (saved != nullptr) saved->tokens = tokens;
   return x;
 }
 
-void embedding_backward(const ModelConfig& cfg, const EmbeddingActs& saved, const at::Tensor& dx,
+void embedding_backward(const ModelSpec& cfg, const EmbeddingActs& saved, const at::Tensor& dx,
                         EmbeddingWeights& grads) {
   at::NoGradGuard no_grad;
   const int64_t c = cfg.hidden, t = saved.tokens.size(1);
   at::Tensor dx2 = dx.reshape({-1, c});                        // [B*T, C]
   grads.wte.index_add_(0, saved.tokens.reshape({-1}), dx2);    // scatter rows into [V, C]
-  if (cfg.family == ModelFamily::kGpt2) grads.wpe.narrow(0, 0, t).add_(dx.sum(0));  // [T, C]
+  if (is_gpt2(cfg)) grads.wpe.narrow(0, 0, t).add_(dx.sum(0));  // [T, C]
 }
 
 // ---------------------------------------------------------------------------------------------
 // decoder layer
-at::Tensor layer_forward(const ModelConfig& cfg, const LayerWeights& w, const at::Tensor& x_in,
+at::Tensor layer_forward(const ModelSpec& cfg, const LayerWeights& w, const at::Tensor& x_in,
                          LayerActs* saved) {
   at::NoGradGuard no_grad;
   const at::Tensor x = x_in;  // own a handle: x_in may be saved->input, which is reset below
@@ -287,20 +287,20 @@ at::Tensor layer_forward(const ModelConfig& cfg, const LayerWeights& w, const at
   a.input = x;  // [B, T, C]
   const int64_t c = cfg.hidden;
   at::Tensor y;
-  if (cfg.family == ModelFamily::kGpt2) {
-    a.norm1 = ln_fwd(x, w.ln1_w, w.ln1_b, cfg.norm_eps, &a.norm1_mean, &a.norm1_rstd);
+  if (is_gpt2(cfg)) {
+    a.norm1 = ln_fwd(x, w.ln1_w, w.ln1_b, kNormEps, &a.norm1_mean, &a.norm1_rstd);
     at::Tensor qkv = linear_fwd(a.norm1, w.qkv_w, w.qkv_b);  // [B, T, 3C]
     a.q = split_heads(qkv.narrow(-1, 0, c), cfg.heads);        // [B, NH, T, D] views of qkv
     a.k = split_heads(qkv.narrow(-1, c, c), cfg.heads);
     a.v = split_heads(qkv.narrow(-1, 2 * c, c), cfg.heads);
     a.atty = merge_heads(attention_fwd(cfg, a.q, a.k, a.v, a.att));  // [B, T, C]
     a.resid = x + linear_fwd(a.atty, w.proj_w, w.proj_b);
-    a.norm2 = ln_fwd(a.resid, w.ln2_w, w.ln2_b, cfg.norm_eps, &a.norm2_mean, &a.norm2_rstd);
+    a.norm2 = ln_fwd(a.resid, w.ln2_w, w.ln2_b, kNormEps, &a.norm2_mean, &a.norm2_rstd);
     a.fc = linear_fwd(a.norm2, w.fc_w, w.fc_b);                 // [B, T, F]
     a.act = at::gelu(a.fc, "tanh");                             // [B, T, F]
     y = a.resid + linear_fwd(a.act, w.fcproj_w, w.fcproj_b);    // [B, T, C]
   } else {
-    a.norm1 = rms_fwd(x, w.attn_norm_w, cfg.norm_eps, &a.norm1_rstd);
+    a.norm1 = rms_fwd(x, w.attn_norm_w, kNormEps, &a.norm1_rstd);
     at::Tensor cos, sin;
     rope_tables(cfg, x.size(1), x.options(), cos, sin);          // [T, D]
     a.q = rope_forward(split_heads(linear_fwd(a.norm1, w.wq, {}), cfg.heads), cos, sin);
@@ -308,7 +308,7 @@ at::Tensor layer_forward(const ModelConfig& cfg, const LayerWeights& w, const at
     a.v = split_heads(linear_fwd(a.norm1, w.wv, {}), cfg.kv_heads);  // [B, KH, T, D]
     a.atty = merge_heads(attention_fwd(cfg, a.q, a.k, a.v, a.att));
     a.resid = x + linear_fwd(a.atty, w.wo, {});
-    a.norm2 = rms_fwd(a.resid, w.mlp_norm_w, cfg.norm_eps, &a.norm2_rstd);
+    a.norm2 = rms_fwd(a.resid, w.mlp_norm_w, kNormEps, &a.norm2_rstd);
     a.fc = linear_fwd(a.norm2, w.w_gate, {});                    // gate [B, T, F]
     a.up = linear_fwd(a.norm2, w.w_up, {});                      // [B, T, F]
     a.act = at::silu(a.fc).mul_(a.up);
@@ -317,12 +317,12 @@ at::Tensor layer_forward(const ModelConfig& cfg, const LayerWeights& w, const at
   return y;
 }
 
-at::Tensor layer_backward(const ModelConfig& cfg, const LayerWeights& w, const LayerActs& a,
+at::Tensor layer_backward(const ModelSpec& cfg, const LayerWeights& w, const LayerActs& a,
                           const at::Tensor& dout, LayerWeights& g) {
   at::NoGradGuard no_grad;
   PROTWIN_CHECK(a.act.defined(), "runtime layer backward: activations were not saved "
                                  "(recompute the forward from the block input first)");
-  if (cfg.family == ModelFamily::kGpt2) {
+  if (is_gpt2(cfg)) {
     // MLP branch: out = resid + fcproj(gelu(fc(ln2(resid))))
     at::Tensor dact = linear_bwd(a.act, w.fcproj_w, dout, g.fcproj_w, &g.fcproj_b);  // [B,T,F]
     at::Tensor dfc = at::gelu_backward(dact, a.fc, "tanh");
@@ -362,7 +362,7 @@ at::Tensor layer_backward(const ModelConfig& cfg, const LayerWeights& w, const L
 
 // ---------------------------------------------------------------------------------------------
 // head: loss = mean_i -log softmax(norm(x_i) W^T)[target_i]
-at::Tensor head_forward(const ModelConfig& cfg, const HeadWeights& w, const at::Tensor& x_in,
+at::Tensor head_forward(const ModelSpec& cfg, const HeadWeights& w, const at::Tensor& x_in,
                         const at::Tensor& targets_in, HeadActs* saved) {
   at::NoGradGuard no_grad;
   const at::Tensor x = x_in, targets = targets_in;  // may alias *saved, which is reset below
@@ -374,10 +374,10 @@ at::Tensor head_forward(const ModelConfig& cfg, const HeadWeights& w, const at::
   a = HeadActs{};
   a.input = x;
   a.targets = targets;
-  if (cfg.family == ModelFamily::kGpt2) {
-    a.norm = ln_fwd(x, w.norm_w, w.norm_b, cfg.norm_eps, &a.norm_mean, &a.norm_rstd);
+  if (is_gpt2(cfg)) {
+    a.norm = ln_fwd(x, w.norm_w, w.norm_b, kNormEps, &a.norm_mean, &a.norm_rstd);
   } else {
-    a.norm = rms_fwd(x, w.norm_w, cfg.norm_eps, &a.norm_rstd);
+    a.norm = rms_fwd(x, w.norm_w, kNormEps, &a.norm_rstd);
   }
   at::Tensor logits = at::matmul(a.norm, w.lm_head.t());            // [B, T, V]
   at::Tensor logp = at::_log_softmax(logits, -1, false);            // [B, T, V]
@@ -386,7 +386,7 @@ at::Tensor head_forward(const ModelConfig& cfg, const HeadWeights& w, const at::
   return loss;
 }
 
-at::Tensor head_backward(const ModelConfig& cfg, const HeadWeights& w, const HeadActs& a,
+at::Tensor head_backward(const ModelSpec& cfg, const HeadWeights& w, const HeadActs& a,
                          HeadWeights& g, double dloss) {
   at::NoGradGuard no_grad;
   const int64_t v = cfg.vocab, n = a.targets.numel();
@@ -398,13 +398,13 @@ at::Tensor head_backward(const ModelConfig& cfg, const HeadWeights& w, const Hea
   at::Tensor norm2d = a.norm.reshape({-1, cfg.hidden});    // [N, C]
   g.lm_head.addmm_(dlogits.t(), norm2d);                  // [V, C] (GPT-2: into wte's grad)
   at::Tensor dnorm = at::mm(dlogits, w.lm_head).view(a.input.sizes());  // [B, T, C]
-  if (cfg.family == ModelFamily::kGpt2)
+  if (is_gpt2(cfg))
     return ln_bwd(dnorm, a.input, a.norm_mean, a.norm_rstd, w.norm_w, w.norm_b, g.norm_w, g.norm_b);
   return rms_bwd(dnorm, a.input, a.norm_rstd, w.norm_w, g.norm_w);
 }
 
 // ---------------------------------------------------------------------------------------------
-double model_forward(const ModelConfig& cfg, const ModelWeights& w, const at::Tensor& tokens,
+double model_forward(const ModelSpec& cfg, const ModelWeights& w, const at::Tensor& tokens,
                      const at::Tensor& targets, ModelActs& acts) {
   acts.layers.assign(static_cast<size_t>(cfg.layers), LayerActs{});
   at::Tensor x = embedding_forward(cfg, w.embedding, tokens, &acts.embedding);
@@ -413,7 +413,7 @@ double model_forward(const ModelConfig& cfg, const ModelWeights& w, const at::Te
   return head_forward(cfg, w.head, x, targets, &acts.head).item<double>();
 }
 
-at::Tensor model_backward(const ModelConfig& cfg, const ModelWeights& w, const ModelActs& acts,
+at::Tensor model_backward(const ModelSpec& cfg, const ModelWeights& w, const ModelActs& acts,
                           ModelWeights& grads, double dloss) {
   at::Tensor dx = head_backward(cfg, w.head, acts.head, grads.head, dloss);
   for (int64_t l = cfg.layers - 1; l >= 0; --l) {

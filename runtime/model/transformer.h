@@ -19,13 +19,13 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorOptions.h>
 
-#include "runtime/model/model_config.h"
+#include "runtime/model/runtime_model.h"
 
 namespace protwin::rt {
 
 struct EmbeddingWeights {
   at::Tensor wte;  // [V, C]
-  at::Tensor wpe;  // [max_seq, C]  GPT-2 only
+  at::Tensor wpe;  // [max_positions, C]  GPT-2 only
 };
 
 // One decoder layer. GPT-2 uses the first group of fields, LLaMA the second; the rest stay undefined.
@@ -57,21 +57,21 @@ struct ModelWeights {
   HeadWeights head;
 };
 
-// Binds tensors given in param_specs(cfg) order (shapes checked) to the block structs; ties GPT-2's
+// Binds tensors given in stored_parameters(cfg) order (shapes checked) to the block structs; ties GPT-2's
 // LM head to wte. Works for weights and for gradients alike.
-ModelWeights bind_weights(const ModelConfig& cfg, const std::vector<at::Tensor>& flat);
-// Binds only block `block`'s parameters from `flat` (param_specs(cfg) order; entries of other
+ModelWeights bind_weights(const ModelSpec& cfg, const std::vector<at::Tensor>& flat);
+// Binds only block `block`'s parameters from `flat` (stored_parameters(cfg) order; entries of other
 // blocks are ignored and may be undefined). GPT-2's head also binds its tied LM head to
 // flat[0] (the token embedding). Works for weights and for gradients alike.
-void bind_block(const ModelConfig& cfg, int64_t block, const std::vector<at::Tensor>& flat,
+void bind_block(const ModelSpec& cfg, int64_t block, const std::vector<at::Tensor>& flat,
                 ModelWeights& w);
-// The inverse: tensors in param_specs(cfg) order (the tied LM head appears once, as wte).
-std::vector<at::Tensor> flatten_weights(const ModelConfig& cfg, const ModelWeights& w);
+// The inverse: tensors in stored_parameters(cfg) order (the tied LM head appears once, as wte).
+std::vector<at::Tensor> flatten_weights(const ModelSpec& cfg, const ModelWeights& w);
 
-// Fresh zero tensors in param_specs(cfg) order.
-std::vector<at::Tensor> allocate_params(const ModelConfig& cfg, const at::TensorOptions& options);
+// Fresh zero tensors in stored_parameters(cfg) order.
+std::vector<at::Tensor> allocate_params(const ModelSpec& cfg, const at::TensorOptions& options);
 // GPT-2 style initialisation: matrices and embeddings N(0, 0.02), norm weights 1, biases 0.
-void init_params(const ModelConfig& cfg, const std::vector<at::Tensor>& flat, uint64_t seed);
+void init_params(const ModelSpec& cfg, const std::vector<at::Tensor>& flat, uint64_t seed);
 
 struct EmbeddingActs {
   at::Tensor tokens;  // [B, T] int64
@@ -103,21 +103,21 @@ struct HeadActs {
 };
 
 // ---- per-block forward: returns the block output; fills `saved` unless it is null ----
-at::Tensor embedding_forward(const ModelConfig& cfg, const EmbeddingWeights& w,
+at::Tensor embedding_forward(const ModelSpec& cfg, const EmbeddingWeights& w,
                              const at::Tensor& tokens, EmbeddingActs* saved);
-at::Tensor layer_forward(const ModelConfig& cfg, const LayerWeights& w, const at::Tensor& x,
+at::Tensor layer_forward(const ModelSpec& cfg, const LayerWeights& w, const at::Tensor& x,
                          LayerActs* saved);
 // Returns the mean cross-entropy over the B*T tokens (a 0-dim tensor).
-at::Tensor head_forward(const ModelConfig& cfg, const HeadWeights& w, const at::Tensor& x,
+at::Tensor head_forward(const ModelSpec& cfg, const HeadWeights& w, const at::Tensor& x,
                         const at::Tensor& targets, HeadActs* saved);
 
 // ---- per-block backward: returns the input gradient; accumulates weight gradients ----
 // `dloss` scales the loss gradient (1 for one micro-batch, 1/n when accumulating n of them).
-at::Tensor head_backward(const ModelConfig& cfg, const HeadWeights& w, const HeadActs& saved,
+at::Tensor head_backward(const ModelSpec& cfg, const HeadWeights& w, const HeadActs& saved,
                          HeadWeights& grads, double dloss = 1.0);
-at::Tensor layer_backward(const ModelConfig& cfg, const LayerWeights& w, const LayerActs& saved,
+at::Tensor layer_backward(const ModelSpec& cfg, const LayerWeights& w, const LayerActs& saved,
                           const at::Tensor& dout, LayerWeights& grads);
-void embedding_backward(const ModelConfig& cfg, const EmbeddingActs& saved, const at::Tensor& dx,
+void embedding_backward(const ModelSpec& cfg, const EmbeddingActs& saved, const at::Tensor& dx,
                         EmbeddingWeights& grads);
 
 // ---- whole model, every activation kept (tests and the simplest executor) ----
@@ -126,10 +126,10 @@ struct ModelActs {
   std::vector<LayerActs> layers;
   HeadActs head;
 };
-double model_forward(const ModelConfig& cfg, const ModelWeights& w, const at::Tensor& tokens,
+double model_forward(const ModelSpec& cfg, const ModelWeights& w, const at::Tensor& tokens,
                      const at::Tensor& targets, ModelActs& acts);
 // Returns the gradient w.r.t. the embedding output (the input gradient of layer 0).
-at::Tensor model_backward(const ModelConfig& cfg, const ModelWeights& w, const ModelActs& acts,
+at::Tensor model_backward(const ModelSpec& cfg, const ModelWeights& w, const ModelActs& acts,
                           ModelWeights& grads, double dloss = 1.0);
 
 }  // namespace protwin::rt

@@ -22,20 +22,15 @@ traces::OpTimeStats time_block(const traces::OpSignature& sig, const ProfileOpti
   const std::optional<traces::BlockShape> b = traces::block_shape_of(sig);
   PROTWIN_CHECK(b.has_value(), "profile: ", sig.key(), ": not a block signature");
   PROTWIN_CHECK(sig.dtype == "fp32", "profile: ", sig.key(), ": the emulated device runs fp32 only");
-  ModelConfig cfg;
-  cfg.family = b->family == "gpt2" ? ModelFamily::kGpt2 : ModelFamily::kLlama;
-  cfg.hidden = b->hidden;
-  cfg.layers = 1;
-  cfg.heads = b->heads;
-  cfg.kv_heads = b->kv_heads;
-  cfg.ffn_hidden = b->ffn_hidden;
-  cfg.vocab = b->vocab;
-  cfg.max_seq = b->seq;
-  try {
-    cfg.validate();
-  } catch (const Error& e) {
-    throw Error("profile: " + sig.key() + ": " + e.what());
-  }
+  // One decoder layer of the signature's shapes, the family's defaults for the rest (GPT-2: as
+  // many learned positions as the sequence).
+  nlohmann::json spec = {{"family", b->family}, {"hidden", b->hidden}, {"layers", 1},
+                         {"heads", b->heads},   {"kv_heads", b->kv_heads}, {"ffn_hidden", b->ffn_hidden},
+                         {"vocab", b->vocab}};
+  if (b->family == "gpt2") spec["max_positions"] = spec["default_seq"] = b->seq;
+  const std::string file = "profile: " + sig.key();
+  const ModelSpec cfg = traces::model_from_json(spec, file);
+  check_runtime_model(cfg, b->seq, file, "");
   at::NoGradGuard no_grad;
   const auto f32 = at::TensorOptions().dtype(at::kFloat);
   const std::vector<at::Tensor> params = allocate_params(cfg, f32), grads = allocate_params(cfg, f32);

@@ -1,4 +1,4 @@
-// Training checkpoints: model weights, Adam m and v (flat fp32, param_specs order, so a checkpoint
+// Training checkpoints: model weights, Adam m and v (flat fp32, stored_parameters order, so a checkpoint
 // written under one plan resumes under another plan of the same model), step and data position.
 //
 // One file, DIR/checkpoint.bin: a header (checkpoint_header.h: magic, length, JSON with a checksum

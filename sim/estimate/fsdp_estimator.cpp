@@ -31,7 +31,7 @@
 
 namespace protwin::sim::estimate_detail {
 
-void fsdp_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+void fsdp_model_states(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out) {
   const int64_t d = c.dp;
   const auto shard = [d](int64_t numel) { return static_cast<double>((numel + d - 1) / d); };

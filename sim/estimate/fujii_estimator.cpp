@@ -17,7 +17,7 @@ double schedule_factor(const ParallelConfig& c, const EstimateOptions& o) {
   return 1.0;
 }
 
-void fujii_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+void fujii_model_states(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o,
                         MemoryEstimate& out) {
   const double h = static_cast<double>(m.hidden), t = static_cast<double>(c.tp);
   const double p = static_cast<double>(c.pp), d = static_cast<double>(c.dp);
@@ -28,7 +28,7 @@ void fujii_model_states(const EstimateModel& m, const ParallelConfig& c, const E
   double n = ((p_tr - h) / p + embedding) / t;
   // Without PP the first stage is also the last: LM head and final norm (untied models only, as
   // in the authors' code; a tied head shares the embedding).
-  if (m.untied_embeddings && c.pp == 1) n += embedding / t + h;
+  if (!m.tied_embeddings && c.pp == 1) n += embedding / t + h;
   const double g = o.fp32_grad_accum ? 4.0 : 2.0;
   // bf16 weight + gradient (g) + fp32 master, momentum, variance (12), the latter sharded over
   // DP·CP by Megatron's distributed optimizer.
@@ -41,7 +41,7 @@ namespace {
 
 // One layer's activation bytes for one micro-batch, before the division by TP: the per-layer term
 // of the authors' code (and the full-recompute extension).
-double layer_activation_bytes(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o,
                               MemoryEstimate& out) {
   const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);  // s' = s / CP
   const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden);
@@ -73,14 +73,14 @@ double layer_activation_bytes(const EstimateModel& m, const ParallelConfig& c, c
             + 4 * 2 * b * s * f                                        // SwiGLU intermediates
             + (hidden_dropout ? b * s * h : 0);                        // MLP dropout mask
   }
-  if (!m.swiglu || !m.rmsnorm)
+  if (!m.swiglu() || !m.rmsnorm())
     out.notes.push_back("the authors' activation formula is written for Llama (RMSNorm, SwiGLU, no "
                         "biases); this model is approximated by it");
   return layer;
 }
 
 // Embedding input (and its dropout mask) of ONE micro-batch on the first stage.
-double embedding_activation_bytes(const ParallelConfig& c, const EstimateModel& m, const EstimateOptions& o) {
+double embedding_activation_bytes(const ParallelConfig& c, const ModelSpec& m, const EstimateOptions& o) {
   const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);
   const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden), t = static_cast<double>(c.tp);
   const double input = o.embedding_input == EmbeddingInputTerm::kAuthors ? 8 * s * b * h / t  // int64 ids x h
@@ -91,7 +91,7 @@ double embedding_activation_bytes(const ParallelConfig& c, const EstimateModel& 
 
 }  // namespace
 
-void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+void fujii_activations(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out) {
   const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);  // s' = s / CP
   const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden);
@@ -115,7 +115,7 @@ void fujii_activations(const EstimateModel& m, const ParallelConfig& c, const Es
   out.activation_output_bytes = c.pp == 1 ? 4 * s * b * h * (1 + v / h) / t : 0.0;
 }
 
-void fujii_stage(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o, int64_t stage,
+void fujii_stage(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o, int64_t stage,
                  int64_t stage_layers, MemoryEstimate& out) {
   const double h = static_cast<double>(m.hidden), t = static_cast<double>(c.tp);
   const double d = static_cast<double>(c.dp), cp = static_cast<double>(c.cp);

@@ -7,7 +7,7 @@
 
 namespace protwin::sim::estimate_detail {
 
-void korthikanti_activations(const EstimateModel& m, const ParallelConfig& c,
+void korthikanti_activations(const ModelSpec& m, const ParallelConfig& c,
                              const EstimateOptions& o, MemoryEstimate& out) {
   const double s = static_cast<double>(c.seq) / static_cast<double>(c.cp);
   const double b = static_cast<double>(c.mbs), h = static_cast<double>(m.hidden);

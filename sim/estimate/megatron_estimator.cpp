@@ -9,7 +9,7 @@
 
 namespace protwin::sim::estimate_detail {
 
-void megatron_estimate(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+void megatron_estimate(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out) {
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double k = static_cast<double>(m.kv_heads), f = static_cast<double>(m.ffn_hidden);
@@ -19,14 +19,14 @@ void megatron_estimate(const EstimateModel& m, const ParallelConfig& c, const Es
 
   // Weights and optimizer.
   const double q_ratio = static_cast<double>(m.head_dim() * m.heads) / h;
-  const double gated = m.swiglu ? 1.5 : 1.0;
-  const double norm = m.rmsnorm ? 1.0 : 2.0;  // LayerNorm has a bias
+  const double gated = m.swiglu() ? 1.5 : 1.0;
+  const double norm = m.rmsnorm() ? 1.0 : 2.0;  // LayerNorm has a bias
   const double self_attn = 2 * h * h * ((1 + k / a) * q_ratio);
   const double layer = 2 * h * (f * gated + norm) + self_attn;
   const double embedding = h * v;
   const double block = layer * L + norm * h;  // + final norm
   double n = (block / p + embedding) / t;
-  if (m.untied_embeddings && c.pp == 1) n += embedding / t;
+  if (!m.tied_embeddings && c.pp == 1) n += embedding / t;
   out.params_per_gpu = n;
   out.bytes_per_param = o.distributed_optimizer ? 6.0 + 12.0 / d : 18.0;
   out.weights_grads_optimizer_bytes = n * out.bytes_per_param;

@@ -41,16 +41,16 @@ Recompute parse_recompute(const std::string& s, const std::string& flag) {
   throw Error(flag + " " + s + ": unknown recompute granularity; expected none, selective or full");
 }
 
-int64_t transformer_parameter_count(const EstimateModel& m) {
+int64_t transformer_parameter_count(const ModelSpec& m) {
   const int64_t h = m.hidden, q = m.head_dim() * m.heads, kv = m.head_dim() * m.kv_heads;
   const int64_t attention = 2 * h * q + 2 * h * kv;           // Q, O and K, V projections
-  const int64_t mlp = (m.swiglu ? 3 : 2) * h * m.ffn_hidden;  // gate, up, down (or fc1, fc2)
+  const int64_t mlp = (m.swiglu() ? 3 : 2) * h * m.ffn_hidden;  // gate, up, down (or fc1, fc2)
   const int64_t norms = 2 * h;                                // two RMSNorm weights
   return m.layers * (attention + mlp + norms) + h;           // + final norm
 }
 
-int64_t parameter_count(const EstimateModel& m, int64_t vocab) {
-  return transformer_parameter_count(m) + (m.untied_embeddings ? 2 : 1) * m.hidden * vocab;
+int64_t parameter_count(const ModelSpec& m, int64_t vocab) {
+  return transformer_parameter_count(m) + (m.tied_embeddings ? 1 : 2) * m.hidden * vocab;
 }
 
 int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp) {
@@ -73,7 +73,7 @@ void check_estimate_options(const EstimateOptions& opt) {
                 ": expected at most ", kMaxPadVocab, " (Megatron pads to a multiple of 128)");
 }
 
-MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
+MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelConfig& cfg,
                                const EstimateOptions& opt) {
   check_estimate_options(opt);
   check_constraints(model, cfg, opt);
@@ -118,7 +118,7 @@ MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig&
       // Activations at TP = CP = PP = 1 by the formula written for the model's kind: Fujii et al.'s
       // for Llama-style SwiGLU layers, Korthikanti et al.'s for GPT-style 4h GeLU layers (MPT).
       d::fsdp_model_states(model, cfg, opt, e);
-      if (model.swiglu) d::fujii_activations(model, cfg, opt, e);
+      if (model.swiglu()) d::fujii_activations(model, cfg, opt, e);
       else d::korthikanti_activations(model, cfg, opt, e);
       break;
   }

@@ -4,8 +4,8 @@
 // Default method: Fujii, Watanabe, Yokota, arXiv 2411.06465, as coded by the authors in
 // okoge-kaz/Megatron-LM megatron/training/theoretical_memory_usage.py (REFERENCE §3). Alternatives:
 // upstream Megatron-LM's formula, Korthikanti et al. 2022 (arXiv 2205.05198) and ZeRO model states
-// (arXiv 1910.02054), and torch FSDP FULL_SHARD's (fsdp_estimator.cpp). The core takes plain
-// architecture numbers so it needs no model zoo.
+// (arXiv 1910.02054), and torch FSDP FULL_SHARD's (fsdp_estimator.cpp). The core takes the
+// one model description (traces/model_spec.h), not the zoo.
 #pragma once
 
 #include <cstdint>
@@ -13,25 +13,14 @@
 #include <vector>
 
 #include "sim/estimate/stage_layers.h"
+#include "traces/model_spec.h"
 
 namespace protwin::sim {
 
-// The architecture numbers the estimators read (Llama notation of REFERENCE §3).
-struct EstimateModel {
-  std::string name;
-  int64_t hidden = 0;       // h
-  int64_t ffn_hidden = 0;   // h_ffn
-  int64_t layers = 0;       // L
-  int64_t heads = 0;        // a
-  int64_t kv_heads = 0;     // k (== a without GQA)
-  int64_t vocab = 0;        // V, unpadded
-  int64_t kv_channels = 0;  // head dim; 0 means h / a
-  bool untied_embeddings = true;  // Llama: separate LM head
-  bool swiglu = true;             // gated MLP: 3 matrices (multiplier 3/2)
-  bool rmsnorm = true;            // only the upstream Megatron method counts LayerNorm biases
-
-  int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden / heads; }
-};
+// The estimators read the one model description (traces/model_spec.h): h, h_ffn, L, a, k, V
+// (unpadded; padding is EstimateOptions::pad_vocab_multiple), whether the LM head is tied, SwiGLU,
+// RMSNorm. Head dimension h / a.
+using traces::ModelSpec;
 
 // One 4D-parallel layout. gbs and gpus are optional (0 = not given); they only add constraints.
 struct ParallelConfig {
@@ -112,11 +101,12 @@ EstimateMethod parse_method(const std::string& s, const std::string& flag = "--m
 const char* recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s, const std::string& flag = "--recompute");
 
-// Exact parameter count of the whole model: L·(2h·q + 2h·d_head·k + m·h·h_ffn + 2h) + h + (1|2)·h·V
+// The estimators' parameter count of the whole model (Fujii's, which ModelSpec::parameter_count
+// matches for Llama-style models): L·(2h·q + 2h·d_head·k + m·h·h_ffn + 2h) + h + (1|2)·h·V
 // (q = d_head·a, m = 3 with SwiGLU else 2; RMSNorm weights only, no biases). Uses padded V if set.
-int64_t parameter_count(const EstimateModel& model, int64_t vocab);
+int64_t parameter_count(const ModelSpec& model, int64_t vocab);
 // Transformer stack incl. final norm (P_tr of REFERENCE §3).
-int64_t transformer_parameter_count(const EstimateModel& model);
+int64_t transformer_parameter_count(const ModelSpec& model);
 // V rounded up to a multiple of multiple·tp (0 = unchanged), as Megatron pads.
 int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp);
 
@@ -125,7 +115,7 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple, int64_t tp);
 void check_estimate_options(const EstimateOptions& opt);
 
 // The estimate; checks the options and the constraints first (parallel_constraints.h).
-MemoryEstimate estimate_memory(const EstimateModel& model, const ParallelConfig& cfg,
+MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelConfig& cfg,
                                const EstimateOptions& opt = {});
 
 }  // namespace protwin::sim

@@ -32,7 +32,7 @@ int64_t world_size(int64_t tp, int64_t cp, int64_t pp, int64_t dp) {
   return world;
 }
 
-std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const ParallelConfig& c,
+std::optional<ConstraintViolation> find_violation(const ModelSpec& m, const ParallelConfig& c,
                                                   const EstimateOptions& opt) {
   using K = ConstraintKind;
   auto bad = [](K k, std::string msg) { return std::optional<ConstraintViolation>({k, std::move(msg)}); };
@@ -46,9 +46,9 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
   const double h = static_cast<double>(m.hidden), L = static_cast<double>(m.layers);
   const double q = static_cast<double>(m.head_dim()) * static_cast<double>(m.heads);
   const double kv = static_cast<double>(m.head_dim()) * static_cast<double>(m.kv_heads);
-  const double mlp = (m.swiglu ? 3 : 2) * h * static_cast<double>(m.ffn_hidden);
+  const double mlp = (m.swiglu() ? 3 : 2) * h * static_cast<double>(m.ffn_hidden);
   const double params = L * (2 * h * q + 2 * h * kv + mlp + 2 * h) + h +
-                        (m.untied_embeddings ? 2 : 1) * h * static_cast<double>(m.vocab);
+                        (m.tied_embeddings ? 1 : 2) * h * static_cast<double>(m.vocab);
   if (!(params <= kMaxParameters))
     return bad(K::kModelSize, concat(who, ": about ", params, " parameters, more than the ", kMaxParameters,
                                      " the estimator counts"));
@@ -96,7 +96,7 @@ std::optional<ConstraintViolation> find_violation(const EstimateModel& m, const 
   return std::nullopt;
 }
 
-void check_constraints(const EstimateModel& model, const ParallelConfig& cfg,
+void check_constraints(const ModelSpec& model, const ParallelConfig& cfg,
                        const EstimateOptions& opt) {
   if (auto v = find_violation(model, cfg, opt)) throw Error(v->message);
 }

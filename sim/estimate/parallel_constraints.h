@@ -33,7 +33,7 @@ struct ConstraintViolation {
 };
 
 // The first violated rule in the order above, or nothing.
-std::optional<ConstraintViolation> find_violation(const EstimateModel& model,
+std::optional<ConstraintViolation> find_violation(const ModelSpec& model,
                                                   const ParallelConfig& cfg,
                                                   const EstimateOptions& opt = {});
 // The most parameters a model may have (10^15, a thousand times today's largest): exact counts
@@ -44,7 +44,7 @@ inline constexpr double kMaxParameters = 1e15;
 int64_t world_size(int64_t tp, int64_t cp, int64_t pp, int64_t dp);
 
 // Throws protwin::Error with the first violation's message.
-void check_constraints(const EstimateModel& model, const ParallelConfig& cfg,
+void check_constraints(const ModelSpec& model, const ParallelConfig& cfg,
                        const EstimateOptions& opt = {});
 
 }  // namespace protwin::sim

@@ -37,7 +37,7 @@ bool by_memory(const SearchCandidate& x, const SearchCandidate& y) {
 
 }  // namespace
 
-ParallelSearchResult search_parallel_configs(const EstimateModel& model, const SearchSpace& space,
+ParallelSearchResult search_parallel_configs(const ModelSpec& model, const SearchSpace& space,
                                      const EstimateOptions& opt) {
   PROTWIN_CHECK(space.gpus >= 1, "--gpus ", space.gpus, ": must be at least 1");
   PROTWIN_CHECK(space.gpus_per_node >= 1, "--gpus-per-node ", space.gpus_per_node,

@@ -50,7 +50,7 @@ struct ParallelSearchResult {
   double threshold_gib = 0;
 };
 
-ParallelSearchResult search_parallel_configs(const EstimateModel& model, const SearchSpace& space,
+ParallelSearchResult search_parallel_configs(const ModelSpec& model, const SearchSpace& space,
                                      const EstimateOptions& opt = {});
 
 // Positive divisors of n, ascending.

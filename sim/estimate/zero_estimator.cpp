@@ -13,7 +13,7 @@
 
 namespace protwin::sim::estimate_detail {
 
-void zero_model_states(const EstimateModel& m, const ParallelConfig& c, const EstimateOptions& o,
+void zero_model_states(const ModelSpec& m, const ParallelConfig& c, const EstimateOptions& o,
                        MemoryEstimate& out) {
   EstimateOptions plain = o;
   plain.distributed_optimizer = false;

@@ -6,7 +6,6 @@
 
 #include "sim/distributed/evaluate_points.h"
 #include "sim/estimate/estimate_json.h"
-#include "sim/parallel/estimate_model.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -86,7 +85,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
     eo.fp32_grad_accum = o.base.grad_bytes == 4;
   }
   space.uneven_stages = o.uneven_stages;
-  r.enumeration = search_parallel_configs(to_estimate_model(model), space, eo);
+  r.enumeration = search_parallel_configs(model, space, eo);
   r.options = o.base;
   r.options.seq = space.seq;
 

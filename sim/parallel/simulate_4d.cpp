@@ -10,7 +10,6 @@
 #include "sim/engine/plan_simulator.h"
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/parallel_constraints.h"
-#include "sim/parallel/estimate_model.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -77,7 +76,6 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                 " has no /gpu/compute entry for it");
 
   // The estimator's constraints and memory (its messages name the flags).
-  const EstimateModel em = to_estimate_model(model);
   ParallelConfig pc;
   pc.seq = o.seq, pc.mbs = o.mbs, pc.tp = z.tp, pc.cp = z.cp, pc.pp = z.pp, pc.dp = z.dp;
   pc.gbs = o.gbs, pc.gpus = z.world(), pc.split = o.split;
@@ -97,12 +95,12 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     eo.method = EstimateMethod::kFsdp;
     eo.fsdp_param_bytes = o.dtype == "fp32" ? 4 : 2;
   }
-  check_constraints(em, pc, eo);
+  check_constraints(model, pc, eo);
 
   Simulate4dResult r;
   r.model = model.name;
   r.machine = machine.name;
-  r.memory = estimate_memory(em, pc, eo);
+  r.memory = estimate_memory(model, pc, eo);
   r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
                                           : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
   r.memory_limit_gib = 0.8 * r.gpu_memory_gb;

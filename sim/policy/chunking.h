@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/workload/parameters.h"
+#include "sim/workload/model_spec.h"
 
 namespace protwin::sim {
 

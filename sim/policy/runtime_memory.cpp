@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/workload/parameters.h"
+#include "sim/workload/model_spec.h"
 #include "sim/workload/runtime_tensors.h"
 #include "traces/block_allocator.h"
 #include "traces/chunk_sharding.h"
@@ -95,7 +95,7 @@ Replay::Replay(const traces::Plan& plan, const traces::Report& schedule) : plan_
   const nlohmann::json& meta = plan.meta;
   PROTWIN_CHECK(meta.contains("model_spec"), plan.source, ":/meta/model_spec: missing (the runtime memory model "
                                                           "needs the model's shapes)");
-  shapes_.model = model_from_json(meta["model_spec"], plan.source + ":/meta/model_spec");
+  shapes_.model = model_from_json(meta["model_spec"], plan.source, "/meta/model_spec");
   shapes_.batch = int_meta(plan, "batch");
   shapes_.seq = int_meta(plan, "seq");
   PROTWIN_CHECK(plan.gpus >= 1, plan.source, ":/meta/gpus: missing (the runtime memory model needs the ranks)");

@@ -1,157 +1,52 @@
-// Reading, validating and writing ModelSpecs; resolving a name, a file or an inline spec.
+// Where a ModelSpec comes from: the zoo (the embedded models/*.json, parsed once, looked up by
+// name), a spec file, or an inline spec.
 #include "sim/workload/model_spec.h"
 
 #include <algorithm>
 #include <cctype>
-#include <memory>
-#include <set>
+#include <map>
 
+#include "sim/workload/zoo_data.h"
 #include "traces/error.h"
-#include "traces/file_io.h"
 #include "traces/json_reader.h"
 
 namespace protwin::sim {
 
 namespace {
 
-using traces::JsonNode;
+using protwin::detail::join;
 
-const std::vector<std::string> kFields = {
-    "name",          "family",       "hidden",  "layers",         "heads", "kv_heads",
-    "ffn_hidden",    "vocab",        "max_positions", "position_offset", "tied_embeddings",
-    "bias",          "norm",         "activation",    "default_seq",     "source"};
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
+// Listing order: family (GPT, OPT, LLaMA), then size.
+const std::vector<ModelSpec>& zoo() {
+  static const std::vector<ModelSpec> z = [] {
+    std::vector<ModelSpec> out;
+    for (const auto& f : embedded_model_files()) {
+      const std::string file = std::string(f.name) + ".json";
+      const std::string where = "sim/workload/models/" + file;
+      const auto doc = traces::JsonDocument::parse(f.text, where);
+      ModelSpec m = model_from_json(doc.json(), where);
+      // A zoo file is named after its model, so the listing and the files agree.
+      PROTWIN_ASSERT(m.name + ".json" == file, where, ": name \"", m.name, "\" does not match the file name");
+      m.source = "zoo";
+      out.push_back(std::move(m));
+    }
+    const std::map<std::string, int> family_rank = {{"gpt2", 0}, {"opt", 1}, {"llama", 2}};
+    std::stable_sort(out.begin(), out.end(), [&](const ModelSpec& a, const ModelSpec& b) {
+      const int fa = family_rank.at(a.family), fb = family_rank.at(b.family);
+      if (fa != fb) return fa < fb;
+      const int64_t pa = a.parameter_count(), pb = b.parameter_count();
+      return pa != pb ? pa < pb : a.name < b.name;
+    });
+    return out;
+  }();
+  return z;
 }
-
-std::string describe(const nlohmann::json& v) { return traces::describe_json(v); }
-
-// "gpt" is accepted as a spelling of "gpt2" (GPT-3 has the same architecture).
-std::string canonical_family(const std::string& f) { return f == "gpt" ? "gpt2" : f; }
-bool is_family(const std::string& f) {
-  const std::string c = canonical_family(f);
-  return c == "gpt2" || c == "opt" || c == "llama";
-}
-
-// Dimensions beyond these (a thousand times today's largest models) would overflow the byte and
-// FLOP counts built from them; they are refused, naming the field.
-constexpr int64_t kMaxDim = int64_t{1} << 20;     // hidden, ffn_hidden, heads, kv_heads
-constexpr int64_t kMaxLayers = int64_t{1} << 16;
-constexpr int64_t kMaxTokens = int64_t{1} << 24;  // vocab, max_positions, default_seq
-
-int64_t int_field(const JsonNode& root, const std::string& key, int64_t fallback, int64_t min,
-                  int64_t max = kMaxDim) {
-  auto n = root.find(key);
-  if (!n) return fallback;
-  const auto& v = n->raw();
-  const std::string want = (min > 0 ? "expected an integer > 0" : "expected an integer >= 0") +
-                           std::string(" and <= ") + std::to_string(max);
-  if (v.is_number() && v.get<double>() > static_cast<double>(max)) n->fail(want + ", got " + describe(v));
-  if (!v.is_number_integer()) {
-    // 4096.0 is fine, 4096.5 is not.
-    if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())) &&
-        v.get<double>() >= static_cast<double>(min))
-      return static_cast<int64_t>(v.get<double>());
-    n->fail(want + ", got " + describe(v));
-  }
-  const int64_t x = v.get<int64_t>();
-  if (x < min) n->fail(want + ", got " + describe(v));
-  return x;
-}
-
-std::string choice_field(const JsonNode& root, const std::string& key, const std::string& fallback,
-                         const std::vector<std::string>& allowed) {
-  auto n = root.find(key);
-  if (!n) return fallback;
-  const std::string s = n->as_string();
-  if (std::find(allowed.begin(), allowed.end(), s) == allowed.end())
-    n->fail("expected one of " + join(allowed) + ", got \"" + s + "\"");
-  return s;
-}
-
-// Meta's LLaMA reference code: hidden_dim = 256 * ceil((2/3 * 4h) / 256).
-int64_t llama_default_ffn(int64_t h) { return 256 * ((8 * h / 3 + 255) / 256); }
-
-}  // namespace
-
-ModelSpec model_from_json(const nlohmann::json& j, const std::string& source) {
-  JsonNode root(&j, std::make_shared<const std::string>(source), "");
-  if (!root.is_object()) root.fail("expected a model spec object, got " + describe(j));
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (std::find(kFields.begin(), kFields.end(), it.key()) == kFields.end())
-      root.at(it.key()).fail("unknown field \"" + it.key() + "\"; known fields: " + join(kFields));
-  }
-
-  ModelSpec m;
-  m.source = source;
-  const JsonNode fam = root.at("family");
-  m.family = canonical_family(fam.as_string());
-  if (!is_family(m.family))
-    fam.fail("expected one of gpt, gpt2, opt, llama, got \"" + fam.as_string() + "\"");
-  const bool gpt = m.family == "gpt2", opt = m.family == "opt", llama = m.family == "llama";
-
-  m.name = root.get_string("name", "custom-" + m.family);
-  for (const char* key : {"hidden", "layers", "heads"}) root.at(key);  // "missing required field"
-  m.hidden = int_field(root, "hidden", 0, 1);
-  m.layers = int_field(root, "layers", 0, 1, kMaxLayers);
-  m.heads = int_field(root, "heads", 0, 1);
-  m.kv_heads = int_field(root, "kv_heads", m.heads, 1);
-  // Family defaults: GPT-2 vocab 50257, OPT 50272 (HF configs), LLaMA-1/2 and Mistral 32000.
-  m.vocab = int_field(root, "vocab", gpt ? 50257 : opt ? 50272 : 32000, 1, kMaxTokens);
-  m.ffn_hidden = int_field(root, "ffn_hidden", llama ? llama_default_ffn(m.hidden) : 4 * m.hidden, 1);
-  // GPT-2 and OPT learn their positions: 0 rows would silently make them RoPE models (0 = RoPE).
-  m.max_positions = int_field(root, "max_positions", gpt ? 1024 : opt ? 2048 : 0, gpt || opt ? 1 : 0, kMaxTokens);
-  m.position_offset = int_field(root, "position_offset", opt ? 2 : 0, 0, kMaxTokens);
-  m.tied_embeddings = root.get_bool("tied_embeddings", !llama);
-  m.bias = root.get_bool("bias", !llama);
-  m.norm = choice_field(root, "norm", llama ? "rmsnorm" : "layernorm", {"layernorm", "rmsnorm"});
-  m.activation =
-      choice_field(root, "activation", llama ? "swiglu" : opt ? "relu" : "gelu", {"gelu", "relu", "swiglu"});
-  m.default_seq = int_field(root, "default_seq", m.max_positions > 0 ? m.max_positions : 2048, 1, kMaxTokens);
-  m.citation = root.get_string("source", "");
-
-  if (m.hidden % m.heads != 0)
-    root.at("heads").fail("hidden " + std::to_string(m.hidden) + " is not divisible by heads " +
-                          std::to_string(m.heads));
-  if (m.heads % m.kv_heads != 0)
-    root.at("kv_heads").fail("heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +
-                             std::to_string(m.kv_heads));
-  if (m.max_positions > 0 && m.default_seq > m.max_positions)
-    root.at("default_seq").fail("default_seq " + std::to_string(m.default_seq) +
-                                " exceeds max_positions " + std::to_string(m.max_positions));
-  return m;
-}
-
-nlohmann::json model_to_json(const ModelSpec& m) {
-  nlohmann::json j = nlohmann::json::object();
-  j["name"] = m.name;
-  j["family"] = m.family;
-  j["hidden"] = m.hidden;
-  j["layers"] = m.layers;
-  j["heads"] = m.heads;
-  j["kv_heads"] = m.kv_heads;
-  j["ffn_hidden"] = m.ffn_hidden;
-  j["vocab"] = m.vocab;
-  j["max_positions"] = m.max_positions;
-  j["position_offset"] = m.position_offset;
-  j["tied_embeddings"] = m.tied_embeddings;
-  j["bias"] = m.bias;
-  j["norm"] = m.norm;
-  j["activation"] = m.activation;
-  j["default_seq"] = m.default_seq;
-  j["source"] = m.citation;
-  return j;
-}
-
-namespace {
 
 // "gpt:hidden=1024,layers=24" -> {"family":"gpt","hidden":1024,"layers":24}. Integers and
 // true/false become JSON numbers and booleans; anything else stays a string, so a bad value is
 // reported by model_from_json with the key's pointer.
 nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
+  const std::vector<std::string>& fields = traces::model_fields();
   const size_t colon = spec.find(':');
   nlohmann::json j = nlohmann::json::object();
   j["family"] = spec.substr(0, colon);
@@ -167,8 +62,8 @@ nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
     PROTWIN_CHECK(eq != std::string::npos && eq > 0, where, ": expected key=value, got '", item, "'");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     PROTWIN_CHECK(key != "family", where, ": the family is given before ':'");
-    PROTWIN_CHECK(std::find(kFields.begin(), kFields.end(), key) != kFields.end(), where,
-                  ": unknown key '", key, "'; known keys: ", join(kFields));
+    PROTWIN_CHECK(std::find(fields.begin(), fields.end(), key) != fields.end(), where, ": unknown key '", key,
+                  "'; known keys: ", join(fields));
     PROTWIN_CHECK(!j.contains(key), where, ": '", key, "' given twice");  // as JSON's duplicate keys
     const bool digits = !value.empty() &&
                         std::all_of(value.begin() + (value[0] == '-' ? 1 : 0), value.end(),
@@ -184,6 +79,18 @@ nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
 
 }  // namespace
 
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : zoo()) names.push_back(m.name);
+  return names;
+}
+
+ModelSpec find_model(const std::string& name) {
+  for (const auto& m : zoo())
+    if (m.name == name) return m;
+  throw Error("unknown model '" + name + "'; known models: " + join(model_names()));
+}
+
 ModelSpec resolve_model(const std::string& s) {
   const auto names = model_names();
   if (std::find(names.begin(), names.end(), s) != names.end()) return find_model(s);
@@ -192,7 +99,7 @@ ModelSpec resolve_model(const std::string& s) {
   if (colon != std::string::npos && s.find('=') != std::string::npos && s.find('/') == std::string::npos) {
     const std::string where = "inline spec '" + s + "'";
     const std::string family = s.substr(0, colon);
-    PROTWIN_CHECK(is_family(family), where, ": unknown family '", family,
+    PROTWIN_CHECK(traces::is_family(family), where, ": unknown family '", family,
                   "'; expected gpt, gpt2, opt or llama");
     nlohmann::json j = parse_inline(s, where);
     if (!j.contains("name")) j["name"] = s;

@@ -1,40 +1,23 @@
-// ModelSpec: a decoder-only transformer's architecture, from the zoo (sim/workload/models/*.json,
-// embedded into the binary), a spec file, or an inline spec ("gpt:hidden=1024,layers=24,...").
+// The simulator's names for the one model description (traces/model_spec.h) and its parameter
+// layout (traces/parameter_layout.h), and where a model comes from: the zoo
+// (sim/workload/models/*.json, embedded into the binary), a spec file, or an inline spec
+// ("gpt:hidden=1024,layers=24,...").
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "traces/model_spec.h"
+#include "traces/parameter_layout.h"
 
 namespace protwin::sim {
 
-struct ModelSpec {
-  std::string name;
-  std::string family;          // "gpt2" | "opt" | "llama" (llama covers Mistral and Llama 3)
-  int64_t hidden = 0;          // h
-  int64_t layers = 0;          // L
-  int64_t heads = 0;           // a
-  int64_t kv_heads = 0;        // k (== heads without GQA)
-  int64_t ffn_hidden = 0;      // h_ffn (4h for GPT-2; SwiGLU inner size for LLaMA)
-  int64_t vocab = 0;           // V
-  int64_t max_positions = 0;   // learned position embeddings (0 with RoPE)
-  int64_t position_offset = 0; // extra position rows (HF OPT stores max_positions + 2)
-  bool tied_embeddings = true; // LM head shares the token embedding
-  bool bias = true;            // linear and norm biases
-  std::string norm = "layernorm";   // "layernorm" | "rmsnorm"
-  std::string activation = "gelu";  // "gelu" | "relu" | "swiglu"
-  int64_t default_seq = 1024;
-  std::string source;          // "zoo", a file path, or "inline"
-  std::string citation;        // where the numbers come from (the JSON "source" field)
-
-  int64_t head_dim() const { return hidden / heads; }
-  int64_t kv_dim() const { return kv_heads * head_dim(); }
-  int64_t position_rows() const { return max_positions > 0 ? max_positions + position_offset : 0; }
-  // Exact parameter count (embeddings, every layer, final norm, untied head if any).
-  int64_t parameter_count() const;
-};
+using traces::BlockParams;
+using traces::ModelSpec;
+using traces::ParamTensor;
+using traces::model_from_json;
+using traces::model_to_json;
+using traces::parameter_layout;
 
 // Zoo names in a stable order.
 std::vector<std::string> model_names();
@@ -42,9 +25,5 @@ std::vector<std::string> model_names();
 ModelSpec find_model(const std::string& name);
 // A zoo name, a path to a spec JSON file, or an inline spec "family:key=value,...".
 ModelSpec resolve_model(const std::string& name_file_or_inline);
-// Reads a spec; errors name `source` and the JSON pointer. Missing optional fields get the
-// family's defaults (see model_spec.cpp); unknown fields are refused.
-ModelSpec model_from_json(const nlohmann::json& j, const std::string& source);
-nlohmann::json model_to_json(const ModelSpec& m);
 
 }  // namespace protwin::sim

@@ -33,7 +33,6 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/workload/model_spec.h"
-#include "sim/workload/parameters.h"
 #include "traces/op_signature.h"
 
 namespace protwin::sim {

@@ -6,13 +6,13 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "runtime/model/model_config.h"
+#include "runtime/model/runtime_model.h"
 
 namespace protwin::rt::testing {
 
-// `params` in param_specs(cfg) order. Returns the mean cross-entropy; if `embedding_out` is given,
+// `params` in stored_parameters(cfg) order. Returns the mean cross-entropy; if `embedding_out` is given,
 // it receives the embedding output (with retain_grad set, for the input gradient).
-at::Tensor autograd_loss(const ModelConfig& cfg, const std::vector<at::Tensor>& params,
+at::Tensor autograd_loss(const ModelSpec& cfg, const std::vector<at::Tensor>& params,
                          const at::Tensor& tokens, const at::Tensor& targets,
                          at::Tensor* embedding_out = nullptr);
 

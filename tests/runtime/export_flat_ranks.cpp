@@ -12,28 +12,24 @@
 
 #include "runtime/comm/rank_group.h"
 #include "runtime/memory/chunk_store.h"
-#include "runtime/model/model_config.h"
+#include "runtime/model/runtime_model.h"
 #include "traces/error.h"
 
 int main() {
   using namespace protwin::rt;
   try {
     RankGroup& ranks = RankGroup::world();
-    ModelConfig cfg;
-    cfg.family = ModelFamily::kGpt2;
-    cfg.hidden = 1;
-    cfg.layers = 1;
-    cfg.heads = cfg.kv_heads = 1;
-    cfg.ffn_hidden = 3;
-    cfg.vocab = 5;
-    cfg.max_seq = 1;
+    const ModelSpec cfg = protwin::traces::model_from_json(
+        {{"family", "gpt2"}, {"hidden", 1}, {"layers", 1}, {"heads", 1}, {"ffn_hidden", 3}, {"vocab", 5},
+         {"max_positions", 1}},
+        "export_flat_ranks");
     ChunkLayout layout;
     int64_t total = 0;
-    for (const ParamSpec& p : param_specs(cfg)) {
+    for (const ParamTensor& p : stored_parameters(cfg)) {
       const int c = static_cast<int>(layout.chunk_numel.size());
-      layout.slots.push_back({c, 0, p.numel()});
-      layout.chunk_numel.push_back(p.numel());
-      total += p.numel();
+      layout.slots.push_back({c, 0, p.numel});
+      layout.chunk_numel.push_back(p.numel);
+      total += p.numel;
     }
     const size_t n = layout.chunk_numel.size();
     // Host-owned (ZeRO-3 shards) except the last chunk: persistent with a device-sharded Adam.

@@ -14,7 +14,19 @@ namespace protwin::rt::testing {
 constexpr int64_t kBatch = 3;
 constexpr int64_t kSeq = 16;
 
-inline std::vector<at::Tensor> test_params(const ModelConfig& cfg, uint64_t seed) {
+// Small models of both families the tests use (the family's defaults for the rest).
+inline ModelSpec tiny_gpt2() {
+  return traces::model_from_json({{"family", "gpt2"}, {"hidden", 64}, {"layers", 2}, {"heads", 4}, {"vocab", 97},
+                                  {"max_positions", kSeq}},
+                                 "tiny_gpt2");
+}
+inline ModelSpec tiny_llama() {
+  return traces::model_from_json({{"family", "llama"}, {"hidden", 64}, {"layers", 2}, {"heads", 4}, {"kv_heads", 2},
+                                  {"ffn_hidden", 176}, {"vocab", 97}},
+                                 "tiny_llama");
+}
+
+inline std::vector<at::Tensor> test_params(const ModelSpec& cfg, uint64_t seed) {
   std::vector<at::Tensor> flat = allocate_params(cfg, at::TensorOptions().dtype(at::kFloat));
   init_params(cfg, flat, seed);
   at::Generator gen = at::detail::createCPUGenerator(seed + 1);
@@ -24,7 +36,7 @@ inline std::vector<at::Tensor> test_params(const ModelConfig& cfg, uint64_t seed
   return flat;
 }
 
-inline at::Tensor random_tokens(const ModelConfig& cfg, uint64_t seed) {
+inline at::Tensor random_tokens(const ModelSpec& cfg, uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   return at::randint(cfg.vocab, {kBatch, kSeq}, gen, at::TensorOptions().dtype(at::kLong));
 }

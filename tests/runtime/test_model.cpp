@@ -3,6 +3,8 @@
 // weights that are views into one flat chunk.
 #include "torch_catch.h"  // first: see there
 
+#include <functional>
+
 #include <ATen/ATen.h>
 
 #include "autograd_model.h"
@@ -15,60 +17,61 @@ using namespace protwin::rt::testing;
 
 namespace {
 
-ModelConfig gpt2_like(int64_t hidden, int64_t layers, int64_t heads) {
-  ModelConfig c;
-  c.family = ModelFamily::kGpt2;
-  c.hidden = hidden;
-  c.layers = layers;
-  c.heads = c.kv_heads = heads;
-  c.ffn_hidden = 4 * hidden;
-  c.vocab = 50257;
-  c.max_seq = 1024;
-  return c;
+ModelSpec gpt2_like(int64_t hidden, int64_t layers, int64_t heads) {
+  return protwin::traces::model_from_json(
+      {{"family", "gpt2"}, {"hidden", hidden}, {"layers", layers}, {"heads", heads}, {"vocab", 50257}}, "gpt2_like");
 }
 
 }  // namespace
 
 TEST_CASE("parameter counts match published figures", "[runtime][model]") {
   // GPT-2 small (124,439,808) and Colossal-AI's GPT-2 10B (10,279,047,168): REFERENCE.md §4.
-  CHECK(param_count(gpt2_like(768, 12, 12)) == 124439808);
-  CHECK(param_count(gpt2_like(4096, 50, 16)) == 10279047168);
+  CHECK(gpt2_like(768, 12, 12).parameter_count() == 124439808);
+  CHECK(gpt2_like(4096, 50, 16).parameter_count() == 10279047168);
   // Llama-3.1-8B: 8,030,261,248 (REFERENCE.md §3, Fujii et al.'s check value).
-  ModelConfig l;
-  l.family = ModelFamily::kLlama;
-  l.hidden = 4096;
-  l.layers = 32;
-  l.heads = 32;
-  l.kv_heads = 8;
-  l.ffn_hidden = 14336;
-  l.vocab = 128256;
-  l.max_seq = 8192;
-  CHECK(param_count(l) == 8030261248);
+  const ModelSpec l = protwin::traces::model_from_json({{"family", "llama"}, {"hidden", 4096}, {"layers", 32},
+                                                         {"heads", 32}, {"kv_heads", 8}, {"ffn_hidden", 14336},
+                                                         {"vocab", 128256}},
+                                                        "llama3.1-8b");
+  CHECK(l.parameter_count() == 8030261248);
 }
 
 TEST_CASE("parameters are listed in execution order", "[runtime][model]") {
-  for (const ModelConfig& cfg : {ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama()}) {
-    const auto specs = param_specs(cfg);
+  for (const ModelSpec& cfg : {tiny_gpt2(), tiny_llama()}) {
+    const auto specs = stored_parameters(cfg);
     CHECK(specs.front().name == "embed.tokens.weight");
-    CHECK(specs.back().name == (cfg.family == ModelFamily::kGpt2 ? "final_norm.bias" : "lm_head.weight"));
+    CHECK(specs.back().name == (is_gpt2(cfg) ? "final_norm.bias" : "lm_head.weight"));
     for (size_t i = 1; i < specs.size(); ++i) CHECK(specs[i - 1].block <= specs[i].block);
     CHECK(specs.back().block == head_block(cfg));
   }
 }
 
-TEST_CASE("bad model configs and weights are refused with the field named", "[runtime][model]") {
-  ModelConfig c = ModelConfig::tiny_gpt2();
-  c.heads = c.kv_heads = 5;
-  CHECK_THROWS_WITH(c.validate(), "model config: hidden 64 is not divisible by heads 5");
-  c = ModelConfig::tiny_gpt2();
-  c.kv_heads = 2;
-  CHECK_THROWS_WITH(c.validate(),
-                    "model config: GPT-2 has no grouped-query attention (kv_heads 2 != heads 4)");
-  c = ModelConfig::tiny_llama();
-  c.kv_heads = 3;
-  CHECK_THROWS_WITH(c.validate(), "model config: heads 4 is not divisible by kv_heads 3");
+TEST_CASE("models the runtime does not implement are refused with the field named", "[runtime][model]") {
+  auto refusal = [](ModelSpec m, const std::function<void(ModelSpec&)>& edit, int64_t seq = kSeq) {
+    edit(m);
+    try {
+      check_runtime_model(m, seq, "m.json", "/model");
+    } catch (const protwin::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(refusal(tiny_gpt2(), [](ModelSpec&) {}) == "(accepted)");
+  CHECK(refusal(tiny_llama(), [](ModelSpec&) {}, 4096) == "(accepted)");  // RoPE: any length
+  CHECK(refusal(tiny_gpt2(), [](ModelSpec&) {}, kSeq + 1) ==
+        "m.json:/model/max_positions: 16 learned positions, but the plan's sequence is 17");
+  CHECK(refusal(tiny_gpt2(), [](ModelSpec& m) { m.kv_heads = 2; }) ==
+        "m.json:/model/kv_heads: the runtime's GPT-2 needs kv_heads == heads (4), got 2");
+  CHECK(refusal(tiny_gpt2(), [](ModelSpec& m) { m.activation = "relu"; }) ==
+        "m.json:/model/activation: the runtime's GPT-2 needs \"gelu\", got \"relu\"");
+  CHECK(refusal(tiny_llama(), [](ModelSpec& m) { m.tied_embeddings = true; }) ==
+        "m.json:/model/tied_embeddings: the runtime's LLaMA needs false, got true");
+  CHECK(refusal(tiny_llama(), [](ModelSpec& m) { m.family = "opt"; }) ==
+        "m.json:/model/family: the runtime implements gpt2 and llama, got \"opt\"");
+}
 
-  const ModelConfig g = ModelConfig::tiny_gpt2();
+TEST_CASE("weights of the wrong shape or count are refused", "[runtime][model]") {
+  const ModelSpec g = tiny_gpt2();
   std::vector<at::Tensor> flat = allocate_params(g, at::TensorOptions().dtype(at::kFloat));
   flat[2] = at::zeros({3});
   CHECK_THROWS_WITH(bind_weights(g, flat),
@@ -79,8 +82,8 @@ TEST_CASE("bad model configs and weights are refused with the field named", "[ru
 }
 
 TEST_CASE("explicit backward equals LibTorch autograd", "[runtime][model]") {
-  const ModelConfig cfg = GENERATE(ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama());
-  INFO("family " << to_string(cfg.family));
+  const ModelSpec cfg = GENERATE(tiny_gpt2(), tiny_llama());
+  INFO("family " << cfg.family);
   const std::vector<at::Tensor> params = test_params(cfg, 1234);
   const at::Tensor tokens = random_tokens(cfg, 7), targets = random_tokens(cfg, 8);
 
@@ -103,7 +106,7 @@ TEST_CASE("explicit backward equals LibTorch autograd", "[runtime][model]") {
   CHECK(loss > 4.0);  // near ln(97) = 4.57 for small random weights: the loss is real
   const double input_grad_diff = max_abs_diff(dx, emb.grad());
   CHECK(input_grad_diff <= 1e-5);
-  const auto specs = param_specs(cfg);
+  const auto specs = stored_parameters(cfg);
   for (size_t i = 0; i < specs.size(); ++i) {
     INFO(specs[i].name);
     REQUIRE(leaves[i].grad().defined());
@@ -114,8 +117,8 @@ TEST_CASE("explicit backward equals LibTorch autograd", "[runtime][model]") {
 }
 
 TEST_CASE("recompute from the block input reproduces activations bitwise", "[runtime][model]") {
-  const ModelConfig cfg = GENERATE(ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama());
-  INFO("family " << to_string(cfg.family));
+  const ModelSpec cfg = GENERATE(tiny_gpt2(), tiny_llama());
+  INFO("family " << cfg.family);
   const std::vector<at::Tensor> params = test_params(cfg, 99);
   const ModelWeights w = bind_weights(cfg, params);
   const at::Tensor tokens = random_tokens(cfg, 3), targets = random_tokens(cfg, 4);
@@ -152,19 +155,19 @@ TEST_CASE("recompute from the block input reproduces activations bitwise", "[run
 
 TEST_CASE("weights and grads as views into one flat chunk give the same results",
           "[runtime][model]") {
-  const ModelConfig cfg = GENERATE(ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama());
-  INFO("family " << to_string(cfg.family));
+  const ModelSpec cfg = GENERATE(tiny_gpt2(), tiny_llama());
+  INFO("family " << cfg.family);
   const std::vector<at::Tensor> params = test_params(cfg, 5);
-  const auto specs = param_specs(cfg);
-  at::Tensor chunk = at::empty({param_count(cfg)}, at::kFloat);
-  at::Tensor grad_chunk = at::zeros({param_count(cfg)}, at::kFloat);
+  const auto specs = stored_parameters(cfg);
+  at::Tensor chunk = at::empty({cfg.parameter_count()}, at::kFloat);
+  at::Tensor grad_chunk = at::zeros({cfg.parameter_count()}, at::kFloat);
   std::vector<at::Tensor> views, grad_views;
   int64_t off = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
-    views.push_back(chunk.narrow(0, off, specs[i].numel()).view(specs[i].shape));
-    grad_views.push_back(grad_chunk.narrow(0, off, specs[i].numel()).view(specs[i].shape));
+    views.push_back(chunk.narrow(0, off, specs[i].numel).view(specs[i].shape));
+    grad_views.push_back(grad_chunk.narrow(0, off, specs[i].numel).view(specs[i].shape));
     views.back().copy_(params[i]);
-    off += specs[i].numel();
+    off += specs[i].numel;
   }
   const at::Tensor tokens = random_tokens(cfg, 11), targets = random_tokens(cfg, 12);
   ModelActs a1, a2;
@@ -182,8 +185,8 @@ TEST_CASE("weights and grads as views into one flat chunk give the same results"
 TEST_CASE("bf16 weights run the same model within bf16 precision", "[runtime][model]") {
   // Oracle: the fp32 run of the same weights. bf16 keeps 8 mantissa bits (relative step 2^-8), so
   // the loss must agree to about 1 % and each gradient must point the same way (cosine > 0.99).
-  const ModelConfig cfg = GENERATE(ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama());
-  INFO("family " << to_string(cfg.family));
+  const ModelSpec cfg = GENERATE(tiny_gpt2(), tiny_llama());
+  INFO("family " << cfg.family);
   const std::vector<at::Tensor> params = test_params(cfg, 77);
   std::vector<at::Tensor> half;
   for (const at::Tensor& p : params) half.push_back(p.to(at::kBFloat16));
@@ -198,7 +201,7 @@ TEST_CASE("bf16 weights run the same model within bf16 precision", "[runtime][mo
   CHECK(a16.layers[0].act.scalar_type() == at::kBFloat16);
   const double rel_loss_diff = std::abs(loss16 - loss32) / loss32;
   CHECK(rel_loss_diff <= 1e-2);
-  const auto specs = param_specs(cfg);
+  const auto specs = stored_parameters(cfg);
   for (size_t i = 0; i < specs.size(); ++i) {
     INFO(specs[i].name);
     const at::Tensor a = g32[i].flatten(), b = g16[i].flatten().to(at::kFloat);

@@ -54,8 +54,8 @@ TEST_CASE("loss, gradients and 10 AdamW steps match the PyTorch reference", "[ru
     WARN("SKIPPED: " << missing);
     return;
   }
-  const ModelConfig cfg = GENERATE(ModelConfig::tiny_gpt2(), ModelConfig::tiny_llama());
-  INFO("family " << to_string(cfg.family));
+  const ModelSpec cfg = GENERATE(tiny_gpt2(), tiny_llama());
+  INFO("family " << cfg.family);
   const std::vector<at::Tensor> params = test_params(cfg, 2024);
   const at::Tensor tokens = random_tokens(cfg, 21), targets = random_tokens(cfg, 22);
   AdamConfig adam;
@@ -64,20 +64,20 @@ TEST_CASE("loss, gradients and 10 AdamW steps match the PyTorch reference", "[ru
   adam.decoupled_weight_decay = true;
 
   const fs::path dir = fs::path(PROTWIN_BINARY_DIR) / "tests" / "runtime" /
-                       ("reference_" + to_string(cfg.family) + "_" + std::to_string(getpid()));
+                       ("reference_" + cfg.family + "_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  nlohmann::json in = {{"family", to_string(cfg.family)}, {"hidden", cfg.hidden},
+  nlohmann::json in = {{"family", cfg.family}, {"hidden", cfg.hidden},
                        {"layers", cfg.layers},            {"heads", cfg.heads},
                        {"kv_heads", cfg.kv_heads},        {"ffn_hidden", cfg.ffn_hidden},
-                       {"vocab", cfg.vocab},              {"max_seq", cfg.max_seq},
-                       {"norm_eps", cfg.norm_eps},        {"rope_theta", cfg.rope_theta},
+                       {"vocab", cfg.vocab},              {"max_seq", cfg.max_positions},
+                       {"norm_eps", kNormEps},        {"rope_theta", kRopeTheta},
                        {"batch", kBatch},                 {"seq", kSeq},
                        {"tokens", to_vector(tokens)},     {"targets", to_vector(targets)},
                        {"steps", kSteps}};
   in["adamw"] = {{"lr", adam.lr}, {"beta1", adam.beta1}, {"beta2", adam.beta2},
                  {"eps", adam.eps}, {"weight_decay", adam.weight_decay}};
-  const auto specs = param_specs(cfg);
-  for (const ParamSpec& s : specs) in["params"].push_back({{"name", s.name}, {"shape", s.shape}});
+  const auto specs = stored_parameters(cfg);
+  for (const ParamTensor& s : specs) in["params"].push_back({{"name", s.name}, {"shape", s.shape}});
   std::ofstream(dir / "input.json") << in.dump();
   {
     std::ofstream bin(dir / "params.bin", std::ios::binary);
@@ -94,7 +94,7 @@ TEST_CASE("loss, gradients and 10 AdamW steps match the PyTorch reference", "[ru
   const std::vector<double> ref_losses = out.at("losses").get<std::vector<double>>();
   REQUIRE(ref_losses.size() == static_cast<size_t>(kSteps));
   const std::string grads_bin = slurp(dir / "grads.bin");
-  REQUIRE(grads_bin.size() == static_cast<size_t>(param_count(cfg)) * sizeof(float));
+  REQUIRE(grads_bin.size() == static_cast<size_t>(cfg.parameter_count()) * sizeof(float));
 
   // protwin: explicit forward/backward + CPU AdamW, one state per parameter tensor.
   std::vector<at::Tensor> p, g, m, v;
@@ -122,7 +122,7 @@ TEST_CASE("loss, gradients and 10 AdamW steps match the PyTorch reference", "[ru
         INFO(specs[i].name);
         const double grad_diff = max_abs_diff(g[i], r);
         CHECK(grad_diff <= 1e-4);
-        off += specs[i].numel();
+        off += specs[i].numel;
       }
     }
     for (size_t i = 0; i < p.size(); ++i)

@@ -25,17 +25,10 @@ namespace {
 
 int64_t r512(int64_t n) { return static_cast<int64_t>(traces::BlockAllocator::round_size(static_cast<size_t>(n))); }
 
-ModelConfig config_of(const sim::ModelSpec& m) {
-  ModelConfig c;
-  c.family = m.family == "llama" ? ModelFamily::kLlama : ModelFamily::kGpt2;
-  c.hidden = m.hidden;
-  c.layers = 1;
-  c.heads = m.heads;
-  c.kv_heads = m.kv_heads;
-  c.ffn_hidden = m.ffn_hidden;
-  c.vocab = m.vocab;
-  c.max_seq = m.max_positions > 0 ? m.max_positions : 256;
-  return c;
+// The model's architecture with one decoder layer (what one block function allocates).
+ModelSpec config_of(ModelSpec m) {
+  m.layers = 1;
+  return m;
 }
 
 // What a block function allocates from the device's caching allocator: the high water above the
@@ -58,7 +51,7 @@ Measured measure(CachingAllocator& device, F&& body) {
 void check_ops(const std::string& model, int64_t b, int64_t t) {
   const sim::ModelSpec spec = sim::resolve_model(model);
   const sim::RuntimeShapes s{spec, b, t};
-  const ModelConfig cfg = config_of(spec);
+  const ModelSpec cfg = config_of(spec);
   at::set_num_threads(1);
   std::vector<at::Tensor> params = allocate_params(cfg, at::TensorOptions().dtype(at::kFloat));
   init_params(cfg, params, 3);

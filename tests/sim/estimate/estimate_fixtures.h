@@ -6,8 +6,12 @@
 
 namespace protwin::sim::test {
 
-inline EstimateModel llama31_8b() {
-  EstimateModel m;
+// A spec with the family's defaults (traces/model_spec.cpp), dimensions to be set by the test.
+inline ModelSpec llama_spec() { return traces::model_from_json({{"family", "llama"}, {"hidden", 1}, {"layers", 1}, {"heads", 1}}, "test"); }
+inline ModelSpec gpt_spec() { return traces::model_from_json({{"family", "gpt2"}, {"hidden", 1}, {"layers", 1}, {"heads", 1}}, "test"); }
+
+inline ModelSpec llama31_8b() {
+  ModelSpec m = llama_spec();
   m.name = "llama3.1-8b";
   m.hidden = 4096;
   m.ffn_hidden = 14336;

@@ -12,7 +12,7 @@ using Catch::Matchers::Equals;
 
 namespace {
 std::string message_of(const ParallelConfig& c, const EstimateOptions& o = {},
-                       EstimateModel m = llama31_8b()) {
+                       ModelSpec m = llama31_8b()) {
   try {
     estimate_memory(m, c, o);
   } catch (const protwin::Error& e) {
@@ -76,7 +76,7 @@ TEST_CASE("virtual pipeline stages must divide the layers per stage") {
 TEST_CASE("sizes below one and bad option values") {
   CHECK_THAT(message_of(layout(8192, 1, 0, 1, 1, 1)), Equals("--tp 0: must be at least 1"));
   CHECK_THAT(message_of(layout(0, 1, 1, 1, 1, 1)), Equals("--seq 0: must be at least 1"));
-  EstimateModel m = llama31_8b();
+  ModelSpec m = llama31_8b();
   m.kv_heads = 0;
   CHECK_THAT(message_of(layout(8192, 1, 1, 1, 1, 1), {}, m),
              Equals("model llama3.1-8b: kv_heads 0 must be at least 1"));
@@ -120,7 +120,7 @@ TEST_CASE("the shared option check bounds the vocabulary padding") {
 }
 
 TEST_CASE("a model too large to count exactly is refused, not counted negative") {
-  EstimateModel m = llama31_8b();
+  ModelSpec m = llama31_8b();
   m.name = "huge";
   m.hidden = 4194304;
   m.ffn_hidden = 4 * 4194304;

@@ -33,8 +33,8 @@ EstimateOptions fsdp(int param_bytes = 2, bool fp32_reduce = true) {
 }
 
 // A GPT model without biases (MPT's shape), tied embeddings: one LayerNorm weight pair per layer.
-EstimateModel mpt_like(int64_t hidden, int64_t layers, int64_t vocab) {
-  EstimateModel m;
+ModelSpec mpt_like(int64_t hidden, int64_t layers, int64_t vocab) {
+  ModelSpec m = gpt_spec();
   m.name = "mpt-like";
   m.hidden = hidden;
   m.ffn_hidden = 4 * hidden;
@@ -42,9 +42,7 @@ EstimateModel mpt_like(int64_t hidden, int64_t layers, int64_t vocab) {
   m.heads = hidden / 128;
   m.kv_heads = m.heads;
   m.vocab = vocab;
-  m.untied_embeddings = false;
-  m.swiglu = false;
-  m.rmsnorm = false;
+  m.bias = false;
   return m;
 }
 
@@ -76,7 +74,7 @@ TEST_CASE("fsdp: Llama-3.1-8B on DP 8, bf16 units, fp32 reduce: the root's reduc
 TEST_CASE("fsdp: an MPT-7B-shaped model, tied embeddings, PURE bf16 reduce has no cast copy",
           "[estimate][fsdp][closed-form]") {
   // MPT-7B as the megatron-validation row gives it: d 4096, 32 layers, vocab 50368, no biases.
-  const EstimateModel m = mpt_like(4096, 32, 50368);
+  const ModelSpec m = mpt_like(4096, 32, 50368);
   const double h = 4096, n = 12 * h * h + 2 * h, r = h * 50368 + h;
   const MemoryEstimate e = estimate_memory(m, layout(2048, 6, 1, 1, 1, 8), fsdp());
   REQUIRE(e.params_total == static_cast<int64_t>(32 * n + r));
@@ -99,7 +97,7 @@ TEST_CASE("fsdp: an MPT-7B-shaped model, tied embeddings, PURE bf16 reduce has n
 
 TEST_CASE("fsdp: every unit is padded to a multiple of the world size", "[estimate][fsdp][closed-form]") {
   // h 128, 2 layers, vocab 1000: layer 12·128² + 2·128, root 128·1000 + 128, neither divisible by 5.
-  const EstimateModel m = mpt_like(128, 2, 1000);
+  const ModelSpec m = mpt_like(128, 2, 1000);
   const int64_t n = 12 * 128 * 128 + 2 * 128, r = 128 * 1000 + 128, d = 5;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   REQUIRE(n % d != 0);

@@ -5,6 +5,7 @@
 
 #include "sim/estimate/estimate_json.h"
 #include "sim/estimate/memory_estimate.h"
+#include "sim/workload/model_spec.h"
 #include "tests/sim/estimate/estimate_fixtures.h"
 
 using namespace protwin::sim;
@@ -12,9 +13,19 @@ using namespace protwin::sim::test;
 using Catch::Matchers::WithinRel;
 
 TEST_CASE("Llama-3.1-8B parameter count from the formula is the published 8,030,261,248") {
-  const EstimateModel m = llama31_8b();
+  const ModelSpec m = llama31_8b();
   CHECK(parameter_count(m, m.vocab) == 8030261248LL);
   CHECK(transformer_parameter_count(m) == 6979588096LL);  // P_tr incl. final norm
+}
+
+TEST_CASE("the formula's count equals the parameter layout's for every Llama-family zoo model") {
+  // Oracle: the one parameter layout (traces/parameter_layout.h), tensor by tensor.
+  for (const std::string& name : model_names()) {
+    const ModelSpec m = find_model(name);
+    if (m.family != "llama") continue;
+    INFO(name);
+    CHECK(parameter_count(m, m.vocab) == m.parameter_count());
+  }
 }
 
 TEST_CASE("authors' four unit-test cases to 1e-9 relative") {
@@ -42,7 +53,7 @@ TEST_CASE("per-layer activations are 41·s·b·h/t for Llama-3.1-8B") {
 
 namespace {
 // Case 1 of the authors' table, with switches changed.
-MemoryEstimate case1(const EstimateOptions& o, EstimateModel m = llama31_8b()) {
+MemoryEstimate case1(const EstimateOptions& o, ModelSpec m = llama31_8b()) {
   return estimate_memory(m, layout(8192, 1, 2, 1, 1, 2), o);
 }
 constexpr double kN1 = 4015132672.0;  // params on the first stage of case 1 (hand-computed)
@@ -60,8 +71,8 @@ TEST_CASE("model-state switches change bytes per parameter and the parameter cou
   CHECK_THAT(case1(o).weights_grads_optimizer_bytes, WithinRel(kN1 * (4 + 6), 1e-12));
 
   // Tied embeddings: no LM head and (as in the authors' code) no final norm on stage 1.
-  EstimateModel tied = llama31_8b();
-  tied.untied_embeddings = false;
+  ModelSpec tied = llama31_8b();
+  tied.tied_embeddings = true;
   CHECK(case1({}, tied).params_per_gpu == (6979588096.0 - 4096 + 4096.0 * 128256) / 2);
   CHECK(parameter_count(tied, tied.vocab) == 8030261248LL - 4096LL * 128256);
 }

@@ -15,8 +15,8 @@ using namespace protwin::sim;
 
 namespace {
 
-EstimateModel small_model() {
-  EstimateModel m;
+ModelSpec small_model() {
+  ModelSpec m = test::llama_spec();
   m.name = "small";
   m.hidden = 768;
   m.ffn_hidden = 2048;
@@ -35,7 +35,7 @@ struct Brute {
   int64_t enumerated = 0;
 };
 
-Brute brute_force(const EstimateModel& m, int64_t gpus, int64_t per_node, int64_t seq, int64_t gbs,
+Brute brute_force(const ModelSpec& m, int64_t gpus, int64_t per_node, int64_t seq, int64_t gbs,
                   double threshold_gib) {
   Brute out;
   for (int64_t tp : {1, 2, 4, 8})
@@ -65,7 +65,7 @@ Brute brute_force(const EstimateModel& m, int64_t gpus, int64_t per_node, int64_
 }  // namespace
 
 TEST_CASE("search enumeration and rejection counts match a brute force") {
-  const EstimateModel m = small_model();
+  const ModelSpec m = small_model();
   SearchSpace space;
   space.gpus = 24;           // 24 is not a multiple of 16 or 9: world-size rejections
   space.gpus_per_node = 8;   // TP·CP ≤ 8
@@ -95,7 +95,7 @@ TEST_CASE("search enumeration and rejection counts match a brute force") {
 }
 
 TEST_CASE("search over Llama-3.1-70B on 1024 GPUs: TP, CP in {1,2,4,8}, PP | 80") {
-  EstimateModel m;
+  ModelSpec m = test::llama_spec();
   m.name = "llama3.1-70b";
   m.hidden = 8192, m.ffn_hidden = 28672, m.layers = 80, m.heads = 64, m.kv_heads = 8;
   m.vocab = 128256;

@@ -74,7 +74,7 @@ double stage_bytes(int64_t stage, int64_t layers, int64_t p, int64_t m, int64_t 
 
 TEST_CASE("uneven stages: every stage's memory by Fujii's closed forms, the estimate is the largest",
           "[estimate][stages]") {
-  const EstimateModel model = llama31_8b();
+  const ModelSpec model = llama31_8b();
   for (const auto& [split, p, m, t, d] :
        {std::tuple<StageSplit, int64_t, int64_t, int64_t, int64_t>{{7, 7}, 4, 8, 2, 4}, {{7, 7}, 4, 2, 1, 8},
         {{5, 0}, 4, 16, 4, 2}, {{0, 2}, 4, 16, 1, 1}, {{15, 17}, 2, 4, 2, 2}}) {
@@ -104,7 +104,7 @@ TEST_CASE("uneven stages: every stage's memory by Fujii's closed forms, the esti
 }
 
 TEST_CASE("uneven stages: stage 0 of an even split is Fujii's first-stage estimate", "[estimate][stages]") {
-  const EstimateModel model = llama31_8b();
+  const ModelSpec model = llama31_8b();
   for (const auto& [p, m] : {std::pair<int64_t, int64_t>{2, 8}, {4, 8}, {4, 2}, {8, 64}}) {
     const ParallelConfig c = layout(8192, 1, 2, 1, p, 4);
     EstimateOptions o;
@@ -135,7 +135,7 @@ TEST_CASE("uneven stages: only the fujii method, only without virtual stages", "
 
 TEST_CASE("search: Llama 3.1 405B on 2,048 x 8 H100 fits only with uneven stages (Meta: PP 16, 7 + 14 x 8 + 7)",
           "[estimate][stages][search]") {
-  EstimateModel m;
+  ModelSpec m = test::llama_spec();
   m.name = "llama3.1-405b";
   m.hidden = 16384, m.ffn_hidden = 53248, m.layers = 126, m.heads = 128, m.kv_heads = 8, m.vocab = 128256;
   SearchSpace space;

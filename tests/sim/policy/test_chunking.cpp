@@ -5,7 +5,7 @@
 
 #include "sim/policy/block_layout.h"
 #include "sim/policy/chunking.h"
-#include "sim/workload/parameters.h"
+#include "sim/workload/model_spec.h"
 #include "traces/units.h"
 
 using namespace protwin;

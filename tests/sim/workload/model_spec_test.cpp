@@ -6,7 +6,6 @@
 #include <fstream>
 
 #include "sim/workload/model_spec.h"
-#include "sim/workload/parameters.h"
 #include "traces/error.h"
 
 using protwin::sim::ModelSpec;
@@ -113,6 +112,45 @@ TEST_CASE("parameter layout is in execution order with the tied head last", "[wo
   CHECK(llama[1].tensors[2].shape == std::vector<int64_t>{1024, 4096});  // 8 KV heads x 128
   CHECK(llama.back().tensors.back().tied_to.empty());
   CHECK(llama.back().count() == 4096 + 128256LL * 4096);
+}
+
+TEST_CASE("stored parameters: the layout without the tied head, each with its block", "[workload][zoo]") {
+  // The runtime's weights, chunk store and checkpoints use this list; the chunk packer the layout.
+  for (const std::string& name : model_names()) {
+    INFO(name);
+    const ModelSpec m = find_model(name);
+    const auto layout = protwin::sim::parameter_layout(m);
+    const auto stored = protwin::traces::stored_parameters(m);
+    size_t i = 0;
+    int64_t total = 0;
+    for (size_t b = 0; b < layout.size(); ++b)
+      for (const auto& t : layout[b].tensors) {
+        CHECK(t.block == static_cast<int64_t>(b));
+        if (!t.tied_to.empty()) continue;
+        REQUIRE(i < stored.size());
+        CHECK(stored[i].name == t.name);
+        CHECK(stored[i].shape == t.shape);
+        total += stored[i++].numel;
+      }
+    CHECK(i == stored.size());
+    CHECK(total == m.parameter_count());
+  }
+  // GPT-2 small: 124,439,808 parameters (REFERENCE.md §4) with the tied head stored once.
+  const auto gpt2 = protwin::traces::stored_parameters(find_model("gpt2-small"));
+  CHECK(gpt2.back().name == "final_norm.bias");
+  int64_t n = 0;
+  for (const auto& t : gpt2) n += t.numel;
+  CHECK(n == 124439808);
+}
+
+TEST_CASE("a spec inside another document is read with its pointer in every error", "[workload][zoo][errors]") {
+  nlohmann::json plan = {{"meta", {{"model_spec", protwin::sim::model_to_json(find_model("gpt2-tiny"))}}}};
+  const ModelSpec m = protwin::sim::model_from_json(plan["meta"]["model_spec"], "p.json", "/meta/model_spec");
+  CHECK(m.parameter_count() == find_model("gpt2-tiny").parameter_count());
+  CHECK(m.source == "p.json");
+  plan["meta"]["model_spec"]["heads"] = 3;
+  CHECK(error_of([&] { protwin::sim::model_from_json(plan["meta"]["model_spec"], "p.json", "/meta/model_spec"); }) ==
+        "p.json:/meta/model_spec/heads: hidden 256 is not divisible by heads 3");
 }
 
 TEST_CASE("resolve_model reads spec files and round-trips model_to_json", "[workload][zoo]") {
