@@ -120,7 +120,8 @@ int protwin_mpi_init_serialized(int* rank, int* size) {
   if (provided < MPI_THREAD_SERIALIZED) return 2;
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, size);
-  // Every rank must agree on the transport for the naps to match; take the least capable one.
+  // The least capable rank's transport decides (one rank without single copy needs the fragments'
+  // tests from its peers too).
   int single_copy = read_single_copy(), all = 0;
   if (MPI_Allreduce(&single_copy, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) return 1;
   g_single_copy = all;
