@@ -13,6 +13,7 @@
 #include "cli/policy_options.h"
 #include "cli/rank_machine.h"
 #include "cli/rank_runs.h"
+#include "cli/rank_single_copy.h"
 #include "cli/rank_step_speeds.h"
 #include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
@@ -185,7 +186,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     section["error"] = "mpirun not found on PATH (Debian: openmpi-bin)";
     return section;
   }
-  ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);  // containers forbid CMA's ptrace
+  // Single-copy transfers where the host permits them (containers that forbid ptrace do not): a
+  // rank's collective is then a few handshakes and its thread backs off while it waits, instead of
+  // waking every 20 us beside the rank's compute (cli/rank_single_copy.h). A caller's setting wins.
+  const bool single_copy = single_copy_permitted();
+  if (!single_copy) ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  section["single_copy_permitted"] = single_copy;
   const hw::Machine m = machine_for_ranks(machine, o.ranks, o.net_gbps);
   const std::unique_ptr<hw::HardwareCostModel> cost = cost_of(m);
   std::vector<std::string> mpirun_head;

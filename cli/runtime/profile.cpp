@@ -126,6 +126,8 @@ int run_profile(const std::vector<std::string>& args) {
                 {"adam_slowdown_with_compute", h.adam_slowdown_with_compute},
                 {"compute_slowdown_with_collectives", h.compute_slowdown_with_collectives},
                 {"collective_thread_cpu_share", h.collective_thread_cpu_share},
+                {"collective_tests_per_s", h.collective_tests_per_s},
+                {"collective_single_copy", h.collective_single_copy},
                 {"runtime_op_us", h.runtime_op_us},
                 {"runtime_step_us", h.runtime_step_us},
                 {"collectives", machine["collectives"]["intra_node"]}});
@@ -145,8 +147,9 @@ int run_profile(const std::vector<std::string>& args) {
               h.adam_slowdown_with_compute);
   if (h.compute_slowdown_with_collectives > 0)
     std::printf("  contention         GEMM x%.2f beside this rank's collectives (%d ranks in step; their thread used "
-                "%.2f of a core)\n",
-                h.compute_slowdown_with_collectives, ranks.size(), h.collective_thread_cpu_share);
+                "%.2f of a core, %.0f MPI tests/s, %s)\n",
+                h.compute_slowdown_with_collectives, ranks.size(), h.collective_thread_cpu_share,
+                h.collective_tests_per_s, h.collective_single_copy ? "single-copy, backing off" : "20 us naps");
   std::printf("  runtime's own work %.2f us per plan op, %.0f us per step%s (host_dispatch)\n", h.runtime_op_us,
               h.runtime_step_us, o.step_plan.empty() ? " (empty-op plans)" : " (a real step of the first one-GPU --plan)");
   for (const auto& [kind, f] : h.collectives)

@@ -26,6 +26,8 @@ struct Plugin {
   decltype(&protwin_mpi_allgather_f64) allgather_f64 = nullptr;
   decltype(&protwin_mpi_abort) abort = nullptr;
   decltype(&protwin_mpi_finalize) finalize = nullptr;
+  decltype(&protwin_mpi_single_copy) single_copy = nullptr;
+  decltype(&protwin_mpi_tests) tests = nullptr;
 };
 Plugin g_mpi;
 
@@ -62,6 +64,8 @@ RankGroup& RankGroup::world() {
     g_mpi.allgather_f64 = mpi_plugin_function<decltype(&protwin_mpi_allgather_f64)>(lib, "protwin_mpi_allgather_f64");
     g_mpi.abort = mpi_plugin_function<decltype(&protwin_mpi_abort)>(lib, "protwin_mpi_abort");
     g_mpi.finalize = mpi_plugin_function<decltype(&protwin_mpi_finalize)>(lib, "protwin_mpi_finalize");
+    g_mpi.single_copy = mpi_plugin_function<decltype(&protwin_mpi_single_copy)>(lib, "protwin_mpi_single_copy");
+    g_mpi.tests = mpi_plugin_function<decltype(&protwin_mpi_tests)>(lib, "protwin_mpi_tests");
     const int rc = init(&g->rank_, &g->size_);
     PROTWIN_CHECK(rc == 0, "mpirun: MPI_Init_thread failed", rc == 2 ? " (this MPI has no MPI_THREAD_SERIALIZED)" : "");
     std::atexit([] { g_mpi.finalize(); });
@@ -160,6 +164,10 @@ std::vector<double> RankGroup::all_gather(double mine) {
   if (size_ > 1) check(g_mpi.allgather_f64(mine, all.data()), "all-gather of a value");
   return all;
 }
+
+bool RankGroup::single_copy() const { return size_ > 1 && g_mpi.single_copy() != 0; }
+
+long long RankGroup::completion_tests() const { return size_ > 1 ? g_mpi.tests() : 0; }
 
 void RankGroup::abort_all(int code) const {
   if (size_ > 1) g_mpi.abort(code);

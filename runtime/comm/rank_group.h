@@ -61,6 +61,11 @@ class RankGroup {
   void broadcast(const at::Tensor& full, int root);
   // One value from every rank, in rank order.
   std::vector<double> all_gather(double mine);
+  // Whether MPI moves large messages in one copy (Open MPI's CMA), so a waiting rank backs off its
+  // completion tests from 20 us to 250 us naps (sim/distributed/poll_backoff.h); false with one rank.
+  bool single_copy() const;
+  // MPI_Test calls this process's collectives made so far (the collective thread's wake-ups).
+  long long completion_tests() const;
   // Ends every rank with exit code `code` (MPI_Abort): a rank that failed mid-step must not leave
   // its peers waiting in a collective. Returns only with one rank (then it does nothing).
   void abort_all(int code) const;

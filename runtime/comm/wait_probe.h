@@ -1,6 +1,7 @@
 // How much of a host core a rank uses while it waits in a collective for a late peer (issue 23):
-// the MPI plugin completes each collective by MPI_Test and a 20 us nap until done
-// (sim/distributed/mpi_transport.cpp), so a waiting rank neither frees its core nor spins it. The
+// the MPI plugin completes each collective by MPI_Test and a nap until done (20 us, or backing
+// off to 250 us with single-copy transfers: sim/distributed/poll_backoff.h), so a waiting rank
+// neither frees its core nor spins it. The
 // joint two-rank simulation (sim/engine/joint_ranks.h) counts a waiting rank as this many runnable
 // threads on the shared cores.
 // Runtime header: includes ATen (through rank_group.h).

@@ -28,6 +28,7 @@ void LocalLoad::stop() {
 CollectiveLoad::CollectiveLoad(RankGroup& ranks, int64_t bytes)
     : buffer_(at::ones({std::max<int64_t>(1, bytes / 4)}, at::kFloat)), thread_([this, &ranks] {
         const double c0 = traces::thread_cpu_seconds();
+        const long long t0 = ranks.completion_tests();
         try {
           for (;;) {
             const std::vector<double> stop = ranks.all_gather(stop_.load() ? 1.0 : 0.0);
@@ -42,6 +43,7 @@ CollectiveLoad::CollectiveLoad(RankGroup& ranks, int64_t bytes)
           std::abort();  // one rank: abort_all returns
         }
         cpu_s_ = traces::thread_cpu_seconds() - c0;
+        tests_ = ranks.completion_tests() - t0;  // only this thread calls MPI meanwhile
       }) {}
 
 void CollectiveLoad::stop() {

@@ -24,10 +24,13 @@ class BackgroundLoad {
   long runs() const { return runs_.load(); }
   // CPU seconds of the load's thread (0 until stop() has returned).
   double cpu_s() const { return cpu_s_; }
+  // MPI completion tests the load's collectives made (0 for a local loop; after stop()).
+  long long tests() const { return tests_; }
 
  protected:
   std::atomic<long> runs_{0};
-  double cpu_s_ = 0;  // written by the thread as it ends, read after the join
+  double cpu_s_ = 0;     // written by the thread as it ends, read after the join
+  long long tests_ = 0;  // likewise
 };
 
 // `work` run back to back until stopped.

@@ -1,6 +1,6 @@
 // The runtime's collectives timed as the executor runs them (issue 23): RankGroup's all-gather,
 // reduce-scatter, all-reduce and broadcast (runtime/comm/rank_group.h: MPI calls completed by
-// polling with 20 us naps, the rank-order sum, the --net-GBps throttle), called by every rank of
+// polling with naps (sim/distributed/poll_backoff.h), the rank-order sum, the --net-GBps throttle), called by every rank of
 // `mpirun -np N protwin profile` at once. The rows feed fit_collectives (collective_fit.h), whose
 // alpha and bus bandwidth the N-rank machine then prices collectives with.
 // Runtime header: includes ATen (through rank_group.h).

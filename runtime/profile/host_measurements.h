@@ -48,6 +48,8 @@ struct HostMeasurements {
   // rank).
   double compute_slowdown_with_collectives = 0;
   double collective_thread_cpu_share = 0;  // the collective thread's CPU time / wall time meanwhile
+  double collective_tests_per_s = 0;       // its MPI_Test wake-ups per second meanwhile
+  bool collective_single_copy = false;     // MPI moved large messages in one copy (it backed off)
   // The runtime's own work per plan op and per step (runtime_overhead.h); 0: not measured, the
   // host_dispatch section is left out.
   double runtime_op_us = 0, runtime_step_us = 0;

@@ -261,6 +261,7 @@ struct Beside {
   double compute_slowdown = 1;  // ref's time beside the background work / alone
   double background_run_s = 0;  // one run of the background work while ref ran beside it
   double background_cpu_share = 0;  // the background thread's CPU time over its wall time
+  double background_tests_per_s = 0;  // its MPI completion tests (wake-ups) per second
 };
 
 // `ref` timed alone and beside the work `start` begins (on its own thread) in alternating windows
@@ -275,6 +276,7 @@ Beside time_beside_load(const traces::OpSignature& ref, const std::function<std:
   std::vector<double> alone, beside;
   double bg_wall = 0, bg_cpu = 0;
   long bg_runs = 0;
+  long long bg_tests = 0;
   for (int i = 0; i < windows; ++i) {
     together(o);
     alone.push_back(time_signature(ref, w).mean);
@@ -286,9 +288,10 @@ Beside time_beside_load(const traces::OpSignature& ref, const std::function<std:
     bg_wall += seconds_since(t0);
     bg_runs += bg->runs();
     bg_cpu += bg->cpu_s();
+    bg_tests += bg->tests();
   }
   return {traces::median(beside) / traces::median(alone), bg_wall / static_cast<double>(std::max(1L, bg_runs)),
-          bg_cpu / std::max(1e-9, bg_wall)};
+          bg_cpu / std::max(1e-9, bg_wall), static_cast<double>(bg_tests) / std::max(1e-9, bg_wall)};
 }
 
 Beside time_beside(const traces::OpSignature& ref, const std::function<void()>& work, const ProfileOptions& o) {
@@ -437,6 +440,8 @@ ProfileResult run_profile(const ProfileOptions& opts) {
           time_beside_load(ref, [&] { return std::make_unique<CollectiveLoad>(*o.ranks, o.collective_bytes); }, o);
       h.compute_slowdown_with_collectives = k.compute_slowdown;
       h.collective_thread_cpu_share = k.background_cpu_share;
+      h.collective_tests_per_s = k.background_tests_per_s;
+      h.collective_single_copy = o.ranks->single_copy();
     }
   }
   // 6. The runtime's own work per plan op and per step, outside the ops' bodies.
@@ -480,6 +485,10 @@ ProfileResult run_profile(const ProfileOptions& opts) {
     // Not a rule: how much of a core the collective thread itself used (a slowdown above
     // 1 + share / compute threads is more than the thread's own CPU time).
     prov["contention"]["collective_thread_cpu_share"] = h.collective_thread_cpu_share;
+    // Nor these: the collective thread's MPI_Test wake-ups per second meanwhile, and whether it
+    // backed off (single-copy transfers, sim/distributed/poll_backoff.h).
+    prov["contention"]["collective_tests_per_s"] = h.collective_tests_per_s;
+    prov["contention"]["collective_single_copy"] = h.collective_single_copy;
   }
   r.profile.set_provenance(prov);
   tick();

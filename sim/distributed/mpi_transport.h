@@ -16,7 +16,13 @@ void protwin_mpi_free(unsigned char* p);
 // MPI_Init_thread with MPI_THREAD_SERIALIZED: the plan's collective stream thread and the main
 // thread (checkpoints, losses) call MPI, never at the same time. 0 on success.
 int protwin_mpi_init_serialized(int* rank, int* size);
-// The collectives below are non-blocking MPI calls completed by polling with short sleeps, so a
+// 1 when large messages move in one copy (Open MPI's CMA), read once at init: then a rank waiting
+// for a collective backs off from 20 us naps to 250 us (poll_backoff.h); else the naps stay 20 us.
+int protwin_mpi_single_copy(void);
+// MPI_Test calls made so far by this process's collectives (each one a wake-up of the calling
+// thread, except the first of each collective).
+long long protwin_mpi_tests(void);
+// The collectives below are non-blocking MPI calls completed by polling with naps (above), so a
 // rank waiting for its peers leaves its core to its compute and copy threads. 0 on success.
 // In-place all-gather of fp32 blocks: rank r contributes buf[displs[r], displs[r] + counts[r]).
 int protwin_mpi_allgatherv_f32(float* buf, const int* counts, const int* displs);

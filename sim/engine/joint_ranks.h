@@ -10,8 +10,8 @@
 //  - The host's cores are shared by all ranks' CPU threads (processor sharing): while n threads
 //    are runnable on C cores and n > C, each runs at C / n of its speed. Runnable: each busy op of
 //    a CPU stream (compute, cpu_optim: their thread counts), and each rank waiting in a collective
-//    (the MPI plugin polls with MPI_Test and 20 us naps: a fraction of a core, which the runtime
-//    measures, runtime/comm/wait_probe.h). The copy workers sleep at the link throttle and are not
+//    (the MPI plugin polls with MPI_Test and naps, sim/distributed/poll_backoff.h: a fraction of a
+//    core, which the runtime measures, runtime/comm/wait_probe.h). The copy workers sleep at the link throttle and are not
 //    counted. As in contention.h the schedule and the slowdowns depend on each
 //    other: every pass stretches each CPU op by its length over the work it got done in the pass
 //    before (len / integral of min(1, C / n)), which at the fixed point is exact processor sharing.
