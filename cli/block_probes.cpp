@@ -9,20 +9,20 @@ namespace protwin::cli {
 void add_block_probes(BlockProbes& into, const nlohmann::json& interleave, const std::string& where) {
   if (!interleave.contains("block_probes")) return;
   const nlohmann::json& series = interleave.at("block_probes");
-  size_t sweeps = 0;
+  size_t runs = 0;
   for (size_t i = 0; i < series.size(); ++i) {
     const auto us = series[i].at("us").get<std::vector<double>>();
-    PROTWIN_CHECK(i == 0 || us.size() == sweeps, where, ":/block_probes/", i, "/us: expected ", sweeps,
-                  " runs (one per sweep, as the series before it), got ", us.size());
-    sweeps = us.size();
+    PROTWIN_CHECK(i == 0 || us.size() == runs, where, ":/block_probes/", i, "/us: expected ", runs,
+                  " runs (one per step, as the series before it), got ", us.size());
+    runs = us.size();
   }
-  const size_t first = into.sweep_total_us.size();
-  into.sweep_total_us.resize(first + sweeps, 0.0);
+  const size_t first = into.level_us.size();
+  into.level_us.resize(first + runs, 0.0);
   for (const nlohmann::json& s : series) {
     const auto us = s.at("us").get<std::vector<double>>();
     auto& all = into.us[s.at("signature").get<std::string>()];
     all.insert(all.end(), us.begin(), us.end());
-    for (size_t k = 0; k < us.size(); ++k) into.sweep_total_us[first + k] += us[k];
+    for (size_t k = 0; k < us.size(); ++k) into.level_us[first + k] += us[k];
   }
 }
 

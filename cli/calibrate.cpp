@@ -602,9 +602,9 @@ int run_calibrate(const std::vector<std::string>& args) {
       norm.push_back(c->norm_steps);
       raw.push_back(c->raw_steps);
     }
-    // The intervals carry the blocks' level too (one sample per sweep) when the prediction takes
+    // The intervals carry the blocks' level too (one sample per step) when the prediction takes
     // its blocks from the steps' block probes.
-    const std::vector<double> level = reprofile ? block_probes.sweep_total_us : std::vector<double>{};
+    const std::vector<double> level = reprofile ? block_probes.level_us : std::vector<double>{};
     norm_ci = iteration_metrics_with_intervals(pred, sensitivity, level, norm, bootstrap_resamples, bootstrap_seed);
     raw_ci = iteration_metrics_with_intervals(pred, sensitivity, level, raw, bootstrap_resamples, bootstrap_seed);
     verdicts = {judge_at_most(norm_ci.interval[kMape], 0.05), judge_at_most(norm_ci.interval[kMaxError], 0.10),
@@ -824,11 +824,11 @@ int run_calibrate(const std::vector<std::string>& args) {
                                   {"iteration_time_mape", profile_blocks_metrics[0]},
                                   {"iteration_time_max_error", profile_blocks_metrics[1]},
                                   {"iteration_time_mean_error", profile_blocks_metrics[2]}}},
-              {"block_probes", {{"what", "every block the plans run, one run after every sweep over the plans "
-                                         "(protwin interleave --block-probes); the prediction takes each at its median "
-                                         "and the intervals resample the sweeps' block level with the steps"},
-                                {"sweeps", block_probes.sweep_total_us.size()},
-                                {"level_us", spread_of(block_probes.sweep_total_us).to_json()},
+              {"block_probes", {{"what", "every block the plans run, one run after every step (protwin interleave "
+                                         "--block-probes); the prediction takes each at its median and the intervals "
+                                         "resample the blocks' summed time after each step with the steps"},
+                                {"samples", block_probes.level_us.size()},
+                                {"level_us", spread_of(block_probes.level_us).to_json()},
                                 {"blocks", blocks_json}}},
               {"cases", jc},
               {"skipped", skipped},
@@ -882,7 +882,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   const auto& ci = norm_ci.interval;
   std::printf("\nat the reference speed, with 95 %% bootstrap intervals (steps resampled within each plan%s, %d "
               "resamples); a criterion is met when its whole interval is:\n",
-              block_probes.sweep_total_us.empty() ? "" : ", the blocks' level over the sweeps", bootstrap_resamples);
+              block_probes.level_us.empty() ? "" : ", the blocks' level over the steps", bootstrap_resamples);
   std::printf("iteration time  MAPE %.1f%% [%.1f, %.1f] (target <= 5%%: %s), max error %.1f%% [%.1f, %.1f] "
               "(<= 10%%: %s); mean signed error %+.1f%%\n",
               100 * all.mape, 100 * ci[kMape].lo, 100 * ci[kMape].hi, verdict_text(verdicts[0]), 100 * all.max_error,
@@ -901,12 +901,12 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::printf("kernels alone   MAPE %.1f%%, max error %.1f%%, mean signed error %+.1f%% (the same measurement, "
               "predicted without the profile's whole blocks: every block the sum of its kernels)\n",
               100 * kernels_metrics[0], 100 * kernels_metrics[1], 100 * kernels_metrics[2]);
-  if (!block_probes.sweep_total_us.empty()) {
+  if (!block_probes.level_us.empty()) {
     std::printf("profile blocks  MAPE %.1f%%, max error %.1f%%, mean signed error %+.1f%% (the same measurement, "
                 "predicted with each block at its profiles' median instead of its runs beside the steps)\n",
                 100 * profile_blocks_metrics[0], 100 * profile_blocks_metrics[1], 100 * profile_blocks_metrics[2]);
-    const Spread lv = spread_of(block_probes.sweep_total_us);
-    std::printf("block probes    %zu sweeps, the blocks' summed time 80 %% within a %.0f %% band (in the intervals); "
+    const Spread lv = spread_of(block_probes.level_us);
+    std::printf("block probes    %zu steps, the blocks' summed time after each 80 %% within a %.0f %% band (in the intervals); "
                 "each block beside the steps (median, p10-p90) against the profiles:\n",
                 lv.n, 100 * lv.relative);
     for (const auto& b : blocks_json) {

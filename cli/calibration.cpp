@@ -123,7 +123,7 @@ MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>&
   const double point_level = quantile(level_samples, 0.5);
   PROTWIN_CHECK(point_level > 0, "calibrate: the blocks' level must be > 0, got ", point_level);
   Groups groups = steps;
-  groups.push_back(level_samples);  // the last group: the blocks' level, one sample per sweep
+  groups.push_back(level_samples);  // the last group: the blocks' level, one sample per step
   auto statistic = [&](const Groups& g) {
     const double f = quantile(g.back(), 0.5) / point_level;
     std::vector<double> pred, medians;

@@ -53,7 +53,7 @@ MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>&
 
 // As above, and also how sure the prediction is (issue 22): plan i's prediction moves with the
 // blocks' level f as predicted[i] x (1 + sensitivity[i] (f - 1)) (sensitivity: d ln predicted /
-// d ln blocks' time), and f is the median of `level_samples` (one per sweep) over its point value,
+// d ln blocks' time), and f is the median of `level_samples` (one per step) over its point value,
 // resampled with the steps (an extra group). Empty level_samples: the steps alone.
 MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted,
                                                       const std::vector<double>& sensitivity,

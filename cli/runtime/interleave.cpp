@@ -44,7 +44,7 @@ int run_interleave(const std::vector<std::string>& args) {
       ("output,o", po::value(&out_paths)->composing(),
        "the measured Report of a plan's last step (repeat: one per --plan, same order)")
       ("block-probes", "also time every block the plans run (embedding, decoder layer, head; forward and backward) "
-                       "once after every sweep over the plans, as `protwin profile --plan` times it (one rank only)")
+                       "once after every step, as `protwin profile --plan` times it (one rank only)")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("[mpirun -np G] protwin interleave --plan A.json --plan B.json ... [--steps N] [--link-GBps X] "
@@ -117,7 +117,7 @@ int run_interleave(const std::vector<std::string>& args) {
                               {"adam_probe", "CPU Adam on 2^18 fp32 parameters, 1 thread (M params/s), beside the GEMM probe"}};
   if (vm.count("block-probes")) {
     out["block_probes"] = blocks;
-    out["block_probe"] = "each block the plans run, one run (us) after every sweep over the plans, timed as protwin "
+    out["block_probe"] = "each block the plans run, one run (us) after every step (in run order), timed as protwin "
                          "profile --plan times it (48 MiB cache flush, input warm)";
   }
   if (vm.count("json")) {

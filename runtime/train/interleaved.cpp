@@ -100,9 +100,11 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
       p.peak_host_bytes = std::max(p.peak_host_bytes, s.peak_host_bytes);
       s.report.meta["step"] = step + 1;
       p.last_report = std::move(s.report);
+      for (size_t b = 0; b < benches.size(); ++b) {  // after the step's probes, at the probes' split
+        if (b == 0) probe_split.apply();
+        out.block_probes[b].us.push_back(benches[b].time_once_us(o.block_flush_bytes));
+      }
     }
-    probe_split.apply();
-    for (size_t b = 0; b < benches.size(); ++b) out.block_probes[b].us.push_back(benches[b].time_once_us(o.block_flush_bytes));
   }
   return out;
 }

@@ -38,14 +38,14 @@ traces::OpProfile profile_of(double layer_us, double head_us, double gemm_us) {
 
 }  // namespace
 
-TEST_CASE("block probes: every round's runs are kept per block, each sweep's sum is one level sample") {
+TEST_CASE("block probes: every round's runs are kept per block, the sum after each step is one level sample") {
   BlockProbes b;
   add_block_probes(b, interleave_json({40, 44, 42}, {3, 2, 4}), "r0.json");
   add_block_probes(b, interleave_json({50, 46}, {5, 3}), "r1.json");
   add_block_probes(b, nlohmann::json::object(), "r2.json");  // a run without block probes adds nothing
   CHECK(b.us.at(kLayer.key()) == std::vector<double>{40, 44, 42, 50, 46});
   CHECK(b.us.at(kHead.key()) == std::vector<double>{3, 2, 4, 5, 3});
-  CHECK(b.sweep_total_us == std::vector<double>{43, 46, 46, 55, 49});
+  CHECK(b.level_us == std::vector<double>{43, 46, 46, 55, 49});
 }
 
 TEST_CASE("block probes: series of different lengths are refused, naming the file and pointer") {
@@ -74,7 +74,7 @@ TEST_CASE("block probes: the prediction takes each sampled block at its median, 
   CHECK(with_block_probes(profile_of(55, 7, 10), BlockProbes{}).find(kLayer)->us.mean == 55);
 }
 
-TEST_CASE("the intervals carry the blocks' level: a median of three sweeps 0.9 / 1.0 / 1.1 in closed form") {
+TEST_CASE("the intervals carry the blocks' level: a median of three level samples 0.9 / 1.0 / 1.1 in closed form") {
   // Steps without noise, each plan measured at exactly its prediction: the steps alone give
   // zero-width intervals at 0 (met by luck if the block level is uncertain). Plan 0 moves fully
   // with the blocks (sensitivity 1), plan 1 half. A bootstrap median of 3 values is 1.0 with

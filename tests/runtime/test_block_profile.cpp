@@ -136,7 +136,7 @@ TEST_CASE("the recorder puts every ATen call of a compute op inside the op's sco
   }
 }
 
-TEST_CASE("interleave's block probes: one run of every block per sweep, at the device's speed then, the steps' memory untouched") {
+TEST_CASE("interleave's block probes: one run of every block after every step, at the device's speed then, the steps' memory untouched") {
   const traces::Plan plan = tiny_resident_plan();
   const std::vector<RuntimePlan> plans = {make_runtime_plan(plan, "tiny.json")};
   InterleaveOptions o;
@@ -145,8 +145,8 @@ TEST_CASE("interleave's block probes: one run of every block per sweep, at the d
   const InterleavedResult alone = run_interleaved(plans, o);
   o.block_probes = plan_block_signatures(plan);
   REQUIRE(o.block_probes.size() == 6);  // embedding, layer, head; forward and backward
-  // One plan, so sweep k is step k: the device runs 3x slower from odd steps until the next step,
-  // and so do the block probes after those sweeps (stretched as device ops, speed_throttle.h).
+  // The device runs 3x slower from odd steps until the next step, and so do the block probes after
+  // those steps (stretched as device ops, speed_throttle.h).
   o.before_step = [](int64_t i) { set_emulated_slowdown(i % 2 == 1 ? 3.0 : 1.0); };
   const InterleavedResult r = run_interleaved(plans, o);
   set_emulated_slowdown(1);
@@ -159,7 +159,7 @@ TEST_CASE("interleave's block probes: one run of every block per sweep, at the d
       (k % 2 == 1 ? odd : even) += b.us[k];
     }
   }
-  WARN("block probes' sum over the slowed sweeps / the others: " << odd / even << " (device slowdown 3)");
+  WARN("block probes' sum after the slowed steps / the others: " << odd / even << " (device slowdown 3)");
   CHECK(odd / even > 1.8);
   // The blocks allocate from their own caching allocator, not the emulated device's.
   CHECK(r.plans[0].peak_device_bytes == alone.plans[0].peak_device_bytes);
