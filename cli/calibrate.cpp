@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/block_probes.h"
 #include "cli/calibration.h"
 #include "cli/calibration_ranks.h"
 #include "cli/drift_rule.h"
@@ -69,6 +70,8 @@ struct CaseResult {
   std::string error;                                         // runtime failure, if any
   double fitted_predicted_s = 0;
   double kernels_predicted_s = 0;  // blocks priced by their kernels alone (no whole-block entries)
+  double profile_blocks_predicted_s = 0;  // blocks at the profiles' medians (not the steps' block probes)
+  double block_sensitivity = 0;           // d ln predicted / d ln the blocks' time
   std::map<std::string, double> fitted_busy;
 };
 
@@ -406,6 +409,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   // The machine's own noise, sampled before the first round and after every round: the same GEMM's
   // speed (protwin bench stability).
   std::vector<double> noise_samples, step_probes, copy_step_probes, adam_step_probes;
+  BlockProbes block_probes;  // every round's blocks timed beside the steps
   auto sample_noise = [&] {
     const ProcessResult p = run_process(rt, {"bench", "stability", "--seconds", "2", "--json"}, out_dir + "/noise.log");
     if (p.exit_code != 0) return;
@@ -415,6 +419,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   auto measure_round = [&](int round) {
     std::vector<std::string> a = {"interleave", "--steps", std::to_string(steps), "--link-GBps", std::to_string(link),
                                   "--json"};
+    if (reprofile) a.push_back("--block-probes");  // the blocks' times beside the steps (cli/block_probes.h)
     for (const auto& r : results)
       a.insert(a.end(), {"--plan", r.dir + "/plan.json", "-o", r.dir + "/measured-r" + std::to_string(round) + ".json"});
     const ProcessResult p = run_process(rt, a, out_dir + "/runtime.log");
@@ -424,8 +429,10 @@ int run_calibrate(const std::vector<std::string>& args) {
           r.error = "protwin-rt interleave exit " + std::to_string(p.exit_code) + " (see " + out_dir + "/runtime.log)";
       return;
     }
-    traces::write_file_atomic(out_dir + "/interleave-r" + std::to_string(round) + ".json", p.out);
+    const std::string interleave_path = out_dir + "/interleave-r" + std::to_string(round) + ".json";
+    traces::write_file_atomic(interleave_path, p.out);
     const nlohmann::json j = nlohmann::json::parse(p.out);
+    add_block_probes(block_probes, j, interleave_path);
     // Each probe's speed around every step: [plan][step].
     auto probes = [&](const char* key) {
       std::vector<std::vector<double>> v;
@@ -481,6 +488,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   // measured side at the profile's speed: each case's median step, with bootstrap intervals.
   ProbeSpeeds reference;
   std::string reference_source;
+  std::optional<traces::OpProfile> profile_blocks;  // the pooled profile with the profiles' block medians
   auto predict = [&] {
     if (reprofile) {
       // The rounds' contention factors, each the median over rounds; the pooled op timings.
@@ -491,13 +499,29 @@ int run_calibrate(const std::vector<std::string>& args) {
       prov["note"] = profile_note + "; pooled over " + std::to_string(copies_slowdown.size()) +
                      " profiles interleaved with protwin calibrate's rounds (contention: medians)";
       profile->set_provenance(prov);
+      // Each block at the median of its runs beside the steps, sampled over the same stretch of
+      // time as the steps (cli/block_probes.h); the profiles' medians stay for the record.
+      profile_blocks = traces::with_block_medians(*profile, round_profiles);
+      if (!block_probes.us.empty()) profile = with_block_probes(*profile, block_probes);
       cost = hw::make_cost_model(machine, &*profile);
     }
     const traces::OpProfile kernels_only = profile ? traces::without_blocks(*profile) : traces::OpProfile();
     const auto kernels_cost = hw::make_cost_model(machine, profile ? &kernels_only : nullptr);
+    // How much each prediction moves with the blocks' level (5 % up), and the prediction with the
+    // profiles' blocks instead of the steps' block probes.
+    constexpr double kBlockStep = 1.05;
+    const bool sampled_blocks = reprofile && !block_probes.us.empty();
+    const traces::OpProfile blocks_up = sampled_blocks ? with_blocks_scaled(*profile, kBlockStep) : traces::OpProfile();
+    const auto blocks_up_cost = hw::make_cost_model(machine, sampled_blocks ? &blocks_up : nullptr);
+    const auto profile_blocks_cost = hw::make_cost_model(machine, sampled_blocks ? &*profile_blocks : nullptr);
     for (auto& r : results) {
       const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
       r.kernels_predicted_s = simulate_case(w, *kernels_cost, r.c.knobs, contention()).iteration_s;
+      r.block_sensitivity = sampled_blocks ? (simulate_case(w, *blocks_up_cost, r.c.knobs, contention()).iteration_s /
+                                                  s.iteration_s - 1) / (kBlockStep - 1)
+                                           : 0;
+      r.profile_blocks_predicted_s =
+          sampled_blocks ? simulate_case(w, *profile_blocks_cost, r.c.knobs, contention()).iteration_s : s.iteration_s;
       r.predicted_s = s.iteration_s;
       r.pred_busy = s.busy;
       r.pred_peak = s.peak;
@@ -570,15 +594,19 @@ int run_calibrate(const std::vector<std::string>& args) {
     for (const auto& r : results)
       if (r.error.empty() && !r.raw_steps.empty()) ok.push_back(&r);
     PROTWIN_CHECK(ok.size() >= 2, "calibrate: fewer than 2 plans ran on the runtime; see ", out_dir, "/runtime.log");
-    std::vector<double> pred;
+    std::vector<double> pred, sensitivity;
     Groups norm, raw;
     for (const auto* c : ok) {
       pred.push_back(c->predicted_s);
+      sensitivity.push_back(c->block_sensitivity);
       norm.push_back(c->norm_steps);
       raw.push_back(c->raw_steps);
     }
-    norm_ci = iteration_metrics_with_intervals(pred, norm, bootstrap_resamples, bootstrap_seed);
-    raw_ci = iteration_metrics_with_intervals(pred, raw, bootstrap_resamples, bootstrap_seed);
+    // The intervals carry the blocks' level too (one sample per step) when the prediction takes
+    // its blocks from the steps' block probes.
+    const std::vector<double> level = reprofile ? block_probes.level_us : std::vector<double>{};
+    norm_ci = iteration_metrics_with_intervals(pred, sensitivity, level, norm, bootstrap_resamples, bootstrap_seed);
+    raw_ci = iteration_metrics_with_intervals(pred, sensitivity, level, raw, bootstrap_resamples, bootstrap_seed);
     verdicts = {judge_at_most(norm_ci.interval[kMape], 0.05), judge_at_most(norm_ci.interval[kMaxError], 0.10),
                 judge_at_least(norm_ci.interval[kSpearman], 0.9), judge_at_most(norm_ci.interval[kBestGap], 0.05)};
   };
@@ -622,19 +650,31 @@ int run_calibrate(const std::vector<std::string>& args) {
   if (reprofile) profile->save(out_dir + "/profile.json");
   for (const auto& r : results) traces::write_report(r.sim_report, r.dir + "/simulated.json");
   const Metrics all = metrics_of(ok, false);
-  // The same measurement against the prediction without whole blocks (issue 22's A/B): MAPE, max
-  // error, mean signed error.
-  std::vector<double> kernels_metrics(3, 0.0);
-  {
-    std::vector<double> p, q;
+  // The same measurement against another prediction (issue 22's A/Bs): MAPE, max error, mean
+  // signed error.
+  auto metrics_against = [&](double CaseResult::*predicted) {
+    std::vector<double> p, q, m(3, 0.0);
     for (const auto* c : ok) {
-      p.push_back(c->kernels_predicted_s);
+      p.push_back(c->*predicted);
       q.push_back(c->measured_s);
-      kernels_metrics[2] += rel(c->kernels_predicted_s, c->measured_s) / static_cast<double>(ok.size());
+      m[2] += rel(c->*predicted, c->measured_s) / static_cast<double>(ok.size());
     }
     const std::vector<double> it = iteration_metrics(p, q);
-    kernels_metrics[0] = it[kMape];
-    kernels_metrics[1] = it[kMaxError];
+    m[0] = it[kMape];
+    m[1] = it[kMaxError];
+    return m;
+  };
+  const std::vector<double> kernels_metrics = metrics_against(&CaseResult::kernels_predicted_s);
+  const std::vector<double> profile_blocks_metrics = metrics_against(&CaseResult::profile_blocks_predicted_s);
+  // Each block's runs beside the steps against its profiles' times.
+  nlohmann::json blocks_json = nlohmann::json::array();
+  for (const auto& [key, us] : block_probes.us) {
+    std::vector<double> profiled;
+    for (const traces::OpProfile& rp : round_profiles)
+      for (const traces::OpProfileEntry& e : rp.entries())
+        if (e.sig.key() == key) profiled.push_back(e.us.mean);
+    const Spread sp = spread_of(us);
+    blocks_json.push_back({{"signature", key}, {"beside_steps_us", sp.to_json()}, {"profiles_us", profiled}});
   }
 
   // 5. --fit: per-stream scales from the even cases, evaluated on the odd ones.
@@ -726,6 +766,8 @@ int run_calibrate(const std::vector<std::string>& args) {
                 {"off", diagnosis(r, 0.10)}});
       if (!fit_json.is_null()) c["fitted_predicted_s"] = r.fitted_predicted_s;
       c["kernels_predicted_s"] = r.kernels_predicted_s;
+      c["profile_blocks_predicted_s"] = r.profile_blocks_predicted_s;
+      c["block_sensitivity"] = r.block_sensitivity;
       c["kernels_iteration_error"] = rel(r.kernels_predicted_s, r.measured_s);
     }
     jc.push_back(c);
@@ -777,6 +819,17 @@ int run_calibrate(const std::vector<std::string>& args) {
                                  {"iteration_time_mape", kernels_metrics[0]},
                                  {"iteration_time_max_error", kernels_metrics[1]},
                                  {"iteration_time_mean_error", kernels_metrics[2]}}},
+              {"profile_blocks", {{"what", "the same measurement, predicted with each block at the median of the "
+                                           "profiles' times (as before session 15) instead of its runs beside the steps"},
+                                  {"iteration_time_mape", profile_blocks_metrics[0]},
+                                  {"iteration_time_max_error", profile_blocks_metrics[1]},
+                                  {"iteration_time_mean_error", profile_blocks_metrics[2]}}},
+              {"block_probes", {{"what", "every block the plans run, one run after every step (protwin interleave "
+                                         "--block-probes); the prediction takes each at its median and the intervals "
+                                         "resample the blocks' summed time after each step with the steps"},
+                                {"samples", block_probes.level_us.size()},
+                                {"level_us", spread_of(block_probes.level_us).to_json()},
+                                {"blocks", blocks_json}}},
               {"cases", jc},
               {"skipped", skipped},
               {"timeline_case", 0},
@@ -827,8 +880,9 @@ int run_calibrate(const std::vector<std::string>& args) {
   }
   auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
   const auto& ci = norm_ci.interval;
-  std::printf("\nat the reference speed, with 95 %% bootstrap intervals (steps resampled within each plan, %d "
-              "resamples); a criterion is met when its whole interval is:\n", bootstrap_resamples);
+  std::printf("\nat the reference speed, with 95 %% bootstrap intervals (steps resampled within each plan%s, %d "
+              "resamples); a criterion is met when its whole interval is:\n",
+              block_probes.level_us.empty() ? "" : ", the blocks' level over the steps", bootstrap_resamples);
   std::printf("iteration time  MAPE %.1f%% [%.1f, %.1f] (target <= 5%%: %s), max error %.1f%% [%.1f, %.1f] "
               "(<= 10%%: %s); mean signed error %+.1f%%\n",
               100 * all.mape, 100 * ci[kMape].lo, 100 * ci[kMape].hi, verdict_text(verdicts[0]), 100 * all.max_error,
@@ -847,6 +901,27 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::printf("kernels alone   MAPE %.1f%%, max error %.1f%%, mean signed error %+.1f%% (the same measurement, "
               "predicted without the profile's whole blocks: every block the sum of its kernels)\n",
               100 * kernels_metrics[0], 100 * kernels_metrics[1], 100 * kernels_metrics[2]);
+  if (!block_probes.level_us.empty()) {
+    std::printf("profile blocks  MAPE %.1f%%, max error %.1f%%, mean signed error %+.1f%% (the same measurement, "
+                "predicted with each block at its profiles' median instead of its runs beside the steps)\n",
+                100 * profile_blocks_metrics[0], 100 * profile_blocks_metrics[1], 100 * profile_blocks_metrics[2]);
+    const Spread lv = spread_of(block_probes.level_us);
+    std::printf("block probes    %zu steps, the blocks' summed time after each 80 %% within a %.0f %% band (in the intervals); "
+                "each block beside the steps (median, p10-p90) against the profiles:\n",
+                lv.n, 100 * lv.relative);
+    for (const auto& b : blocks_json) {
+      std::string prof;
+      for (double x : b["profiles_us"]) {
+        char ms[32];
+        std::snprintf(ms, sizeof ms, "%s%.2f", prof.empty() ? "" : " / ", x / 1e3);
+        prof += ms;
+      }
+      const auto& sp = b["beside_steps_us"];
+      std::printf("                %-60s %8.2f ms (%.2f-%.2f) against %s ms\n", b["signature"].get<std::string>().c_str(),
+                  sp["median"].get<double>() / 1e3, sp["p10"].get<double>() / 1e3, sp["p90"].get<double>() / 1e3,
+                  prof.c_str());
+    }
+  }
   if (std::count(verdicts.begin(), verdicts.end(), Verdict::kUndecided) > 0)
     std::printf("undecided       an interval still straddles its target after %d rounds (--budget-s %.0f): the "
                 "machine's noise is wider than the target resolves\n", done_rounds, budget_s);

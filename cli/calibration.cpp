@@ -113,6 +113,29 @@ MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>&
   return {statistic(steps), bootstrap_intervals(steps, statistic, resamples, seed, level)};
 }
 
+MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted,
+                                                      const std::vector<double>& sensitivity,
+                                                      const std::vector<double>& level_samples, const Groups& steps,
+                                                      int resamples, uint64_t seed, double level) {
+  if (level_samples.empty()) return iteration_metrics_with_intervals(predicted, steps, resamples, seed, level);
+  PROTWIN_CHECK(sensitivity.size() == predicted.size(), "calibrate: ", sensitivity.size(), " sensitivities for ",
+                predicted.size(), " predictions");
+  const double point_level = quantile(level_samples, 0.5);
+  PROTWIN_CHECK(point_level > 0, "calibrate: the blocks' level must be > 0, got ", point_level);
+  Groups groups = steps;
+  groups.push_back(level_samples);  // the last group: the blocks' level, one sample per step
+  auto statistic = [&](const Groups& g) {
+    const double f = quantile(g.back(), 0.5) / point_level;
+    std::vector<double> pred, medians;
+    for (size_t i = 0; i + 1 < g.size(); ++i) {
+      pred.push_back(predicted[i] * (1 + sensitivity[i] * (f - 1)));
+      medians.push_back(quantile(g[i], 0.5));
+    }
+    return iteration_metrics(pred, medians);
+  };
+  return {statistic(groups), bootstrap_intervals(groups, statistic, resamples, seed, level)};
+}
+
 Verdict judge_at_most(const Interval& i, double target) {
   return i.hi <= target ? Verdict::kMet : i.lo > target ? Verdict::kNotMet : Verdict::kUndecided;
 }

@@ -51,6 +51,15 @@ struct MetricsWithIntervals {
 MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted, const Groups& steps,
                                                       int resamples, uint64_t seed, double level = 0.95);
 
+// As above, and also how sure the prediction is (issue 22): plan i's prediction moves with the
+// blocks' level f as predicted[i] x (1 + sensitivity[i] (f - 1)) (sensitivity: d ln predicted /
+// d ln blocks' time), and f is the median of `level_samples` (one per step) over its point value,
+// resampled with the steps (an extra group). Empty level_samples: the steps alone.
+MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted,
+                                                      const std::vector<double>& sensitivity,
+                                                      const std::vector<double>& level_samples, const Groups& steps,
+                                                      int resamples, uint64_t seed, double level = 0.95);
+
 // A criterion judged on an interval: met when all of it satisfies the target, not met when none
 // of it does, undecided (more samples may settle it) otherwise.
 enum class Verdict { kMet, kNotMet, kUndecided };

@@ -8,6 +8,8 @@
 #include "cli/subcommand.h"
 #include "runtime/comm/rank_group.h"
 #include "runtime/executor/runtime_plan.h"
+#include "runtime/profile/block_profile.h"
+#include "runtime/profile/profile_shapes.h"
 #include "runtime/train/interleaved.h"
 #include "traces/error.h"
 #include "traces/report.h"
@@ -41,10 +43,12 @@ int run_interleave(const std::vector<std::string>& args) {
       ("device", po::value(&o.device)->default_value("auto"), "auto, cuda, or emulated")
       ("output,o", po::value(&out_paths)->composing(),
        "the measured Report of a plan's last step (repeat: one per --plan, same order)")
+      ("block-probes", "also time every block the plans run (embedding, decoder layer, head; forward and backward) "
+                       "once after every step, as `protwin profile --plan` times it (one rank only)")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("[mpirun -np G] protwin interleave --plan A.json --plan B.json ... [--steps N] [--link-GBps X] "
-                     "[-o A-measured.json -o B-measured.json ...] [--json]",
+                     "[--block-probes] [-o A-measured.json -o B-measured.json ...] [--json]",
                      desc, args, vm))
     return 0;
   require(vm, "plan");
@@ -54,6 +58,8 @@ int run_interleave(const std::vector<std::string>& args) {
   std::vector<rt::RuntimePlan> plans;
   for (const auto& p : plan_paths) plans.push_back(rt::load_runtime_plan(p, ranks.size()));
   if (ranks.size() > 1) o.ranks = &ranks;
+  if (vm.count("block-probes"))
+    for (const auto& p : plan_paths) rt::merge_signatures(o.block_probes, rt::plan_block_signatures(traces::read_plan(p)));
   rt::InterleavedResult r;
   rt::run_or_abort_all(ranks, "protwin interleave", [&] { r = rt::run_interleaved(plans, o); });
   // On N ranks: every rank's step times and probes, per plan ([rank][step]); a step of the
@@ -97,7 +103,9 @@ int run_interleave(const std::vector<std::string>& args) {
                   {"peak_host_bytes", p.peak_host_bytes}});
     if (ranks.size() > 1) jp.back()["ranks"] = per_rank[i];
   }
-  const nlohmann::json out = {{"plans", jp},
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const rt::BlockProbeSeries& b : r.block_probes) blocks.push_back({{"signature", b.sig.key()}, {"us", b.us}});
+  nlohmann::json out = {{"plans", jp},
                               {"steps", o.steps},
                               {"device", r.device},
                               {"compute_threads", r.compute_threads},
@@ -107,6 +115,11 @@ int run_interleave(const std::vector<std::string>& args) {
                               {"probe", "60 x fp32 GEMM 256^3 (GFLOPS) at the profile's compute threads, just before and after every step"},
                               {"copy_probe", "1 MiB through the copy engine at --link-GBps (GB/s), beside the GEMM probe"},
                               {"adam_probe", "CPU Adam on 2^18 fp32 parameters, 1 thread (M params/s), beside the GEMM probe"}};
+  if (vm.count("block-probes")) {
+    out["block_probes"] = blocks;
+    out["block_probe"] = "each block the plans run, one run (us) after every step (in run order), timed as protwin "
+                         "profile --plan times it (48 MiB cache flush, input warm)";
+  }
   if (vm.count("json")) {
     print_json(out);
     return 0;

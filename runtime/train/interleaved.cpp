@@ -9,6 +9,7 @@
 #include "runtime/cuda/device.h"
 #include "runtime/executor/plan_replayer.h"
 #include "runtime/memory/copy_engine.h"
+#include "runtime/profile/block_profile.h"
 #include "runtime/profile/stability_probe.h"
 #include "runtime/train/byte_dataset.h"
 #include "traces/error.h"
@@ -23,6 +24,7 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
   RankGroup one_rank;
   RankGroup& group = o.ranks ? *o.ranks : one_rank;
   group.set_net_gbps(o.net_gbps);
+  PROTWIN_CHECK(o.block_probes.empty() || group.size() == 1, "--block-probes: one rank only, got ", group.size());
 
   // Everything is set up before the first step: data, weights, one replayer per plan.
   struct Running {
@@ -64,6 +66,13 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
     copy.push_back(reference_copy_gbps(o.link_gbps));
     adam.push_back(reference_adam_mparams_per_s());
   };
+  std::vector<BlockBench> benches;
+  for (const traces::OpSignature& sig : o.block_probes) {
+    probe_split.apply();
+    benches.emplace_back(sig);
+    benches.back().time_once_us(o.block_flush_bytes);  // warm-up, untimed
+    out.block_probes.push_back({sig, {}});
+  }
   int64_t index = 0;
   for (int64_t step = 0; step < o.steps; ++step) {
     for (size_t n = 0; n < plans.size(); ++n) {
@@ -91,6 +100,10 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
       p.peak_host_bytes = std::max(p.peak_host_bytes, s.peak_host_bytes);
       s.report.meta["step"] = step + 1;
       p.last_report = std::move(s.report);
+      for (size_t b = 0; b < benches.size(); ++b) {  // after the step's probes, at the probes' split
+        if (b == 0) probe_split.apply();
+        out.block_probes[b].us.push_back(benches[b].time_once_us(o.block_flush_bytes));
+      }
     }
   }
   return out;

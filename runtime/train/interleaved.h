@@ -13,6 +13,7 @@
 
 #include "runtime/comm/rank_group.h"
 #include "runtime/executor/runtime_plan.h"
+#include "traces/op_profile.h"
 #include "traces/report.h"
 
 namespace protwin::rt {
@@ -31,6 +32,18 @@ struct InterleaveOptions {
   // the probes), so a step's time is measured from a common start. nullptr: one rank.
   RankGroup* ranks = nullptr;
   double net_gbps = 0;  // the collectives' bus-bandwidth cap on N ranks, as `protwin train --net-GBps`
+  // Whole blocks (runtime/profile/block_profile.h) timed once each after every step (after its
+  // reference probes), as the profile times them (cache flush of block_flush_bytes, input warm),
+  // so the blocks' times are sampled over the same stretch of time as the steps (issue 22: on this
+  // machine a block's time drifts by 5-10 % within tens of seconds while the GEMM probe does not
+  // follow). One rank only.
+  std::vector<traces::OpSignature> block_probes;
+  int64_t block_flush_bytes = int64_t{48} << 20;  // as ProfileOptions::flush_bytes
+};
+
+struct BlockProbeSeries {
+  traces::OpSignature sig;
+  std::vector<double> us;  // one run after every step, in the order the steps ran
 };
 
 struct InterleavedPlan {
@@ -48,6 +61,7 @@ struct InterleavedPlan {
 
 struct InterleavedResult {
   std::vector<InterleavedPlan> plans;  // in the order given
+  std::vector<BlockProbeSeries> block_probes;  // InterleaveOptions::block_probes, in that order
   int compute_threads = 0;
   std::string device;
 };

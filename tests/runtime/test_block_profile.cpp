@@ -14,6 +14,8 @@
 
 #include "runtime/executor/plan_replayer.h"
 #include "runtime/executor/runtime_plan.h"
+#include "runtime/memory/speed_throttle.h"
+#include "runtime/train/interleaved.h"
 #include "runtime/model/transformer.h"
 #include "runtime/profile/aten_op_recorder.h"
 #include "runtime/profile/block_profile.h"
@@ -132,6 +134,35 @@ TEST_CASE("the recorder puts every ATen call of a compute op inside the op's sco
       CHECK(calls(op.id, "aten::mm") == 4);
     }
   }
+}
+
+TEST_CASE("interleave's block probes: one run of every block after every step, at the device's speed then, the steps' memory untouched") {
+  const traces::Plan plan = tiny_resident_plan();
+  const std::vector<RuntimePlan> plans = {make_runtime_plan(plan, "tiny.json")};
+  InterleaveOptions o;
+  o.steps = 6;
+  o.block_flush_bytes = 0;  // microsecond blocks: a flush would be most of their time
+  const InterleavedResult alone = run_interleaved(plans, o);
+  o.block_probes = plan_block_signatures(plan);
+  REQUIRE(o.block_probes.size() == 6);  // embedding, layer, head; forward and backward
+  // The device runs 3x slower from odd steps until the next step, and so do the block probes after
+  // those steps (stretched as device ops, speed_throttle.h).
+  o.before_step = [](int64_t i) { set_emulated_slowdown(i % 2 == 1 ? 3.0 : 1.0); };
+  const InterleavedResult r = run_interleaved(plans, o);
+  set_emulated_slowdown(1);
+  REQUIRE(r.block_probes.size() == o.block_probes.size());
+  double even = 0, odd = 0;
+  for (const BlockProbeSeries& b : r.block_probes) {
+    REQUIRE(b.us.size() == 6);
+    for (size_t k = 0; k < b.us.size(); ++k) {
+      CHECK(b.us[k] > 0);
+      (k % 2 == 1 ? odd : even) += b.us[k];
+    }
+  }
+  WARN("block probes' sum after the slowed steps / the others: " << odd / even << " (device slowdown 3)");
+  CHECK(odd / even > 1.8);
+  // The blocks allocate from their own caching allocator, not the emulated device's.
+  CHECK(r.plans[0].peak_device_bytes == alone.plans[0].peak_device_bytes);
 }
 
 }  // namespace protwin::rt
