@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/engine/op_builder.h"
 #include "sim/parallel/pipeline_schedule.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
@@ -40,12 +41,7 @@ class TemplateBank {
   explicit TemplateBank(traces::Plan& plan) : plan_(plan) {}
   int compute(const std::string& kind, const std::vector<Kernel>& ks, const std::string& block,
               const std::string& part) {
-    Op op;
-    op.kind = traces::op_kind_named(kind);
-    op.stream = kRoleNames[kCompute];
-    op.work.flops = total_flops(ks);
-    op.work.bytes = static_cast<int64_t>(total_bytes(ks));
-    op.kernels = plan_.add_kernel_set(ks);
+    Op op = make_op::compute(plan_, traces::op_kind_named(kind), kRoleNames[kCompute], ks);
     op.attrs = {{"block", block}, {"part", part}};
     return add(std::move(op), matmul_flops(ks));
   }
@@ -53,34 +49,22 @@ class TemplateBank {
   // torch.cuda.synchronize()).
   int collective(const std::string& kind, Role role, int64_t bytes, const GroupPlacement& g,
                  const std::string& what, bool host_sync = false) {
-    Op op;
-    op.kind = traces::op_kind_named(kind);
-    op.stream = kRoleNames[role];
-    op.work.bytes = bytes;
-    op.group = {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()};
+    Op op = make_op::collective(traces::op_kind_named(kind), kRoleNames[role], bytes,
+                                {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()},
+                                host_sync);
     op.attrs = {{"group", g.name}, {"what", what}};
-    op.host_sync = host_sync;
     return add(std::move(op), 0);
   }
   int send_recv(Role role, int64_t bytes, bool inter_node, const std::string& what, bool host_sync = false) {
-    Op op;
-    op.kind = traces::OpKind::kSendRecv;
-    op.stream = kRoleNames[role];
-    op.work.bytes = bytes;
-    op.group = {2, inter_node ? 1 : 2, 0, inter_node};
+    Op op = make_op::send_recv(kRoleNames[role], bytes, inter_node, host_sync);
     op.attrs = {{"what", what}};
-    op.host_sync = host_sync;
     return add(std::move(op), 0);
   }
   // bytes_per_param 0: the machine's fused device Adam; else the framework's own step (its
   // passes counted from its code, `what` says which).
   int adam(int64_t params, double bytes_per_param = 0, const std::string& what = "") {
-    Op op;
-    op.kind = traces::OpKind::kAdamDevice;
-    op.stream = kRoleNames[kCompute];
-    op.work.params = params;
+    Op op = make_op::adam_device(kRoleNames[kCompute], params, bytes_per_param);
     op.attrs = {{"what", what.empty() ? "optimizer step over this rank's shard" : what}};
-    op.bytes_per_param = bytes_per_param;
     return add(std::move(op), 0);
   }
 
@@ -350,9 +334,7 @@ class Emitter {
       op.stream = st.streams[role];
       op.block = block;
       if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
-      deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
-      std::sort(deps.begin(), deps.end());
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      normalise_deps(deps);
       op.deps = std::move(deps);
       op.work = t.work;
       op.kernels = t.kernels;

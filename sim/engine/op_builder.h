@@ -1,0 +1,56 @@
+// The one op builder of the plan compilers (issue 17): the offload compiler (sim/policy) and the
+// Megatron compiler (sim/parallel) make every compute, copy, collective, send/recv, Adam and host
+// op through these functions, with the typed fields the cost model and the runtime read (DESIGN
+// §3, version 4). A maker returns the op without id, deps, place (block, chunk), tensors or memory
+// effects: a plan held whole takes it through OpBuilder::add, the 4D op stream copies it from its
+// template bank with its own ids (both normalise deps with normalise_deps).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/plan.h"
+
+namespace protwin::sim {
+
+namespace make_op {
+// A compute op (forward, backward, recompute) running `kernels` and the system's kernels `around`
+// them, as one kernel set of `plan`; its work is the kernels' flops and bytes (`around` adds bytes).
+traces::Op compute(traces::Plan& plan, traces::OpKind kind, const std::string& stream, traces::KernelSet kernels,
+                   const traces::KernelSet& around = {});
+// A host<->device copy (h2d, d2h) of `bytes`, moving `what`.
+traces::Op copy(traces::OpKind kind, const std::string& stream, int64_t bytes, traces::OpSubKind what, bool pinned);
+// A collective over `group` of a buffer of `bytes` (NCCL-tests convention). host_sync: the host
+// waits for its end before it issues more (.item(), torch.cuda.synchronize()).
+traces::Op collective(traces::OpKind kind, const std::string& stream, int64_t bytes,
+                      const traces::CollectiveGroup& group, bool host_sync = false);
+// A point-to-point exchange of `bytes` with one peer, on this node or across nodes.
+traces::Op send_recv(const std::string& stream, int64_t bytes, bool inter_node, bool host_sync = false);
+// A device Adam step over `params`; bytes_per_param 0: the machine's fused device Adam.
+traces::Op adam_device(const std::string& stream, int64_t params, double bytes_per_param = 0);
+// Host work on the CPU (adam_cpu, host_pass, host_cast) over `params` moving `bytes`.
+traces::Op host(traces::OpKind kind, const std::string& stream, int64_t params, int64_t bytes,
+                traces::OpSubKind what = traces::OpSubKind::kNone);
+}  // namespace make_op
+
+// Drops -1 (no such op), sorts and removes repeats.
+void normalise_deps(std::vector<int>& deps);
+
+// Appends ops to a plan held whole, ids in order.
+class OpBuilder {
+ public:
+  explicit OpBuilder(traces::Plan& plan) : plan_(plan) {}
+  // `op` with the next id, its deps normalised, in `block` and `chunk`; returns its id.
+  int add(traces::Op op, std::vector<int> deps, int block = -1, int chunk = -1);
+  traces::Op& op(int id) { return plan_.ops[static_cast<size_t>(id)]; }
+  // A memory effect of op `id` (none when delta is 0).
+  void mem(int id, const std::string& pool, int64_t delta, traces::MemAt at, int tensor = -1);
+  int tensor(const std::string& name, int64_t bytes, traces::TensorKind kind, const std::string& home,
+             const std::string& dtype = "fp16");
+
+ private:
+  traces::Plan& plan_;
+};
+
+}  // namespace protwin::sim
