@@ -60,9 +60,8 @@ int run_capacity(const std::vector<std::string>& args) {
     }
     return j;
   };
-  const auto same = [](const nlohmann::json& j) { return j; };
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& outcome : sim::evaluate_points(names.size(), 1, largest_model, sim::PointCodec<nlohmann::json>{same, same}))
+  for (const auto& outcome : sim::evaluate_points(names.size(), 1, largest_model, sim::json_codec<nlohmann::json>()))
     out.push_back(outcome.get());
   bar.done();
   if (vm.count("json")) {

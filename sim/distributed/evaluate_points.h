@@ -65,6 +65,12 @@ struct PointCodec {
   std::function<T(const nlohmann::json&)> decode;
 };
 
+// The codec of a T with nlohmann's to_json / from_json.
+template <class T>
+PointCodec<T> json_codec() {
+  return {[](const T& v) { return nlohmann::json(v); }, [](const nlohmann::json& j) { return j.get<T>(); }};
+}
+
 namespace detail {
 // The untyped core: runs run(i) for this rank's points on `threads` threads, records failures,
 // and under MPI sends encode(i) of this rank's successes to rank 0, which calls decode(i, json).

@@ -12,19 +12,20 @@ using traces::OpKind;
 namespace make_op {
 
 namespace {
-Op on(OpKind kind, const std::string& stream) {
+Op on(OpKind kind, const std::string& stream, int64_t bytes = 0, int64_t params = 0) {
   Op op;
   op.kind = kind;
   op.stream = stream;
+  op.work.bytes = bytes;
+  op.work.params = params;
   return op;
 }
 }  // namespace
 
 Op compute(traces::Plan& plan, OpKind kind, const std::string& stream, traces::KernelSet kernels,
            const traces::KernelSet& around) {
-  Op op = on(kind, stream);
+  Op op = on(kind, stream, static_cast<int64_t>(total_bytes(kernels)));
   op.work.flops = total_flops(kernels);
-  op.work.bytes = static_cast<int64_t>(total_bytes(kernels));
   for (const auto& k : around) {
     kernels.push_back(k);
     op.work.bytes += static_cast<int64_t>(k.bytes * static_cast<double>(k.count));
@@ -34,8 +35,7 @@ Op compute(traces::Plan& plan, OpKind kind, const std::string& stream, traces::K
 }
 
 Op copy(OpKind kind, const std::string& stream, int64_t bytes, traces::OpSubKind what, bool pinned) {
-  Op op = on(kind, stream);
-  op.work.bytes = bytes;
+  Op op = on(kind, stream, bytes);
   op.sub_kind = what;
   op.pinned = pinned;
   return op;
@@ -43,8 +43,7 @@ Op copy(OpKind kind, const std::string& stream, int64_t bytes, traces::OpSubKind
 
 Op collective(OpKind kind, const std::string& stream, int64_t bytes, const traces::CollectiveGroup& group,
               bool host_sync) {
-  Op op = on(kind, stream);
-  op.work.bytes = bytes;
+  Op op = on(kind, stream, bytes);
   op.group = group;
   op.host_sync = host_sync;
   return op;
@@ -55,16 +54,13 @@ Op send_recv(const std::string& stream, int64_t bytes, bool inter_node, bool hos
 }
 
 Op adam_device(const std::string& stream, int64_t params, double bytes_per_param) {
-  Op op = on(OpKind::kAdamDevice, stream);
-  op.work.params = params;
+  Op op = on(OpKind::kAdamDevice, stream, 0, params);
   op.bytes_per_param = bytes_per_param;
   return op;
 }
 
 Op host(OpKind kind, const std::string& stream, int64_t params, int64_t bytes, traces::OpSubKind what) {
-  Op op = on(kind, stream);
-  op.work.params = params;
-  op.work.bytes = bytes;
+  Op op = on(kind, stream, bytes, params);
   op.sub_kind = what;
   return op;
 }
@@ -93,15 +89,9 @@ void OpBuilder::mem(int id, const std::string& pool, int64_t delta, traces::MemA
 
 int OpBuilder::tensor(const std::string& name, int64_t bytes, traces::TensorKind kind, const std::string& home,
                       const std::string& dtype) {
-  traces::TensorSpec t;
-  t.id = static_cast<int>(plan_.tensors.size());
-  t.name = name;
-  t.bytes = Bytes(bytes);
-  t.kind = kind;
-  t.home = home;
-  t.dtype = dtype;
-  plan_.tensors.push_back(t);
-  return t.id;
+  const int id = static_cast<int>(plan_.tensors.size());
+  plan_.tensors.push_back({id, name, Bytes(bytes), dtype, kind, home});
+  return id;
 }
 
 }  // namespace protwin::sim

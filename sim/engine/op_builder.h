@@ -46,6 +46,11 @@ class OpBuilder {
   traces::Op& op(int id) { return plan_.ops[static_cast<size_t>(id)]; }
   // A memory effect of op `id` (none when delta is 0).
   void mem(int id, const std::string& pool, int64_t delta, traces::MemAt at, int tensor = -1);
+  // `bytes` of `pool` held while op `id` runs (its workspace).
+  void transient(int id, const std::string& pool, int64_t bytes) {
+    mem(id, pool, bytes, traces::MemAt::kStart);
+    mem(id, pool, -bytes, traces::MemAt::kEnd);
+  }
   int tensor(const std::string& name, int64_t bytes, traces::TensorKind kind, const std::string& home,
              const std::string& dtype = "fp16");
 

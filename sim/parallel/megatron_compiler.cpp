@@ -68,7 +68,8 @@ class TemplateBank {
     return add(std::move(op), 0);
   }
 
-  std::vector<Op> ops;
+  std::vector<Op> ops;                 // what prices each template (typed)
+  std::vector<nlohmann::json> attrs;   // its descriptive attrs (block, part, group, what)
   std::vector<double> matmul;
 
  private:
@@ -83,6 +84,8 @@ class TemplateBank {
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     op.id = static_cast<int>(ops.size());
+    attrs.push_back(std::move(op.attrs));
+    op.attrs = nullptr;
     ops.push_back(std::move(op));
     matmul.push_back(mm);
     index_.emplace(key, static_cast<int>(ops.size()) - 1);
@@ -328,22 +331,14 @@ class Emitter {
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     if (out_) {
-      Op op;
+      Op op = t;
       op.id = next_id_;
-      op.kind = t.kind;
       op.stream = st.streams[role];
       op.block = block;
       if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
       normalise_deps(deps);
       op.deps = std::move(deps);
-      op.work = t.work;
-      op.kernels = t.kernels;
-      op.group = t.group;
-      op.host_sync = t.host_sync;
-      op.bytes_per_param = t.bytes_per_param;
-      // Every op carries what prices it (typed); the descriptive attrs (block, part, group, what)
-      // only with describe_ops.
-      if (describe_) op.attrs = t.attrs;
+      if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];  // only in plan files
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
       (t.kind == traces::OpKind::kRecompute ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];

@@ -190,10 +190,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     set_host_work(b.op(h2d), fetch_host_work(k.host_work, chunk_tensors[ci]));
     b.op(h2d).reads = {host_t[ci]};
     b.mem(h2d, "gpu", cap[ci], MemAt::kStart, gpu_t[ci]);
-    if (moved[ci] != shard[ci]) {  // the fp32 copy lands in a staging tensor cast into the buffer
-      b.mem(h2d, "gpu", moved[ci], MemAt::kStart);
-      b.mem(h2d, "gpu", -moved[ci], MemAt::kEnd);
-    }
+    if (moved[ci] != shard[ci]) b.transient(h2d, "gpu", moved[ci]);  // fp32 staging, cast into the buffer
     if (N == 1) return h2d;
     return collective(OpKind::kAllGather, h2d, c);
   };
@@ -257,8 +254,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     op.attrs = {{"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
     set_host_work(op, block_host_work(k.host_work, bl, false, N));
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
-    b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
-    b.mem(f, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
+    b.transient(f, "gpu", bl.forward_transient_bytes);
     if (mode_of(blk) == ActMode::kCheckpoint)
       b.mem(f, "gpu", bl.checkpoint_bytes, MemAt::kEnd, ckpt_t[static_cast<size_t>(blk)]);
     else
@@ -362,8 +358,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       set_host_work(op, block_host_work(k.host_work, bl, false));
       op.reads = {ckpt_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
-      b.mem(rc, "gpu", bl.forward_transient_bytes, MemAt::kStart);
-      b.mem(rc, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
+      b.transient(rc, "gpu", bl.forward_transient_bytes);
       b.mem(rc, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[bi]);
     }
     deps.insert(deps.end(), blocking_host_work.begin(), blocking_host_work.end());
@@ -388,8 +383,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     }
-    b.mem(g, "gpu", bl.backward_transient_bytes, MemAt::kStart);
-    b.mem(g, "gpu", -bl.backward_transient_bytes, MemAt::kEnd);
+    b.transient(g, "gpu", bl.backward_transient_bytes);
     b.mem(g, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
     if (mode == ActMode::kCheckpoint) b.mem(g, "gpu", -bl.checkpoint_bytes, MemAt::kEnd, ckpt_t[bi]);
 
@@ -413,10 +407,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
                             {reduced}, -1, c);
       add_host_work(b.op(off), grad_offload_host_work(k.host_work));
       b.op(off).reads = {gpu_t[ci]};
-      if (moved[ci] != shard[ci]) {  // the gradient is cast to fp32 on the GPU before the copy
-        b.mem(off, "gpu", moved[ci], MemAt::kStart);
-        b.mem(off, "gpu", -moved[ci], MemAt::kEnd);
-      }
+      if (moved[ci] != shard[ci]) b.transient(off, "gpu", moved[ci]);  // cast to fp32 on the GPU before the copy
       if (!persistent[ci]) {
         b.mem(off, "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
         bwd_release.push_back(off);

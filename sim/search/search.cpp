@@ -200,37 +200,8 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   return c;
 }
 
-nlohmann::json search_summary_to_json(const SearchResult& r) {
-  return {{"system", r.system},
-          {"found", r.found},
-          {"best", candidate_to_json(r.best)},
-          {"configurations", r.configurations},
-          {"pruned", r.pruned},
-          {"simulated", r.simulated},
-          {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
-          {"smallest_host_bytes", r.smallest_host_bytes},
-          {"least_gpu_bytes", r.least_gpu_bytes},
-          {"least_host_bytes", r.least_host_bytes},
-          {"seconds", r.seconds},
-          {"first_failure", r.first_failure}};
-}
-
-SearchResult search_summary_from_json(const nlohmann::json& j) {
-  SearchResult r;
-  r.system = j.at("system");
-  r.found = j.at("found");
-  r.best = candidate_from_json(j.at("best"));
-  r.configurations = j.at("configurations");
-  r.pruned = j.at("pruned");
-  r.simulated = j.at("simulated");
-  r.smallest_peak_gpu_bytes = j.at("smallest_peak_gpu_bytes");
-  r.smallest_host_bytes = j.at("smallest_host_bytes");
-  r.least_gpu_bytes = j.at("least_gpu_bytes");
-  r.least_host_bytes = j.at("least_host_bytes");
-  r.seconds = j.at("seconds");
-  r.first_failure = j.at("first_failure");
-  return r;
-}
+void to_json(nlohmann::json& j, const Candidate& c) { j = candidate_to_json(c); }
+void from_json(const nlohmann::json& j, Candidate& c) { c = candidate_from_json(j); }
 
 SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -63,38 +63,11 @@ hw::Machine apply_all(const nlohmann::json& base, const std::string& source, con
   }
 }
 
-// A point as it crosses MPI ranks: every field the table, the JSON and the CSV read.
-PointCodec<SweepPoint> sweep_point_codec() {
-  PointCodec<SweepPoint> c;
-  c.encode = [](const SweepPoint& p) {
-    return nlohmann::json{{"index", p.index}, {"overrides", p.overrides}, {"set", p.set}, {"system", p.system},
-                          {"found", p.found}, {"best", candidate_to_json(p.best)}, {"chunks", p.chunks},
-                          {"stream_busy_s", p.stream_busy_s}, {"configurations", p.configurations},
-                          {"simulated", p.simulated}, {"search_s", p.search_s},
-                          {"smallest_peak_gpu_bytes", p.smallest_peak_gpu_bytes},
-                          {"smallest_host_bytes", p.smallest_host_bytes}};
-  };
-  c.decode = [](const nlohmann::json& j) {
-    SweepPoint p;
-    p.index = j.at("index").get<std::vector<size_t>>();
-    p.overrides = j.at("overrides").get<std::vector<std::string>>();
-    p.set = j.at("set");
-    p.system = j.at("system");
-    p.found = j.at("found");
-    p.best = candidate_from_json(j.at("best"));
-    p.chunks = j.at("chunks");
-    p.stream_busy_s = j.at("stream_busy_s").get<std::map<std::string, double>>();
-    p.configurations = j.at("configurations");
-    p.simulated = j.at("simulated");
-    p.search_s = j.at("search_s");
-    p.smallest_peak_gpu_bytes = j.at("smallest_peak_gpu_bytes");
-    p.smallest_host_bytes = j.at("smallest_host_bytes");
-    return p;
-  };
-  return c;
-}
-
 }  // namespace
+
+// A point as it crosses MPI ranks: every field the table, the JSON and the CSV read.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SweepPoint, index, overrides, set, system, found, best, chunks, stream_busy_s,
+                                   configurations, simulated, search_s, smallest_peak_gpu_bytes, smallest_host_bytes)
 
 std::string SweepAxis::name() const { return join(keys, "+"); }
 
@@ -213,7 +186,7 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
   };
   // One point at a time on each rank (a search runs its own threads); a failing point fails the
   // sweep, as it would in one process.
-  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, sweep_point_codec(), o.progress))
+  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, json_codec<SweepPoint>(), o.progress))
     r.points.push_back(outcome.get());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
