@@ -45,19 +45,7 @@ int run_capacity(const std::vector<std::string>& args) {
     o.threads = pa.threads;
     const sim::Capacity c = sim::largest_gpt2_model(*in.cost, o, max_layers, [&] { bar.tick(); });
     nlohmann::json j = {{"name", names[i]}, {"max_params", c.max_params}};
-    if (c.max_params > 0) {
-      const sim::NextSize& n = c.next_size;
-      j.update({{"hidden", c.hidden},
-                {"layers", c.layers},
-                {"next_size",
-                 {{"layers", n.layers},
-                  {"least_gpu_bytes", n.least_gpu_bytes},
-                  {"least_host_bytes", n.least_host_bytes},
-                  {"smallest_peak_gpu_bytes", n.smallest_peak_gpu_bytes},
-                  {"smallest_host_bytes", n.smallest_host_bytes},
-                  {"limited_by", n.limited_by}}},
-                {"priced_by", c.priced_by}});
-    }
+    if (c.max_params > 0) j.update(nlohmann::json(c));
     return j;
   };
   nlohmann::json out = nlohmann::json::array();

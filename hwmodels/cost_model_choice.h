@@ -1,5 +1,5 @@
 // The cost model a simulation runs with, chosen from what the simulating subcommands are given
-// (issue 17; DESIGN §5): a machine (with field overrides, host dispatch on or off) priced with a
+// (issue 17; DESIGN §5): a machine (field overrides, host dispatch on or off) priced with a
 // measured op profile, or, for a plan without a machine, per-stream rates.
 #pragma once
 
@@ -11,7 +11,6 @@
 
 #include "hwmodels/cost_model.h"
 #include "hwmodels/hardware_cost_model.h"
-#include "hwmodels/machine.h"
 #include "traces/op_profile.h"
 #include "traces/plan.h"
 
@@ -32,17 +31,14 @@ struct ChosenCostModel {
   std::unique_ptr<Model> cost;
 };
 
-// The machine's hardware model with the profile's entries winning (make_cost_model).
+// The machine's hardware model, the profile's entries winning (make_cost_model).
 ChosenCostModel<HardwareCostModel> machine_cost_model(const CostModelChoice& c);
-
-// A plan's cost model: the machine's when c.machine is given, else c.rates, else the plan's
-// meta.rates (named by `plan_path`), else built-in unit rates.
+// A plan's: the machine's when c.machine is given, else c.rates, else the plan's meta.rates
+// (named by `plan_path`), else built-in unit rates.
 ChosenCostModel<CostModel> plan_cost_model(const CostModelChoice& c, const traces::Plan& plan,
                                            const std::string& plan_path);
 
-// load_machine, with host dispatch turned off when `no_host_dispatch`.
-Machine load_sim_machine(const std::string& name, const std::vector<std::string>& set, bool no_host_dispatch);
-// The same on a raw machine document (sweep applies its axes to it).
+// Host dispatch off in a raw machine document (sweep applies its axes to it).
 void turn_off_host_dispatch(nlohmann::json& machine_json);
 
 }  // namespace protwin::hw

@@ -1,9 +1,9 @@
 // The one op builder of the plan compilers (issue 17): the offload compiler (sim/policy) and the
 // Megatron compiler (sim/parallel) make every compute, copy, collective, send/recv, Adam and host
-// op through these functions, with the typed fields the cost model and the runtime read (DESIGN
-// §3, version 4). A maker returns the op without id, deps, place (block, chunk), tensors or memory
-// effects: a plan held whole takes it through OpBuilder::add, the 4D op stream copies it from its
-// template bank with its own ids (both normalise deps with normalise_deps).
+// op here, with the typed fields the cost model and the runtime read (DESIGN §3, version 4). A
+// maker returns the op without id, deps, place (block, chunk), tensors or memory effects: a plan
+// held whole takes it through OpBuilder::add, the 4D op stream keeps it as a template and copies
+// it with its own ids (both normalise deps with normalise_deps).
 #pragma once
 
 #include <cstdint>
@@ -15,21 +15,21 @@
 namespace protwin::sim {
 
 namespace make_op {
-// A compute op (forward, backward, recompute) running `kernels` and the system's kernels `around`
-// them, as one kernel set of `plan`; its work is the kernels' flops and bytes (`around` adds bytes).
+// Forward, backward or recompute running `kernels` and the system's kernels `around` them, as one
+// kernel set of `plan`; work: the kernels' flops and bytes (`around` adds bytes only).
 traces::Op compute(traces::Plan& plan, traces::OpKind kind, const std::string& stream, traces::KernelSet kernels,
                    const traces::KernelSet& around = {});
-// A host<->device copy (h2d, d2h) of `bytes`, moving `what`.
+// h2d or d2h of `bytes`, moving `what`.
 traces::Op copy(traces::OpKind kind, const std::string& stream, int64_t bytes, traces::OpSubKind what, bool pinned);
-// A collective over `group` of a buffer of `bytes` (NCCL-tests convention). host_sync: the host
+// A collective of a buffer of `bytes` (NCCL-tests convention) over `group`. host_sync: the host
 // waits for its end before it issues more (.item(), torch.cuda.synchronize()).
 traces::Op collective(traces::OpKind kind, const std::string& stream, int64_t bytes,
                       const traces::CollectiveGroup& group, bool host_sync = false);
-// A point-to-point exchange of `bytes` with one peer, on this node or across nodes.
+// `bytes` exchanged with one peer, on this node or across nodes.
 traces::Op send_recv(const std::string& stream, int64_t bytes, bool inter_node, bool host_sync = false);
-// A device Adam step over `params`; bytes_per_param 0: the machine's fused device Adam.
+// Device Adam over `params`; bytes_per_param 0: the machine's fused device Adam.
 traces::Op adam_device(const std::string& stream, int64_t params, double bytes_per_param = 0);
-// Host work on the CPU (adam_cpu, host_pass, host_cast) over `params` moving `bytes`.
+// CPU work (adam_cpu, host_pass, host_cast) over `params` moving `bytes`.
 traces::Op host(traces::OpKind kind, const std::string& stream, int64_t params, int64_t bytes,
                 traces::OpSubKind what = traces::OpSubKind::kNone);
 }  // namespace make_op

@@ -14,6 +14,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/search/search.h"
 #include "sim/workload/model_spec.h"
@@ -40,6 +42,10 @@ struct Capacity {
   NextSize next_size;
   std::map<std::string, int64_t> priced_by;  // the largest fitting plan's ops per cost source
 };
+// JSON with the members' names (`protwin capacity --json`).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NextSize, layers, least_gpu_bytes, least_host_bytes, smallest_peak_gpu_bytes,
+                                   smallest_host_bytes, limited_by)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Capacity, max_params, hidden, layers, next_size, priced_by)
 
 // The largest GPT-2-family model (hidden 4096 or 8192, 1 to max_layers layers) o.system trains at
 // batch 1 with the search's other options (each size's search simulates its 2 analytically best

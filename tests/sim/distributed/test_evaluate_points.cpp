@@ -17,9 +17,25 @@ using namespace protwin;
 using namespace protwin::sim;
 
 namespace {
-const PointCodec<int> kIntCodec{[](const int& v) { return nlohmann::json(v); },
-                                [](const nlohmann::json& j) { return j.get<int>(); }};
+const PointCodec<int> kIntCodec = json_codec<int>();
 }  // namespace
+
+TEST_CASE("run_on_threads: each listed index once on 1 to 8 threads, what it throws kept at its index") {
+  for (int threads : {1, 3, 8}) {
+    const std::vector<size_t> indices = {0, 2, 3, 5};
+    std::vector<std::atomic<int>> runs(6);
+    std::vector<std::optional<PointError>> errors(6);
+    long last_done = 0, last_total = 0;
+    run_on_threads(indices, threads, [&](size_t i) {
+      ++runs[i];
+      if (i == 3) throw Error("point 3 fails");
+    }, errors, [&](long done, long total) { last_done = done, last_total = total; });
+    for (size_t i = 0; i < runs.size(); ++i) CHECK(runs[i] == (i == 1 || i == 4 ? 0 : 1));
+    for (size_t i = 0; i < errors.size(); ++i) CHECK(errors[i].has_value() == (i == 3));
+    CHECK(errors[3]->message == "point 3 fails");
+    CHECK((last_done == 4 && last_total == 4));
+  }
+}
 
 TEST_CASE("evaluate_points: each point once, in order, on 1 to 4 threads, failures stay with their point") {
   for (int threads = 1; threads <= 4; ++threads) {
