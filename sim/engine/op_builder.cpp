@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/workload/workload.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::sim {
 
@@ -63,6 +64,10 @@ Op host(OpKind kind, const std::string& stream, int64_t params, int64_t bytes, t
   Op op = on(kind, stream, bytes, params);
   op.sub_kind = what;
   return op;
+}
+
+traces::Kernel elementwise_kernel(int64_t elements, const std::string& dtype, double flops, double bytes) {
+  return {{traces::kernel_kinds::kElementwise, {elements}, dtype}, 1, flops, bytes};
 }
 
 }  // namespace make_op

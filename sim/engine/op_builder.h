@@ -32,6 +32,8 @@ traces::Op adam_device(const std::string& stream, int64_t params, double bytes_p
 // CPU work (adam_cpu, host_pass, host_cast) over `params` moving `bytes`.
 traces::Op host(traces::OpKind kind, const std::string& stream, int64_t params, int64_t bytes,
                 traces::OpSubKind what = traces::OpSubKind::kNone);
+// One elementwise kernel over `elements` (a pass a system or framework adds around the model's).
+traces::Kernel elementwise_kernel(int64_t elements, const std::string& dtype, double flops, double bytes);
 }  // namespace make_op
 
 // Drops -1 (no such op), sorts and removes repeats.

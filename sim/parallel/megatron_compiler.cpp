@@ -609,11 +609,8 @@ class MegatronOpStream::Impl {
   // Megatron's LocalDDP hook adds each parameter's gradient into its main_grad buffer after
   // every backward: read both, write main_grad, in the reduction dtype.
   Kernel grad_accumulation(const Unit& u) const {
-    Kernel k;
-    k.sig = traces::OpSignature{"elementwise", {u.params}, o_.grad_bytes == 2 ? o_.dtype : "fp32"};
-    k.flops = static_cast<double>(u.params);
-    k.bytes = 3.0 * static_cast<double>(o_.grad_bytes) * static_cast<double>(u.params);
-    return k;
+    return make_op::elementwise_kernel(u.params, o_.grad_bytes == 2 ? o_.dtype : "fp32", static_cast<double>(u.params),
+                                       3.0 * static_cast<double>(o_.grad_bytes) * static_cast<double>(u.params));
   }
   int grad_accumulation_tmpl(const Unit& u) {
     return bank.compute("backward", {grad_accumulation(u)}, "unit." + std::to_string(u.block), "main_grad accumulation");
@@ -631,11 +628,7 @@ class MegatronOpStream::Impl {
   // stream because GEMMs leave no SM idle, so a concurrent memory-bound kernel takes its own
   // duration from them (the reduce-scatter waits for the post-backward passes, as on its stream).
   Kernel fsdp_pass_kernel(int64_t elements, double bytes, int dtype_bytes) const {
-    Kernel k;
-    k.sig = traces::OpSignature{"elementwise", {elements}, dtype_bytes == 4 ? "fp32" : o_.dtype};
-    k.flops = static_cast<double>(elements);
-    k.bytes = bytes;
-    return k;
+    return make_op::elementwise_kernel(elements, dtype_bytes == 4 ? "fp32" : o_.dtype, static_cast<double>(elements), bytes);
   }
   int fsdp_pass_tmpl(const char* kind, int64_t elements, double bytes, int dtype_bytes, int block, const char* part) {
     return bank.compute(kind, {fsdp_pass_kernel(elements, bytes, dtype_bytes)}, "unit." + std::to_string(block), part);

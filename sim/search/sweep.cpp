@@ -7,6 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include <boost/algorithm/string/join.hpp>
+#include <boost/algorithm/string/split.hpp>
+
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "hwmodels/machine_edit.h"
@@ -20,12 +23,8 @@ namespace {
 
 // Splits on `sep`, keeping empty pieces so "1,,2" and "1," can be refused.
 std::vector<std::string> pieces(const std::string& s, char sep) {
-  std::vector<std::string> out(1);
-  for (char c : s) {
-    if (c == sep) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
+  std::vector<std::string> out;
+  return boost::algorithm::split(out, s, [sep](char c) { return c == sep; });
 }
 
 bool is_value(const std::string& v) {
@@ -36,11 +35,7 @@ bool is_value(const std::string& v) {
   return !v.empty() && *end == '\0' && errno == 0;
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
+using boost::algorithm::join;
 
 // "host.cores" -> "/host/cores" (keys hold neither '/' nor '~'; apply_override walked them).
 nlohmann::json::json_pointer pointer_of(const std::string& path) {
