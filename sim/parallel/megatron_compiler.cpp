@@ -331,13 +331,20 @@ class Emitter {
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     if (out_) {
-      Op op = t;
+      // Only what prices it (typed), not a copy of the whole template: a 4D run builds millions.
+      Op op;
       op.id = next_id_;
+      op.kind = t.kind;
       op.stream = st.streams[role];
       op.block = block;
       if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
       normalise_deps(deps);
       op.deps = std::move(deps);
+      op.work = t.work;
+      op.kernels = t.kernels;
+      op.group = t.group;
+      op.host_sync = t.host_sync;
+      op.bytes_per_param = t.bytes_per_param;
       if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];  // only in plan files
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
