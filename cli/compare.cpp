@@ -43,7 +43,7 @@ int run_compare(const std::vector<std::string>& args) {
   std::vector<sim::SearchResult> results;
   for (const auto& outcome : sim::evaluate_points(
            all.size(), 1, search_system,
-           sim::PointCodec<sim::SearchResult>{sim::search_summary_to_json, sim::search_summary_from_json},
+           sim::json_codec<sim::SearchResult>(),
            [&](long, long) { bar.tick(); }))
     results.push_back(outcome.get());
   bar.done();

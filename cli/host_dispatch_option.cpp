@@ -10,19 +10,4 @@ void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std
        "instead of the machine's curves (as in calibrate)");
 }
 
-hw::Machine load_sim_machine(const std::string& name, const std::vector<std::string>& set, bool no_host_dispatch) {
-  hw::Machine m = hw::load_machine(name, set);
-  if (no_host_dispatch) {
-    m.host_dispatch.enabled = false;
-    turn_off_host_dispatch(m.json);
-  }
-  return m;
-}
-
-void turn_off_host_dispatch(nlohmann::json& machine_json) {
-  if (machine_json.contains("host_dispatch") && machine_json["host_dispatch"].is_object()) {
-    machine_json["host_dispatch"]["enabled"] = false;
-  }
-}
-
 }  // namespace protwin::cli

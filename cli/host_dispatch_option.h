@@ -1,13 +1,10 @@
-// The --no-host-dispatch flag of the simulating subcommands (DESIGN §4, host dispatch).
+// The cost-model flags of the simulating subcommands (--no-host-dispatch, --profile); what they
+// choose: hwmodels/cost_model_choice.h.
 #pragma once
 
 #include <string>
-#include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/options.h"
-#include "hwmodels/machine.h"
 
 namespace protwin::cli {
 
@@ -16,9 +13,5 @@ namespace protwin::cli {
 // the predictions of the simulator before host dispatch (DESIGN §4). --profile: a measured op
 // profile (shipped name or file, hw::load_op_profile) whose entries win over the machine's curves.
 void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile);
-// load_machine, with host dispatch turned off when `no_host_dispatch`.
-hw::Machine load_sim_machine(const std::string& name, const std::vector<std::string>& set, bool no_host_dispatch);
-// The same on a raw machine document (sweep applies its axes to it).
-void turn_off_host_dispatch(nlohmann::json& machine_json);
 
 }  // namespace protwin::cli

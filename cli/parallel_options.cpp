@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/host_dispatch_option.h"
+#include "hwmodels/cost_model_choice.h"
 #include "traces/error.h"
 #include "traces/op_signature.h"
 
@@ -75,8 +76,9 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   for (const char* flag : {"model", "machine", "gbs"}) require(vm, flag);
   ParallelInputs in;
   in.model = sim::resolve_model(a.model);
-  in.profile = hw::load_op_profile(a.profile);
-  in.cost = hw::make_cost_model(load_sim_machine(a.machine, a.set, a.no_host_dispatch), in.profile.get());
+  auto chosen = hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""});
+  in.profile = std::move(chosen.profile);
+  in.cost = std::move(chosen.cost);
   PROTWIN_CHECK(a.seq >= 0, "--seq ", a.seq, ": must be at least 1 (0: the model's default)");
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");

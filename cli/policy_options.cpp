@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "cli/host_dispatch_option.h"
+#include "hwmodels/cost_model_choice.h"
 #include "sim/policy/systems.h"
 #include "traces/error.h"
 
@@ -32,8 +33,9 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   PolicyInputs in;
   in.model = sim::resolve_model(a.model);
-  in.profile = hw::load_op_profile(a.profile);
-  in.cost = hw::make_cost_model(load_sim_machine(a.machine, a.set, a.no_host_dispatch), in.profile.get());
+  auto chosen = hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""});
+  in.profile = std::move(chosen.profile);
+  in.cost = std::move(chosen.cost);
   std::tie(in.search.gpus, in.search.nodes) = sim::place_ranks(*in.cost, a.gpus, a.nodes);
   if (a.batch == "auto") {
     in.search.batch = 0;

@@ -2,7 +2,6 @@
 // The Plan is read from --plan, or compiled from --model/--machine/--policy in one step.
 #include <cstdio>
 #include <iostream>
-#include <memory>
 #include <optional>
 
 #include "cli/host_dispatch_option.h"
@@ -10,8 +9,7 @@
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "cli/summary.h"
-#include "hwmodels/hardware_cost_model.h"
-#include "hwmodels/rate_cost_model.h"
+#include "hwmodels/cost_model_choice.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/knobs.h"
 #include "sim/policy/offload_compiler.h"
@@ -77,9 +75,8 @@ int run_simulate(const std::vector<std::string>& args) {
                     ": only with --machine (--rates and a plan's meta.rates have no machine fields or kernels)");
   }
 
-  std::unique_ptr<const traces::OpProfile> op_profile;  // --profile, used by `cost`
-  std::unique_ptr<hw::CostModel> cost;
   traces::Plan plan;
+  traces::Report report;
   std::optional<sim::Candidate> candidate;  // with --model: throughput and the time split
   if (vm.count("model")) {
     PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
@@ -110,39 +107,26 @@ int run_simulate(const std::vector<std::string>& args) {
       throw Error(source + ": " + e.what());
     }
     sim::CompiledPlan compiled;
-    traces::Report simulated;
-    const sim::Candidate c =
-        sim::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &simulated, in.search.nodes);
+    const sim::Candidate c = sim::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &report, in.search.nodes);
     if (!c.simulated) throw Error(c.failure);
     plan = std::move(compiled.plan);
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);
-    cost = std::move(in.cost);
-    op_profile = std::move(in.profile);
     candidate = c;
   } else {
     plan = traces::read_plan(plan_path);
-    if (vm.count("machine")) {
-      op_profile = hw::load_op_profile(pa.profile);
-      auto hardware = hw::make_cost_model(load_sim_machine(pa.machine, pa.set, pa.no_host_dispatch), op_profile.get());
-      const nlohmann::json& meta_machine = plan.meta.contains("machine") ? plan.meta["machine"] : nlohmann::json();
-      const std::string compiled_for = meta_machine.is_string() ? meta_machine.get<std::string>() : "";
-      const std::string costed_with = hardware->machine().name;
-      cost = std::move(hardware);
-      if (!compiled_for.empty() && compiled_for != costed_with)
+    const hw::CostModelChoice choice{vm.count("machine") ? pa.machine : "", pa.set, pa.no_host_dispatch, pa.profile,
+                                     rates_path};
+    const auto cost = hw::plan_cost_model(choice, plan, plan_path);
+    const nlohmann::json& meta_machine = plan.meta.contains("machine") ? plan.meta["machine"] : nlohmann::json();
+    const std::string compiled_for = meta_machine.is_string() ? meta_machine.get<std::string>() : "";
+    if (const auto* hardware = dynamic_cast<const hw::HardwareCostModel*>(cost.cost.get()))
+      if (!compiled_for.empty() && compiled_for != hardware->machine().name)
         std::cerr << "protwin simulate: warning: " << plan_path << " was compiled for machine " << compiled_for
-                  << "; simulating it with " << costed_with << " (its memory pools keep " << compiled_for
+                  << "; simulating it with " << hardware->machine().name << " (its memory pools keep " << compiled_for
                   << "'s capacities)\n";
-    }
-    else if (!rates_path.empty())
-      cost = std::make_unique<hw::RateCostModel>(hw::RateCostModel::load(rates_path));
-    else if (plan.meta.contains("rates"))
-      cost = std::make_unique<hw::RateCostModel>(
-          hw::RateCostModel::from_json(plan.meta["rates"], plan_path + ":/meta/rates"));
-    else
-      cost = std::make_unique<hw::RateCostModel>(hw::RateCostModel::from_json(nlohmann::json::object(), "built-in unit rates"));
+    traces::validate(plan);
+    report = sim::PlanSimulator(*cost.cost).run(plan);
   }
-  traces::validate(plan);
-  const traces::Report report = sim::PlanSimulator(*cost).run(plan);
 
   std::optional<sim::RuntimeMemory> runtime_memory;
   if (vm.count("runtime-memory")) runtime_memory = sim::predict_runtime_memory(plan, report);

@@ -7,6 +7,7 @@
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
+#include "hwmodels/cost_model_choice.h"
 #include "hwmodels/machine.h"
 #include "sim/search/sweep.h"
 #include "traces/error.h"
@@ -93,7 +94,7 @@ int run_sweep(const std::vector<std::string>& args) {
   o.profile = in.profile.get();
   std::string source;
   nlohmann::json machine_json = hw::load_machine_json(pa.machine, &source);
-  if (pa.no_host_dispatch) turn_off_host_dispatch(machine_json);
+  if (pa.no_host_dispatch) hw::turn_off_host_dispatch(machine_json);
 
   Progress bar("sweeping", sim::sweep_points(o.axes, o.systems.size()));
   o.progress = [&](long, long) { bar.tick(); };

@@ -488,21 +488,25 @@ double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool bac
   return roofline_seconds(k.flops, bytes, sig.dtype);
 }
 
+HardwareCostModel::CopyPrice HardwareCostModel::copy_price(double bytes, bool h2d, bool pinned, bool measured) const {
+  const CopyDirectionSpec& d = h2d ? machine_.host_link.h2d : machine_.host_link.d2h;
+  CopyPrice p{(pinned ? d.pinned_latency_us : d.pageable_latency_us) * 1e-6,
+              (pinned ? d.pinned_GBps : d.pageable_GBps) * machine_.host_link.size_curve.at(bytes), std::nullopt};
+  if (profile_ && measured)
+    p.measured_s = profile_({std::string(h2d ? "h2d" : "d2h") + (pinned ? "" : "_pageable"),
+                             {static_cast<int64_t>(bytes)}, "int8"});
+  return p;
+}
+
 double HardwareCostModel::copy_seconds(double bytes, CopyDirection dir, bool pinned,
                                        bool both_directions) const {
   if (bytes <= 0) return 0;
   const HostLinkSpec& l = machine_.host_link;
   const bool h2d = dir == CopyDirection::kH2D;
-  if (profile_ && !both_directions) {
-    traces::OpSignature sig{std::string(h2d ? "h2d" : "d2h") + (pinned ? "" : "_pageable"),
-                            {static_cast<int64_t>(bytes)}, "int8"};
-    if (auto t = profile_(sig)) return *t;
-  }
-  const CopyDirectionSpec& d = h2d ? l.h2d : l.d2h;
-  const double rate = pinned ? d.pinned_GBps : d.pageable_GBps;
-  const double latency = (pinned ? d.pinned_latency_us : d.pageable_latency_us) * 1e-6;
+  const CopyPrice p = copy_price(bytes, h2d, pinned, !both_directions);
+  if (p.measured_s) return *p.measured_s;
   const double duplex = both_directions ? (h2d ? l.duplex_fraction_h2d : l.duplex_fraction_d2h) : 1.0;
-  return latency + bytes / (rate * l.size_curve.at(bytes) * duplex * 1e9);
+  return p.latency_s + bytes / (p.GBps * duplex * 1e9);
 }
 
 double HardwareCostModel::cpu_adam_params_per_s(int ranks_sharing_host) const {
@@ -647,17 +651,14 @@ OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& 
     const bool h2d = op.kind == traces::OpKind::kH2D;
     const bool pinned = copy_is_pinned(op, plan);
     if (bytes <= 0) return c;
-    const CopyDirectionSpec& d = h2d ? machine_.host_link.h2d : machine_.host_link.d2h;
-    const double latency = (pinned ? d.pinned_latency_us : d.pageable_latency_us) * 1e-6;
-    double rate = (pinned ? d.pinned_GBps : d.pageable_GBps) * machine_.host_link.size_curve.at(bytes);
+    const CopyPrice p = copy_price(bytes, h2d, pinned, true);
+    const double latency = p.latency_s;
+    double rate = p.GBps;
     c.source = KernelSource::kCurve;
-    if (profile_) {  // a measured copy of this size sets the transfer's own rate
-      traces::OpSignature sig{std::string(traces::to_string(op.kind)) + (pinned ? "" : "_pageable"), {op.work.bytes}, "int8"};
-      if (auto t = profile_(sig)) {
-        c.source = KernelSource::kProfile;
-        if (*t <= latency) { c.fixed = from_seconds(*t); return c; }
-        rate = bytes / ((*t - latency) * 1e9);
-      }
+    if (p.measured_s) {  // a measured copy of this size sets the transfer's own rate
+      c.source = KernelSource::kProfile;
+      if (*p.measured_s <= latency) { c.fixed = from_seconds(*p.measured_s); return c; }
+      rate = bytes / ((*p.measured_s - latency) * 1e9);
     }
     c.fixed = from_seconds(latency);
     c.links = {h2d ? kLinkH2D : kLinkD2H, kLinkDuplex, -1};

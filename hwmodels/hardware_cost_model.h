@@ -128,6 +128,13 @@ class HardwareCostModel : public CostModel {
 
  private:
   OpCost device_cost(const traces::Op& op, const traces::Plan& plan) const;
+  // What prices a copy alone on its link: its latency, the link's rate at this size, and a
+  // profile's measured time of it (when `measured` and the profile has one).
+  struct CopyPrice {
+    double latency_s, GBps;
+    std::optional<double> measured_s;
+  };
+  CopyPrice copy_price(double bytes, bool h2d, bool pinned, bool measured) const;
   void add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
   const DtypeCompute& compute_for(const std::string& dtype) const;
   double roofline_seconds(double flops, double bytes, const std::string& dtype) const;

@@ -41,10 +41,31 @@ MpiRanks start_mpi() {
   return r;
 }
 
-// Runs `run` on every index of `mine` on `threads` threads, each point's failure kept with it.
-// `progress` is called from the calling thread.
-void run_local(const std::vector<size_t>& mine, int threads, const std::function<void(size_t)>& run,
-               std::vector<std::optional<PointError>>& errors, const std::function<void(long, long)>& progress) {
+// This rank's outcomes as [[index, value] or [index, kind, message], ...] in CBOR.
+std::vector<uint8_t> encode_outcomes(const std::vector<size_t>& mine, const detail::PointSlots& slots,
+                                     const std::vector<std::optional<PointError>>& errors) {
+  nlohmann::json all = nlohmann::json::array();
+  for (size_t i : mine) {
+    if (errors[i]) all.push_back({i, static_cast<int>(errors[i]->kind), errors[i]->message});
+    else all.push_back({i, slots.encode(i)});
+  }
+  return nlohmann::json::to_cbor(all);
+}
+
+void decode_outcomes(const uint8_t* data, size_t n, const detail::PointSlots& slots,
+                     std::vector<std::optional<PointError>>& errors) {
+  for (const auto& o : nlohmann::json::from_cbor(data, data + n)) {
+    const size_t i = o.at(0).get<size_t>();
+    PROTWIN_ASSERT(i < errors.size(), "a rank sent point ", i, " of ", errors.size());
+    if (o.size() == 3) errors[i] = PointError{static_cast<PointError::Kind>(o.at(1).get<int>()), o.at(2)};
+    else slots.decode(i, o.at(1));
+  }
+}
+
+}  // namespace
+
+void run_on_threads(const std::vector<size_t>& mine, int threads, const std::function<void(size_t)>& run,
+                    std::vector<std::optional<PointError>>& errors, const std::function<void(long, long)>& progress) {
   std::atomic<size_t> next{0}, done{0};
   auto work = [&](bool report) {
     for (size_t k = next++; k < mine.size(); k = next++) {
@@ -71,29 +92,6 @@ void run_local(const std::vector<size_t>& mine, int threads, const std::function
   if (progress) progress(static_cast<long>(mine.size()), static_cast<long>(mine.size()));
 }
 
-// This rank's outcomes as [[index, value] or [index, kind, message], ...] in CBOR.
-std::vector<uint8_t> encode_outcomes(const std::vector<size_t>& mine, const detail::PointSlots& slots,
-                                     const std::vector<std::optional<PointError>>& errors) {
-  nlohmann::json all = nlohmann::json::array();
-  for (size_t i : mine) {
-    if (errors[i]) all.push_back({i, static_cast<int>(errors[i]->kind), errors[i]->message});
-    else all.push_back({i, slots.encode(i)});
-  }
-  return nlohmann::json::to_cbor(all);
-}
-
-void decode_outcomes(const uint8_t* data, size_t n, const detail::PointSlots& slots,
-                     std::vector<std::optional<PointError>>& errors) {
-  for (const auto& o : nlohmann::json::from_cbor(data, data + n)) {
-    const size_t i = o.at(0).get<size_t>();
-    PROTWIN_ASSERT(i < errors.size(), "a rank sent point ", i, " of ", errors.size());
-    if (o.size() == 3) errors[i] = PointError{static_cast<PointError::Kind>(o.at(1).get<int>()), o.at(2)};
-    else slots.decode(i, o.at(1));
-  }
-}
-
-}  // namespace
-
 MpiRanks mpi_ranks() {
   static const MpiRanks ranks = start_mpi();
   return ranks;
@@ -118,7 +116,7 @@ std::vector<std::optional<PointError>> evaluate_points(size_t n, int threads, co
   for (size_t i = static_cast<size_t>(ranks.rank); i < n; i += static_cast<size_t>(ranks.size)) mine.push_back(i);
   std::vector<std::optional<PointError>> errors(n);
   const auto t0 = std::chrono::steady_clock::now();
-  run_local(mine, threads, slots.run, errors, ranks.rank == 0 ? progress : nullptr);
+  run_on_threads(mine, threads, slots.run, errors, ranks.rank == 0 ? progress : nullptr);
   if (!ranks.active()) return errors;
   const auto t1 = std::chrono::steady_clock::now();
 

@@ -40,6 +40,13 @@ struct PointError {
   [[noreturn]] void rethrow() const;  // as it was thrown (same message, same exit code)
 };
 
+// The one thread pool of the simulations (issue 17): run(i) for every index of `indices` on
+// `threads` threads, the calling thread one of them; what an index throws is kept in errors[i]
+// (sized by the caller); progress(done, total) is called from the calling thread.
+void run_on_threads(const std::vector<size_t>& indices, int threads, const std::function<void(size_t)>& run,
+                    std::vector<std::optional<PointError>>& errors,
+                    const std::function<void(long, long)>& progress = nullptr);
+
 template <class T>
 struct PointOutcome {
   std::optional<T> value;               // set when the point succeeded
@@ -57,6 +64,12 @@ struct PointCodec {
   std::function<nlohmann::json(const T&)> encode;
   std::function<T(const nlohmann::json&)> decode;
 };
+
+// The codec of a T with nlohmann's to_json / from_json.
+template <class T>
+PointCodec<T> json_codec() {
+  return {[](const T& v) { return nlohmann::json(v); }, [](const nlohmann::json& j) { return j.get<T>(); }};
+}
 
 namespace detail {
 // The untyped core: runs run(i) for this rank's points on `threads` threads, records failures,

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/engine/op_builder.h"
 #include "sim/parallel/pipeline_schedule.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
@@ -40,12 +41,7 @@ class TemplateBank {
   explicit TemplateBank(traces::Plan& plan) : plan_(plan) {}
   int compute(const std::string& kind, const std::vector<Kernel>& ks, const std::string& block,
               const std::string& part) {
-    Op op;
-    op.kind = traces::op_kind_named(kind);
-    op.stream = kRoleNames[kCompute];
-    op.work.flops = total_flops(ks);
-    op.work.bytes = static_cast<int64_t>(total_bytes(ks));
-    op.kernels = plan_.add_kernel_set(ks);
+    Op op = make_op::compute(plan_, traces::op_kind_named(kind), kRoleNames[kCompute], ks);
     op.attrs = {{"block", block}, {"part", part}};
     return add(std::move(op), matmul_flops(ks));
   }
@@ -53,38 +49,27 @@ class TemplateBank {
   // torch.cuda.synchronize()).
   int collective(const std::string& kind, Role role, int64_t bytes, const GroupPlacement& g,
                  const std::string& what, bool host_sync = false) {
-    Op op;
-    op.kind = traces::op_kind_named(kind);
-    op.stream = kRoleNames[role];
-    op.work.bytes = bytes;
-    op.group = {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()};
+    Op op = make_op::collective(traces::op_kind_named(kind), kRoleNames[role], bytes,
+                                {static_cast<int>(g.size), static_cast<int>(g.ranks_per_node), 0, g.inter_node()},
+                                host_sync);
     op.attrs = {{"group", g.name}, {"what", what}};
-    op.host_sync = host_sync;
     return add(std::move(op), 0);
   }
   int send_recv(Role role, int64_t bytes, bool inter_node, const std::string& what, bool host_sync = false) {
-    Op op;
-    op.kind = traces::OpKind::kSendRecv;
-    op.stream = kRoleNames[role];
-    op.work.bytes = bytes;
-    op.group = {2, inter_node ? 1 : 2, 0, inter_node};
+    Op op = make_op::send_recv(kRoleNames[role], bytes, inter_node, host_sync);
     op.attrs = {{"what", what}};
-    op.host_sync = host_sync;
     return add(std::move(op), 0);
   }
   // bytes_per_param 0: the machine's fused device Adam; else the framework's own step (its
   // passes counted from its code, `what` says which).
   int adam(int64_t params, double bytes_per_param = 0, const std::string& what = "") {
-    Op op;
-    op.kind = traces::OpKind::kAdamDevice;
-    op.stream = kRoleNames[kCompute];
-    op.work.params = params;
+    Op op = make_op::adam_device(kRoleNames[kCompute], params, bytes_per_param);
     op.attrs = {{"what", what.empty() ? "optimizer step over this rank's shard" : what}};
-    op.bytes_per_param = bytes_per_param;
     return add(std::move(op), 0);
   }
 
-  std::vector<Op> ops;
+  std::vector<Op> ops;                 // what prices each template (typed)
+  std::vector<nlohmann::json> attrs;   // its descriptive attrs (block, part, group, what)
   std::vector<double> matmul;
 
  private:
@@ -99,6 +84,8 @@ class TemplateBank {
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     op.id = static_cast<int>(ops.size());
+    attrs.push_back(std::move(op.attrs));
+    op.attrs = nullptr;
     ops.push_back(std::move(op));
     matmul.push_back(mm);
     index_.emplace(key, static_cast<int>(ops.size()) - 1);
@@ -344,24 +331,21 @@ class Emitter {
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     if (out_) {
+      // Only what prices it (typed), not a copy of the whole template: a 4D run builds millions.
       Op op;
       op.id = next_id_;
       op.kind = t.kind;
       op.stream = st.streams[role];
       op.block = block;
       if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
-      deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
-      std::sort(deps.begin(), deps.end());
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      normalise_deps(deps);
       op.deps = std::move(deps);
       op.work = t.work;
       op.kernels = t.kernels;
       op.group = t.group;
       op.host_sync = t.host_sync;
       op.bytes_per_param = t.bytes_per_param;
-      // Every op carries what prices it (typed); the descriptive attrs (block, part, group, what)
-      // only with describe_ops.
-      if (describe_) op.attrs = t.attrs;
+      if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];  // only in plan files
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
       (t.kind == traces::OpKind::kRecompute ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
@@ -632,11 +616,8 @@ class MegatronOpStream::Impl {
   // Megatron's LocalDDP hook adds each parameter's gradient into its main_grad buffer after
   // every backward: read both, write main_grad, in the reduction dtype.
   Kernel grad_accumulation(const Unit& u) const {
-    Kernel k;
-    k.sig = traces::OpSignature{"elementwise", {u.params}, o_.grad_bytes == 2 ? o_.dtype : "fp32"};
-    k.flops = static_cast<double>(u.params);
-    k.bytes = 3.0 * static_cast<double>(o_.grad_bytes) * static_cast<double>(u.params);
-    return k;
+    return make_op::elementwise_kernel(u.params, o_.grad_bytes == 2 ? o_.dtype : "fp32", static_cast<double>(u.params),
+                                       3.0 * static_cast<double>(o_.grad_bytes) * static_cast<double>(u.params));
   }
   int grad_accumulation_tmpl(const Unit& u) {
     return bank.compute("backward", {grad_accumulation(u)}, "unit." + std::to_string(u.block), "main_grad accumulation");
@@ -654,11 +635,7 @@ class MegatronOpStream::Impl {
   // stream because GEMMs leave no SM idle, so a concurrent memory-bound kernel takes its own
   // duration from them (the reduce-scatter waits for the post-backward passes, as on its stream).
   Kernel fsdp_pass_kernel(int64_t elements, double bytes, int dtype_bytes) const {
-    Kernel k;
-    k.sig = traces::OpSignature{"elementwise", {elements}, dtype_bytes == 4 ? "fp32" : o_.dtype};
-    k.flops = static_cast<double>(elements);
-    k.bytes = bytes;
-    return k;
+    return make_op::elementwise_kernel(elements, dtype_bytes == 4 ? "fp32" : o_.dtype, static_cast<double>(elements), bytes);
   }
   int fsdp_pass_tmpl(const char* kind, int64_t elements, double bytes, int dtype_bytes, int block, const char* part) {
     return bank.compute(kind, {fsdp_pass_kernel(elements, bytes, dtype_bytes)}, "unit." + std::to_string(block), part);

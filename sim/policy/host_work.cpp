@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "sim/engine/op_builder.h"
 #include "traces/error.h"
 
 namespace protwin::sim {
@@ -60,19 +61,16 @@ std::vector<traces::Kernel> fetch_kernels(const std::string& system, const Block
                                           const std::string& dtype) {
   if (system != "deepspeed" || ranks <= 1 || block.param_count <= 0) return {};
   const int elem_bytes = traces::dtype_bytes(dtype);
-  traces::Kernel k;
-  k.sig = traces::OpSignature{"elementwise", {block.param_count}, dtype};
   const double shard = static_cast<double>((block.param_count + ranks - 1) / ranks);
-  k.bytes = 2.0 * elem_bytes * (static_cast<double>(block.param_count) + shard);
-  return {k};
+  return {make_op::elementwise_kernel(block.param_count, dtype, 0,
+                                      2.0 * elem_bytes * (static_cast<double>(block.param_count) + shard))};
 }
 
 std::vector<traces::Kernel> grad_reduce_kernels(const std::string& system, const Block& block,
                                                 const std::string& dtype) {
   if (system != "deepspeed" || block.param_count <= 0) return {};
-  traces::Kernel k;
-  k.sig = traces::OpSignature{"elementwise", {block.param_count}, dtype};
-  k.bytes = 2.0 * traces::dtype_bytes(dtype) * static_cast<double>(block.param_count);
+  const traces::Kernel k = make_op::elementwise_kernel(
+      block.param_count, dtype, 0, 2.0 * traces::dtype_bytes(dtype) * static_cast<double>(block.param_count));
   return {k, k, k};  // the IPG bucket copy, torch.cat, div_
 }
 
@@ -80,12 +78,7 @@ std::vector<traces::Kernel> reduced_grad_kernels(const std::string& system, int6
                                                  const std::string& dtype) {
   if (system != "colossalai" || shard_elems <= 0) return {};
   const double e = traces::dtype_bytes(dtype), n = static_cast<double>(shard_elems);
-  auto pass = [&](double bytes_per_elem) {
-    traces::Kernel k;
-    k.sig = traces::OpSignature{"elementwise", {shard_elems}, dtype};
-    k.bytes = bytes_per_elem * n;
-    return k;
-  };
+  auto pass = [&](double bytes_per_elem) { return make_op::elementwise_kernel(shard_elems, dtype, 0, bytes_per_elem * n); };
   return {pass(2 * e), pass(e + 1), pass(1), pass(e + 1), pass(1)};  // div_, isinf, any, isnan, any
 }
 

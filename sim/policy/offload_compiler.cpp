@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/engine/op_builder.h"
 #include "sim/policy/block_layout.h"
 #include "sim/policy/host_work.h"
 #include "sim/policy/model_state_bytes.h"
@@ -13,12 +14,9 @@ namespace protwin::sim {
 namespace {
 
 using traces::MemAt;
-using traces::MemEffect;
 using traces::Op;
 using traces::OpKind;
 using traces::OpSubKind;
-
-
 
 // Chunks hold parameters in the compute dtype (fp16/bf16 for mixed precision, fp32 otherwise).
 int chunk_elem_bytes(const Workload& w) { return traces::dtype_bytes(w.options.dtype); }
@@ -29,59 +27,6 @@ std::vector<BlockParams> block_params(const Workload& w) {
   for (const auto& b : w.blocks) out.push_back({b.name, b.params});
   return out;
 }
-
-// A block's kernels with the system's own kernels around its compute (host_work.h fetch_kernels),
-// as one kernel set of the plan; the added kernels' bytes join the op's.
-int block_kernel_set(traces::Plan& plan, traces::Op& op, std::vector<traces::Kernel> ks,
-                     const std::vector<traces::Kernel>& fetch) {
-  for (const auto& k : fetch) {
-    ks.push_back(k);
-    op.work.bytes += static_cast<int64_t>(k.bytes * static_cast<double>(k.count));
-  }
-  return plan.add_kernel_set(std::move(ks));
-}
-
-// Builds the op list; one instance per compile.
-class Builder {
- public:
-  explicit Builder(traces::Plan& plan) : plan_(plan) {}
-
-  int add(OpKind kind, const std::string& stream, std::vector<int> deps, int block, int chunk,
-          OpSubKind sub_kind = OpSubKind::kNone) {
-    Op op;
-    op.id = static_cast<int>(plan_.ops.size());
-    op.kind = kind;
-    op.sub_kind = sub_kind;
-    op.stream = stream;
-    op.block = block;
-    op.chunk = chunk;
-    deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    op.deps = std::move(deps);
-    plan_.ops.push_back(std::move(op));
-    return plan_.ops.back().id;
-  }
-  Op& op(int id) { return plan_.ops[static_cast<size_t>(id)]; }
-  void mem(int id, const std::string& pool, int64_t delta, MemAt at, int tensor = -1) {
-    if (delta != 0) op(id).mem.push_back(MemEffect{pool, delta, at, tensor});
-  }
-  int tensor(const std::string& name, int64_t bytes, traces::TensorKind kind, const std::string& home,
-             const std::string& dtype = "fp16") {
-    traces::TensorSpec t;
-    t.id = static_cast<int>(plan_.tensors.size());
-    t.name = name;
-    t.bytes = Bytes(bytes);
-    t.kind = kind;
-    t.home = home;
-    t.dtype = dtype;
-    plan_.tensors.push_back(t);
-    return t.id;
-  }
-
- private:
-  traces::Plan& plan_;
-};
 
 }  // namespace
 
@@ -167,7 +112,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     plan.chunks.push_back(std::move(cs));
   }
 
-  Builder b(plan);
+  OpBuilder b(plan);
   // Residency: a persistent chunk lives on the GPU; any other chunk has its fp16 shard in pinned
   // host memory and visits the GPU in a buffer.
   std::vector<bool> persistent(static_cast<size_t>(n_chunks));
@@ -226,11 +171,10 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   // cost model prices NCCL's ring per level (intra-node fabric, then the NICs), and that it is the
   // only group on its nodes (the node's whole NIC rate even when the ranks fill only part of it).
   auto collective = [&](OpKind kind, int after, int c) {
-    const int id = b.add(kind, "collective", {after}, -1, c);
-    b.op(id).work.bytes = used[static_cast<size_t>(c)];
     const int ranks = static_cast<int>(N);
-    b.op(id).group = {ranks, nodes > 1 ? ranks / nodes : 0, static_cast<int16_t>(nodes > 1 ? 1 : 0), false};
-    return id;
+    const traces::CollectiveGroup group{ranks, nodes > 1 ? ranks / nodes : 0, static_cast<int16_t>(nodes > 1 ? 1 : 0),
+                                        false};
+    return b.add(make_op::collective(kind, "collective", used[static_cast<size_t>(c)], group), {after}, -1, c);
   };
 
   // Parameter tensors per chunk (per-block layouts: its block's): the per-parameter fetch work.
@@ -240,19 +184,13 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       chunk_tensors[static_cast<size_t>(c)] += static_cast<int64_t>(w.blocks[blk].params.size());
   auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
     const size_t ci = static_cast<size_t>(c);
-    const int h2d = b.add(OpKind::kH2D, "h2d", std::move(deps), -1, c);
-    b.op(h2d).work.bytes = moved[ci];
+    const int h2d = b.add(make_op::copy(OpKind::kH2D, "h2d", moved[ci], OpSubKind::kParamChunk, true), std::move(deps), -1, c);
     b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
-    b.op(h2d).pinned = true;
-    b.op(h2d).sub_kind = OpSubKind::kParamChunk;
     b.op(h2d).attrs = {{"phase", phase}};
     set_host_work(b.op(h2d), fetch_host_work(k.host_work, chunk_tensors[ci]));
     b.op(h2d).reads = {host_t[ci]};
     b.mem(h2d, "gpu", cap[ci], MemAt::kStart, gpu_t[ci]);
-    if (moved[ci] != shard[ci]) {  // the fp32 copy lands in a staging tensor cast into the buffer
-      b.mem(h2d, "gpu", moved[ci], MemAt::kStart);
-      b.mem(h2d, "gpu", -moved[ci], MemAt::kEnd);
-    }
+    if (moved[ci] != shard[ci]) b.transient(h2d, "gpu", moved[ci]);  // fp32 staging, cast into the buffer
     if (N == 1) return h2d;
     return collective(OpKind::kAllGather, h2d, c);
   };
@@ -306,29 +244,24 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     // flight; the analytic peak counts them (analytic_model.cpp).
     const int lag = std::max(1, k.swap_spacing);
     if (blk - lag >= 0 && swap_out[static_cast<size_t>(blk - lag)] >= 0) deps.push_back(swap_out[static_cast<size_t>(blk - lag)]);
-    const int f = b.add(OpKind::kForward, "compute", deps, blk, -1);
+    const int f = b.add(make_op::compute(plan, OpKind::kForward, "compute", bl.forward,
+                                         fetch_kernels(k.host_work, bl, N, w.options.dtype)),
+                        deps, blk, -1);
     fwd_op[static_cast<size_t>(blk)] = f;
     prev_compute = f;
     Op& op = b.op(f);
-    op.work.flops = bl.forward_flops();
-    op.work.bytes = static_cast<int64_t>(bl.forward_bytes());
     op.work.params = bl.param_count;
-    op.kernels = block_kernel_set(plan, op, bl.forward, fetch_kernels(k.host_work, bl, N, w.options.dtype));
     op.attrs = {{"block", bl.name}, {"mode", act_mode_name(mode_of(blk))}};
     set_host_work(op, block_host_work(k.host_work, bl, false, N));
     for (int c : uses[static_cast<size_t>(blk)]) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
-    b.mem(f, "gpu", bl.forward_transient_bytes, MemAt::kStart);
-    b.mem(f, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
+    b.transient(f, "gpu", bl.forward_transient_bytes);
     if (mode_of(blk) == ActMode::kCheckpoint)
       b.mem(f, "gpu", bl.checkpoint_bytes, MemAt::kEnd, ckpt_t[static_cast<size_t>(blk)]);
     else
       b.mem(f, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
     if (mode_of(blk) == ActMode::kSwap) {
-      const int so = b.add(OpKind::kD2H, "d2h", {f}, blk, -1);
+      const int so = b.add(make_op::copy(OpKind::kD2H, "d2h", bl.saved_bytes, OpSubKind::kActivation, true), {f}, blk, -1);
       swap_out[static_cast<size_t>(blk)] = so;
-      b.op(so).work.bytes = bl.saved_bytes;
-      b.op(so).pinned = true;
-      b.op(so).sub_kind = OpSubKind::kActivation;
       b.op(so).reads = {act_t[static_cast<size_t>(blk)]};
       b.mem(so, "pinned", bl.saved_bytes, MemAt::kStart, act_t[static_cast<size_t>(blk)]);
       b.mem(so, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[static_cast<size_t>(blk)]);
@@ -371,11 +304,11 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<int> blocking_host_work;  // grad_roundtrip casts the next backward waits for
   auto emit_adam_cpu = [&](int c, int after) {
     const size_t ci = static_cast<size_t>(c);
-    const int a = b.add(OpKind::kAdamCpu, "cpu_optim", {after}, -1, c);
-    b.op(a).work.params = ceil_div(L.chunks[ci].used_elems, N);
+    const int64_t params = ceil_div(L.chunks[ci].used_elems, N);
     // Per parameter: read fp32 master, m, v and the fp16 grad; write master, m, v, fp16 param.
-    b.op(a).work.bytes = b.op(a).work.params * 28;
-    if (k.cpu_adam_impl == "torch") b.op(a).sub_kind = OpSubKind::kTorch;
+    const int a = b.add(make_op::host(OpKind::kAdamCpu, "cpu_optim", params, params * 28,
+                                      k.cpu_adam_impl == "torch" ? OpSubKind::kTorch : OpSubKind::kNone),
+                        {after}, -1, c);
     adam_cpu_ops.push_back(a);
     return a;
   };
@@ -412,56 +345,45 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       // Bring the activations back while the layer above is in backward.
       std::vector<int> sdeps = {swap_out[bi]};
       if (blk + 2 < n_blocks) sdeps.push_back(bwd_op[static_cast<size_t>(blk + 2)]);
-      const int si = b.add(OpKind::kH2D, "h2d", sdeps, blk, -1);
-      b.op(si).work.bytes = bl.saved_bytes;
-      b.op(si).pinned = true;
-      b.op(si).sub_kind = OpSubKind::kActivation;
+      const int si = b.add(make_op::copy(OpKind::kH2D, "h2d", bl.saved_bytes, OpSubKind::kActivation, true), sdeps, blk, -1);
       b.op(si).reads = {act_t[bi]};
       b.mem(si, "gpu", bl.saved_bytes, MemAt::kStart, act_t[bi]);
       b.mem(si, "pinned", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
       deps.push_back(si);
     }
     if (mode == ActMode::kCheckpoint) {
-      const int rc = b.add(OpKind::kRecompute, "compute", deps, blk, -1);
+      const int rc = b.add(make_op::compute(plan, OpKind::kRecompute, "compute", bl.recompute), deps, blk, -1);
       Op& op = b.op(rc);
-      op.work.flops = total_flops(bl.recompute);
-      op.work.bytes = static_cast<int64_t>(total_bytes(bl.recompute));
-      op.kernels = plan.add_kernel_set(bl.recompute);
       op.attrs = {{"block", bl.name}};
       set_host_work(op, block_host_work(k.host_work, bl, false));
       op.reads = {ckpt_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
-      b.mem(rc, "gpu", bl.forward_transient_bytes, MemAt::kStart);
-      b.mem(rc, "gpu", -bl.forward_transient_bytes, MemAt::kEnd);
+      b.transient(rc, "gpu", bl.forward_transient_bytes);
       b.mem(rc, "gpu", bl.saved_bytes, MemAt::kEnd, act_t[bi]);
     }
     deps.insert(deps.end(), blocking_host_work.begin(), blocking_host_work.end());
     blocking_host_work.clear();
-    const int g = b.add(OpKind::kBackward, "compute", deps, blk, -1);
+    // The system's kernels around the block (host_work.h): its passes over the block's gradients
+    // before their reduction, its work on each gradient chunk completed here, its fetch's last.
+    std::vector<traces::Kernel> around = grad_reduce_kernels(k.host_work, bl, w.options.dtype);
+    for (int c : u)
+      if (!block_uses(blk - 1, c) && min_block[static_cast<size_t>(c)] == blk)
+        for (auto& kk : reduced_grad_kernels(k.host_work, ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N),
+                                             w.options.dtype))
+          around.push_back(std::move(kk));
+    for (auto& kk : fetch_kernels(k.host_work, bl, N, w.options.dtype)) around.push_back(std::move(kk));
+    const int g = b.add(make_op::compute(plan, OpKind::kBackward, "compute", bl.backward, around), deps, blk, -1);
     bwd_op[bi] = g;
     last_bwd = g;
     {
       Op& op = b.op(g);
-      op.work.flops = bl.backward_flops();
-      op.work.bytes = static_cast<int64_t>(bl.backward_bytes());
       op.work.params = bl.param_count;
-      // The system's kernels around the block (host_work.h): its passes over the block's gradients
-      // before their reduction, its work on each gradient chunk completed here, its fetch's last.
-      std::vector<traces::Kernel> around = grad_reduce_kernels(k.host_work, bl, w.options.dtype);
-      for (int c : u)
-        if (!block_uses(blk - 1, c) && min_block[static_cast<size_t>(c)] == blk)
-          for (auto& kk : reduced_grad_kernels(k.host_work, ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N),
-                                               w.options.dtype))
-            around.push_back(std::move(kk));
-      for (auto& kk : fetch_kernels(k.host_work, bl, N, w.options.dtype)) around.push_back(std::move(kk));
-      op.kernels = block_kernel_set(plan, op, bl.backward, around);
       op.attrs = {{"block", bl.name}};
       set_host_work(op, block_host_work(k.host_work, bl, true, N));
       op.reads = {act_t[bi]};
       for (int c : u) op.reads.push_back(gpu_t[static_cast<size_t>(c)]);
     }
-    b.mem(g, "gpu", bl.backward_transient_bytes, MemAt::kStart);
-    b.mem(g, "gpu", -bl.backward_transient_bytes, MemAt::kEnd);
+    b.transient(g, "gpu", bl.backward_transient_bytes);
     b.mem(g, "gpu", -bl.saved_bytes, MemAt::kEnd, act_t[bi]);
     if (mode == ActMode::kCheckpoint) b.mem(g, "gpu", -bl.checkpoint_bytes, MemAt::kEnd, ckpt_t[bi]);
 
@@ -480,16 +402,12 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
         if (complete) persistent_grad_ready.emplace_back(reduced, c);
         continue;
       }
-      const int off = b.add(OpKind::kD2H, "d2h", {reduced}, -1, c);
-      b.op(off).work.bytes = moved[ci];
-      b.op(off).pinned = true;
-      b.op(off).sub_kind = complete ? OpSubKind::kGradChunk : OpSubKind::kPartialGradChunk;
+      const int off = b.add(make_op::copy(OpKind::kD2H, "d2h", moved[ci],
+                                          complete ? OpSubKind::kGradChunk : OpSubKind::kPartialGradChunk, true),
+                            {reduced}, -1, c);
       add_host_work(b.op(off), grad_offload_host_work(k.host_work));
       b.op(off).reads = {gpu_t[ci]};
-      if (moved[ci] != shard[ci]) {  // the gradient is cast to fp32 on the GPU before the copy
-        b.mem(off, "gpu", moved[ci], MemAt::kStart);
-        b.mem(off, "gpu", -moved[ci], MemAt::kEnd);
-      }
+      if (moved[ci] != shard[ci]) b.transient(off, "gpu", moved[ci]);  // cast to fp32 on the GPU before the copy
       if (!persistent[ci]) {
         b.mem(off, "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
         bwd_release.push_back(off);
@@ -498,22 +416,16 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       int grad_on_host = off;
       if (k.grad_roundtrip && complete) {
         // DeepSpeed's grad_buffer.to(device): the pinned copy comes back up for the norm ...
-        const int back = b.add(OpKind::kH2D, "h2d", {off}, -1, c);
-        b.op(back).work.bytes = shard[ci];
-        b.op(back).pinned = true;
-        b.op(back).sub_kind = OpSubKind::kGradRoundtrip;
+        const int back = b.add(make_op::copy(OpKind::kH2D, "h2d", shard[ci], OpSubKind::kGradRoundtrip, true), {off}, -1, c);
         b.mem(back, "gpu", shard[ci], MemAt::kStart);
         // ... then fp32_grad.copy_(grad_buffer): D2H into a pageable fp16 temporary, blocking ...
-        const int pg = b.add(OpKind::kD2H, "d2h", {back}, -1, c);
-        b.op(pg).work.bytes = shard[ci];
-        b.op(pg).pinned = false;
-        b.op(pg).sub_kind = OpSubKind::kGradFp32;
+        const int pg = b.add(make_op::copy(OpKind::kD2H, "d2h", shard[ci], OpSubKind::kGradFp32, false), {back}, -1, c);
         b.mem(pg, "gpu", -shard[ci], MemAt::kEnd);
         b.mem(pg, "pageable", shard[ci], MemAt::kStart);
         // ... cast into the fp32 gradient on the CPU (fp16: read 2 B, write 4 B per parameter).
-        grad_on_host = b.add(OpKind::kHostCast, "cpu_optim", {pg}, -1, c);
-        b.op(grad_on_host).work.params = ceil_div(L.chunks[ci].used_elems, N);
-        b.op(grad_on_host).work.bytes = shard[ci] + shard[ci] * 4 / L.bytes_per_elem;
+        grad_on_host = b.add(make_op::host(OpKind::kHostCast, "cpu_optim", ceil_div(L.chunks[ci].used_elems, N),
+                                           shard[ci] + shard[ci] * 4 / L.bytes_per_elem),
+                             {pg}, -1, c);
         b.mem(grad_on_host, "pageable", -shard[ci], MemAt::kEnd);
         blocking_host_work.push_back(grad_on_host);  // the hook's thread launches the next backward
       }
@@ -532,38 +444,37 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       // 1-byte masks before any sub-group is updated.
       std::vector<int> deps = grad_offloaded;
       deps.push_back(last_bwd);
-      std::sort(deps.begin(), deps.end());
-      after_grads = b.add(OpKind::kHostPass, "cpu_optim", deps, -1, -1);
-      for (int c : offloaded_chunk) b.op(after_grads).work.params += ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
-      b.op(after_grads).work.bytes = kStepScanBytesPerParam * b.op(after_grads).work.params;
-      b.op(after_grads).sub_kind = OpSubKind::kOverflowScan;
+      int64_t params = 0;
+      for (int c : offloaded_chunk) params += ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      after_grads = b.add(make_op::host(OpKind::kHostPass, "cpu_optim", params, kStepScanBytesPerParam * params,
+                                        OpSubKind::kOverflowScan),
+                          deps);
     }
     for (size_t i = 0; i < grad_offloaded.size(); ++i) {
       const int c = offloaded_chunk[i];
       const int64_t params = ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
       int grad_ready = grad_offloaded[i];
       if (k.step_host_passes) {  // the sub-group's fp32 gradient unscaled before its Adam
-        grad_ready = b.add(OpKind::kHostPass, "cpu_optim", {after_grads}, -1, c);  // the scan waited for the grad
-        b.op(grad_ready).work.params = params;
-        b.op(grad_ready).work.bytes = kStepUnscaleBytesPerParam * params;
-        b.op(grad_ready).sub_kind = OpSubKind::kUnscale;
+        grad_ready = b.add(make_op::host(OpKind::kHostPass, "cpu_optim", params, kStepUnscaleBytesPerParam * params,
+                                         OpSubKind::kUnscale),
+                           {after_grads}, -1, c);  // the scan waited for the grad
       }
       const int a = emit_adam_cpu(c, grad_ready);
       if (!k.step_host_passes) b.op(a).deps.push_back(last_bwd);
       std::sort(b.op(a).deps.begin(), b.op(a).deps.end());
       if (k.step_host_passes) {  // ... and its fp16 parameters copied from the updated master
-        const int copy = b.add(OpKind::kHostPass, "cpu_optim", {a}, -1, c);
-        b.op(copy).work.params = params;
-        b.op(copy).work.bytes = kStepCopyBytesPerParam * params;
-        b.op(copy).sub_kind = OpSubKind::kFp16Copy;
+        b.add(make_op::host(OpKind::kHostPass, "cpu_optim", params, kStepCopyBytesPerParam * params,
+                            OpSubKind::kFp16Copy),
+              {a}, -1, c);
       }
     }
   }
   // Persistent chunks on the GPU: device Adam after backward, on the compute stream.
   for (const auto& [after, c] : persistent_grad_ready) {
     const size_t ci = static_cast<size_t>(c);
-    const int a = b.add(OpKind::kAdamDevice, "compute", {after}, -1, c);
-    b.op(a).work.params = k.offload ? ceil_div(L.chunks[ci].used_elems, N) : L.chunks[ci].used_elems;
+    const int a = b.add(make_op::adam_device("compute", k.offload ? ceil_div(L.chunks[ci].used_elems, N)
+                                                                 : L.chunks[ci].used_elems),
+                        {after}, -1, c);
     b.op(a).reads = {gpu_t[ci]};
     // Offloading systems keep a persistent chunk's Adam state sharded (ZeRO): each rank updates its
     // shard, and the updated parameters are gathered for the next forward (traces/chunk_sharding.h).
@@ -575,10 +486,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       const int c = offloaded_chunk[i];
       const size_t ci = static_cast<size_t>(c);
       if (!persistent[ci]) continue;
-      const int up = b.add(OpKind::kH2D, "h2d", {adam_cpu_ops[i]}, -1, c);
-      b.op(up).work.bytes = shard[ci];
-      b.op(up).pinned = true;
-      b.op(up).sub_kind = OpSubKind::kUpdatedParams;
+      const int up = b.add(make_op::copy(OpKind::kH2D, "h2d", shard[ci], OpSubKind::kUpdatedParams, true),
+                           {adam_cpu_ops[i]}, -1, c);
       if (N > 1) collective(OpKind::kAllGather, up, c);
     }
   }

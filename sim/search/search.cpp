@@ -1,12 +1,13 @@
 #include "sim/search/search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <thread>
+#include <numeric>
+#include <optional>
 
+#include "sim/distributed/evaluate_points.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/policy/analytic_model.h"
 #include "sim/policy/block_layout.h"
@@ -199,37 +200,8 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   return c;
 }
 
-nlohmann::json search_summary_to_json(const SearchResult& r) {
-  return {{"system", r.system},
-          {"found", r.found},
-          {"best", candidate_to_json(r.best)},
-          {"configurations", r.configurations},
-          {"pruned", r.pruned},
-          {"simulated", r.simulated},
-          {"smallest_peak_gpu_bytes", r.smallest_peak_gpu_bytes},
-          {"smallest_host_bytes", r.smallest_host_bytes},
-          {"least_gpu_bytes", r.least_gpu_bytes},
-          {"least_host_bytes", r.least_host_bytes},
-          {"seconds", r.seconds},
-          {"first_failure", r.first_failure}};
-}
-
-SearchResult search_summary_from_json(const nlohmann::json& j) {
-  SearchResult r;
-  r.system = j.at("system");
-  r.found = j.at("found");
-  r.best = candidate_from_json(j.at("best"));
-  r.configurations = j.at("configurations");
-  r.pruned = j.at("pruned");
-  r.simulated = j.at("simulated");
-  r.smallest_peak_gpu_bytes = j.at("smallest_peak_gpu_bytes");
-  r.smallest_host_bytes = j.at("smallest_host_bytes");
-  r.least_gpu_bytes = j.at("least_gpu_bytes");
-  r.least_host_bytes = j.at("least_host_bytes");
-  r.seconds = j.at("seconds");
-  r.first_failure = j.at("first_failure");
-  return r;
-}
+void to_json(nlohmann::json& j, const Candidate& c) { j = candidate_to_json(c); }
+void from_json(const nlohmann::json& j, Candidate& c) { c = candidate_from_json(j); }
 
 SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -411,20 +383,17 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     size_t next_rank = std::min(feasible.size(), static_cast<size_t>(o.simulate_top));  // next by analytic time
     constexpr size_t kMaxRounds = 6;
     for (size_t round = 0; round < kMaxRounds && !pick.empty(); ++round) {
-      std::atomic<size_t> next{0};
       std::vector<Candidate> done(pick.size());
-      auto worker = [&]() {
-        for (size_t i = next++; i < pick.size(); i = next++) {
-          Candidate c = evaluate(w, cost, o.gpus, pick[i].knobs, nullptr, nullptr, o.nodes);
-          c.analytic_s = pick[i].analytic_s;
-          c.analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
-          done[i] = std::move(c);
-        }
-      };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(worker);
-      worker();
-      for (auto& th : pool) th.join();
+      std::vector<size_t> picked(pick.size());
+      std::iota(picked.begin(), picked.end(), size_t{0});
+      std::vector<std::optional<PointError>> errors(pick.size());
+      run_on_threads(picked, std::max(1, o.threads), [&](size_t i) {
+        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, nullptr, nullptr, o.nodes);
+        done[i].analytic_s = pick[i].analytic_s;
+        done[i].analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
+      }, errors);
+      for (const auto& e : errors)
+        if (e) e->rethrow();
       res.simulated += static_cast<long>(done.size());
       bool any = false;
       for (auto& c : done) {

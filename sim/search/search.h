@@ -106,9 +106,13 @@ nlohmann::json candidate_to_json(const Candidate& c);
 // The inverse of candidate_to_json (every field it writes; "simulated" when it has iteration_s).
 Candidate candidate_from_json(const nlohmann::json& j);
 
-// A search's outcome without its plan, report and Pareto front (system, found, best, the counts,
-// the needs of the closest setting, seconds), as it crosses MPI ranks; and back.
-nlohmann::json search_summary_to_json(const SearchResult& r);
-SearchResult search_summary_from_json(const nlohmann::json& j);
+// The same for nlohmann's serialisers (nlohmann::json(c), j.get<Candidate>()).
+void to_json(nlohmann::json& j, const Candidate& c);
+void from_json(const nlohmann::json& j, Candidate& c);
+
+// A search's outcome without its plan, report and Pareto front, as it crosses MPI ranks.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SearchResult, system, found, best, configurations, pruned, simulated,
+                                   smallest_peak_gpu_bytes, smallest_host_bytes, least_gpu_bytes, least_host_bytes,
+                                   seconds, first_failure)
 
 }  // namespace protwin::sim

@@ -7,6 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include <boost/algorithm/string/join.hpp>
+#include <boost/algorithm/string/split.hpp>
+
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "hwmodels/machine_edit.h"
@@ -20,12 +23,8 @@ namespace {
 
 // Splits on `sep`, keeping empty pieces so "1,,2" and "1," can be refused.
 std::vector<std::string> pieces(const std::string& s, char sep) {
-  std::vector<std::string> out(1);
-  for (char c : s) {
-    if (c == sep) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
+  std::vector<std::string> out;
+  return boost::algorithm::split(out, s, [sep](char c) { return c == sep; });
 }
 
 bool is_value(const std::string& v) {
@@ -36,11 +35,7 @@ bool is_value(const std::string& v) {
   return !v.empty() && *end == '\0' && errno == 0;
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
+using boost::algorithm::join;
 
 // "host.cores" -> "/host/cores" (keys hold neither '/' nor '~'; apply_override walked them).
 nlohmann::json::json_pointer pointer_of(const std::string& path) {
@@ -63,38 +58,11 @@ hw::Machine apply_all(const nlohmann::json& base, const std::string& source, con
   }
 }
 
-// A point as it crosses MPI ranks: every field the table, the JSON and the CSV read.
-PointCodec<SweepPoint> sweep_point_codec() {
-  PointCodec<SweepPoint> c;
-  c.encode = [](const SweepPoint& p) {
-    return nlohmann::json{{"index", p.index}, {"overrides", p.overrides}, {"set", p.set}, {"system", p.system},
-                          {"found", p.found}, {"best", candidate_to_json(p.best)}, {"chunks", p.chunks},
-                          {"stream_busy_s", p.stream_busy_s}, {"configurations", p.configurations},
-                          {"simulated", p.simulated}, {"search_s", p.search_s},
-                          {"smallest_peak_gpu_bytes", p.smallest_peak_gpu_bytes},
-                          {"smallest_host_bytes", p.smallest_host_bytes}};
-  };
-  c.decode = [](const nlohmann::json& j) {
-    SweepPoint p;
-    p.index = j.at("index").get<std::vector<size_t>>();
-    p.overrides = j.at("overrides").get<std::vector<std::string>>();
-    p.set = j.at("set");
-    p.system = j.at("system");
-    p.found = j.at("found");
-    p.best = candidate_from_json(j.at("best"));
-    p.chunks = j.at("chunks");
-    p.stream_busy_s = j.at("stream_busy_s").get<std::map<std::string, double>>();
-    p.configurations = j.at("configurations");
-    p.simulated = j.at("simulated");
-    p.search_s = j.at("search_s");
-    p.smallest_peak_gpu_bytes = j.at("smallest_peak_gpu_bytes");
-    p.smallest_host_bytes = j.at("smallest_host_bytes");
-    return p;
-  };
-  return c;
-}
-
 }  // namespace
+
+// A point as it crosses MPI ranks: every field the table, the JSON and the CSV read.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SweepPoint, index, overrides, set, system, found, best, chunks, stream_busy_s,
+                                   configurations, simulated, search_s, smallest_peak_gpu_bytes, smallest_host_bytes)
 
 std::string SweepAxis::name() const { return join(keys, "+"); }
 
@@ -213,7 +181,7 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
   };
   // One point at a time on each rank (a search runs its own threads); a failing point fails the
   // sweep, as it would in one process.
-  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, sweep_point_codec(), o.progress))
+  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, json_codec<SweepPoint>(), o.progress))
     r.points.push_back(outcome.get());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -17,9 +17,25 @@ using namespace protwin;
 using namespace protwin::sim;
 
 namespace {
-const PointCodec<int> kIntCodec{[](const int& v) { return nlohmann::json(v); },
-                                [](const nlohmann::json& j) { return j.get<int>(); }};
+const PointCodec<int> kIntCodec = json_codec<int>();
 }  // namespace
+
+TEST_CASE("run_on_threads: each listed index once on 1 to 8 threads, what it throws kept at its index") {
+  for (int threads : {1, 3, 8}) {
+    const std::vector<size_t> indices = {0, 2, 3, 5};
+    std::vector<std::atomic<int>> runs(6);
+    std::vector<std::optional<PointError>> errors(6);
+    long last_done = 0, last_total = 0;
+    run_on_threads(indices, threads, [&](size_t i) {
+      ++runs[i];
+      if (i == 3) throw Error("point 3 fails");
+    }, errors, [&](long done, long total) { last_done = done, last_total = total; });
+    for (size_t i = 0; i < runs.size(); ++i) CHECK(runs[i] == (i == 1 || i == 4 ? 0 : 1));
+    for (size_t i = 0; i < errors.size(); ++i) CHECK(errors[i].has_value() == (i == 3));
+    CHECK(errors[3]->message == "point 3 fails");
+    CHECK((last_done == 4 && last_total == 4));
+  }
+}
 
 TEST_CASE("evaluate_points: each point once, in order, on 1 to 4 threads, failures stay with their point") {
   for (int threads = 1; threads <= 4; ++threads) {
@@ -65,10 +81,10 @@ TEST_CASE("a search's summary crosses ranks intact: what compare and sweep print
   for (const char* system : {"protrain", "deepspeed", "ddp"}) {
     o.system = system;
     const SearchResult r = search_policy(find_model("gpt2-small"), cost, o);
-    const nlohmann::json j = search_summary_to_json(r);
-    // Through CBOR, as evaluate_points sends it.
-    const SearchResult back = search_summary_from_json(nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)));
-    REQUIRE(search_summary_to_json(back) == j);
+    const nlohmann::json j = r;
+    // Through CBOR, as evaluate_points sends it (json_codec).
+    const SearchResult back = json_codec<SearchResult>().decode(nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)));
+    REQUIRE(nlohmann::json(back) == j);
     REQUIRE(back.best.tokens_per_s == r.best.tokens_per_s);
     REQUIRE(back.best.knobs.to_json() == r.best.knobs.to_json());
     REQUIRE(back.found == r.found);
