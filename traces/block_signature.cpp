@@ -84,23 +84,29 @@ OpProfile without_blocks(const OpProfile& p) {
   return out;
 }
 
-OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfile>& rounds) {
+OpProfile with_block_times(const OpProfile& p, const std::function<std::optional<double>(const OpProfileEntry&)>& us) {
   OpProfile out;
-  out.set_device(pooled.device());
-  out.set_provenance(pooled.provenance());
-  for (OpProfileEntry e : pooled.entries()) {
-    if (block_shape_of(e.sig)) {
-      std::vector<double> v;
-      for (const OpProfile& r : rounds)
-        if (const OpProfileEntry* x = r.find(e.sig)) v.push_back(x->us.mean);
-      if (!v.empty()) {
+  out.set_device(p.device());
+  out.set_provenance(p.provenance());
+  for (OpProfileEntry e : p.entries()) {
+    if (block_shape_of(e.sig))
+      if (const std::optional<double> t = us(e)) {
         e.us = OpTimeStats{};
-        e.us.add(median(std::move(v)));
+        e.us.add(*t);
       }
-    }
     out.add(std::move(e));
   }
   return out;
+}
+
+OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfile>& rounds) {
+  return with_block_times(pooled, [&](const OpProfileEntry& e) -> std::optional<double> {
+    std::vector<double> v;
+    for (const OpProfile& r : rounds)
+      if (const OpProfileEntry* x = r.find(e.sig)) v.push_back(x->us.mean);
+    if (v.empty()) return std::nullopt;
+    return median(std::move(v));
+  });
 }
 
 }  // namespace protwin::traces

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,5 +45,9 @@ OpProfile without_blocks(const OpProfile& p);
 // rounds' values of it (count 1): a round whose blocks were preempted does not move the pooled
 // block, as one slow run does not move a round's (runtime/profile/op_timer.h).
 OpProfile with_block_medians(const OpProfile& pooled, const std::vector<OpProfile>& rounds);
+
+// `p` with every block entry for which `us` gives a time replaced by that time (count 1); other
+// entries unchanged.
+OpProfile with_block_times(const OpProfile& p, const std::function<std::optional<double>(const OpProfileEntry&)>& us);
 
 }  // namespace protwin::traces
