@@ -156,9 +156,9 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
     if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n + shift), &g == &groups.front()};
     if (wsum > 0) return Correction{std::exp(sum / wsum + shift), false};
   }
-  if (!gemm_.flat_regime) return std::nullopt;
-  if (auto c = beyond_largest(x, groups)) return c;
-  if (!flat(sig)) return std::nullopt;
+  if (gemm_.memory_regime)
+    if (auto c = beyond_largest(x, groups)) return c;
+  if (!gemm_.flat_regime || !flat(sig)) return std::nullopt;
   for (const auto& g : groups) {
     auto it = flat_points_.find(g);
     if (it == flat_points_.end()) continue;

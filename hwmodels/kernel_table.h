@@ -49,6 +49,7 @@ struct KernelGemmModel {
   std::function<double(const traces::OpSignature&)> seconds;
   std::function<double(const std::string& dtype)> sustained_flops;
   bool flat_regime = true;  // extrapolate into the flat regime (machine kernel_tables.flat_regime)
+  bool memory_regime = true;  // memory-bound kernels beyond the largest (kernel_tables.memory_regime)
   // The model's flat regime: at least this fraction of the dtype's sustained rate; and how far
   // (log2 distance over the weight shape) a flat-regime point reaches: no cut-off, the 1/d^2
   // weights alone. Chosen by a held-out split of vidur's tables (tests/hwmodels/

@@ -267,7 +267,9 @@ TEST_CASE("memory-bound kernels beyond the table's largest take its largest kern
   CHECK_FALSE(t.correction(softmax, 8388608.0));
   // 256 KB: below the smallest point, beyond its reach: the model alone (its floor is the model's).
   CHECK_FALSE(t.correction(softmax, 262144.0));
-  // The machine switch (kernel_tables.flat_regime) turns it off.
+  // The machine switch (kernel_tables.memory_regime) turns it off; the GEMMs' one does not.
   g.flat_regime = false;
+  CHECK(KernelTable({&profile}, model, KernelTable::Carry::kAbsolute, g).correction(softmax, 1073741824.0));
+  g.memory_regime = false;
   CHECK_FALSE(KernelTable({&profile}, model, KernelTable::Carry::kAbsolute, g).correction(softmax, 1073741824.0));
 }
