@@ -273,3 +273,17 @@ TEST_CASE("memory-bound kernels beyond the table's largest take its largest kern
   g.memory_regime = false;
   CHECK_FALSE(KernelTable({&profile}, model, KernelTable::Carry::kAbsolute, g).correction(softmax, 1073741824.0));
 }
+
+TEST_CASE("unfused attention's batched GEMMs are priced at NeuSight's measured fp32 bmm", "[hwmodels][kernel]") {
+  // NeuSight @ 6945927 test/bmm.csv, A100 80GB PCIe: torch.bmm of [80, 1024, 1024] and [80, 1024, 64]
+  // (its B, M, N = reduction, K = 80, 1024, 1024, 64) took 1.2134080 ms; protwin's bmm {B, M, N, K}
+  // is that GEMM's {80, 1024 rows, 64 columns, 1024 inner}. The model alone says about half.
+  const HardwareCostModel cm(load_machine("a100-80g-pcie-server"));
+  const KernelTime pv = cm.gemm_time(80, 1024, 64, 1024, "fp32");
+  CHECK(pv.source == KernelSource::kMeasured);
+  CHECK(pv.seconds == Approx(1213.4080330530803e-6).epsilon(1e-9));
+  const HardwareCostModel model(without_tables("a100-80g-pcie-server"));
+  CHECK(model.gemm_time(80, 1024, 64, 1024, "fp32").seconds < 0.6 * pv.seconds);
+  // The QK^T one (1024 x 1024 out, reduction 64): NeuSight's B, M, N, K = 80, 1024, 64, 1024, 0.6773 ms.
+  CHECK(cm.gemm_time(80, 1024, 1024, 64, "fp32").seconds == Approx(677.3119966189066e-6).epsilon(1e-9));
+}
