@@ -139,6 +139,7 @@ KernelTable::GemmModel gemm_model_of(const Machine& machine) {
   auto m = std::make_shared<const Machine>(machine);
   KernelTable::GemmModel g;
   g.flat_regime = machine.kernel_tables.flat_regime;
+  g.memory_regime = machine.kernel_tables.memory_regime;
   g.seconds = [m](const traces::OpSignature& sig) {
     const auto& s = sig.shape;
     try {

@@ -123,6 +123,7 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
       }
     const bool relative = shape_only(name);
     largest_log_ratio_[name] = relative ? 0.0 : ref / n;
+    largest_size_[name] = largest;
     if (relative)
       for (Point& p : points) p.log_ratio -= ref / n;
     // Another GPU's table keeps this machine's own measured rate for large GEMMs: no extrapolation.
@@ -155,6 +156,8 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
     if (exact_n > 0) return Correction{std::exp(exact_sum / exact_n + shift), &g == &groups.front()};
     if (wsum > 0) return Correction{std::exp(sum / wsum + shift), false};
   }
+  if (gemm_.memory_regime)
+    if (auto c = beyond_largest(x, groups)) return c;
   if (!gemm_.flat_regime || !flat(sig)) return std::nullopt;
   for (const auto& g : groups) {
     auto it = flat_points_.find(g);
@@ -175,6 +178,22 @@ std::optional<KernelTable::Correction> KernelTable::correction(const traces::OpS
       sum += p.log_ratio / d2;
     }
     if (wsum > 0) return Correction{std::exp(sum / wsum + dtype_shift(sig, g, groups)), false, true};
+  }
+  return std::nullopt;
+}
+
+// A memory-bound kernel larger than every kernel of its group: past the table's largest kernels the
+// time only grows with the bytes at the bandwidth those kernels reached (the cache and launch
+// effects are behind them), so it takes their correction (tests/hwmodels/memory_regime_split_test.cpp).
+std::optional<KernelTable::Correction> KernelTable::beyond_largest(const std::vector<double>& x,
+                                                                   const std::vector<std::string>& groups) const {
+  if (x.size() != 1) return std::nullopt;
+  for (const auto& g : groups) {
+    if (g.rfind("mem:", 0) != 0) continue;
+    const auto it = largest_size_.find(g);
+    if (it == largest_size_.end()) continue;
+    if (x[0] <= it->second) return std::nullopt;  // inside the group's range, out of every point's reach
+    return Correction{std::exp(largest_log_ratio_.at(g)), false, true};
   }
   return std::nullopt;
 }

@@ -14,6 +14,10 @@
 // falling back to layernorm (rmsnorm) and then elementwise, any dtype (bytes are the coordinate);
 // collectives by kind, ranks and ranks per node.
 //
+// A memory-bound kernel larger than every kernel of its first group with points (bytes beyond the
+// largest) takes the correction of that group's largest kernels (extrapolated): bandwidth-bound
+// from there on.
+//
 // A GEMM no point reaches but that the model puts in its flat regime (at least
 // GemmModel::flat_fraction of the dtype's sustained rate: many full waves of large tiles) takes the mean correction of the table's
 // own flat-regime GEMMs (extrapolated): the rate the table measured where the model no longer sees
@@ -45,6 +49,7 @@ struct KernelGemmModel {
   std::function<double(const traces::OpSignature&)> seconds;
   std::function<double(const std::string& dtype)> sustained_flops;
   bool flat_regime = true;  // extrapolate into the flat regime (machine kernel_tables.flat_regime)
+  bool memory_regime = true;  // memory-bound kernels beyond the largest (kernel_tables.memory_regime)
   // The model's flat regime: at least this fraction of the dtype's sustained rate; and how far
   // (log2 distance over the weight shape) a flat-regime point reaches: no cut-off, the 1/d^2
   // weights alone. Chosen by a held-out split of vidur's tables (tests/hwmodels/
@@ -88,10 +93,13 @@ class KernelTable {
     double log_ratio;
   };
   bool flat(const traces::OpSignature& sig) const;  // the model's flat regime (gemm_ set)
+  // A memory-bound kernel beyond its group's largest kernels: their correction (extrapolated).
+  std::optional<Correction> beyond_largest(const std::vector<double>& x, const std::vector<std::string>& groups) const;
   double dtype_shift(const traces::OpSignature& sig, const std::string& group,
                      const std::vector<std::string>& groups) const;
   std::map<std::string, std::vector<Point>> groups_;
   std::map<std::string, double> largest_log_ratio_;  // per group: its largest kernels' correction
+  std::map<std::string, double> largest_size_;       // per group: its largest kernel's coordinate sum
   std::map<std::string, std::vector<Point>> flat_points_;  // per GEMM group: its flat-regime kernels
   bool shape_only(const std::string& group) const;  // the group carries its shape effects only
   GemmModel gemm_;

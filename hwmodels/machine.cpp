@@ -312,9 +312,10 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   if (auto inter = coll.find("inter_node")) m.inter_node = read_domain(*inter);
   if (auto net = root.find("network")) m.network = read_network(*net);
   if (auto kt = root.find("kernel_tables")) {
-    kt->check_keys({"enabled", "names", "measured_on", "flat_regime"});
+    kt->check_keys({"enabled", "names", "measured_on", "flat_regime", "memory_regime"});
     if (kt->has("enabled")) m.kernel_tables.enabled = kt->at("enabled").as_bool();
     if (kt->has("flat_regime")) m.kernel_tables.flat_regime = kt->at("flat_regime").as_bool();
+    if (kt->has("memory_regime")) m.kernel_tables.memory_regime = kt->at("memory_regime").as_bool();
     const JsonNode names = kt->at("names");
     for (size_t i = 0; i < names.size(); ++i) m.kernel_tables.names.push_back(names.at(i).as_string());
     m.kernel_tables.measured_on = kt->get_string("measured_on", "");

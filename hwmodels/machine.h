@@ -177,11 +177,13 @@ struct NetworkSpec {
 // when it is another one (the tables' corrections then carry over to this machine's model:
 // "derived"); empty for this machine. flat_regime: GEMMs no table point reaches but in the model's
 // flat regime take the nearby flat-regime points' correction (kernel_table.h; issue #18).
+// memory_regime: memory-bound kernels larger than a table's largest take those kernels' correction.
 struct KernelTablesSpec {
   bool enabled = true;
   std::vector<std::string> names;
   std::string measured_on;
   bool flat_regime = true;
+  bool memory_regime = true;
 };
 
 struct Machine {

@@ -308,11 +308,14 @@ struct Importer {
                       n = t.positive_int(r, t.column("N")), k = t.positive_int(r, t.column("K"));
         const double bytes = static_cast<double>(e * b) * (static_cast<double>(m) * k + static_cast<double>(k) * n +
                                                             static_cast<double>(m) * n);
+        // NeuSight's N is the reduction (neusight/Dataset/collect.py: nn.Linear(N, K) on [B, M, N],
+        // torch.bmm of [B, M, N] and [B, N, K]; the kernels' grids tile M x K): protwin's {m, n, k}
+        // is C[m, n] = A[m, k] B[k, n], so {M, K, N}.
         if (op == "linear") {
           PROTWIN_CHECK(b == 1, t.file, ": row ", r + 1, " column \"B\": a linear row needs B = 1, got ", b);
-          add("gemm", {m, n, k}, "fp32", ms, ms, ms, -1, t.file, r + 1, bytes, extra);
+          add("gemm", {m, k, n}, "fp32", ms, ms, ms, -1, t.file, r + 1, bytes, extra);
         } else {
-          add("bmm", {b, m, n, k}, "fp32", ms, ms, ms, -1, t.file, r + 1, bytes, extra);
+          add("bmm", {b, m, k, n}, "fp32", ms, ms, ms, -1, t.file, r + 1, bytes, extra);
         }
         continue;
       }

@@ -8,8 +8,8 @@
 //               mlp_act swiglu {t f/p}, attn_rope rope {t (a+kv)d/p}, add elementwise {t h},
 //               emb embedding {t h}; dtype fp16. Network (all_reduce.csv, send_recv.csv): kind
 //               all_reduce / send_recv, shape {bytes, ranks, ranks_per_node}, dtype int8.
-//   neusight    sitar-lab/NeuSight test CSVs (fp32, latency in ms): linear gemm {M, N, K} (B = 1),
-//               bmm {B, M, N, K}, elementwise ops elementwise.<op> {B H} (add, mul, divu, ...; gelu: gelu), ln
+//   neusight    sitar-lab/NeuSight test CSVs (fp32, latency in ms; N is NeuSight's reduction
+//               dimension): linear gemm {M, K, N} (B = 1), bmm {B, M, K, N}, elementwise ops elementwise.<op> {B H} (add, mul, divu, ...; gelu: gelu), ln
 //               layernorm {B H}, softmax softmax {B H}; the kernel name, grid and block are kept.
 //               Rows of every GPU unless `device` filters them (exact name, e.g. "NVIDIA H100 80GB HBM3").
 //   llmcompass  PrincetonUniversity/LLMCompass matmul_A100.csv: "M, N, K, <ms>ms, <T>Tflops", fp16.

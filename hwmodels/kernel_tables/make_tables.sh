@@ -25,7 +25,7 @@ imp --format nccl-tests --source "VIA-Research/vTrain@f8dda84 trace/a100/AR_GPU{
 NEUSIGHT="sitar-lab/NeuSight@6945927 scripts/asplos/data/dataset/test"
 for pair in "a100-pcie-40gb:NVIDIA A100-PCIE-40GB" "a100-80g-pcie:NVIDIA A100 80GB PCIe" "h100:NVIDIA H100 80GB HBM3"; do
   name="${pair%%:*}"; dev="${pair#*:}"
-  imp --format neusight --source "$NEUSIGHT/{linear,elem,ln,softmax}.csv" --device "$dev" \
-      "$data"/neusight/test_{linear,elem,ln,softmax}.csv.gz -o "$here/neusight-$name.json"
+  imp --format neusight --source "$NEUSIGHT/{linear,bmm,elem,ln,softmax}.csv" --device "$dev" \
+      "$data"/neusight/test_{linear,bmm,elem,ln,softmax}.csv.gz -o "$here/neusight-$name.json"
 done
 ls -la "$here"/*.json

@@ -244,3 +244,46 @@ TEST_CASE("A100-SXM4 40 GB prices GEMMs with the DGX A100's tables absolutely, m
   CHECK(rtx.gemm_time(1, 32768, 8192, 4096, "fp16").seconds ==
         Approx(rtx_model.gemm_time(1, 32768, 8192, 4096, "fp16").seconds).epsilon(1e-9));
 }
+
+TEST_CASE("memory-bound kernels beyond the table's largest take its largest kernels' correction",
+          "[hwmodels][kernel][closed-form]") {
+  // Two elementwise points, 1 MB (2x the model's time) and 64 MB (0.9x); a 1-byte-per-ns model.
+  static const protwin::traces::OpProfile profile = protwin::traces::OpProfile::parse(R"({"format": "protwin.profile", "version": 1, "device": "toy",
+ "provenance": {"kind": "assumed", "source": "test"}, "ops": [
+ {"kind": "elementwise", "dtype": "fp16", "shape": [349525], "key": "elementwise:fp16:349525", "count": 1, "source": "test",
+  "bytes": 1048576, "mean_us": 2097.152, "min_us": 2097.152, "max_us": 2097.152, "std_us": 0},
+ {"kind": "elementwise", "dtype": "fp16", "shape": [22369621], "key": "elementwise:fp16:22369621", "count": 1, "source": "test",
+  "bytes": 67108864, "mean_us": 60397.9776, "min_us": 60397.9776, "max_us": 60397.9776, "std_us": 0}]})", "toy.json");
+  const auto model = [](const protwin::traces::OpSignature&, double bytes) { return bytes * 1e-9; };
+  KernelGemmModel g;
+  const KernelTable t({&profile}, model, KernelTable::Carry::kAbsolute, g);
+  const protwin::traces::OpSignature softmax{"softmax", {1}, "fp16"};  // falls back to elementwise
+  // 1 GB: 4 octaves beyond the largest point: its correction, 0.9.
+  auto c = t.correction(softmax, 1073741824.0);
+  REQUIRE(c);
+  CHECK(c->extrapolated);
+  CHECK(c->ratio == Approx(0.9).epsilon(1e-9));
+  // 8 MB: inside the table's range, three octaves from both points: the model alone.
+  CHECK_FALSE(t.correction(softmax, 8388608.0));
+  // 256 KB: below the smallest point, beyond its reach: the model alone (its floor is the model's).
+  CHECK_FALSE(t.correction(softmax, 262144.0));
+  // The machine switch (kernel_tables.memory_regime) turns it off; the GEMMs' one does not.
+  g.flat_regime = false;
+  CHECK(KernelTable({&profile}, model, KernelTable::Carry::kAbsolute, g).correction(softmax, 1073741824.0));
+  g.memory_regime = false;
+  CHECK_FALSE(KernelTable({&profile}, model, KernelTable::Carry::kAbsolute, g).correction(softmax, 1073741824.0));
+}
+
+TEST_CASE("unfused attention's batched GEMMs are priced at NeuSight's measured fp32 bmm", "[hwmodels][kernel]") {
+  // NeuSight @ 6945927 test/bmm.csv, A100 80GB PCIe: torch.bmm of [80, 1024, 1024] and [80, 1024, 64]
+  // (its B, M, N = reduction, K = 80, 1024, 1024, 64) took 1.2134080 ms; protwin's bmm {B, M, N, K}
+  // is that GEMM's {80, 1024 rows, 64 columns, 1024 inner}. The model alone says about half.
+  const HardwareCostModel cm(load_machine("a100-80g-pcie-server"));
+  const KernelTime pv = cm.gemm_time(80, 1024, 64, 1024, "fp32");
+  CHECK(pv.source == KernelSource::kMeasured);
+  CHECK(pv.seconds == Approx(1213.4080330530803e-6).epsilon(1e-9));
+  const HardwareCostModel model(without_tables("a100-80g-pcie-server"));
+  CHECK(model.gemm_time(80, 1024, 64, 1024, "fp32").seconds < 0.6 * pv.seconds);
+  // The QK^T one (1024 x 1024 out, reduction 64): NeuSight's B, M, N, K = 80, 1024, 64, 1024, 0.6773 ms.
+  CHECK(cm.gemm_time(80, 1024, 1024, 64, "fp32").seconds == Approx(677.3119966189066e-6).epsilon(1e-9));
+}

@@ -81,6 +81,14 @@ TEST_CASE("NeuSight rows keep their kernel and can be filtered by GPU", "[traces
   int gemms = 0;
   for (const auto& e : p.entries()) gemms += e.sig.kind == "gemm";
   CHECK(gemms == 3);  // the L4 row is left out
+  // NeuSight's N is the reduction: nn.Linear(N=4096, K=1024) on 32768 rows writes 32768 x 1024,
+  // which its kernel tiles as 8 x 512 CTAs of 128 x 64 (the row's grid): protwin's {m, n, k} =
+  // {32768, 1024, 4096}, not {32768, 4096, 1024}.
+  const auto* tall = p.find("gemm:fp32:32768x1024x4096");
+  REQUIRE(tall);
+  CHECK(tall->extra["grid"] == nlohmann::json::array({8, 512, 1}));
+  CHECK_FALSE(p.find("gemm:fp32:32768x4096x1024"));
+  CHECK(p.find("gemm:fp32:2048x50272x65536"));  // grid 393 x 64 of 128 x 32 tiles: 50272 x 2048 out
   const auto* add = p.find("elementwise.add:fp32:52428800");  // B 32768 x H 1600
   REQUIRE(add);
   CHECK(*add->bytes == Approx(3.0 * 4 * 52428800));
