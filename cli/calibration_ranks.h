@@ -43,6 +43,13 @@ struct RankCalibrationOptions {
   // and after every step; every step is then predicted by the joint simulation at both ranks'
   // speeds of that moment (cli/rank_step_speeds.h), section "metrics_interleaved". 0: off.
   int interleave_steps = 0;
+  // Issue 23, session 16: every run times each block of its plan once after every step on every
+  // rank (`train --block-probes`); with the rank profile, each rank's prediction prices the blocks
+  // at its medians and the step is the slowest rank's (cli/rank_block_probes.h). Off: the rank
+  // profile's block entries.
+  bool block_probes = true;
+  int bootstrap_resamples = 2000;  // the criteria's 95 % intervals (cli/calibration.h)
+  uint64_t bootstrap_seed = 1;
 };
 
 using CostFactory = std::function<std::unique_ptr<hw::HardwareCostModel>(const hw::Machine&)>;
@@ -53,5 +60,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                                     const RankCalibrationOptions& o);
 // The section as a table on stdout.
 void print_rank_cases(const nlohmann::json& section);
+
+// Whether every criterion of the section (iteration MAPE <= 5 %, max error <= 10 %, Spearman >= 0.9,
+// each met only when its whole 95 % interval is; measured device peak within 5 % of the prediction
+// for every plan) is met; false when the section has no metrics (not run, or no plan ran).
+bool rank_criteria_met(const nlohmann::json& section);
+// calibrate's exit code when a --ranks criterion is missed (README: exit codes).
+inline constexpr int kRankCriteriaMissedExit = 3;
 
 }  // namespace protwin::cli
