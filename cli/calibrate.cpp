@@ -20,6 +20,7 @@
 #include "cli/block_probes.h"
 #include "cli/calibration.h"
 #include "cli/calibration_ranks.h"
+#include "cli/rank_criteria.h"
 #include "cli/drift_rule.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"

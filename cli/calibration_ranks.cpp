@@ -12,6 +12,7 @@
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
 #include "cli/rank_block_probes.h"
+#include "cli/rank_criteria.h"
 #include "cli/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_single_copy.h"
@@ -507,23 +508,9 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   if (!pred_s.empty()) {
     // The time criteria on 95 % intervals: steps resampled within each plan and, with the blocks
     // beside the steps, the blocks' level with them (each plan moving by its sensitivity).
-    const MetricsWithIntervals ci = iteration_metrics_with_intervals(
-        pred_s, sensitivities, block_level, step_groups, o.bootstrap_resamples, o.bootstrap_seed);
-    const Verdict v[] = {judge_at_most(ci.interval[kMape], 0.05), judge_at_most(ci.interval[kMaxError], 0.10),
-                         judge_at_least(ci.interval[kSpearman], 0.9)};
-    const double peak_max = section["metrics"]["peak_device_max_error"].get<double>();
-    section["intervals"] = {{"iteration_time_mape", ci.interval[kMape].to_json()},
-                            {"iteration_time_max_error", ci.interval[kMaxError].to_json()},
-                            {"spearman", ci.interval[kSpearman].to_json()},
-                            {"level", 0.95},
-                            {"resamples", o.bootstrap_resamples},
-                            {"block_level_samples", block_level.size()}};
-    section["verdicts"] = {{"iteration_time_mape", verdict_text(v[0])},
-                           {"iteration_time_max_error", verdict_text(v[1])},
-                           {"spearman", verdict_text(v[2])},
-                           {"peak_device_max_error", peak_max <= 0.05 ? "met" : "NOT met"}};
-    section["criteria_met"] = std::all_of(std::begin(v), std::end(v), [](Verdict x) { return x == Verdict::kMet; }) &&
-                              peak_max <= 0.05;
+    section.update(judge_rank_criteria(pred_s, sensitivities, block_level, step_groups,
+                                       section["metrics"]["peak_device_max_error"].get<double>(),
+                                       o.bootstrap_resamples, o.bootstrap_seed));
   }
   if (!profile_blocks_pred_s.empty())
     section["metrics_profile_blocks"] = {
@@ -742,7 +729,5 @@ void print_rank_cases(const nlohmann::json& s) {
               v["peak_device_max_error"].get<std::string>().c_str(),
               s["criteria_met"].get<bool>() ? "all met" : "NOT all met (calibrate exits 3)");
 }
-
-bool rank_criteria_met(const nlohmann::json& section) { return section.value("criteria_met", false); }
 
 }  // namespace protwin::cli

@@ -61,11 +61,4 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
 // The section as a table on stdout.
 void print_rank_cases(const nlohmann::json& section);
 
-// Whether every criterion of the section (iteration MAPE <= 5 %, max error <= 10 %, Spearman >= 0.9,
-// each met only when its whole 95 % interval is; measured device peak within 5 % of the prediction
-// for every plan) is met; false when the section has no metrics (not run, or no plan ran).
-bool rank_criteria_met(const nlohmann::json& section);
-// calibrate's exit code when a --ranks criterion is missed (README: exit codes).
-inline constexpr int kRankCriteriaMissedExit = 3;
-
 }  // namespace protwin::cli

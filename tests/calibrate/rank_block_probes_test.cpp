@@ -2,11 +2,13 @@
 // train JSON's own numbers (sums by hand), the bootstrap distribution of a median of three level
 // samples in closed form (as block_probes_test.cpp, here summed over two ranks), and for the
 // prediction the simulator itself: a rank whose blocks ran 3x longer is the slowest, its compute
-// stream busy longer by exactly the added time of every block op.
+// stream busy longer by exactly the added time of every block op. The criteria (cli/rank_criteria.h)
+// on noiseless steps, a level of known spread, a peak just over 5 %.
 #include <catch2/catch.hpp>
 
 #include "cli/calibration.h"
 #include "cli/rank_block_probes.h"
+#include "cli/rank_criteria.h"
 #include "cli/rank_machine.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "tests/runtime/plan_fixtures.h"
@@ -134,4 +136,32 @@ TEST_CASE("rank block probes: each rank is predicted at its own blocks, the step
   // Its sensitivity: every block of every rank 5 % longer.
   CHECK(predict_at_rank_blocks(plan, m, profile, none, {probes(2000), probes(6000)}, 1.05).iteration_s ==
         simulate(6, 1.05).iteration.seconds());
+}
+
+TEST_CASE("rank criteria: met only when every interval and every plan's device peak are, else calibrate exits 3") {
+  // Noiseless steps at the predictions: intervals [0, 0] and Spearman [1, 1] without a level.
+  const std::vector<double> pred = {1.0, 2.0, 3.0};
+  const Groups steps = {{1.0, 1.0, 1.0}, {2.0, 2.0, 2.0}, {3.0, 3.0, 3.0}};
+  const nlohmann::json met = judge_rank_criteria(pred, {1, 1, 1}, {}, steps, 0.031, 500, 1);
+  CHECK(met["criteria_met"] == true);
+  CHECK(rank_criteria_met(met));
+  CHECK(met["verdicts"]["iteration_time_mape"] == "met");
+  CHECK(met["intervals"]["block_level_samples"] == 0);
+  // The blocks' level 90 / 100 / 110, every plan moving fully with it: MAPE [0, 0.1] straddles
+  // 5 %, undecided, so missed.
+  const nlohmann::json level = judge_rank_criteria(pred, {1, 1, 1}, {90, 100, 110}, steps, 0.0, 2000, 3);
+  CHECK(level["verdicts"]["iteration_time_mape"] == "undecided");
+  CHECK(level["intervals"]["iteration_time_mape"][1].get<double>() == Approx(0.1));
+  CHECK_FALSE(rank_criteria_met(level));
+  // A plan's device peak 5.1 % off.
+  const nlohmann::json peak = judge_rank_criteria(pred, {1, 1, 1}, {}, steps, 0.051, 500, 1);
+  CHECK(peak["verdicts"]["peak_device_max_error"] == "NOT met");
+  CHECK_FALSE(rank_criteria_met(peak));
+  // Every plan predicted 20 % slow: MAPE's whole interval above 5 %.
+  const nlohmann::json slow = judge_rank_criteria({1.2, 2.4, 3.6}, {1, 1, 1}, {}, steps, 0.0, 500, 1);
+  CHECK(slow["verdicts"]["iteration_time_mape"] == "NOT met");
+  CHECK_FALSE(rank_criteria_met(slow));
+  // A section that did not run (no mpirun) has no criteria: missed.
+  CHECK_FALSE(rank_criteria_met({{"error", "mpirun not found on PATH"}}));
+  CHECK(kRankCriteriaMissedExit == 3);
 }
