@@ -46,7 +46,7 @@ struct RankCalibrationOptions {
   // Issue 23, session 16: every run times each block of its plan once after every step on every
   // rank (`train --block-probes`); with the rank profile, each rank's prediction prices the blocks
   // at its medians and the step is the slowest rank's (cli/rank_block_probes.h). Off: the rank
-  // profile's block entries.
+  // profile's block entries (calibrate always sets it).
   bool block_probes = true;
   int bootstrap_resamples = 2000;  // the criteria's 95 % intervals (cli/calibration.h)
   uint64_t bootstrap_seed = 1;
