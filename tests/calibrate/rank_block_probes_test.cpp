@@ -12,6 +12,7 @@
 #include "cli/rank_machine.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "tests/runtime/plan_fixtures.h"
+#include "tests/calibrate/block_fixtures.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
 
@@ -20,10 +21,8 @@ using namespace protwin::cli;
 
 namespace {
 
-const traces::OpSignature kLayer =
-    traces::block_signature({"forward", "layer", "gpt2", 4, 256, 256, 4, 4, 1024, 256}, "fp32");
-const traces::OpSignature kHead =
-    traces::block_signature({"backward", "head", "gpt2", 4, 256, 256, 4, 4, 1024, 256}, "fp32");
+using testing::kHead;
+using testing::kLayer;
 
 nlohmann::json series(const traces::OpSignature& sig, const std::vector<double>& us) {
   return {{"signature", sig.key()}, {"us", us}};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/comm/rank_group.h"
+#include "tests/runtime/two_ranks.h"
 #include "runtime/memory/speed_throttle.h"
 #include "runtime/profile/block_profile.h"
 #include "runtime/train/trainer.h"
@@ -24,11 +25,7 @@
 int main() {
   using namespace protwin::rt;
   try {
-    RankGroup& ranks = RankGroup::world();
-    if (ranks.size() != 2) {
-      std::fprintf(stderr, "run under mpirun -np 2\n");
-      return 1;
-    }
+    RankGroup& ranks = testing::two_ranks();
     const protwin::traces::Plan plan =
         testing::resident_plan(testing::tiny_workload("gpt2-tiny"), ranks.size());
     const RuntimePlan rp = make_runtime_plan(plan, "block_probes_ranks.json", ranks.size());
