@@ -20,6 +20,7 @@
 #include "cli/block_probes.h"
 #include "cli/calibration.h"
 #include "cli/calibration_ranks.h"
+#include "cli/rank_criteria.h"
 #include "cli/drift_rule.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -724,6 +725,8 @@ int run_calibrate(const std::vector<std::string>& args) {
     ro.threads = threads;
     ro.profile_ranks = !vm.count("no-rank-profile");
     ro.one_rank_profile = profile ? &*profile : nullptr;
+    ro.bootstrap_resamples = bootstrap_resamples;
+    ro.bootstrap_seed = bootstrap_seed;
     rank_section = calibrate_rank_cases(
         w, machine, [&](const hw::Machine& m) { return hw::make_cost_model(m, profile ? &*profile : nullptr); }, ro);
   }
@@ -852,9 +855,11 @@ int run_calibrate(const std::vector<std::string>& args) {
     }
   }
 
+  // A missed --ranks criterion is an exit code of its own (README: exit codes).
+  const int exit_code = rank_section.is_null() || rank_criteria_met(rank_section) ? 0 : kRankCriteriaMissedExit;
   if (json_out) {
     print_json(out);
-    return 0;
+    return exit_code;
   }
   std::printf("%s, batch %lld x seq %lld, device %.1f MiB, link %g GB/s; measured: %d round(s) of %d steps per plan, "
               "interleaved step by step; per plan the median of steps 2..%d of every round, at the reference speeds "
@@ -968,7 +973,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   for (const auto& s : sel.skipped) std::printf("skipped: %s\n", s.c_str());
   if (!rank_section.is_null()) print_rank_cases(rank_section);
   std::printf("results: %s%s\n", json_path.c_str(), out.contains("plot") ? ("  plot: " + out["plot"].get<std::string>()).c_str() : "");
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

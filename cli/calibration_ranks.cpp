@@ -11,6 +11,8 @@
 
 #include "cli/calibration.h"
 #include "cli/policy_options.h"
+#include "cli/rank_block_probes.h"
+#include "cli/rank_criteria.h"
 #include "cli/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_single_copy.h"
@@ -264,6 +266,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   // one-rank interleave): the plans' steps then sample the same stretches of the machine's load.
   // Each run's first step is warm-up. The rank reports and measured.json are the last round's.
   std::vector<std::vector<nlohmann::json>> runs(found.size());
+  std::vector<BlockProbes> rank_blocks;  // per rank, every run's blocks beside its steps
   std::vector<std::string> failed(found.size());
   for (int round = 0; round < std::max(1, o.rounds); ++round)
     for (size_t n = 0; n < found.size(); ++n) {
@@ -274,12 +277,18 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
                                "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps),
                                "-o", dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
+      if (o.block_probes) args.push_back("--block-probes");  // every rank's blocks beside its steps
       const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
-      if (p.exit_code != 0)
+      if (p.exit_code != 0) {
         failed[i] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
-      else
-        runs[i].push_back(nlohmann::json::parse(p.out));
+        continue;
+      }
+      const std::string run_path = dir + "/train-r" + std::to_string(round) + ".json";
+      traces::write_file_atomic(run_path, p.out);
+      runs[i].push_back(nlohmann::json::parse(p.out));
+      add_rank_block_probes(rank_blocks, runs[i].back(), run_path);
     }
+  const std::vector<double> block_level = summed_level(rank_blocks);
 
   // 3b. --rank-interleave: every plan that ran in one launch, step by step (cli/rank_step_speeds.h).
   nlohmann::json interleaved;
@@ -325,14 +334,32 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
 
   // 4. Predict each plan with the rank profile (or the calibration's) against its runs.
   std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
-      joint_pred_s, joint_meas_s, given_pred_s, given_meas_s;
+      joint_pred_s, joint_meas_s, given_pred_s, given_meas_s, sensitivities, profile_blocks_pred_s,
+      profile_blocks_meas_s;
+  Groups step_groups;  // each case's measured steps, for the intervals
   for (size_t fi = 0; fi < found.size(); ++fi) {
     Case& fc = found[fi];
     const std::string& dir = fc.dir;
     nlohmann::json& c = fc.json;
     const sim::SearchResult& sr = fc.search;
-    const traces::Report predicted =
+    traces::Report predicted =
         rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
+    // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
+    // rank's step (cli/rank_block_probes.h); the rank profile's blocks stay for the record.
+    double sensitivity = 0;
+    if (rank_profile && !block_level.empty()) {
+      constexpr double kBlockStep = 1.05;
+      const double profile_blocks_s = predicted.iteration.seconds();
+      RankBlocksPrediction at_blocks =
+          predict_at_rank_blocks(sr.best_plan.plan, *rank_machine, *rank_profile, contention, rank_blocks);
+      const double up = predict_at_rank_blocks(sr.best_plan.plan, *rank_machine, *rank_profile, contention,
+                                               rank_blocks, kBlockStep).iteration_s;
+      sensitivity = (up / at_blocks.iteration_s - 1) / (kBlockStep - 1);
+      c["profile_blocks_predicted_s"] = profile_blocks_s;
+      c["at_rank_blocks"] = {{"ranks_s", at_blocks.rank_s}, {"slowest_rank", at_blocks.slowest},
+                             {"block_sensitivity", sensitivity}};
+      predicted = std::move(at_blocks.report);
+    }
     const double predicted_s = predicted.iteration.seconds();
     traces::write_report(predicted, dir + "/simulated.json");
     c["knobs"] = sr.best.knobs.to_json();
@@ -456,6 +483,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
               {"memory", memory}});
     pred_s.push_back(predicted_s);
     meas_s.push_back(measured);
+    step_groups.push_back(it);
+    sensitivities.push_back(sensitivity);
+    if (c.contains("profile_blocks_predicted_s")) {
+      profile_blocks_pred_s.push_back(c["profile_blocks_predicted_s"].get<double>());
+      profile_blocks_meas_s.push_back(measured);
+    }
     pred_gpu.push_back(static_cast<double>(memory["gpu"]["predicted_bytes"].get<int64_t>()));
     meas_gpu.push_back(static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
     analytic_gpu.push_back(static_cast<double>(analytic));
@@ -472,6 +505,36 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                           {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
                           {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
                           {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}};
+  if (!pred_s.empty()) {
+    // The time criteria on 95 % intervals: steps resampled within each plan and, with the blocks
+    // beside the steps, the blocks' level with them (each plan moving by its sensitivity).
+    section.update(judge_rank_criteria(pred_s, sensitivities, block_level, step_groups,
+                                       section["metrics"]["peak_device_max_error"].get<double>(),
+                                       o.bootstrap_resamples, o.bootstrap_seed));
+  }
+  if (!profile_blocks_pred_s.empty())
+    section["metrics_profile_blocks"] = {
+        {"what", "the same steps predicted with the rank profile's block entries (rank 0's) instead of each rank's "
+                 "blocks beside its steps"},
+        {"cases", profile_blocks_pred_s.size()},
+        {"iteration_time_mape", mape(profile_blocks_pred_s, profile_blocks_meas_s)},
+        {"iteration_time_max_error", max_relative_error(profile_blocks_pred_s, profile_blocks_meas_s)},
+        {"spearman", profile_blocks_pred_s.size() > 1 ? spearman(profile_blocks_pred_s, profile_blocks_meas_s) : 0.0}};
+  if (!rank_blocks.empty()) {
+    // Each rank's blocks beside its steps against the rank profile's entries.
+    nlohmann::json blocks = nlohmann::json::array();
+    for (size_t r = 0; r < rank_blocks.size(); ++r)
+      for (const auto& [key, us] : rank_blocks[r].us) {
+        nlohmann::json b = {{"rank", r}, {"signature", key}, {"beside_steps_us", spread_of(us).to_json()}};
+        if (rank_profile)
+          for (const traces::OpProfileEntry& e : rank_profile->entries())
+            if (e.sig.key() == key) b["profile_us"] = e.us.mean;
+        blocks.push_back(b);
+      }
+    section["block_probes"] = {{"samples", block_level.size()},
+                               {"level_us", spread_of(block_level).to_json()},
+                               {"blocks", blocks}};
+  }
   if (!joint_pred_s.empty())
     section["metrics_joint"] = {{"cases", joint_pred_s.size()},
                                 {"iteration_time_mape", mape(joint_pred_s, joint_meas_s)},
@@ -619,6 +682,27 @@ void print_rank_cases(const nlohmann::json& s) {
                 s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
                 100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
   }
+  if (s.contains("block_probes")) {
+    const auto& b = s["block_probes"];
+    std::printf("%d-rank block probes: %zu samples per rank, every rank's blocks summed after each step 80 %% within a "
+                "%.0f %% band (in the intervals); each block beside the steps (median, p10-p90) against the rank "
+                "profile:\n",
+                s.at("ranks").get<int>(), b["samples"].get<size_t>(),
+                100 * b["level_us"]["p10_p90_relative"].get<double>());
+    for (const auto& x : b["blocks"]) {
+      const auto& sp = x["beside_steps_us"];
+      std::printf("  rank %d %-60s %8.2f ms (%.2f-%.2f)", x["rank"].get<int>(), x["signature"].get<std::string>().c_str(),
+                  sp["median"].get<double>() / 1e3, sp["p10"].get<double>() / 1e3, sp["p90"].get<double>() / 1e3);
+      if (x.contains("profile_us")) std::printf(" against %.2f ms", x["profile_us"].get<double>() / 1e3);
+      std::printf("\n");
+    }
+  }
+  if (s.contains("metrics_profile_blocks")) {
+    const auto& m = s["metrics_profile_blocks"];
+    std::printf("%d-rank with the rank profile's blocks instead: iteration MAPE %.1f%%, max %.1f%%, Spearman %.3f\n",
+                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
+                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
+  }
   if (!s.contains("metrics")) return;
   const auto& m = s["metrics"];
   auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
@@ -631,6 +715,19 @@ void print_rank_cases(const nlohmann::json& s) {
               verdict(m["spearman"].get<double>() >= 0.9), 100 * m["peak_device_mape"].get<double>(),
               100 * m["peak_device_max_error"].get<double>(), verdict(m["peak_device_max_error"].get<double>() <= 0.05),
               100 * m["analytic_peak_device_mape"].get<double>(), 100 * m["plan_peak_device_mape"].get<double>());
+  if (!s.contains("intervals")) return;
+  const auto& ci = s["intervals"];
+  const auto& v = s["verdicts"];
+  auto pct = [&](const char* k, int i) { return 100 * ci[k][i].get<double>(); };
+  std::printf("%d-rank criteria on 95 %% bootstrap intervals (steps within each plan%s): MAPE [%.1f, %.1f] (%s), max "
+              "[%.1f, %.1f] (%s), Spearman [%.3f, %.3f] (%s), device peak (%s): %s\n",
+              s.at("ranks").get<int>(), ci["block_level_samples"].get<size_t>() > 0 ? ", the blocks' level with them" : "",
+              pct("iteration_time_mape", 0), pct("iteration_time_mape", 1), v["iteration_time_mape"].get<std::string>().c_str(),
+              pct("iteration_time_max_error", 0), pct("iteration_time_max_error", 1),
+              v["iteration_time_max_error"].get<std::string>().c_str(), ci["spearman"][0].get<double>(),
+              ci["spearman"][1].get<double>(), v["spearman"].get<std::string>().c_str(),
+              v["peak_device_max_error"].get<std::string>().c_str(),
+              s["criteria_met"].get<bool>() ? "all met" : "NOT all met (calibrate exits 3)");
 }
 
 }  // namespace protwin::cli

@@ -17,16 +17,6 @@
 namespace protwin::cli {
 namespace {
 
-// Every rank's values of one series, in rank order (every rank takes part in the all-gathers).
-std::vector<std::vector<double>> gather_ranks(rt::RankGroup& ranks, const std::vector<double>& mine) {
-  std::vector<std::vector<double>> out(static_cast<size_t>(ranks.size()));
-  for (double v : mine) {
-    const std::vector<double> all = ranks.all_gather(v);
-    for (size_t k = 0; k < all.size(); ++k) out[k].push_back(all[k]);
-  }
-  return out;
-}
-
 int run_interleave(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::vector<std::string> plan_paths, out_paths;
@@ -72,10 +62,10 @@ int run_interleave(const std::vector<std::string>& args) {
           {"gemm_before_gflops", &p.probe_before},       {"gemm_after_gflops", &p.probe_after},
           {"copy_before_GBps", &p.copy_probe_before},     {"copy_after_GBps", &p.copy_probe_after},
           {"adam_before_mparams_per_s", &p.adam_probe_before}, {"adam_after_mparams_per_s", &p.adam_probe_after}};
-      for (const auto& [key, values] : series) per_rank[i][key] = gather_ranks(ranks, *values);
-      const std::vector<std::vector<double>> steps = gather_ranks(ranks, p.iteration_s);
+      for (const auto& [key, values] : series) per_rank[i][key] = ranks.all_gather(*values);
+      const std::vector<std::vector<double>> steps = ranks.all_gather(p.iteration_s);
       per_rank[i]["iteration_s"] = steps;
-      const std::vector<std::vector<double>> losses = gather_ranks(ranks, p.losses);
+      const std::vector<std::vector<double>> losses = ranks.all_gather(p.losses);
       for (size_t s = 0; s < p.losses.size(); ++s) {  // the global batch's mean loss, summed in rank order
         double sum = 0;
         for (const auto& rank_losses : losses) sum += rank_losses[s];

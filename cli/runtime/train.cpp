@@ -8,6 +8,7 @@
 #include "runtime/comm/rank_group.h"
 #include "runtime/comm/wait_probe.h"
 #include "runtime/executor/runtime_plan.h"
+#include "runtime/profile/block_profile.h"
 #include "runtime/train/trainer.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
@@ -46,11 +47,14 @@ int run_train(const std::vector<std::string>& args) {
       ("resume", po::value(&o.resume_dir), "resume from the checkpoint in this folder")
       ("probes", "time the reference probes (GEMM, copy, CPU Adam) on every rank before and after every step; "
                  "--json gets rank_probes (and on N ranks wait_cpu_share: the core a rank uses waiting for a late peer)")
+      ("block-probes", "time every block the plan runs (embedding, decoder layer, head; forward and backward) once "
+                       "after every step on every rank, the ranks together, as `protwin profile --plan` times it; "
+                       "--json gets rank_block_probes")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("[mpirun -np G] protwin train --plan P.json --steps N [--data FILE] [--seed S] [--lr LR] [--link-GBps X] [--net-GBps Y] "
                      "[--device auto|cuda|emulated] [--compute-threads T] [-o measured.json] [--chrome-trace t.json] "
-                     "[--rank-reports DIR] [--probes] [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
+                     "[--rank-reports DIR] [--probes] [--block-probes] [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--json]",
                      desc, args, vm))
     return 0;
   require(vm, "plan");
@@ -60,6 +64,7 @@ int run_train(const std::vector<std::string>& args) {
   rt::RankGroup& ranks = rt::RankGroup::world();
   const rt::RuntimePlan rp = rt::load_runtime_plan(plan_path, ranks.size());
   o.probes = vm.count("probes") > 0;
+  if (vm.count("block-probes")) o.block_probes = rt::plan_block_signatures(rp.plan);
   rt::TrainResult r;
   rt::run_or_abort_all(ranks, "protwin train", [&] { r = rt::train(rp, o); });
   // Every rank's probes, gathered in rank order (every rank takes part in the all-gathers).
@@ -79,6 +84,16 @@ int run_train(const std::vector<std::string>& args) {
       for (size_t k = 0; k < per_rank.size(); ++k) per_rank[k].push_back(step[k]);
     }
     for (auto& steps : per_rank) rank_probes.push_back(std::move(steps));
+  }
+  // Every rank's block probes, [rank][{signature, us}] (every rank takes part in the all-gathers).
+  nlohmann::json rank_block_probes = nlohmann::json::array();
+  if (!o.block_probes.empty()) {
+    std::vector<nlohmann::json> per_rank(static_cast<size_t>(ranks.size()), nlohmann::json::array());
+    for (const rt::BlockProbeSeries& b : r.block_probes) {
+      const std::vector<std::vector<double>> us = ranks.all_gather(b.us);
+      for (size_t k = 0; k < per_rank.size(); ++k) per_rank[k].push_back({{"signature", b.sig.key()}, {"us", us[k]}});
+    }
+    for (auto& blocks : per_rank) rank_block_probes.push_back(std::move(blocks));
   }
   // With the probes: the core a rank uses while it waits for a late peer (runtime/comm/wait_probe.h).
   const double wait_cpu_share = o.probes ? rt::measure_wait_cpu_share(ranks) : 0;
@@ -112,6 +127,7 @@ int run_train(const std::vector<std::string>& args) {
                 {"link_GBps", o.link_gbps},
                 {"net_GBps", o.net_gbps}};
     if (o.probes) j["rank_probes"] = rank_probes;
+    if (!o.block_probes.empty()) j["rank_block_probes"] = rank_block_probes;
     if (o.probes && ranks.size() > 1) j["wait_cpu_share"] = wait_cpu_share;
     print_json(j);
     return 0;

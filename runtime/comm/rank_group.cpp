@@ -165,6 +165,15 @@ std::vector<double> RankGroup::all_gather(double mine) {
   return all;
 }
 
+std::vector<std::vector<double>> RankGroup::all_gather(const std::vector<double>& mine) {
+  std::vector<std::vector<double>> out(static_cast<size_t>(size_));
+  for (double v : mine) {
+    const std::vector<double> all = all_gather(v);
+    for (size_t k = 0; k < all.size(); ++k) out[k].push_back(all[k]);
+  }
+  return out;
+}
+
 bool RankGroup::single_copy() const { return size_ > 1 && g_mpi.single_copy() != 0; }
 
 long long RankGroup::completion_tests() const { return size_ > 1 ? g_mpi.tests() : 0; }

@@ -61,6 +61,8 @@ class RankGroup {
   void broadcast(const at::Tensor& full, int root);
   // One value from every rank, in rank order.
   std::vector<double> all_gather(double mine);
+  // Every rank's series of values, in rank order ([rank][i]); every rank's series has the same length.
+  std::vector<std::vector<double>> all_gather(const std::vector<double>& mine);
   // Whether MPI moves large messages in one copy (Open MPI's CMA), so a waiting rank backs off its
   // completion tests from 20 us to 250 us naps (sim/distributed/poll_backoff.h); false with one rank.
   bool single_copy() const;

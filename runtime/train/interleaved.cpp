@@ -9,7 +9,6 @@
 #include "runtime/cuda/device.h"
 #include "runtime/executor/plan_replayer.h"
 #include "runtime/memory/copy_engine.h"
-#include "runtime/profile/block_profile.h"
 #include "runtime/profile/stability_probe.h"
 #include "runtime/train/byte_dataset.h"
 #include "traces/error.h"
@@ -66,13 +65,7 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
     copy.push_back(reference_copy_gbps(o.link_gbps));
     adam.push_back(reference_adam_mparams_per_s());
   };
-  std::vector<BlockBench> benches;
-  for (const traces::OpSignature& sig : o.block_probes) {
-    probe_split.apply();
-    benches.emplace_back(sig);
-    benches.back().time_once_us(o.block_flush_bytes);  // warm-up, untimed
-    out.block_probes.push_back({sig, {}});
-  }
+  StepBlockProbes blocks(o.block_probes, o.block_flush_bytes, probe_split, nullptr);
   int64_t index = 0;
   for (int64_t step = 0; step < o.steps; ++step) {
     for (size_t n = 0; n < plans.size(); ++n) {
@@ -100,12 +93,10 @@ InterleavedResult run_interleaved(const std::vector<RuntimePlan>& plans, const I
       p.peak_host_bytes = std::max(p.peak_host_bytes, s.peak_host_bytes);
       s.report.meta["step"] = step + 1;
       p.last_report = std::move(s.report);
-      for (size_t b = 0; b < benches.size(); ++b) {  // after the step's probes, at the probes' split
-        if (b == 0) probe_split.apply();
-        out.block_probes[b].us.push_back(benches[b].time_once_us(o.block_flush_bytes));
-      }
+      blocks.after_step();  // after the step's probes, at the probes' split
     }
   }
+  out.block_probes = blocks.series();
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "runtime/comm/rank_group.h"
 #include "runtime/executor/runtime_plan.h"
+#include "runtime/train/step_block_probes.h"
 #include "traces/op_profile.h"
 #include "traces/report.h"
 
@@ -39,11 +40,6 @@ struct InterleaveOptions {
   // follow). One rank only.
   std::vector<traces::OpSignature> block_probes;
   int64_t block_flush_bytes = int64_t{48} << 20;  // as ProfileOptions::flush_bytes
-};
-
-struct BlockProbeSeries {
-  traces::OpSignature sig;
-  std::vector<double> us;  // one run after every step, in the order the steps ran
 };
 
 struct InterleavedPlan {

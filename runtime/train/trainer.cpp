@@ -101,6 +101,8 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
   r.rank = ranks.rank();
   r.device = replayer->device_name();
   const ThreadSplit probe_split = ThreadSplit::choose(ThreadSplit::host_cores(), true);
+  StepBlockProbes blocks(o.block_probes, o.block_flush_bytes, probe_split, &ranks);
+  if (!o.block_probes.empty()) ro.threads.apply();  // back to the plan's split after the blocks' setup
   while (step < o.steps) {
     at::Tensor tokens, targets;
     data.batch(pos, global_batch, tokens, targets);
@@ -127,6 +129,10 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
       ro.threads.apply();
       r.probes.push_back(probe);
     }
+    if (!o.block_probes.empty()) {  // after the step's probes, at the probes' split
+      blocks.after_step();
+      ro.threads.apply();
+    }
     ++step;
     pos = data.next_position(pos, global_batch);
     double loss = 0;  // the global batch's mean loss, summed in rank order
@@ -145,6 +151,7 @@ TrainResult train(const RuntimePlan& rp, const TrainOptions& o) {
       save();
   }
   r.last_step = step;
+  r.block_probes = blocks.series();
   if (!o.checkpoint_dir.empty()) save();
   const size_t skip = r.iteration_s.size() > 1 ? 1 : 0;
   double total = 0;

@@ -10,6 +10,7 @@
 
 #include "runtime/executor/runtime_plan.h"
 #include "runtime/train/byte_dataset.h"
+#include "runtime/train/step_block_probes.h"
 #include "traces/report.h"
 
 namespace protwin::rt {
@@ -29,6 +30,11 @@ struct TrainOptions {
   // Time the reference probes (runtime/profile/stability_probe.h: GEMM, copy, CPU Adam, at the
   // profile's compute split) just before and after every step: this rank's speeds then.
   bool probes = false;
+  // Whole blocks (runtime/train/step_block_probes.h) timed once each after every step (after its
+  // probes), on every rank, the ranks together (issue 23: the 2-rank calibration prices each
+  // block at the median of its runs beside the steps, as issue 22's one-rank calibration).
+  std::vector<traces::OpSignature> block_probes;
+  int64_t block_flush_bytes = int64_t{48} << 20;  // as ProfileOptions::flush_bytes
 };
 
 // One step's reference probes (TrainOptions::probes): GEMM GFLOPS, copy GB/s, CPU Adam M params/s.
@@ -56,6 +62,7 @@ struct TrainResult {
   std::string device;            // the device that replayed the plan
   traces::Report last_report;    // measured report of the last step
   std::vector<StepProbes> probes;  // per step, this rank's (TrainOptions::probes)
+  std::vector<BlockProbeSeries> block_probes;  // this rank's (TrainOptions::block_probes, in that order)
 };
 
 // On N ranks (rp.ranks, RankGroup::world() under mpirun) every rank calls this: each trains on its

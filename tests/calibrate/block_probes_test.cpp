@@ -5,6 +5,7 @@
 
 #include "cli/block_probes.h"
 #include "cli/calibration.h"
+#include "tests/calibrate/block_fixtures.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
 
@@ -13,10 +14,8 @@ using namespace protwin::cli;
 
 namespace {
 
-const traces::OpSignature kLayer =
-    traces::block_signature({"forward", "layer", "gpt2", 4, 256, 256, 4, 4, 1024, 256}, "fp32");
-const traces::OpSignature kHead =
-    traces::block_signature({"backward", "head", "gpt2", 4, 256, 256, 4, 4, 1024, 256}, "fp32");
+using testing::kHead;
+using testing::kLayer;
 const traces::OpSignature kGemm{"gemm", {1024, 768, 256}, "fp32"};
 
 nlohmann::json interleave_json(const std::vector<double>& layer, const std::vector<double>& head) {

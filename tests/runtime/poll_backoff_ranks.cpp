@@ -28,6 +28,7 @@
 
 #include "cli/rank_single_copy.h"
 #include "runtime/comm/rank_group.h"
+#include "tests/runtime/two_ranks.h"
 #include "sim/distributed/poll_backoff.h"
 #include "traces/error.h"
 
@@ -42,11 +43,7 @@ double now_s() {
 int main() {
   using namespace protwin::rt;
   try {
-    RankGroup& ranks = RankGroup::world();
-    if (ranks.size() != 2) {
-      std::fprintf(stderr, "run under mpirun -np 2\n");
-      return 1;
-    }
+    RankGroup& ranks = testing::two_ranks();
     const char* mechanism = std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism");
     const bool forced_off = mechanism && std::strcmp(mechanism, "none") == 0;
     const protwin::sim::PollBackoff policy =

@@ -127,14 +127,15 @@ TEST_CASE("ranks: a sharded device Adam whose shard is never gathered is refused
         std::string::npos);
 }
 
-TEST_CASE("ranks: --rank-reports writes every rank's step on the shared clock, --probes every rank's probes",
+TEST_CASE("ranks: --rank-reports writes every rank's step on the shared clock, --probes every rank's probes, --block-probes its blocks",
           "[runtime][mpi]") {
   if (!have_runtime()) return;
   const protwin::sim::Workload w = tiny_workload("gpt2-tiny");
   const std::string p = write(compile_plan(w, policies(w)[0], kGpuBytes, kRanks), "rank_reports.json");
   const std::string dir = scratch("rank_reports");
   fs::remove_all(dir);
-  const CliResult r = run_protwin("train --plan " + p + " --steps 2 --json --probes --rank-reports " + dir, mpirun(kRanks));
+  const CliResult r =
+      run_protwin("train --plan " + p + " --steps 2 --json --probes --block-probes --rank-reports " + dir, mpirun(kRanks));
   INFO(r.err);
   REQUIRE(r.code == 0);
   std::vector<int64_t> starts;
@@ -156,6 +157,17 @@ TEST_CASE("ranks: --rank-reports writes every rank's step on the shared clock, -
       for (const char* k : {"gemm_before_gflops", "gemm_after_gflops", "copy_before_GBps", "copy_after_GBps",
                             "adam_before_mparams_per_s", "adam_after_mparams_per_s"})
         CHECK(s.at(k).get<double>() > 0);
+  }
+  // --block-probes: every rank's run of each of the plan's blocks after each step.
+  const nlohmann::json blocks = nlohmann::json::parse(r.out).at("rank_block_probes");
+  REQUIRE(blocks.size() == static_cast<size_t>(kRanks));
+  for (const auto& rank : blocks) {
+    CHECK(rank.size() == 6);  // embedding, layer, head; forward and backward
+    for (const auto& b : rank) {
+      CHECK_FALSE(b.at("signature").get<std::string>().empty());
+      REQUIRE(b.at("us").size() == 2);
+      for (const auto& us : b["us"]) CHECK(us.get<double>() > 0);
+    }
   }
 }
 

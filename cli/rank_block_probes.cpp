@@ -1,0 +1,65 @@
+#include "cli/rank_block_probes.h"
+
+#include <algorithm>
+
+#include "hwmodels/hardware_cost_model.h"
+#include "traces/error.h"
+
+namespace protwin::cli {
+
+void add_rank_block_probes(std::vector<BlockProbes>& ranks, const nlohmann::json& train, const std::string& where) {
+  if (!train.contains("rank_block_probes")) return;
+  const nlohmann::json& per_rank = train.at("rank_block_probes");
+  if (ranks.empty()) ranks.resize(per_rank.size());
+  PROTWIN_CHECK(per_rank.size() == ranks.size(), where, ":/rank_block_probes: expected ", ranks.size(),
+                " ranks (as the runs before), got ", per_rank.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string at = where + ":/rank_block_probes/" + std::to_string(r);
+    const nlohmann::json& series = per_rank[r];
+    if (!ranks[r].us.empty()) {
+      PROTWIN_CHECK(series.size() == ranks[r].us.size(), at, ": expected ", ranks[r].us.size(),
+                    " blocks (as the runs before), got ", series.size());
+      for (size_t i = 0; i < series.size(); ++i)
+        PROTWIN_CHECK(ranks[r].us.count(series[i].at("signature").get<std::string>()) == 1, at, "/", i,
+                      "/signature: a block the runs before did not time");
+    }
+    for (size_t i = 0; i < series.size(); ++i)  // here, so that the error names this file's pointer
+      PROTWIN_CHECK(series[i].at("us").size() == series[0].at("us").size(), at, "/", i, "/us: expected ",
+                    series[0].at("us").size(), " runs (one per step, as the series before it), got ",
+                    series[i].at("us").size());
+    add_block_probes(ranks[r], {{"block_probes", series}}, at);
+  }
+}
+
+std::vector<double> summed_level(const std::vector<BlockProbes>& ranks) {
+  std::vector<double> level;
+  for (const BlockProbes& r : ranks) {
+    PROTWIN_ASSERT(level.empty() || r.level_us.size() == level.size(), "summed_level: ranks with ",
+                   r.level_us.size(), " and ", level.size(), " samples");
+    if (level.empty()) level.assign(r.level_us.size(), 0.0);
+    for (size_t k = 0; k < r.level_us.size(); ++k) level[k] += r.level_us[k];
+  }
+  return level;
+}
+
+RankBlocksPrediction predict_at_rank_blocks(const traces::Plan& plan, const hw::Machine& machine,
+                                            const traces::OpProfile& profile,
+                                            const std::vector<sim::ContentionRule>& contention,
+                                            const std::vector<BlockProbes>& ranks, double blocks_factor) {
+  PROTWIN_ASSERT(!ranks.empty(), "predict_at_rank_blocks: no rank");
+  RankBlocksPrediction out;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    traces::OpProfile p = with_block_probes(profile, ranks[r]);
+    if (blocks_factor != 1) p = with_blocks_scaled(p, blocks_factor);
+    traces::Report rep = sim::simulate_with_contention(plan, *hw::make_cost_model(machine, &p), contention);
+    out.rank_s.push_back(rep.iteration.seconds());
+    if (r == 0 || out.rank_s[r] > out.rank_s[out.slowest]) {
+      out.slowest = r;
+      out.report = std::move(rep);
+    }
+  }
+  out.iteration_s = out.rank_s[out.slowest];
+  return out;
+}
+
+}  // namespace protwin::cli

@@ -1,0 +1,34 @@
+#include "cli/rank_criteria.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "cli/calibration.h"
+
+namespace protwin::cli {
+
+nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const std::vector<double>& sensitivity,
+                                   const std::vector<double>& level_samples, const Groups& steps,
+                                   double peak_device_max_error, int resamples, uint64_t seed) {
+  const MetricsWithIntervals ci =
+      iteration_metrics_with_intervals(predicted, sensitivity, level_samples, steps, resamples, seed);
+  const Verdict v[] = {judge_at_most(ci.interval[kMape], 0.05), judge_at_most(ci.interval[kMaxError], 0.10),
+                       judge_at_least(ci.interval[kSpearman], 0.9)};
+  const bool peak_ok = peak_device_max_error <= 0.05;
+  return {{"intervals", {{"iteration_time_mape", ci.interval[kMape].to_json()},
+                         {"iteration_time_max_error", ci.interval[kMaxError].to_json()},
+                         {"spearman", ci.interval[kSpearman].to_json()},
+                         {"level", 0.95},
+                         {"resamples", resamples},
+                         {"block_level_samples", level_samples.size()}}},
+          {"verdicts", {{"iteration_time_mape", verdict_text(v[0])},
+                        {"iteration_time_max_error", verdict_text(v[1])},
+                        {"spearman", verdict_text(v[2])},
+                        {"peak_device_max_error", peak_ok ? "met" : "NOT met"}}},
+          {"criteria_met",
+           peak_ok && std::all_of(std::begin(v), std::end(v), [](Verdict x) { return x == Verdict::kMet; })}};
+}
+
+bool rank_criteria_met(const nlohmann::json& section) { return section.value("criteria_met", false); }
+
+}  // namespace protwin::cli
