@@ -75,10 +75,10 @@ bool another_round_fits(double elapsed_s, double last_measure_s, double budget_s
 // The order in which round `round` runs `plans` plans in its `protwin-rt interleave` (issue 22):
 // a rotation of 0..plans-1 starting at floor(frac(round x 0.618...) x plans) (the golden-ratio
 // sequence: 0, 7, 2, 10, 5, ... for 12 plans). A plan's place in one interleave process moves its
-// time (llama-tiny's 12 plans in 7 processes: first place 2.1 % slower than sixth, two plans swapped
-// between them; cause unknown; experiments/twin-accuracy, session 16), and in a fixed order the
-// first place always went to case 0, ProTrain's searched best. Rotated, it goes to a different,
-// well-spread plan every round and lands in the steps' spread, not in one plan's median.
+// time (llama-tiny's 12 plans, two of them swapped between first and sixth place in 6 processes:
+// first place 2.6 % slower; cause unknown; experiments/twin-accuracy, session 16), and in a fixed
+// order the first place always went to case 0, ProTrain's searched best. Rotated, it goes to a
+// different, well-spread plan every round and lands in the steps' spread, not in one plan's median.
 std::vector<size_t> round_plan_order(size_t plans, int round);
 
 struct CalibrationCase {
