@@ -421,8 +421,11 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::vector<std::string> a = {"interleave", "--steps", std::to_string(steps), "--link-GBps", std::to_string(link),
                                   "--json"};
     if (reprofile) a.push_back("--block-probes");  // the blocks' times beside the steps (cli/block_probes.h)
-    for (const auto& r : results)
-      a.insert(a.end(), {"--plan", r.dir + "/plan.json", "-o", r.dir + "/measured-r" + std::to_string(round) + ".json"});
+    // Each round starts the plans at another one: a plan's place in the process moves its time.
+    const std::vector<size_t> order = round_plan_order(results.size(), round);
+    for (size_t i : order)
+      a.insert(a.end(), {"--plan", results[i].dir + "/plan.json", "-o",
+                         results[i].dir + "/measured-r" + std::to_string(round) + ".json"});
     const ProcessResult p = run_process(rt, a, out_dir + "/runtime.log");
     if (p.exit_code != 0) {
       for (auto& r : results)
@@ -435,6 +438,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     const nlohmann::json j = nlohmann::json::parse(p.out);
     add_block_probes(block_probes, j, interleave_path);
     // Each probe's speed around every step: [plan][step].
+    // In the round's run order ([position][step]), as step_speeds expects.
     auto probes = [&](const char* key) {
       std::vector<std::vector<double>> v;
       for (const auto& jp : j.at("plans")) v.push_back(jp.at(key).get<std::vector<double>>());
@@ -451,7 +455,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     const std::vector<std::vector<double>> copy_speed = step_speeds(copy_before, copy_after, 0);
     const std::vector<std::vector<double>> adam_speed = step_speeds(adam_before, adam_after, 0);
     for (size_t i = 0; i < results.size(); ++i) {
-      CaseResult& r = results[i];
+      CaseResult& r = results[order[i]];  // the case run at position i
       const nlohmann::json& jp = j.at("plans").at(i);
       const auto it = jp.at("iteration_s").get<std::vector<double>>();
       r.measured_steps.insert(r.measured_steps.end(), it.begin(), it.end());

@@ -152,6 +152,16 @@ bool another_round_fits(double elapsed_s, double last_measure_s, double budget_s
   return elapsed_s + last_measure_s <= budget_s;
 }
 
+std::vector<size_t> round_plan_order(size_t plans, int round) {
+  PROTWIN_CHECK(round >= 0, "calibrate: round ", round, " is negative");
+  const double golden = (std::sqrt(5.0) - 1) / 2;  // 0.618...: consecutive starts far apart
+  const double x = round * golden;
+  const size_t start = plans == 0 ? 0 : std::min(plans - 1, static_cast<size_t>((x - std::floor(x)) * plans));
+  std::vector<size_t> order(plans);
+  for (size_t k = 0; k < plans; ++k) order[k] = (start + k) % plans;
+  return order;
+}
+
 namespace {
 
 sim::OffloadKnobs with(sim::OffloadKnobs k, void (*edit)(sim::OffloadKnobs&)) {

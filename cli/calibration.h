@@ -72,6 +72,15 @@ const char* verdict_text(Verdict v);  // "met", "NOT met", "undecided"
 // last round's measuring part, not of the whole profiled round (about twice as long).
 bool another_round_fits(double elapsed_s, double last_measure_s, double budget_s);
 
+// The order in which round `round` runs `plans` plans in its `protwin-rt interleave` (issue 22):
+// a rotation of 0..plans-1 starting at floor(frac(round x 0.618...) x plans) (the golden-ratio
+// sequence: 0, 7, 2, 10, 5, ... for 12 plans). A plan's place in one interleave process moves its
+// time (llama-tiny's 12 plans, two of them swapped between first and sixth place in 6 processes:
+// first place 2.6 % slower; cause unknown; experiments/twin-accuracy, session 16), and in a fixed
+// order the first place always went to case 0, ProTrain's searched best. Rotated, it goes to a
+// different, well-spread plan every round and lands in the steps' spread, not in one plan's median.
+std::vector<size_t> round_plan_order(size_t plans, int round);
+
 struct CalibrationCase {
   std::string label;        // "search best", "pareto 2", "deepspeed best", "hand: n_swap=2", ...
   sim::OffloadKnobs knobs;

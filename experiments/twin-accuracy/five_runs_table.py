@@ -4,6 +4,7 @@ DIR/run-N-<model>-calibration.json, then how many runs met all four criteria per
 usage: five_runs_table.py DIR"""
 import json
 import os
+import statistics
 import sys
 
 
@@ -42,6 +43,10 @@ def row(n, j):
     pb, bp = j.get("profile_blocks"), j.get("block_probes")
     cells.append(f"{pct(pb['iteration_time_mape'])}, {100 * pb['iteration_time_mean_error']:+.1f} %" if pb else "-")
     cells.append(f"{100 * bp['level_us']['p10_p90_relative']:.0f} % ({bp['samples']})" if bp else "-")
+    # Case 0 (the searched best) ran first in every round until session 16: its error against the
+    # other cases' median error shows whether the first place still slows it.
+    err = [c["iteration_error"] for c in j["cases"] if "iteration_error" in c]
+    cells.append(f"{100 * (err[0] - statistics.median(err[1:])):+.1f} pts" if len(err) > 1 else "-")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -51,8 +56,8 @@ def main():
           "verdicts (MAPE / max / Spearman / best) | mean signed error | raw MAPE / max / Spearman | "
           "GEMM probe: median, p10-p90 band (reference) | copy probe band | CPU Adam probe band | "
           "drift rule: corrected (GEMM / copy / Adam) | profiles' blocks instead: MAPE, mean signed error | "
-          "blocks' level band beside the steps (samples) |")
-    print("|" + "---|" * 16)
+          "blocks' level band beside the steps (samples) | case 0's error - the others' median |")
+    print("|" + "---|" * 17)
     met = {}
     for n in range(1, 6):
         for m in ("gpt2-tiny", "llama-tiny"):

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli/calibration.h"
+#include "cli/sample_stats.h"
 #include "hwmodels/machine.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -50,4 +51,39 @@ TEST_CASE("calibration cases are deterministic, distinct and fit the capped devi
     CHECK(c.simulated);
     CHECK(c.bound_gpu_bytes <= cap);
   }
+}
+
+TEST_CASE("each round starts the plans at the next point of the golden-ratio sequence") {
+  // Closed form: start_r = floor(frac(r x 0.6180339887) x n); n = 12: frac = 0, .618, .236, .854, .472
+  // -> 0, 7, 2, 10, 5; every order is the rotation from its start.
+  const size_t starts[] = {0, 7, 2, 10, 5};
+  for (int r = 0; r < 5; ++r) {
+    const std::vector<size_t> o = cli::round_plan_order(12, r);
+    REQUIRE(o.size() == 12);
+    for (size_t k = 0; k < 12; ++k) CHECK(o[k] == (starts[r] + k) % 12);
+  }
+  CHECK(cli::round_plan_order(3, 1) == std::vector<size_t>{1, 2, 0});  // frac .618 x 3 = 1.85
+  CHECK(cli::round_plan_order(1, 4) == std::vector<size_t>{0});
+  CHECK(cli::round_plan_order(0, 2).empty());
+  CHECK_THROWS_WITH(cli::round_plan_order(12, -1), Catch::Contains("round -1"));
+}
+
+TEST_CASE("rotating the order keeps a first-place slowdown out of every plan's median") {
+  // A synthetic harness bias: whichever plan runs first in a round is 4 % slow in all its steps.
+  // Each plan's measurement is the median of its 3 steps in each of 3 rounds. Rotated, no plan is
+  // first in more than one round, so at most 3 of its 9 steps are slow and the median is the true
+  // time; in the fixed order plan 0 would be first in all three and 4 % slow.
+  const size_t n = 12;
+  const double first_place_slowdown = 1.04;
+  std::vector<std::vector<double>> steps(n), fixed(n);
+  for (int r = 0; r < 3; ++r) {
+    const std::vector<size_t> o = cli::round_plan_order(n, r);
+    for (size_t pos = 0; pos < n; ++pos)
+      for (int s = 0; s < 3; ++s) {
+        steps[o[pos]].push_back(1.0 * (pos == 0 ? first_place_slowdown : 1.0));
+        fixed[pos].push_back(1.0 * (pos == 0 ? first_place_slowdown : 1.0));
+      }
+  }
+  for (size_t i = 0; i < n; ++i) CHECK(cli::quantile(steps[i], 0.5) == 1.0);
+  CHECK(cli::quantile(fixed[0], 0.5) == Approx(first_place_slowdown));
 }
