@@ -103,7 +103,7 @@ double Spans::update(const std::vector<ContentionRule>& rules, std::vector<doubl
   return moved;
 }
 
-// The base cost model with each op's fixed time scaled.
+// The base cost model with each op's time on its stream scaled.
 class ScaledCostModel : public hw::CostModel {
  public:
   using Scale = std::function<double(int id)>;
@@ -119,8 +119,7 @@ class ScaledCostModel : public hw::CostModel {
   int launch_queue_depth() const override { return base_.launch_queue_depth(); }
   hw::OpCost cost(const traces::Op& op, const traces::Plan& plan) const override {
     hw::OpCost c = base_.cost(op, plan);
-    const double s = scale_(op.id);
-    c.fixed = SimTime{static_cast<int64_t>(static_cast<double>(c.fixed.ns) * s + 0.5)};
+    c.scale_stream_time(scale_(op.id));
     return c;
   }
 

@@ -37,13 +37,13 @@ hw::ProfileLookup profile(bool with_block) {
 TEST_CASE("a block the profile timed whole costs its measured time, else its kernels' sum", "[hwmodels][block]") {
   const hw::Machine m = hw::load_machine("host-emulated");
   traces::Plan p = layer_plan("gpt2");
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).stream_time().seconds() == Approx(7e-3));
   CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).source == hw::KernelSource::kProfile);  // priced_by
   p.ops[1].kind = traces::OpKind::kRecompute;  // the runtime's recompute is the same forward
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
-  CHECK(hw::HardwareCostModel(m, profile(false)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).stream_time().seconds() == Approx(7e-3));
+  CHECK(hw::HardwareCostModel(m, profile(false)).cost(p.ops[1], p).stream_time().seconds() == Approx(3e-3));
   p.ops[1].kind = traces::OpKind::kBackward;  // no backward entry: the kernels (GEMMs keep their profile time)
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).stream_time().seconds() == Approx(3e-3));
   const traces::Plan llama = layer_plan("llama");  // another model's block is not this entry
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(llama.ops[1], llama).fixed.seconds() == Approx(3e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(llama.ops[1], llama).stream_time().seconds() == Approx(3e-3));
 }

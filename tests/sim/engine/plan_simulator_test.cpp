@@ -287,8 +287,8 @@ class FixedCost final : public hw::CostModel {
   std::vector<hw::LinkSpec> links() const override { return {{"link", gbps_}}; }
   hw::OpCost cost(const traces::Op&, const traces::Plan&) const override {
     hw::OpCost c;
-    c.fixed = fixed_;
-    if (bytes_ > 0) c.links = {0, -1, -1}, c.link_bytes = bytes_;
+    c.add(hw::on_device(fixed_));
+    if (bytes_ > 0) c.add(hw::over_links({0, -1, -1}, bytes_, 0));
     return c;
   }
 
