@@ -438,7 +438,7 @@ TEST_CASE("search_4d --framework fsdp: DP-only layouts priced by FSDP FULL_SHARD
     eo.method = EstimateMethod::kFsdp;
     ParallelConfig pc;
     pc.seq = 2048, pc.mbs = c.mbs, pc.dp = 8, pc.gbs = 48, pc.gpus = 8;
-    CHECK(row.result.memory.total_bytes == estimate_memory(mpt, pc, eo).total_bytes);
+    CHECK(row.result.memory_bytes == estimate_memory(mpt, pc, eo).total_bytes);
     CHECK(row.result.fits_80pct);
   }
 }
