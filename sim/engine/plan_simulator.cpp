@@ -305,7 +305,7 @@ void Run::init() {
   while (source_.wants_more() && pull()) {
   }
   for (const auto& [d, i] : forward_deps_) {
-    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, op(i)), ": dependency on op ", d, " which does not exist");
+    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, op(i)), ": dependency on unknown op ", d);
     link(d, i);
   }
   forward_deps_.clear();
@@ -425,7 +425,7 @@ void Run::add_op(const traces::Op& op) {
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
                     ? last_stream_
                     : find_stream(op.stream);
-  PROTWIN_CHECK(s >= 0, traces::describe_op(header_, op), ": unknown stream \"", op.stream, "\"");
+  traces::check_op(header_, op, s);
   last_stream_ = s;
   st.stream = s;
   if (streamed_)
@@ -441,8 +441,6 @@ void Run::add_op(const traces::Op& op) {
   last_id_on_stream_[static_cast<size_t>(s)] = id;
   bool prev_listed = false;
   for (int d : op.deps) {
-    PROTWIN_CHECK(d >= 0, traces::describe_op(header_, op), ": dependency on op ", d, " which does not exist");
-    PROTWIN_CHECK(d != op.id, traces::describe_op(header_, op), ": depends on itself");
     const auto dep = static_cast<uint32_t>(d);
     if (d == prev_id) prev_listed = true;
     if (!streamed_) {
