@@ -83,6 +83,23 @@ struct BestPlan {
   traces::Report report;
 };
 
+// A simulated candidate's fields, each as f(name, field): written only when it was simulated.
+template <class C, class F>
+void simulated_fields(C& c, F&& f) {
+  f("iteration_s", c.iteration_s);
+  f("tokens_per_s", c.tokens_per_s);
+  f("forward_s", c.forward_s);
+  f("backward_s", c.backward_s);
+  f("exposed_optimizer_s", c.exposed_optimizer_s);
+  f("peak_gpu_bytes", c.peak_gpu_bytes);
+  f("peak_pinned_bytes", c.peak_pinned_bytes);
+  f("peak_pageable_bytes", c.peak_pageable_bytes);
+  f("bound_gpu_bytes", c.bound_gpu_bytes);
+  f("init_gpu_bytes", c.init_gpu_bytes);
+  f("init_host_bytes", c.init_host_bytes);
+  f("priced_by", c.priced_by);
+}
+
 }  // namespace
 
 Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_t batch) {
@@ -175,56 +192,25 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
   return c;
 }
 
-nlohmann::json candidate_to_json(const Candidate& c) {
-  nlohmann::json j = {{"batch", c.batch},
-                      {"knobs", c.knobs.to_json()},
-                      {"analytic_iteration_s", c.analytic_s},
-                      {"analytic_peak_gpu_bytes", c.analytic_peak_gpu_bytes}};
-  if (c.simulated) {
-    j["iteration_s"] = c.iteration_s;
-    j["tokens_per_s"] = c.tokens_per_s;
-    j["forward_s"] = c.forward_s;
-    j["backward_s"] = c.backward_s;
-    j["exposed_optimizer_s"] = c.exposed_optimizer_s;
-    j["peak_gpu_bytes"] = c.peak_gpu_bytes;
-    j["peak_pinned_bytes"] = c.peak_pinned_bytes;
-    j["peak_pageable_bytes"] = c.peak_pageable_bytes;
-    j["bound_gpu_bytes"] = c.bound_gpu_bytes;
-    j["init_gpu_bytes"] = c.init_gpu_bytes;
-    j["init_host_bytes"] = c.init_host_bytes;
-    j["priced_by"] = c.priced_by;
-  }
+void to_json(nlohmann::json& j, const Candidate& c) {
+  j = {{"batch", c.batch},
+       {"knobs", c.knobs.to_json()},
+       {"analytic_iteration_s", c.analytic_s},
+       {"analytic_peak_gpu_bytes", c.analytic_peak_gpu_bytes}};
+  if (c.simulated) simulated_fields(c, [&j](const char* key, const auto& v) { j[key] = v; });
   if (!c.failure.empty()) j["failure"] = c.failure;
-  return j;
 }
 
-Candidate candidate_from_json(const nlohmann::json& j) {
-  Candidate c;
+void from_json(const nlohmann::json& j, Candidate& c) {
+  c = Candidate{};
   c.batch = j.at("batch");
   c.knobs = knobs_from_json(j.at("knobs"), "candidate");
   c.analytic_s = j.at("analytic_iteration_s");
   c.analytic_peak_gpu_bytes = j.at("analytic_peak_gpu_bytes");
   c.simulated = j.contains("iteration_s");
-  if (c.simulated) {
-    c.iteration_s = j.at("iteration_s");
-    c.tokens_per_s = j.at("tokens_per_s");
-    c.forward_s = j.at("forward_s");
-    c.backward_s = j.at("backward_s");
-    c.exposed_optimizer_s = j.at("exposed_optimizer_s");
-    c.peak_gpu_bytes = j.at("peak_gpu_bytes");
-    c.peak_pinned_bytes = j.at("peak_pinned_bytes");
-    c.peak_pageable_bytes = j.at("peak_pageable_bytes");
-    c.bound_gpu_bytes = j.at("bound_gpu_bytes");
-    c.init_gpu_bytes = j.at("init_gpu_bytes");
-    c.init_host_bytes = j.at("init_host_bytes");
-    c.priced_by = j.at("priced_by").get<std::map<std::string, int64_t>>();
-  }
+  if (c.simulated) simulated_fields(c, [&j](const char* key, auto& v) { j.at(key).get_to(v); });
   c.failure = j.value("failure", "");
-  return c;
 }
-
-void to_json(nlohmann::json& j, const Candidate& c) { j = candidate_to_json(c); }
-void from_json(const nlohmann::json& j, Candidate& c) { c = candidate_from_json(j); }
 
 SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
