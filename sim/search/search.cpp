@@ -86,17 +86,16 @@ struct BestPlan {
 // A simulated candidate's fields, each as f(name, field): written only when it was simulated.
 template <class C, class F>
 void simulated_fields(C& c, F&& f) {
-  f("iteration_s", c.iteration_s);
-  f("tokens_per_s", c.tokens_per_s);
-  f("forward_s", c.forward_s);
-  f("backward_s", c.backward_s);
-  f("exposed_optimizer_s", c.exposed_optimizer_s);
-  f("peak_gpu_bytes", c.peak_gpu_bytes);
-  f("peak_pinned_bytes", c.peak_pinned_bytes);
-  f("peak_pageable_bytes", c.peak_pageable_bytes);
-  f("bound_gpu_bytes", c.bound_gpu_bytes);
-  f("init_gpu_bytes", c.init_gpu_bytes);
-  f("init_host_bytes", c.init_host_bytes);
+  using Seconds = std::initializer_list<std::pair<const char*, decltype(&c.iteration_s)>>;
+  using ByteCounts = std::initializer_list<std::pair<const char*, decltype(&c.peak_gpu_bytes)>>;
+  for (auto [key, v] : Seconds{{"iteration_s", &c.iteration_s}, {"tokens_per_s", &c.tokens_per_s},
+                               {"forward_s", &c.forward_s}, {"backward_s", &c.backward_s},
+                               {"exposed_optimizer_s", &c.exposed_optimizer_s}})
+    f(key, *v);
+  for (auto [key, v] : ByteCounts{{"peak_gpu_bytes", &c.peak_gpu_bytes}, {"peak_pinned_bytes", &c.peak_pinned_bytes},
+                                  {"peak_pageable_bytes", &c.peak_pageable_bytes}, {"bound_gpu_bytes", &c.bound_gpu_bytes},
+                                  {"init_gpu_bytes", &c.init_gpu_bytes}, {"init_host_bytes", &c.init_host_bytes}})
+    f(key, *v);
   f("priced_by", c.priced_by);
 }
 
