@@ -78,39 +78,27 @@ int run_search(const std::vector<std::string>& args) {
   const auto& b = r.best;
   if (vm.count("json")) {
     nlohmann::json pareto = nlohmann::json::array();
-    for (const auto& c : r.pareto) pareto.push_back(sim::candidate_to_json(c));
-    nlohmann::json j = {{"system", system},
-                        {"model", in.model.name},
-                        {"machine", in.cost->machine().name},
-                        {"gpus", in.search.gpus},
-                        {"nodes", in.search.nodes},
-                        {"fits", true},
-                        {"ablation", vm.count("ablation") ? nlohmann::json(vm["ablation"].as<std::string>()) : nlohmann::json()},
-                        {"chunks", r.best_plan.chunks.chunks.size()},
-                        {"layers", in.model.layers},
-                        {"batch", b.batch},
-                        {"global_batch", b.batch * in.search.gpus},
-                        {"seq", r.best_plan.plan.meta.value("seq", 0)},
-                        {"knobs", b.knobs.to_json()},
-                        {"layer_modes", r.best_plan.plan.meta["layer_modes"]},
-                        {"tokens_per_s", b.tokens_per_s},
-                        {"iteration_s", b.iteration_s},
-                        {"analytic_iteration_s", b.analytic_s},
-                        {"forward_s", b.forward_s},
-                        {"backward_s", b.backward_s},
-                        {"exposed_optimizer_s", b.exposed_optimizer_s},
-                        {"peak_gpu_bytes", b.peak_gpu_bytes},
-                        {"analytic_peak_gpu_bytes", b.analytic_peak_gpu_bytes},
-                        {"peak_pinned_bytes", b.peak_pinned_bytes},
-                        {"peak_pageable_bytes", b.peak_pageable_bytes},
-                        {"init_gpu_bytes", b.init_gpu_bytes},
-                        {"init_host_bytes", b.init_host_bytes},
-                        {"configurations", r.configurations},
-                        {"pruned", r.pruned},
-                        {"simulated", r.simulated},
-                        {"search_s", r.seconds},
-                        {"pareto", pareto},
-                        {"priced_by", b.priced_by}};
+    for (const auto& c : r.pareto) pareto.push_back(nlohmann::json(c));
+    // The best candidate's own fields (knobs, times, memory, priced_by) and the search's.
+    nlohmann::json j = b;
+    j.erase("bound_gpu_bytes");
+    j.update({{"system", system},
+              {"model", in.model.name},
+              {"machine", in.cost->machine().name},
+              {"gpus", in.search.gpus},
+              {"nodes", in.search.nodes},
+              {"fits", true},
+              {"ablation", vm.count("ablation") ? nlohmann::json(vm["ablation"].as<std::string>()) : nlohmann::json()},
+              {"chunks", r.best_plan.chunks.chunks.size()},
+              {"layers", in.model.layers},
+              {"global_batch", b.batch * in.search.gpus},
+              {"seq", r.best_plan.plan.meta.value("seq", 0)},
+              {"layer_modes", r.best_plan.plan.meta["layer_modes"]},
+              {"configurations", r.configurations},
+              {"pruned", r.pruned},
+              {"simulated", r.simulated},
+              {"search_s", r.seconds},
+              {"pareto", pareto}});
     print_json(j);
     return 0;
   }

@@ -25,7 +25,7 @@ void print_ranked(std::ostream& os, const sim::Search4dResult& r, size_t top) {
                  static_cast<long long>(c.tp), static_cast<long long>(c.cp), static_cast<long long>(c.pp),
                  static_cast<long long>(c.dp), static_cast<long long>(c.mbs), static_cast<long long>(s.microbatches),
                  s.iteration_s, s.tokens_per_s, s.tflops_per_gpu, 100 * s.mfu, 100 * s.bubble_fraction,
-                 s.memory.total_gib());
+                 s.memory_gib());
     if (c.split.uneven())  // after the row's newline, so even rows print as before
       os << format("       PP %lld above: the first and last stage hold %lld and %lld layers, the others even\n",
                    static_cast<long long>(c.pp), static_cast<long long>(c.split.first),

@@ -135,7 +135,7 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!trace_path.empty()) traces::write_chrome_trace(report, trace_path);
   if (vm.count("json")) {
     nlohmann::json j = report_summary_json(report);
-    if (candidate) j.update(sim::candidate_to_json(*candidate));
+    if (candidate) j.update(nlohmann::json(*candidate));
     if (runtime_memory)
       j["runtime_memory"] = {{"device_allocated_peak_bytes", runtime_memory->allocated_peak_bytes},
                              {"device_reserved_peak_bytes", runtime_memory->reserved_peak_bytes},

@@ -1,8 +1,10 @@
 // The CostModel interface: how long an op of a Plan takes on a machine (DESIGN §5).
 //
-// The simulator asks once per op, before simulating. An op's time is a fixed part (launch,
-// latency, compute) followed by an optional transfer over one or more shared links; the link part
-// depends on what else is on those links at the time, which only the simulator knows.
+// The simulator asks once per op, before simulating. An op's cost is a short list of phases, each
+// on one resource, run in order: its host thread issuing it, then its stream busy for a time (a
+// GPU stream's latency, launch and compute, or CPU work), then a transfer over one or more shared
+// links. The transfer's time depends on what else is on those links at the time, which only the
+// simulator knows.
 #pragma once
 
 #include <array>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "traces/error.h"
 #include "traces/plan.h"
 #include "traces/units.h"
 
@@ -28,25 +31,70 @@ struct LinkSpec {
 enum class KernelSource : uint8_t { kProfile, kMeasured, kInterpolated, kExtrapolated, kDerived, kModel, kCurve, kRates, kMixed, kNone };
 const char* kernel_source_name(KernelSource s);
 
-struct OpCost {
+// The resource a phase runs on (in this order within an op).
+enum class PhaseOn : uint8_t {
+  kHost,    // the rank's host thread issues the op (DESIGN §4.1: dispatch, hooks, the CUDA/NCCL call)
+  kDevice,  // the op's stream, not shared: latency, launch, compute
+  kCpu,     // the op's stream, as CPU work (CPU Adam, host passes): a launch that depends on the
+            // op waits for its end
+  kLinks,   // bytes flowing over every listed link at once, shared max-min fairly
+};
+
+struct Phase {
   static constexpr int kMaxLinks = 3;
-  SimTime fixed;                        // not shared: latency, launch, compute
-  std::array<int, kMaxLinks> links{-1, -1, -1};  // indices into CostModel::links(); -1 = unused
-  double link_bytes = 0;                // bytes that then flow over every listed link at once
-  double max_GBps = 0;                  // the transfer's own rate cap (0 = none)
-  // Host dispatch (DESIGN §4): CPU time the rank's host thread spends issuing this op (framework
-  // dispatch, hooks, the CUDA/NCCL call); zero = not issued by the host thread. The op starts no
-  // earlier than its launch ends.
-  SimTime host;
-  bool host_sync = false;               // the host blocks until the op ends (.item(), blocking copy)
-  bool cpu_work = false;                // runs on the CPU: a launch depending on it waits for it
-  KernelSource source = KernelSource::kNone;  // what priced `fixed` and the transfer
+  PhaseOn on = PhaseOn::kDevice;
+  bool until_end = false;                        // kHost: the host stays blocked until the op ends
+  std::array<int, kMaxLinks> links{-1, -1, -1};  // kLinks: indices into CostModel::links(); -1 = unused
+  SimTime time;                                  // kHost, kDevice, kCpu
+  double bytes = 0;                              // kLinks
+  double max_GBps = 0;                           // kLinks: the transfer's own rate cap (0 = none)
 
   int n_links() const {
     int n = 0;
-    while (n < kMaxLinks && links[n] >= 0) ++n;
+    while (n < kMaxLinks && links[static_cast<size_t>(n)] >= 0) ++n;
     return n;
   }
+};
+
+inline Phase on_host(SimTime t, bool until_end = false) { return {PhaseOn::kHost, until_end, {-1, -1, -1}, t, 0, 0}; }
+inline Phase on_device(SimTime t) { return {PhaseOn::kDevice, false, {-1, -1, -1}, t, 0, 0}; }
+inline Phase over_links(std::array<int, Phase::kMaxLinks> links, double bytes, double max_GBps) {
+  return {PhaseOn::kLinks, false, links, SimTime{}, bytes, max_GBps};
+}
+
+// An op's cost: at most one phase per resource, in PhaseOn order; fixed capacity, so pricing an
+// op allocates nothing.
+struct OpCost {
+  static constexpr int kMaxPhases = 3;
+  std::array<Phase, kMaxPhases> phases{};
+  uint8_t n = 0;
+  KernelSource source = KernelSource::kNone;  // what priced the stream's time and the transfer
+
+  OpCost& add(const Phase& p) {
+    PROTWIN_ASSERT(n < kMaxPhases, "an op's cost holds at most ", kMaxPhases, " phases");
+    phases[n++] = p;
+    return *this;
+  }
+  // The stream's phase (kDevice or kCpu), the host's, the transfer; nullptr when there is none.
+  Phase* stream() { return at(index_of(PhaseOn::kDevice, PhaseOn::kCpu)); }
+  const Phase* stream() const { return at(index_of(PhaseOn::kDevice, PhaseOn::kCpu)); }
+  const Phase* host() const { return at(index_of(PhaseOn::kHost, PhaseOn::kHost)); }
+  const Phase* transfer() const { return at(index_of(PhaseOn::kLinks, PhaseOn::kLinks)); }
+  SimTime stream_time() const { return stream() ? stream()->time : SimTime{}; }
+  SimTime host_time() const { return host() ? host()->time : SimTime{}; }
+  // The stream's time times `s`, rounded to the nearest ns (contention, processor sharing).
+  void scale_stream_time(double s) {
+    if (Phase* p = stream()) p->time = SimTime{static_cast<int64_t>(static_cast<double>(p->time.ns) * s + 0.5)};
+  }
+
+ private:
+  int index_of(PhaseOn a, PhaseOn b) const {
+    for (int k = 0; k < n; ++k)
+      if (phases[static_cast<size_t>(k)].on == a || phases[static_cast<size_t>(k)].on == b) return k;
+    return -1;
+  }
+  Phase* at(int k) { return k < 0 ? nullptr : &phases[static_cast<size_t>(k)]; }
+  const Phase* at(int k) const { return k < 0 ? nullptr : &phases[static_cast<size_t>(k)]; }
 };
 
 class CostModel {

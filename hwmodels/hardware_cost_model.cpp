@@ -70,9 +70,9 @@ double kernel_bytes(const traces::Kernel& k, bool backward) {
   return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
 }
 
-// The op's fixed time and what priced it; an op that costs nothing has no source.
+// The op's time on its stream and what priced it; an op that costs nothing has no source.
 void priced(OpCost* c, const KernelTime& t) {
-  c->fixed = from_seconds(t.seconds);
+  c->stream()->time = from_seconds(t.seconds);
   c->source = t.seconds > 0 ? t.source : KernelSource::kNone;
 }
 
@@ -591,13 +591,18 @@ KernelTime HardwareCostModel::send_recv_priced(double bytes, bool inter_node) co
 }
 
 OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) const {
-  OpCost c = device_cost(op, plan);
   const HostDispatchSpec& h = machine_.host_dispatch;
-  if (h.enabled && h.host_thread) add_host_cost(op, plan, &c);
+  const bool host_thread = h.enabled && h.host_thread;
+  OpCost c;
+  if (host_thread) add_host_phase(op, plan, &c);
+  add_device_phases(op, plan, &c);
+  Phase& stream = *c.stream();
+  // CPU work (CPU Adam, host passes): launches that need its result wait for it.
+  if (host_thread && traces::is_cpu_work(op.kind)) stream.on = PhaseOn::kCpu;
   // A runtime whose stream threads issue their own ops: its work per op (and per step, before the
   // first op) delays the op on its own stream, serial with it.
   if (h.enabled && (h.runtime_op_us > 0 || h.runtime_step_us > 0))
-    c.fixed += from_seconds((h.runtime_op_us + (op.id == 0 ? h.runtime_step_us : 0)) * 1e-6);
+    stream.time += from_seconds((h.runtime_op_us + (op.id == 0 ? h.runtime_step_us : 0)) * 1e-6);
   return c;
 }
 
@@ -607,20 +612,19 @@ int HardwareCostModel::launch_queue_depth() const { return machine_.host_dispatc
 // eager ATen op (dispatch, with autograd recording in forward and recompute; an autograd-engine
 // node in backward) plus its cudaLaunchKernel; a copy is one cudaMemcpyAsync, a collective one c10d call, a device optimizer
 // step its multi-tensor launches; op.host adds the system's own host work (hooks, extra small
-// ops and copies; sim/policy/host_work.h). CPU work (CPU Adam, host passes) is marked so
-// launches that need its result wait for it. A copy from or to pageable memory blocks the host
-// until it is done (CUDA runtime API, "API synchronization behavior"); so does op.host_sync.
-void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {
+// ops and copies; sim/policy/host_work.h). CPU work (CPU Adam, host passes) is not issued by it.
+// A copy from or to pageable memory blocks the host until it is done (CUDA runtime API, "API
+// synchronization behavior"); so does op.host_sync.
+void HardwareCostModel::add_host_phase(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {
   const HostDispatchSpec& h = machine_.host_dispatch;
-  if (traces::is_cpu_work(op.kind)) {
-    c->cpu_work = true;
+  if (traces::is_cpu_work(op.kind) || op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree ||
+      op.kind == traces::OpKind::kArrive)
     return;
-  }
-  if (op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree || op.kind == traces::OpKind::kArrive) return;
   double us = 0;
+  bool sync = op.host_sync;
   if (op.kind == traces::OpKind::kH2D || op.kind == traces::OpKind::kD2H) {
     us = h.copy_call_us;
-    c->host_sync = !copy_is_pinned(op, plan);
+    sync = sync || !copy_is_pinned(op, plan);
   } else if (traces::is_collective(op.kind) || op.kind == traces::OpKind::kSendRecv) {
     us = h.collective_call_us;
   } else if (op.kind == traces::OpKind::kAdamDevice) {
@@ -641,107 +645,107 @@ void HardwareCostModel::add_host_cost(const traces::Op& op, const traces::Plan& 
   }
   const traces::HostWork& w = op.host;
   us += w.hooks * h.module_hook_us + w.eager_ops * (h.eager_op_us + h.kernel_launch_us) + w.copies * h.copy_call_us;
-  if (op.host_sync) c->host_sync = true;
-  c->host = SimTime(std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3))));
+  c->add(on_host(SimTime(std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3)))), sync));
 }
 
-OpCost HardwareCostModel::device_cost(const traces::Op& op, const traces::Plan& plan) const {
-  OpCost c;
+// The op's time on its stream (a phase always, zero for an op that costs nothing) and, for a copy
+// or a host-staged collective, its transfer over the links.
+void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {
+  c->add(on_device(SimTime{}));
   const double bytes = static_cast<double>(op.work.bytes);
   if (op.kind == traces::OpKind::kH2D || op.kind == traces::OpKind::kD2H) {
     const bool h2d = op.kind == traces::OpKind::kH2D;
     const bool pinned = copy_is_pinned(op, plan);
-    if (bytes <= 0) return c;
+    if (bytes <= 0) return;
     const CopyPrice p = copy_price(bytes, h2d, pinned, true);
     const double latency = p.latency_s;
     double rate = p.GBps;
-    c.source = KernelSource::kCurve;
+    c->source = KernelSource::kCurve;
     if (p.measured_s) {  // a measured copy of this size sets the transfer's own rate
-      c.source = KernelSource::kProfile;
-      if (*p.measured_s <= latency) { c.fixed = from_seconds(*p.measured_s); return c; }
+      c->source = KernelSource::kProfile;
+      if (*p.measured_s <= latency) {
+        c->stream()->time = from_seconds(*p.measured_s);
+        return;
+      }
       rate = bytes / ((*p.measured_s - latency) * 1e9);
     }
-    c.fixed = from_seconds(latency);
-    c.links = {h2d ? kLinkH2D : kLinkD2H, kLinkDuplex, -1};
-    c.link_bytes = bytes;
-    c.max_GBps = rate;
-    return c;
+    c->stream()->time = from_seconds(latency);
+    c->add(over_links({h2d ? kLinkH2D : kLinkD2H, kLinkDuplex, -1}, bytes, rate));
+    return;
   }
   CollectiveKind kind;
   if (collective_of(op.kind, &kind)) {
     const traces::CollectiveGroup& g = op.group;
     const int ranks = g.ranks > 0 ? g.ranks : plan.ranks();
-    if (ranks <= 1 || bytes <= 0) return c;
+    if (ranks <= 1 || bytes <= 0) return;
     if (g.ranks_per_node > 0 && !(g.ranks_per_node == ranks && machine_.intra_node.host_staged)) {
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        priced(&c, collective_priced(kind, bytes, ranks, g.ranks_per_node, g.groups_per_node));
+        priced(c, collective_priced(kind, bytes, ranks, g.ranks_per_node, g.groups_per_node));
       } catch (const Error& e) {
         throw Error(traces::describe_op(op) + " group.ranks_per_node: " + e.what());
       }
-      return c;
+      return;
     }
     const CollectiveScope scope = g.inter_node ? CollectiveScope::kInterNode : CollectiveScope::kIntraNode;
     const bool staged = g.inter_node ? machine_.inter_node && machine_.inter_node->host_staged
                                      : machine_.intra_node.host_staged;
     if (!staged) {
-      priced(&c, collective_priced(kind, bytes, ranks, scope));
-      return c;
+      priced(c, collective_priced(kind, bytes, ranks, scope));
+      return;
     }
     // Host-staged: every rank's bus bytes go over its PCIe link in both directions.
     const CollectiveSpec& spec = collective_spec(kind, scope);
-    c.fixed = from_seconds(spec.alpha_us * 1e-6);
-    c.source = KernelSource::kModel;
-    c.links = {kLinkH2D, kLinkD2H, kLinkDuplex};
-    c.link_bytes = collective_bus_bytes(kind, bytes, ranks);
-    c.max_GBps = spec.busbw_GBps;
-    return c;
+    c->stream()->time = from_seconds(spec.alpha_us * 1e-6);
+    c->source = KernelSource::kModel;
+    c->add(over_links({kLinkH2D, kLinkD2H, kLinkDuplex}, collective_bus_bytes(kind, bytes, ranks), spec.busbw_GBps));
+    return;
   }
   if (op.kind == traces::OpKind::kSendRecv) {
-    priced(&c, send_recv_priced(bytes, op.group.inter_node));
-    return c;
+    priced(c, send_recv_priced(bytes, op.group.inter_node));
+    return;
   }
   if (op.kind == traces::OpKind::kAdamCpu) {
     const int ranks = plan.ranks_per_host(machine_.gpu.count);
     double t = cpu_adam_seconds(static_cast<double>(op.work.params), ranks);
     // FSDP's torch.optim.Adam on CPU tensors is slower than the SIMD CPU Adam (hardware.md §3.5).
     if (op.sub_kind == traces::OpSubKind::kTorch) t *= machine_.cpu_adam.torch_slowdown;
-    priced(&c, {t, KernelSource::kCurve});
-    return c;
+    priced(c, {t, KernelSource::kCurve});
+    return;
   }
   if (op.kind == traces::OpKind::kHostCast || op.kind == traces::OpKind::kHostPass) {  // CPU passes over host memory
     const int ranks = plan.ranks_per_host(machine_.gpu.count);
-    priced(&c, {op.kind == traces::OpKind::kHostCast
+    priced(c, {op.kind == traces::OpKind::kHostCast
                     ? host_cast_seconds(bytes, ranks)
                     : host_pass_seconds(op.sub_kind, bytes, static_cast<double>(op.work.params), ranks),
                 KernelSource::kCurve});
-    return c;
+    return;
   }
   if (op.kind == traces::OpKind::kAdamDevice) {
     // bytes_per_param: the step as a framework's code does it (its passes over grads, states and
     // params); else the machine's fused device Adam.
     const double bpp = op.bytes_per_param > 0 ? op.bytes_per_param : machine_.gpu_adam.bytes_per_param;
-    priced(&c, {device_adam_seconds(static_cast<double>(op.work.params), bpp), KernelSource::kCurve});
-    return c;
+    priced(c, {device_adam_seconds(static_cast<double>(op.work.params), bpp), KernelSource::kCurve});
+    return;
   }
-  if (op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree || op.kind == traces::OpKind::kArrive) return c;
+  if (op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree || op.kind == traces::OpKind::kArrive) return;
   // A profile that timed this whole block as the runtime runs it (traces/block_signature.h) wins
   // over the sum of its kernels: the block also runs calls the kernel list leaves out (issue 22).
   if (profile_)
     if (const auto block = traces::block_signature(plan, op))
       if (const auto t = profile_(*block)) {
-        priced(&c, {*t, KernelSource::kProfile});
-        return c;
+        priced(c, {*t, KernelSource::kProfile});
+        return;
       }
   if (const traces::KernelSet& ks = plan.kernels_of(op); !ks.empty()) {
-    priced(&c, kernel_set_time(ks, op.kind == traces::OpKind::kBackward));
-    return c;
+    priced(c, kernel_set_time(ks, op.kind == traces::OpKind::kBackward));
+    return;
   }
   if (op.work.flops > 0 || op.work.bytes > 0) {
-    priced(&c, {roofline_seconds(op.work.flops, bytes, plan.dtype.empty() ? "fp16" : plan.dtype), KernelSource::kCurve});
+    priced(c, {roofline_seconds(op.work.flops, bytes, plan.dtype.empty() ? "fp16" : plan.dtype), KernelSource::kCurve});
   }
-  return c;
+  return;
 }
 
 }  // namespace protwin::hw

@@ -64,7 +64,7 @@ class HardwareCostModel : public CostModel {
   // work use a roofline at sustained TFLOPS and achievable HBM bandwidth.
   std::vector<LinkSpec> links() const override;
   // With the machine's host_dispatch section (DESIGN §4) the cost also says what the host thread
-  // spends issuing the op (add_host_cost).
+  // spends issuing the op, a phase on its host thread before its stream's (add_host_phase).
   OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
   int launch_queue_depth() const override;
 
@@ -127,7 +127,7 @@ class HardwareCostModel : public CostModel {
   const CollectiveModel& collectives() const { return collectives_; }
 
  private:
-  OpCost device_cost(const traces::Op& op, const traces::Plan& plan) const;
+  void add_device_phases(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
   // What prices a copy alone on its link: its latency, the link's rate at this size, and a
   // profile's measured time of it (when `measured` and the profile has one).
   struct CopyPrice {
@@ -135,7 +135,7 @@ class HardwareCostModel : public CostModel {
     std::optional<double> measured_s;
   };
   CopyPrice copy_price(double bytes, bool h2d, bool pinned, bool measured) const;
-  void add_host_cost(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
+  void add_host_phase(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
   const DtypeCompute& compute_for(const std::string& dtype) const;
   double roofline_seconds(double flops, double bytes, const std::string& dtype) const;
   const CollectiveSpec& collective_spec(CollectiveKind kind, CollectiveScope scope) const;

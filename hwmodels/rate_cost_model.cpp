@@ -1,5 +1,6 @@
 #include "hwmodels/rate_cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -72,8 +73,8 @@ RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::strin
     r.max_GBps = rate_or_zero(s, "max_GBps");
     if (auto links = s.find("links")) {
       const size_t n = links->size();
-      if (n < 1 || n > static_cast<size_t>(OpCost::kMaxLinks)) {
-        links->fail("expected 1 to " + std::to_string(OpCost::kMaxLinks) + " link names, got " +
+      if (n < 1 || n > static_cast<size_t>(Phase::kMaxLinks)) {
+        links->fail("expected 1 to " + std::to_string(Phase::kMaxLinks) + " link names, got " +
                     std::to_string(n));
       }
       for (size_t i = 0; i < n; ++i) {
@@ -138,20 +139,20 @@ OpCost RateCostModel::cost(const traces::Op& op, const traces::Plan& plan) const
   // 1 TFLOPS = 1e3 flops/ns; 1 GB/s = 1 byte/ns.
   double ns = r.latency_us * 1e3;
   if (r.tflops > 0) ns += op.work.flops / (r.tflops * 1e3);
-  OpCost c;
-  if (r.links.empty()) {
-    if (r.GBps > 0) ns += static_cast<double>(op.work.bytes) / r.GBps;
-  } else {
-    for (size_t i = 0; i < r.links.size(); ++i) c.links[i] = r.links[i];
-    c.link_bytes = static_cast<double>(op.work.bytes);
-    c.max_GBps = r.max_GBps;
-  }
+  const bool links = !r.links.empty();
+  if (!links && r.GBps > 0) ns += static_cast<double>(op.work.bytes) / r.GBps;
   // Rounded up to whole ns, never to zero for a positive time (traces/units.h).
   PROTWIN_CHECK(ns < static_cast<double>(kSimHorizonNs), traces::describe_op(plan, op), ": ", op.work.flops, " flops and ",
                 op.work.bytes, " bytes take longer than the simulator's horizon of 2^62 ns (146 years) at the rates "
                 "of ", source_);
-  c.fixed = ceil_ns(ns);
-  if (c.fixed.ns > 0 || c.link_bytes > 0) c.source = KernelSource::kRates;
+  OpCost c;
+  c.add(on_device(ceil_ns(ns)));
+  if (links) {
+    std::array<int, Phase::kMaxLinks> route{-1, -1, -1};
+    std::copy(r.links.begin(), r.links.end(), route.begin());
+    c.add(over_links(route, static_cast<double>(op.work.bytes), r.max_GBps));
+  }
+  if (c.stream_time().ns > 0 || (links && op.work.bytes > 0)) c.source = KernelSource::kRates;
   return c;
 }
 

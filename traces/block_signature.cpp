@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "traces/model_spec.h"
+
 namespace protwin::traces {
 
 namespace {
@@ -12,8 +14,18 @@ int64_t int_of(const nlohmann::json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : 0;
 }
 
-std::string str_of(const nlohmann::json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+// The plan's meta.model_spec through the ModelSpec codec, parsed again only when it differs from
+// the last one this thread read: a cost model with a profile asks for every compute op of a plan,
+// and a search prices thousands of them (comparing the JSON costs a tenth of parsing it).
+const ModelSpec& model_spec_of(const Plan& plan) {
+  thread_local nlohmann::json last;
+  thread_local ModelSpec spec;
+  const nlohmann::json& j = plan.meta["model_spec"];
+  if (j != last) {
+    spec = model_from_json(j, plan.source, "/meta/model_spec");
+    last = j;
+  }
+  return spec;
 }
 
 }  // namespace
@@ -26,27 +38,24 @@ OpSignature block_signature(const BlockShape& b, const std::string& dtype) {
 
 std::optional<OpSignature> block_signature(const Plan& plan, const Op& op) {
   if (op.kind != OpKind::kForward && op.kind != OpKind::kRecompute && op.kind != OpKind::kBackward) return std::nullopt;
-  const nlohmann::json& spec = plan.meta.is_object() && plan.meta.contains("model_spec") ? plan.meta["model_spec"]
-                                                                                          : nlohmann::json();
   BlockShape b;
-  b.family = str_of(spec, "family");
-  if (b.family == "gpt") b.family = "gpt2";
-  if (b.family != "gpt2" && b.family != "llama") return std::nullopt;
-  const std::string block = str_of(op.attrs, "block");
-  if (block == "embedding" || block == "head") b.role = block;
-  else if (block.rfind("layer.", 0) == 0) b.role = "layer";
+  const auto block = op.attrs.is_object() ? op.attrs.find("block") : op.attrs.end();
+  const std::string name = block != op.attrs.end() && block->is_string() ? block->get<std::string>() : "";
+  if (name == "embedding" || name == "head") b.role = name;
+  else if (name.rfind("layer.", 0) == 0) b.role = "layer";
   else return std::nullopt;
-  b.pass = op.kind == OpKind::kBackward ? "backward" : "forward";
   b.batch = int_of(plan.meta, "batch");
   b.seq = int_of(plan.meta, "seq");
-  b.hidden = int_of(spec, "hidden");
-  b.heads = int_of(spec, "heads");
-  b.kv_heads = int_of(spec, "kv_heads");
-  b.ffn_hidden = int_of(spec, "ffn_hidden");
-  b.vocab = int_of(spec, "vocab");
-  if (b.batch <= 0 || b.seq <= 0 || b.hidden <= 0 || b.heads <= 0 || b.kv_heads <= 0 || b.ffn_hidden <= 0 ||
-      b.vocab <= 0)
-    return std::nullopt;
+  if (b.batch <= 0 || b.seq <= 0 || !plan.meta.contains("model_spec")) return std::nullopt;
+  const ModelSpec& spec = model_spec_of(plan);
+  if (spec.family != "gpt2" && spec.family != "llama") return std::nullopt;
+  b.family = spec.family;
+  b.pass = op.kind == OpKind::kBackward ? "backward" : "forward";
+  b.hidden = spec.hidden;
+  b.heads = spec.heads;
+  b.kv_heads = spec.kv_heads;
+  b.ffn_hidden = spec.ffn_hidden;
+  b.vocab = spec.vocab;
   return block_signature(b, plan.dtype.empty() ? "fp32" : plan.dtype);
 }
 

@@ -697,6 +697,28 @@ void PlanWriter::commit() {
   out_->commit();
 }
 
+void check_op(const Plan& header, const Op& op, int stream) {
+  PROTWIN_CHECK(stream >= 0, describe_op(header, op), ": unknown stream \"", op.stream, "\"");
+  PROTWIN_CHECK(op.kernels >= -1 && op.kernels < static_cast<int>(header.kernel_sets.size()), describe_op(header, op),
+                ": kernel set ", op.kernels, " does not exist (the plan has ", header.kernel_sets.size(), ")");
+  PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(header, op),
+                ": negative work (flops ", op.work.flops, ", bytes ", op.work.bytes, ", params ", op.work.params, ")");
+  for (int d : op.deps) {
+    PROTWIN_CHECK(d >= 0, describe_op(header, op), ": dependency on unknown op ", d);
+    PROTWIN_CHECK(d != op.id, describe_op(header, op), ": depends on itself");
+  }
+  const int n_tensors = static_cast<int>(header.tensors.size());
+  for (int t : op.reads) PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(header, op), ": reads unknown tensor ", t);
+  for (int t : op.writes) PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(header, op), ": writes unknown tensor ", t);
+  for (const auto& m : op.mem) {
+    PROTWIN_CHECK(m.tensor >= -1 && m.tensor < n_tensors, describe_op(header, op),
+                  ": memory effect names unknown tensor ", m.tensor);
+    PROTWIN_CHECK(m.delta_bytes >= -kMaxPlanBytes && m.delta_bytes <= kMaxPlanBytes, describe_op(header, op),
+                  ": memory effect of ", m.delta_bytes, " bytes on pool ", m.pool, " is out of range (at most ",
+                  kMaxPlanBytes, " bytes either way)");
+  }
+}
+
 ValidationResult validate(const Plan& plan) {
   ValidationResult result;
   // Where a plan-level error is: "p.json:/streams/2", or "plan stream 2" for a plan built in memory.
@@ -734,32 +756,19 @@ ValidationResult validate(const Plan& plan) {
     PROTWIN_CHECK(op.id >= 0 && op.id < n_ops && &plan.ops[static_cast<size_t>(op.id)] == &op,
                   describe_op(plan, op), ": op ids must be dense and equal to the op's position");
     const int s = plan.stream_index(op.stream);
-    PROTWIN_CHECK(s >= 0, describe_op(plan, op), ": unknown stream \"", op.stream, "\"");
+    check_op(plan, op, s);
     stream_of[static_cast<size_t>(op.id)] = s;
-    PROTWIN_CHECK(op.kernels >= -1 && op.kernels < static_cast<int>(plan.kernel_sets.size()), describe_op(plan, op),
-                  ": kernel set ", op.kernels, " does not exist (the plan has ", plan.kernel_sets.size(), ")");
-    PROTWIN_CHECK(op.work.flops >= 0 && op.work.bytes >= 0 && op.work.params >= 0, describe_op(plan, op),
-                  ": negative work (flops ", op.work.flops, ", bytes ", op.work.bytes, ", params ",
-                  op.work.params, ")");
     for (int d : op.deps) {
-      PROTWIN_CHECK(d >= 0 && d < n_ops, describe_op(plan, op), ": dependency on unknown op ", d);
-      PROTWIN_CHECK(d != op.id, describe_op(plan, op), ": depends on itself");
+      PROTWIN_CHECK(d < n_ops, describe_op(plan, op), ": dependency on unknown op ", d);
       boost::add_edge(static_cast<size_t>(d), static_cast<size_t>(op.id), g);
     }
     if (last_on_stream[static_cast<size_t>(s)] >= 0)
       boost::add_edge(static_cast<size_t>(last_on_stream[static_cast<size_t>(s)]),
                       static_cast<size_t>(op.id), g);
     last_on_stream[static_cast<size_t>(s)] = op.id;
-    for (int t : op.reads)
-      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(plan, op), ": reads unknown tensor ", t);
-    for (int t : op.writes)
-      PROTWIN_CHECK(t >= 0 && t < n_tensors, describe_op(plan, op), ": writes unknown tensor ", t);
-    for (const auto& m : op.mem) {
+    for (const auto& m : op.mem)
       PROTWIN_CHECK(plan.pool_index(m.pool) >= 0, describe_op(plan, op), ": memory effect on unknown pool \"",
                     m.pool, "\"");
-      PROTWIN_CHECK(m.tensor >= -1 && m.tensor < n_tensors, describe_op(plan, op),
-                    ": memory effect names unknown tensor ", m.tensor);
-    }
   }
 
   std::vector<size_t> reverse_topo;
@@ -797,9 +806,6 @@ ValidationResult validate(const Plan& plan) {
     for (const auto& m : op.mem) {
       if (m.at != at) continue;
       const int p = plan.pool_index(m.pool);
-      PROTWIN_CHECK(m.delta_bytes >= -kMaxPlanBytes && m.delta_bytes <= kMaxPlanBytes, describe_op(plan, op),
-                    ": memory effect of ", m.delta_bytes, " bytes on pool ", m.pool, " is out of range (at most ",
-                    kMaxPlanBytes, " bytes either way)");
       int64_t& c = churn[static_cast<size_t>(p)];
       c += m.delta_bytes < 0 ? -m.delta_bytes : m.delta_bytes;
       PROTWIN_CHECK(c <= (int64_t{1} << 60), describe_op(plan, op), ": the memory effects on pool ", m.pool,

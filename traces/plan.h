@@ -256,6 +256,13 @@ class PlanWriter {
   size_t kernel_sets_;  // the header's, written in the frame: every op's set must be among them
 };
 
+// The checks of one op that need only its plan's header (streams, tensors, kernel sets), no other
+// op: its stream (`stream`, its index: -1 unknown), kernel set, work not negative, dependencies
+// not negative nor itself, known tensors, memory effects in range. validate() runs it on every op,
+// and the simulator on every op it takes (a streamed plan is never whole, so never validated).
+// Each resolves the pools itself. Throws protwin::Error naming the op.
+void check_op(const Plan& header, const Op& op, int stream);
+
 // Checks a plan before anything runs: ids dense and topologically ordered, streams, tensors and
 // pools exist, bytes non-negative, the dependency graph (deps + in-order streams) is a DAG,
 // tensors are resident where read (in id order), and no pool's high-water bound (under any

@@ -25,52 +25,6 @@ std::vector<Interval> union_of(std::vector<Interval> v) {
   return out;
 }
 
-// An op of one of the rules' streams in one pass: `stream` indexes Spans::names.
-struct Span {
-  int id;
-  int stream;
-  int64_t start, end;
-};
-
-// The records of the rules' streams (each rule's own and its `beside`) of one pass.
-class Spans {
- public:
-  explicit Spans(const std::vector<ContentionRule>& rules) {
-    for (const auto& rule : rules) {
-      index(rule.stream);
-      for (const auto& b : rule.beside) index(b);
-    }
-  }
-  void add(const traces::OpRecord& op) {
-    auto it = idx_.find(op.stream);
-    if (it != idx_.end()) spans_.push_back({op.id, it->second, op.start.ns, op.end.ns});
-  }
-  void clear() { spans_.clear(); }
-
-  // Sorted, disjoint union of the spans' [start, end) on the given streams.
-  std::vector<Interval> busy_union(const std::vector<std::string>& streams) const {
-    std::vector<int> want;
-    for (const auto& s : streams) want.push_back(idx_.at(s));
-    std::vector<Interval> v;
-    for (const auto& sp : spans_)
-      if (std::find(want.begin(), want.end(), sp.stream) != want.end() && sp.end > sp.start)
-        v.emplace_back(sp.start, sp.end);
-    return union_of(std::move(v));
-  }
-
-  // Each rule stream's op scaled by 1 + sum over rules of (slowdown - 1) x (share of its time the
-  // rule's other streams covered in this pass); every other op 1. Returns the largest change.
-  double update(const std::vector<ContentionRule>& rules, std::vector<double>& scale) const;
-
- private:
-  int index(const std::string& name) {
-    auto [it, added] = idx_.emplace(name, static_cast<int>(idx_.size()));
-    return it->second;
-  }
-  std::map<std::string, int> idx_;
-  std::vector<Span> spans_;
-};
-
 // Length of [a, b) covered by the union.
 int64_t covered(const std::vector<Interval>& u, int64_t a, int64_t b) {
   auto it = std::upper_bound(u.begin(), u.end(), Interval{a, INT64_MAX});
@@ -80,30 +34,49 @@ int64_t covered(const std::vector<Interval>& u, int64_t a, int64_t b) {
   return c;
 }
 
-double Spans::update(const std::vector<ContentionRule>& rules, std::vector<double>& scale) const {
-  std::map<std::vector<std::string>, std::vector<Interval>> unions;
-  for (const auto& rule : rules)
-    if (!unions.count(rule.beside)) unions[rule.beside] = busy_union(rule.beside);
-  std::vector<int> rule_stream;
-  for (const auto& rule : rules) rule_stream.push_back(idx_.at(rule.stream));
-  double moved = 0;
-  for (const auto& sp : spans_) {
-    // The scale applies to the base cost model's (unstretched) time; the share of the op that
-    // other streams covered is read off this pass's schedule.
-    const int64_t len = sp.end - sp.start;
-    double s = 1;
-    for (size_t i = 0; i < rules.size(); ++i)
-      if (sp.stream == rule_stream[i] && len > 0)
-        s += (rules[i].slowdown - 1) * static_cast<double>(covered(unions[rules[i].beside], sp.start, sp.end)) /
-             static_cast<double>(len);
-    if (static_cast<size_t>(sp.id) >= scale.size()) scale.resize(static_cast<size_t>(sp.id) + 1, 1.0);
-    moved = std::max(moved, std::abs(s - scale[static_cast<size_t>(sp.id)]));
-    scale[static_cast<size_t>(sp.id)] = s;
+// What the rules see of a pass: the intervals of each rule's `beside` streams as the records come
+// (note), which become, once the pass ends, what a slowed op's scale is read against: 1 + sum over
+// its stream's rules of (slowdown - 1) x (share of the op's time those streams covered).
+class Overlap {
+ public:
+  explicit Overlap(const std::vector<ContentionRule>& rules) : rules_(rules), seen_(rules.size()), ended_(rules.size()) {
+    for (size_t i = 0; i < rules.size(); ++i) {
+      slowed_[rules[i].stream].push_back(i);
+      for (const auto& b : rules[i].beside) beside_[b].push_back(i);
+    }
   }
-  return moved;
-}
+  void note(const traces::OpRecord& op) {
+    if (op.end.ns <= op.start.ns) return;
+    if (auto b = beside_.find(op.stream); b != beside_.end())
+      for (size_t i : b->second) seen_[i].emplace_back(op.start.ns, op.end.ns);
+  }
+  // The pass's intervals are now the ones scales are read against; false when there are none.
+  bool end_pass() {
+    bool any = false;
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      ended_[i] = union_of(std::move(seen_[i]));
+      seen_[i].clear();
+      any = any || !ended_[i].empty();
+    }
+    return any;
+  }
+  bool slows(const std::string& stream) const { return slowed_.count(stream) > 0; }
+  // The scale of an op of a slowed stream that ran [start, end), end > start.
+  double scale(const traces::OpRecord& op) const {
+    double s = 1;
+    for (size_t i : slowed_.at(op.stream))
+      s += (rules_[i].slowdown - 1) * static_cast<double>(covered(ended_[i], op.start.ns, op.end.ns)) /
+           static_cast<double>(op.end.ns - op.start.ns);
+    return s;
+  }
 
-// The base cost model with each op's fixed time scaled.
+ private:
+  const std::vector<ContentionRule>& rules_;
+  std::map<std::string, std::vector<size_t>> slowed_, beside_;  // stream -> rules
+  std::vector<std::vector<Interval>> seen_, ended_;             // per rule
+};
+
+// The base cost model with each op's time on its stream scaled.
 class ScaledCostModel : public hw::CostModel {
  public:
   using Scale = std::function<double(int id)>;
@@ -119,8 +92,7 @@ class ScaledCostModel : public hw::CostModel {
   int launch_queue_depth() const override { return base_.launch_queue_depth(); }
   hw::OpCost cost(const traces::Op& op, const traces::Plan& plan) const override {
     hw::OpCost c = base_.cost(op, plan);
-    const double s = scale_(op.id);
-    c.fixed = SimTime{static_cast<int64_t>(static_cast<double>(c.fixed.ns) * s + 0.5)};
+    c.scale_stream_time(scale_(op.id));
     return c;
   }
 
@@ -151,12 +123,15 @@ traces::Report simulate_with_contention(const traces::Plan& plan, const hw::Cost
                                         const std::vector<ContentionRule>& rules, int passes) {
   traces::Report r = PlanSimulator(cost).run(plan);
   if (rules.empty()) return r;
+  // Each pass's scales are read against the same pass's intervals (the streamed form below reads
+  // them against the pass before, to hold only the beside streams' intervals).
   std::vector<double> scale(plan.ops.size(), 1.0);
-  Spans spans(rules);
+  Overlap overlap(rules);
   for (int pass = 0; pass < passes; ++pass) {
-    spans.clear();
-    for (const auto& op : r.ops) spans.add(op);
-    spans.update(rules, scale);
+    for (const auto& op : r.ops) overlap.note(op);
+    overlap.end_pass();
+    for (const auto& op : r.ops)
+      if (overlap.slows(op.stream)) scale[static_cast<size_t>(op.id)] = op.end.ns > op.start.ns ? overlap.scale(op) : 1;
     r = PlanSimulator(ScaledCostModel(cost, scale)).run(plan);
   }
   return r;
@@ -169,41 +144,21 @@ traces::Report simulate_with_contention(const ContentionRun& run, const hw::Cost
   // Only the beside streams' intervals are kept (a rank's collectives: few); an op of a slowed
   // stream is scaled as its record comes, against the intervals of the pass before. At the fixed
   // point both passes are the same, so the scales are those of the plan form above.
-  std::map<std::string, std::vector<size_t>> slowed, beside;  // stream -> rules
-  for (size_t i = 0; i < rules.size(); ++i) {
-    slowed[rules[i].stream].push_back(i);
-    for (const auto& b : rules[i].beside) beside[b].push_back(i);
-  }
-  std::vector<std::vector<Interval>> seen(rules.size()), before(rules.size());
+  Overlap overlap(rules);
   std::unordered_map<int, double> used, next;  // op id -> scale (1 where absent): this pass's, the next's
   bool scaling = false;
   double moved = 0;
   const OpRecordSink collect = [&](const traces::OpRecord& op) {
-    const int64_t len = op.end.ns - op.start.ns;
-    if (len <= 0) return;
-    if (auto b = beside.find(op.stream); b != beside.end())
-      for (size_t i : b->second) seen[i].emplace_back(op.start.ns, op.end.ns);
-    auto sl = slowed.find(op.stream);
-    if (!scaling || sl == slowed.end()) return;
-    double s = 1;
-    for (size_t i : sl->second)
-      s += (rules[i].slowdown - 1) * static_cast<double>(covered(before[i], op.start.ns, op.end.ns)) /
-           static_cast<double>(len);
+    if (op.end.ns <= op.start.ns) return;
+    overlap.note(op);
+    if (!scaling || !overlap.slows(op.stream)) return;
+    const double s = overlap.scale(op);
     auto u = used.find(op.id);
     moved = std::max(moved, std::abs(s - (u == used.end() ? 1.0 : u->second)));
     if (s != 1) next[op.id] = s;
   };
-  auto end_pass = [&] {
-    bool any = false;
-    for (size_t i = 0; i < rules.size(); ++i) {
-      before[i] = union_of(std::move(seen[i]));
-      seen[i].clear();
-      any = any || !before[i].empty();
-    }
-    return any;
-  };
   traces::Report r = run(cost, collect);  // the collectives' intervals unstretched
-  if (!end_pass()) return final_sink ? run(cost, final_sink) : r;  // no collective ran: nothing to stretch
+  if (!overlap.end_pass()) return final_sink ? run(cost, final_sink) : r;  // no collective ran: nothing to stretch
   scaling = true;
   bool settled = false;  // r was simulated with `used`
   for (int pass = 0; pass < passes && !settled; ++pass) {
@@ -211,7 +166,7 @@ traces::Report simulate_with_contention(const ContentionRun& run, const hw::Cost
     next.clear();
     const int64_t last = r.iteration.ns;
     r = run(ScaledCostModel(cost, used), collect);
-    end_pass();
+    overlap.end_pass();
     settled = moved <= tolerance;  // `used` reproduces itself (within tolerance): r is the fixed point
     // Ops whose overlap flips from pass to pass (a kernel that starts just as a collective does)
     // need not settle; the iteration does.

@@ -13,7 +13,7 @@ namespace {
 std::string rank_prefix(int r) { return "rank" + std::to_string(r) + "."; }
 
 // Every joint op's cost, priced once by its rank's model against the original plan; each pass
-// scales the fixed part of CPU ops by their processor-sharing stretch.
+// scales the stream time of CPU ops by their processor-sharing stretch.
 class JointCostModel : public hw::CostModel {
  public:
   JointCostModel(std::vector<hw::LinkSpec> links, std::vector<hw::OpCost> costs, int queue_depth)
@@ -22,7 +22,7 @@ class JointCostModel : public hw::CostModel {
   int launch_queue_depth() const override { return queue_depth_; }
   hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
     hw::OpCost c = costs_[static_cast<size_t>(op.id)];
-    c.fixed = SimTime{static_cast<int64_t>(static_cast<double>(c.fixed.ns) * scale_[static_cast<size_t>(op.id)] + 0.5)};
+    c.scale_stream_time(scale_[static_cast<size_t>(op.id)]);
     return c;
   }
   std::vector<double>& scale() { return scale_; }
@@ -169,7 +169,9 @@ JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<cons
       if (R > 1 && traces::is_rendezvous(op.kind)) k += static_cast<size_t>(R);  // arrivals cost nothing
       for (int r = 0; r < R; ++r, ++k) {
         hw::OpCost c = ranks[static_cast<size_t>(r)]->cost(op, plan);
-        for (int l = 0; l < c.n_links(); ++l) c.links[static_cast<size_t>(l)] += offset[static_cast<size_t>(r)];
+        for (hw::Phase& p : c.phases)
+          for (int& l : p.links)
+            if (l >= 0) l += offset[static_cast<size_t>(r)];
         costs[k] = c;
       }
     }

@@ -71,7 +71,7 @@ struct Edge {
 };
 
 struct Route {
-  std::array<int, hw::OpCost::kMaxLinks> links;
+  std::array<int, hw::Phase::kMaxLinks> links;
   int n_links;
   double max_GBps;
 };
@@ -193,7 +193,8 @@ class Run final : public Handler {
   void link(uint32_t from, uint32_t to);
   void link_edge(uint32_t from, uint32_t to);
   void resize_slots(size_t n);
-  int32_t route_id(const hw::OpCost& c, const traces::Op& op);
+  void take_cost(size_t i, const traces::Op& op);
+  int32_t route_id(const hw::Phase& transfer, const traces::Op& op);
   void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
   void dispatch();
   void flush_ready();
@@ -304,7 +305,7 @@ void Run::init() {
   while (source_.wants_more() && pull()) {
   }
   for (const auto& [d, i] : forward_deps_) {
-    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, op(i)), ": dependency on op ", d, " which does not exist");
+    PROTWIN_CHECK(d < gen_, traces::describe_op(header_, op(i)), ": dependency on unknown op ", d);
     link(d, i);
   }
   forward_deps_.clear();
@@ -424,7 +425,7 @@ void Run::add_op(const traces::Op& op) {
   const int s = last_stream_ >= 0 && stream_names_[static_cast<size_t>(last_stream_)] == op.stream
                     ? last_stream_
                     : find_stream(op.stream);
-  PROTWIN_CHECK(s >= 0, traces::describe_op(header_, op), ": unknown stream \"", op.stream, "\"");
+  traces::check_op(header_, op, s);
   last_stream_ = s;
   st.stream = s;
   if (streamed_)
@@ -440,8 +441,6 @@ void Run::add_op(const traces::Op& op) {
   last_id_on_stream_[static_cast<size_t>(s)] = id;
   bool prev_listed = false;
   for (int d : op.deps) {
-    PROTWIN_CHECK(d >= 0, traces::describe_op(header_, op), ": dependency on op ", d, " which does not exist");
-    PROTWIN_CHECK(d != op.id, traces::describe_op(header_, op), ": depends on itself");
     const auto dep = static_cast<uint32_t>(d);
     if (d == prev_id) prev_listed = true;
     if (!streamed_) {
@@ -463,25 +462,7 @@ void Run::add_op(const traces::Op& op) {
   }
   if (prev >= 0 && !prev_listed) link(static_cast<uint32_t>(prev), i);
 
-  const hw::OpCost c = cost_model_.cost(op, header_);
-  ++priced_by_[static_cast<size_t>(c.source)];
-  PROTWIN_ASSERT(c.fixed.ns >= 0, traces::describe_op(header_, op), ": negative fixed time");
-  PROTWIN_ASSERT(c.link_bytes >= 0 && c.max_GBps >= 0, traces::describe_op(header_, op),
-                 ": negative transfer bytes or rate cap");
-  OpState& t = at(i);
-  t.fixed = c.fixed.ns;
-  t.link_bytes = c.link_bytes;
-  t.route = c.link_bytes > 0 && c.links[0] >= 0 ? route_id(c, op) : -1;
-  PROTWIN_ASSERT(c.host.ns >= 0, traces::describe_op(header_, op), ": negative host time");
-  if (c.host.ns > 0 || c.host_sync || c.cpu_work) {
-    if (!has_hosts_) {
-      has_hosts_ = true;
-      host_states_.resize(state_.size());
-    }
-    HostState& x = host_state(i);
-    x.host_ns = c.host.ns;
-    x.host_flags = static_cast<uint8_t>((c.host_sync ? kSync : 0) | (c.cpu_work ? kCpuWork : 0));
-  }
+  take_cost(i, op);
   if (has_hosts_ && host_state(i).host_ns > 0) {  // issued by its stream's host thread: it waits for its launch
     HostState& x = host_state(i);
     if (host_of_stream_[static_cast<size_t>(s)] < 0) {
@@ -520,6 +501,7 @@ void Run::add_op(const traces::Op& op) {
     }
   }
 
+  OpState& t = at(i);
   t.mem_begin = static_cast<uint32_t>(mem_.size());
   // Start effects first, then end effects. The effects at one instant are summed per pool (in
   // first-mention order): a release listed after an allocation is no transient peak.
@@ -562,16 +544,56 @@ void Run::add_op(const traces::Op& op) {
   }
 }
 
-int32_t Run::route_id(const hw::OpCost& c, const traces::Op& op) {
-  for (size_t r = 0; r < routes_.size(); ++r) {
-    if (routes_[r].links == c.links && routes_[r].max_GBps == c.max_GBps) return static_cast<int32_t>(r);
+// Op i's cost, its phases in order onto what runs them: the host thread's launch (HostState),
+// then the stream's time (OpState::fixed), then the transfer over its links (a route).
+void Run::take_cost(size_t i, const traces::Op& op) {
+  const hw::OpCost c = cost_model_.cost(op, header_);
+  ++priced_by_[static_cast<size_t>(c.source)];
+  OpState& t = at(i);
+  int64_t host_ns = 0;
+  uint8_t flags = 0;
+  int last = -1;
+  for (uint8_t k = 0; k < c.n; ++k) {
+    const hw::Phase& p = c.phases[k];
+    const int order = p.on == hw::PhaseOn::kHost ? 0 : p.on == hw::PhaseOn::kLinks ? 2 : 1;
+    PROTWIN_ASSERT(order > last, traces::describe_op(header_, op),
+                   ": cost phases out of order (a host's, a stream's, a transfer, at most one each)");
+    last = order;
+    PROTWIN_ASSERT(p.time.ns >= 0 && p.bytes >= 0 && p.max_GBps >= 0, traces::describe_op(header_, op),
+                   ": negative phase time, transfer bytes or rate cap");
+    switch (p.on) {
+      case hw::PhaseOn::kHost:
+        host_ns = p.time.ns;
+        if (p.until_end) flags |= kSync;
+        break;
+      case hw::PhaseOn::kCpu: flags |= kCpuWork; [[fallthrough]];
+      case hw::PhaseOn::kDevice: t.fixed = p.time.ns; break;
+      case hw::PhaseOn::kLinks:
+        t.link_bytes = p.bytes;
+        if (p.bytes > 0 && p.links[0] >= 0) t.route = route_id(p, op);
+        break;
+    }
   }
-  for (int k = 0; k < c.n_links(); ++k) {
-    PROTWIN_ASSERT(c.links[static_cast<size_t>(k)] < network_->n_links(), traces::describe_op(header_, op),
-                   ": cost model names link ", c.links[static_cast<size_t>(k)], " of ",
+  if (host_ns > 0 || flags != 0) {
+    if (!has_hosts_) {
+      has_hosts_ = true;
+      host_states_.resize(state_.size());
+    }
+    host_state(i).host_ns = host_ns;
+    host_state(i).host_flags = flags;
+  }
+}
+
+int32_t Run::route_id(const hw::Phase& transfer, const traces::Op& op) {
+  for (size_t r = 0; r < routes_.size(); ++r) {
+    if (routes_[r].links == transfer.links && routes_[r].max_GBps == transfer.max_GBps) return static_cast<int32_t>(r);
+  }
+  for (int k = 0; k < transfer.n_links(); ++k) {
+    PROTWIN_ASSERT(transfer.links[static_cast<size_t>(k)] < network_->n_links(), traces::describe_op(header_, op),
+                   ": cost model names link ", transfer.links[static_cast<size_t>(k)], " of ",
                    network_->n_links());
   }
-  routes_.push_back(Route{c.links, c.n_links(), c.max_GBps});
+  routes_.push_back(Route{transfer.links, transfer.n_links(), transfer.max_GBps});
   return static_cast<int32_t>(routes_.size() - 1);
 }
 

@@ -8,9 +8,10 @@
 //  - Ready ops start in (time, priority, op id) order. At equal time, op ends (and transfer
 //    completions) run before transfers start, which run before ops start, so memory freed at t
 //    is available to an op starting at t.
-//  - An op: at start its `at: start` memory effects apply, then its fixed time passes, then its
-//    link transfer (if any) runs, shared max-min fairly with the other transfers; then its
-//    `at: end` effects apply and it ends.
+//  - An op runs its cost's phases (hw::OpCost) in order: with a host phase, its host thread
+//    launches it first; then at start its `at: start` memory effects apply, its stream phase's time
+//    passes, then its link transfer (if any) runs, shared max-min fairly with the other transfers;
+//    then its `at: end` effects apply and it ends.
 //  - Report: per-op start/end, per-stream busy time (sum of op durations), per-pool step curve
 //    and peak (from plan.pools[i].initial). meta = {"source": "sim", "plan": plan.meta, "links"}.
 // Deterministic: the same plan and cost model give a byte-identical report_to_string().

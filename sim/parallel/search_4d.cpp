@@ -10,47 +10,6 @@
 
 namespace protwin::sim {
 
-namespace {
-
-// What search-4d reads of a simulated layout (its table and JSON), as it crosses MPI ranks. The
-// placement is a function of the layout and the cluster, so the receiving rank recomputes it.
-PointCodec<Simulate4dResult> search_row_codec() {
-  PointCodec<Simulate4dResult> c;
-  c.encode = [](const Simulate4dResult& s) {
-    const ParallelSizes& z = s.options.sizes;
-    return nlohmann::json{{"sizes", {z.tp, z.cp, z.pp, z.dp}}, {"split", {s.options.split.first, s.options.split.last}},
-                          {"gpus_per_node", s.placement.gpus_per_node},
-                          {"nodes", s.placement.nodes}, {"microbatches", s.microbatches},
-                          {"iteration_s", s.iteration_s}, {"tokens_per_s", s.tokens_per_s},
-                          {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
-                          {"bubble_fraction", s.bubble_fraction}, {"memory_bytes", s.memory.total_bytes},
-                          {"fits_80pct", s.fits_80pct}, {"priced_by", s.priced_by},
-                          {"peak_live_ops", {s.peak_live_ops, s.peak_live_ops_per_stage}}};
-  };
-  c.decode = [](const nlohmann::json& j) {
-    Simulate4dResult s;
-    const auto z = j.at("sizes");
-    s.options.sizes = {z.at(0), z.at(1), z.at(2), z.at(3)};
-    s.options.split = {j.at("split").at(0), j.at("split").at(1)};
-    s.placement = place_groups(s.options.sizes, j.at("gpus_per_node"), j.at("nodes"));
-    s.microbatches = j.at("microbatches");
-    s.iteration_s = j.at("iteration_s");
-    s.tokens_per_s = j.at("tokens_per_s");
-    s.tflops_per_gpu = j.at("tflops_per_gpu");
-    s.mfu = j.at("mfu");
-    s.bubble_fraction = j.at("bubble_fraction");
-    s.memory.total_bytes = j.at("memory_bytes");
-    s.fits_80pct = j.at("fits_80pct");
-    s.priced_by = j.at("priced_by").get<std::map<std::string, int64_t>>();
-    s.peak_live_ops = j.at("peak_live_ops").at(0);
-    s.peak_live_ops_per_stage = j.at("peak_live_ops").at(1);
-    return s;
-  };
-  return c;
-}
-
-}  // namespace
-
 Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& cost, const Search4dOptions& o) {
   const hw::Machine& machine = cost.machine();
   PROTWIN_CHECK(o.nodes >= 1, "--nodes ", o.nodes, ": must be at least 1");
@@ -101,7 +60,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
   }
 
   const auto t0 = std::chrono::steady_clock::now();
-  const std::function<Simulate4dResult(size_t)> simulate_row = [&](size_t i) {
+  const std::function<Layout4dResult(size_t)> simulate_row = [&](size_t i) {
     Simulate4dConfig cfg;
     cfg.options = o.base;
     cfg.options.seq = space.seq;
@@ -111,11 +70,14 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
     cfg.nodes = o.nodes;
     cfg.gpu_memory_gb = r.gpu_memory_gb;
     cfg.collective_sms = o.collective_sms;
-    return simulate_4d(model, cost, cfg);
+    const Simulate4dResult s = simulate_4d(model, cost, cfg);
+    return Layout4dResult{s.placement.gpus_per_node, s.placement.nodes, s.microbatches, s.iteration_s,
+                          s.tokens_per_s, s.tflops_per_gpu, s.mfu, s.bubble_fraction, s.memory.total_bytes,
+                          s.fits_80pct, s.priced_by, s.peak_live_ops, s.peak_live_ops_per_stage};
   };
   // Layouts over the threads (and MPI ranks); a refused layout (protwin::Error) is that row's
   // failure, anything else (an internal error, out of memory) stops the search.
-  const auto outcomes = evaluate_points(rows.size(), o.threads, simulate_row, search_row_codec(), o.progress);
+  const auto outcomes = evaluate_points(rows.size(), o.threads, simulate_row, json_codec<Layout4dResult>(), o.progress);
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& e = outcomes[i].error;
     if (e && e->kind != PointError::Kind::kUser) e->rethrow();
@@ -148,7 +110,7 @@ nlohmann::json search_4d_to_json(const Search4dResult& r, size_t top) {
       continue;
     }
     if (top > 0 && rows.size() >= top) continue;
-    const Simulate4dResult& s = row.result;
+    const Layout4dResult& s = row.result;
     layout["rank"] = rows.size() + 1;
     layout["microbatches"] = s.microbatches;
     layout["iteration_s"] = s.iteration_s;
@@ -156,9 +118,9 @@ nlohmann::json search_4d_to_json(const Search4dResult& r, size_t top) {
     layout["tflops_per_gpu"] = s.tflops_per_gpu;
     layout["mfu"] = s.mfu;
     layout["bubble_fraction"] = s.bubble_fraction;
-    layout["memory_GiB"] = s.memory.total_gib();
+    layout["memory_GiB"] = s.memory_gib();
     layout["fits_80pct"] = s.fits_80pct;
-    layout["placement"] = placement_to_json(s.placement);
+    layout["placement"] = placement_to_json(place_groups({c.tp, c.cp, c.pp, c.dp}, s.gpus_per_node, s.nodes));
     layout["priced_by"] = s.priced_by;
     layout["peak_live_ops"] = s.peak_live_ops;
     layout["peak_live_ops_per_stage"] = s.peak_live_ops_per_stage;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,26 @@ struct Search4dOptions {
   std::function<void(long done, long total)> progress;  // called from the calling thread (rank 0: its layouts)
 };
 
+// What search-4d reports of a simulated layout (its table and JSON), as it crosses MPI ranks.
+struct Layout4dResult {
+  int64_t gpus_per_node = 0, nodes = 0;  // the layout's placement (place_groups of its sizes)
+  int64_t microbatches = 0;
+  double iteration_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0;
+  double memory_bytes = 0;     // per GPU, the estimator's (MemoryEstimate::total_bytes)
+  bool fits_80pct = false;
+  std::map<std::string, int64_t> priced_by;
+  int64_t peak_live_ops = 0, peak_live_ops_per_stage = 0;
+  double memory_gib() const { return memory_bytes / MemoryEstimate::kGiB; }
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Layout4dResult, gpus_per_node, nodes, microbatches, iteration_s, tokens_per_s,
+                                   tflops_per_gpu, mfu, bubble_fraction, memory_bytes, fits_80pct, priced_by,
+                                   peak_live_ops, peak_live_ops_per_stage)
+
 struct Search4dRow {
   SearchCandidate candidate;   // the layout and its enumeration-time estimate
   bool simulated = false;
   std::string failure;         // why the compiler or simulator refused it
-  Simulate4dResult result;     // under mpirun, a layout simulated on another rank carries only what
-                               // search-4d reports (search_4d.cpp: search_row_codec)
+  Layout4dResult result;
 };
 
 struct Search4dResult {

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include "sim/distributed/evaluate_points.h"
 #include "sim/engine/plan_simulator.h"
@@ -58,6 +60,43 @@ int swap_spacing_for(const WorkloadTimes& t) {
   if (t.fwd_s[mid] <= 0) return 1;
   // Layers of forward compute needed to hide one layer's swap-out.
   return std::max(1, static_cast<int>(std::ceil(t.swap_out_s[mid] / t.fwd_s[mid])));
+}
+
+// The plan and report of the best candidate simulated so far, offered by the threads as they
+// finish: the most tokens/s, on a tie the first in simulation order ({round's first index,
+// index in the round}), as the best is chosen from the candidates; so it is not simulated twice.
+struct BestPlan {
+  void offer(double tps, std::pair<size_t, size_t> order, CompiledPlan&& p, traces::Report&& r) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (held && !(tps > tokens_per_s || (tps == tokens_per_s && order < first_seen))) return;
+    held = true;
+    tokens_per_s = tps;
+    first_seen = order;
+    plan = std::move(p);
+    report = std::move(r);
+  }
+  std::mutex mutex;
+  bool held = false;
+  double tokens_per_s = 0;
+  std::pair<size_t, size_t> first_seen;
+  CompiledPlan plan;
+  traces::Report report;
+};
+
+// A simulated candidate's fields, each as f(name, field): written only when it was simulated.
+template <class C, class F>
+void simulated_fields(C& c, F&& f) {
+  using Seconds = std::initializer_list<std::pair<const char*, decltype(&c.iteration_s)>>;
+  using ByteCounts = std::initializer_list<std::pair<const char*, decltype(&c.peak_gpu_bytes)>>;
+  for (auto [key, v] : Seconds{{"iteration_s", &c.iteration_s}, {"tokens_per_s", &c.tokens_per_s},
+                               {"forward_s", &c.forward_s}, {"backward_s", &c.backward_s},
+                               {"exposed_optimizer_s", &c.exposed_optimizer_s}})
+    f(key, *v);
+  for (auto [key, v] : ByteCounts{{"peak_gpu_bytes", &c.peak_gpu_bytes}, {"peak_pinned_bytes", &c.peak_pinned_bytes},
+                                  {"peak_pageable_bytes", &c.peak_pageable_bytes}, {"bound_gpu_bytes", &c.bound_gpu_bytes},
+                                  {"init_gpu_bytes", &c.init_gpu_bytes}, {"init_host_bytes", &c.init_host_bytes}})
+    f(key, *v);
+  f("priced_by", c.priced_by);
 }
 
 }  // namespace
@@ -130,7 +169,7 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
     const traces::ValidationResult v = traces::validate(plan.plan);
     for (const auto& p : v.pools)
       if (p.name == "gpu") c.bound_gpu_bytes = p.high_water.n;
-    const traces::Report r = PlanSimulator(cost).run(plan.plan);
+    traces::Report r = PlanSimulator(cost).run(plan.plan);
     c.simulated = true;
     c.iteration_s = r.iteration.seconds();
     c.tokens_per_s = static_cast<double>(w.tokens * gpus) / c.iteration_s;
@@ -144,7 +183,7 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
     if (const auto* p = r.pool("pageable")) c.peak_pageable_bytes = p->peak.n;
     c.priced_by = r.priced_by;
     if (plan_out) *plan_out = std::move(plan);
-    if (report_out) *report_out = r;
+    if (report_out) *report_out = std::move(r);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInternal) throw;
     c.failure = e.what();
@@ -152,56 +191,25 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
   return c;
 }
 
-nlohmann::json candidate_to_json(const Candidate& c) {
-  nlohmann::json j = {{"batch", c.batch},
-                      {"knobs", c.knobs.to_json()},
-                      {"analytic_iteration_s", c.analytic_s},
-                      {"analytic_peak_gpu_bytes", c.analytic_peak_gpu_bytes}};
-  if (c.simulated) {
-    j["iteration_s"] = c.iteration_s;
-    j["tokens_per_s"] = c.tokens_per_s;
-    j["forward_s"] = c.forward_s;
-    j["backward_s"] = c.backward_s;
-    j["exposed_optimizer_s"] = c.exposed_optimizer_s;
-    j["peak_gpu_bytes"] = c.peak_gpu_bytes;
-    j["peak_pinned_bytes"] = c.peak_pinned_bytes;
-    j["peak_pageable_bytes"] = c.peak_pageable_bytes;
-    j["bound_gpu_bytes"] = c.bound_gpu_bytes;
-    j["init_gpu_bytes"] = c.init_gpu_bytes;
-    j["init_host_bytes"] = c.init_host_bytes;
-    j["priced_by"] = c.priced_by;
-  }
+void to_json(nlohmann::json& j, const Candidate& c) {
+  j = {{"batch", c.batch},
+       {"knobs", c.knobs.to_json()},
+       {"analytic_iteration_s", c.analytic_s},
+       {"analytic_peak_gpu_bytes", c.analytic_peak_gpu_bytes}};
+  if (c.simulated) simulated_fields(c, [&j](const char* key, const auto& v) { j[key] = v; });
   if (!c.failure.empty()) j["failure"] = c.failure;
-  return j;
 }
 
-Candidate candidate_from_json(const nlohmann::json& j) {
-  Candidate c;
+void from_json(const nlohmann::json& j, Candidate& c) {
+  c = Candidate{};
   c.batch = j.at("batch");
   c.knobs = knobs_from_json(j.at("knobs"), "candidate");
   c.analytic_s = j.at("analytic_iteration_s");
   c.analytic_peak_gpu_bytes = j.at("analytic_peak_gpu_bytes");
   c.simulated = j.contains("iteration_s");
-  if (c.simulated) {
-    c.iteration_s = j.at("iteration_s");
-    c.tokens_per_s = j.at("tokens_per_s");
-    c.forward_s = j.at("forward_s");
-    c.backward_s = j.at("backward_s");
-    c.exposed_optimizer_s = j.at("exposed_optimizer_s");
-    c.peak_gpu_bytes = j.at("peak_gpu_bytes");
-    c.peak_pinned_bytes = j.at("peak_pinned_bytes");
-    c.peak_pageable_bytes = j.at("peak_pageable_bytes");
-    c.bound_gpu_bytes = j.at("bound_gpu_bytes");
-    c.init_gpu_bytes = j.at("init_gpu_bytes");
-    c.init_host_bytes = j.at("init_host_bytes");
-    c.priced_by = j.at("priced_by").get<std::map<std::string, int64_t>>();
-  }
+  if (c.simulated) simulated_fields(c, [&j](const char* key, auto& v) { j.at(key).get_to(v); });
   c.failure = j.value("failure", "");
-  return c;
 }
-
-void to_json(nlohmann::json& j, const Candidate& c) { j = candidate_to_json(c); }
-void from_json(const nlohmann::json& j, Candidate& c) { c = candidate_from_json(j); }
 
 SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& cost, const SearchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -235,6 +243,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     }
   };
   std::vector<Candidate> simulated_all;
+  BestPlan best_plan;
   long step = 0;
   for (int64_t batch : batches) {
     if (o.progress) o.progress(step++, static_cast<long>(batches.size()));
@@ -387,10 +396,14 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       std::vector<size_t> picked(pick.size());
       std::iota(picked.begin(), picked.end(), size_t{0});
       std::vector<std::optional<PointError>> errors(pick.size());
+      const size_t first = simulated_all.size();
       run_on_threads(picked, std::max(1, o.threads), [&](size_t i) {
-        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, nullptr, nullptr, o.nodes);
+        CompiledPlan plan;
+        traces::Report report;
+        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, &plan, &report, o.nodes);
         done[i].analytic_s = pick[i].analytic_s;
         done[i].analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
+        if (done[i].simulated) best_plan.offer(done[i].tokens_per_s, {first, i}, std::move(plan), std::move(report));
       }, errors);
       for (const auto& e : errors)
         if (e) e->rethrow();
@@ -429,9 +442,9 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       res.pareto.push_back(c);
     }
   if (res.found) {
-    const Workload w = options_workload(model, o, res.best.batch);
-    Candidate again = evaluate(w, cost, o.gpus, res.best.knobs, &res.best_plan, &res.best_report, o.nodes);
-    PROTWIN_ASSERT(again.simulated, "best plan failed on re-evaluation: ", again.failure);
+    PROTWIN_ASSERT(best_plan.tokens_per_s == res.best.tokens_per_s, "the best plan kept is not the best candidate's");
+    res.best_plan = std::move(best_plan.plan);
+    res.best_report = std::move(best_plan.report);
     res.best_plan.plan.meta["system"] = o.system;
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

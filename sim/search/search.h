@@ -102,11 +102,8 @@ RankMemory rank_memory(const hw::Machine& m, int gpus, int nodes = 1);
 // /collectives/inter_node). Returns {gpus, nodes}.
 std::pair<int, int> place_ranks(const hw::HardwareCostModel& cost, int gpus, int nodes);
 
-nlohmann::json candidate_to_json(const Candidate& c);
-// The inverse of candidate_to_json (every field it writes; "simulated" when it has iteration_s).
-Candidate candidate_from_json(const nlohmann::json& j);
-
-// The same for nlohmann's serialisers (nlohmann::json(c), j.get<Candidate>()).
+// A candidate as JSON (nlohmann::json(c)) and back (j.get<Candidate>(): every field written;
+// "simulated" when it has iteration_s).
 void to_json(nlohmann::json& j, const Candidate& c);
 void from_json(const nlohmann::json& j, Candidate& c);
 

@@ -34,9 +34,9 @@ TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, no
   CHECK_FALSE(two.intra_node.host_staged);
 
   const hw::OpCost c = unit_all_gather(two);
-  CHECK(c.n_links() == 0);
+  CHECK(c.transfer() == nullptr);
   const double alpha_s = one.json.at("collectives").at("intra_node").at("all_gather").at("alpha_us").get<double>() * 1e-6;
-  CHECK(c.fixed.seconds() == Approx(alpha_s + kUnitBytes / 2 / 1e9).epsilon(1e-6));
+  CHECK(c.stream_time().seconds() == Approx(alpha_s + kUnitBytes / 2 / 1e9).epsilon(1e-6));
 }
 
 TEST_CASE("machine_for_ranks: a rank profile's measured collectives keep their fitted alpha and bus bandwidth") {
@@ -46,5 +46,5 @@ TEST_CASE("machine_for_ranks: a rank profile's measured collectives keep their f
   const hw::Machine two = cli::machine_for_ranks(hw::machine_from_json(j, "measured"), 2, 1.0);
   CHECK_FALSE(two.intra_node.host_staged);
   // Closed form with the fitted line, not --net-GBps (1.0).
-  CHECK(unit_all_gather(two).fixed.seconds() == Approx(123e-6 + kUnitBytes / 2 / 0.7e9).epsilon(1e-6));
+  CHECK(unit_all_gather(two).stream_time().seconds() == Approx(123e-6 + kUnitBytes / 2 / 0.7e9).epsilon(1e-6));
 }

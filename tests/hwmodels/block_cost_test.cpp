@@ -17,7 +17,7 @@ traces::Plan layer_plan(const std::string& family) {
   j["meta"]["seq"] = 256;
   j["meta"]["dtype"] = "fp32";
   j["meta"]["model_spec"] = {{"family", family}, {"hidden", 256}, {"heads", 4}, {"kv_heads", 4},
-                             {"ffn_hidden", 1024}, {"vocab", 256}};
+                             {"ffn_hidden", 1024}, {"vocab", 256}, {"layers", 4}};
   j["ops"][1]["attrs"] = {{"block", "layer.0"},
                           {"kernels", {{{"kind", "gemm"}, {"shape", {1024, 768, 256}}, {"dtype", "fp32"}, {"count", 3}}}}};
   return traces::plan_from_json(j, "p.json");
@@ -37,13 +37,13 @@ hw::ProfileLookup profile(bool with_block) {
 TEST_CASE("a block the profile timed whole costs its measured time, else its kernels' sum", "[hwmodels][block]") {
   const hw::Machine m = hw::load_machine("host-emulated");
   traces::Plan p = layer_plan("gpt2");
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).stream_time().seconds() == Approx(7e-3));
   CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).source == hw::KernelSource::kProfile);  // priced_by
   p.ops[1].kind = traces::OpKind::kRecompute;  // the runtime's recompute is the same forward
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(7e-3));
-  CHECK(hw::HardwareCostModel(m, profile(false)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).stream_time().seconds() == Approx(7e-3));
+  CHECK(hw::HardwareCostModel(m, profile(false)).cost(p.ops[1], p).stream_time().seconds() == Approx(3e-3));
   p.ops[1].kind = traces::OpKind::kBackward;  // no backward entry: the kernels (GEMMs keep their profile time)
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).fixed.seconds() == Approx(3e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(p.ops[1], p).stream_time().seconds() == Approx(3e-3));
   const traces::Plan llama = layer_plan("llama");  // another model's block is not this entry
-  CHECK(hw::HardwareCostModel(m, profile(true)).cost(llama.ops[1], llama).fixed.seconds() == Approx(3e-3));
+  CHECK(hw::HardwareCostModel(m, profile(true)).cost(llama.ops[1], llama).stream_time().seconds() == Approx(3e-3));
 }

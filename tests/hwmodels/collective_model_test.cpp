@@ -105,26 +105,26 @@ TEST_CASE("plan ops: ranks_per_node places the group, old ops cost as before", "
   const auto ns = [](double s) { return Approx(s * 1e9).margin(1); };
   // The 4D-parallel contract: ranks, ranks_per_node, scope.
   const OpCost dp = abci.cost(collective_op("reduce_scatter", S, {{"ranks", 16}, {"ranks_per_node", 1}, {"scope", "inter_node"}}), plan);
-  CHECK(dp.fixed.ns == ns((12 + 15 * 9.6) * 1e-6 + 15.0 / 16 * S / (85e9 / 8)));
-  CHECK(dp.n_links() == 0);
+  CHECK(dp.stream_time().ns == ns((12 + 15 * 9.6) * 1e-6 + 15.0 / 16 * S / (85e9 / 8)));
+  CHECK(dp.transfer() == nullptr);
   const OpCost tp = abci.cost(collective_op("all_gather", S, {{"ranks", 8}, {"ranks_per_node", 8}, {"scope", "intra_node"}}), plan);
-  CHECK(tp.fixed.ns == ns(12e-6 + 7.0 / 8 * S / 200e9));
+  CHECK(tp.stream_time().ns == ns(12e-6 + 7.0 / 8 * S / 200e9));
   const OpCost pp = abci.cost(collective_op("send_recv", S, {{"ranks", 2}, {"ranks_per_node", 1}, {"scope", "inter_node"}}), plan);
-  CHECK(pp.fixed.ns == ns(18e-6 + S / (85e9 / 8)));
+  CHECK(pp.stream_time().ns == ns(18e-6 + S / (85e9 / 8)));
   const OpCost pp_intra = abci.cost(collective_op("send_recv", S, {{"ranks", 2}, {"scope", "intra_node"}}), plan);
-  CHECK(pp_intra.fixed.ns == ns(11.8e-6 + S / 237.5e9));
+  CHECK(pp_intra.stream_time().ns == ns(11.8e-6 + S / 237.5e9));
   // Old plans (ranks and scope only) on the old machines: exactly today's formulas.
   const HardwareCostModel a100(load_machine("a100-server"));
-  CHECK(a100.cost(collective_op("all_reduce", S, {{"ranks", 4}}), plan).fixed.ns == ns(15e-6 + 1.5 * S / 190e9));
-  CHECK(a100.cost(collective_op("all_reduce", S, {{"ranks", 8}, {"scope", "inter_node"}}), plan).fixed.ns ==
+  CHECK(a100.cost(collective_op("all_reduce", S, {{"ranks", 4}}), plan).stream_time().ns == ns(15e-6 + 1.5 * S / 190e9));
+  CHECK(a100.cost(collective_op("all_reduce", S, {{"ranks", 8}, {"scope", "inter_node"}}), plan).stream_time().ns ==
         ns(30e-6 + 2.0 * 7 / 8 * S / 11e9));
-  CHECK(a100.cost(collective_op("all_gather", S, nlohmann::json::object()), plan).fixed.ns == ns(12e-6 + 0.75 * S / 190e9));
+  CHECK(a100.cost(collective_op("all_gather", S, nlohmann::json::object()), plan).stream_time().ns == ns(12e-6 + 0.75 * S / 190e9));
   // An old inter-node op on a machine with only a /network: whole nodes when it fills them.
-  CHECK(abci.cost(collective_op("all_reduce", S, {{"ranks", 16}, {"scope", "inter_node"}}), plan).fixed.ns ==
+  CHECK(abci.cost(collective_op("all_reduce", S, {{"ranks", 16}, {"scope", "inter_node"}}), plan).stream_time().ns ==
         ns((15 + 2 * 9.6) * 1e-6 + 2.0 * 15 / 16 * S / 85e9));
   // Host-staged groups inside a node keep loading the PCIe links.
   const HardwareCostModel geforce(load_machine("rtx3090-server"));
-  CHECK(geforce.cost(collective_op("all_gather", S, {{"ranks", 4}, {"ranks_per_node", 4}}), plan).n_links() == 3);
+  CHECK(geforce.cost(collective_op("all_gather", S, {{"ranks", 4}, {"ranks_per_node", 4}}), plan).transfer()->n_links() == 3);
 }
 
 TEST_CASE("bad placements name the op, the machine and what was expected", "[hwmodels][errors]") {

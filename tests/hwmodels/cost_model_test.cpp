@@ -98,7 +98,7 @@ TEST_CASE("a host pass costs the slower of the DRAM bound and its measured per-e
   op.work.params = 1000000;
   op.work.bytes = 8000000;
   op.sub_kind = traces::OpSubKind::kOverflowScan;
-  CHECK(b.cost(op, plan).fixed == from_seconds(b.host_pass_seconds(traces::OpSubKind::kOverflowScan, 8e6, 1e6)));
+  CHECK(b.cost(op, plan).stream_time() == from_seconds(b.host_pass_seconds(traces::OpSubKind::kOverflowScan, 8e6, 1e6)));
   op.sub_kind = traces::OpSubKind::kNone;
   CHECK_THROWS_WITH(b.cost(op, plan), "host_pass: sub-kind \"\": expected overflow_scan, unscale, fp16_copy");
 }
@@ -130,17 +130,18 @@ TEST_CASE("plan copies use the PCIe direction link plus the shared duplex link",
   CHECK(links[HardwareCostModel::kLinkDuplex].GBps == Approx(0.45 * 25.1 + 1.0 * 26.0));
   traces::Plan plan;
   const OpCost c = cm.cost(make_op("h2d", 64 << 20), plan);
-  CHECK(c.fixed == SimTime(3000));
-  CHECK(c.n_links() == 2);
-  CHECK(c.links[0] == HardwareCostModel::kLinkH2D);
-  CHECK(c.links[1] == HardwareCostModel::kLinkDuplex);
-  CHECK(c.link_bytes == Approx(64 << 20));
-  CHECK(c.max_GBps == Approx(25.1));
+  CHECK(c.stream_time() == SimTime(3000));
+  REQUIRE(c.transfer() != nullptr);
+  CHECK(c.transfer()->n_links() == 2);
+  CHECK(c.transfer()->links[0] == HardwareCostModel::kLinkH2D);
+  CHECK(c.transfer()->links[1] == HardwareCostModel::kLinkDuplex);
+  CHECK(c.transfer()->bytes == Approx(64 << 20));
+  CHECK(c.transfer()->max_GBps == Approx(25.1));
   traces::Op pageable = make_op("d2h", 64 << 20);
   pageable.pinned = false;
   const OpCost p = cm.cost(pageable, plan);
-  CHECK(p.fixed == SimTime(20000));
-  CHECK(p.max_GBps == Approx(11.0));
+  CHECK(p.stream_time() == SimTime(20000));
+  CHECK(p.transfer()->max_GBps == Approx(11.0));
 }
 
 TEST_CASE("host-staged collectives load the PCIe links, NVLink ones do not", "[hwmodels]") {
@@ -149,14 +150,15 @@ TEST_CASE("host-staged collectives load the PCIe links, NVLink ones do not", "[h
   const traces::Op op = make_op("all_gather", 64 << 20);
   const HardwareCostModel geforce(load_machine("rtx3090-server"));
   const OpCost g = geforce.cost(op, plan);
-  CHECK(g.fixed == SimTime(30000));
-  CHECK(g.n_links() == 3);
-  CHECK(g.link_bytes == Approx(0.75 * (64 << 20)));
-  CHECK(g.max_GBps == Approx(6.0));
+  CHECK(g.stream_time() == SimTime(30000));
+  REQUIRE(g.transfer() != nullptr);
+  CHECK(g.transfer()->n_links() == 3);
+  CHECK(g.transfer()->bytes == Approx(0.75 * (64 << 20)));
+  CHECK(g.transfer()->max_GBps == Approx(6.0));
   const HardwareCostModel nvlink(load_machine("a100-server"));
   const OpCost n = nvlink.cost(op, plan);
-  CHECK(n.n_links() == 0);
-  CHECK(n.fixed.ns == Approx((12e-6 + 0.75 * (64 << 20) / 190e9) * 1e9).margin(1));
+  CHECK(n.transfer() == nullptr);
+  CHECK(n.stream_time().ns == Approx((12e-6 + 0.75 * (64 << 20) / 190e9) * 1e9).margin(1));
 }
 
 TEST_CASE("a measured op profile wins over the curves", "[hwmodels]") {
@@ -176,5 +178,5 @@ TEST_CASE("a measured op profile wins over the curves", "[hwmodels]") {
   k.count = 3;
   traces::Plan plan;
   op.kernels = plan.add_kernel_set({k});
-  CHECK(cm.cost(op, plan).fixed.ns == Approx(4.5e6).margin(1));
+  CHECK(cm.cost(op, plan).stream_time().ns == Approx(4.5e6).margin(1));
 }

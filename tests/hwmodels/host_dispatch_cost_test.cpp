@@ -57,7 +57,7 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   const HardwareCostModel cm(m);
   traces::Plan plan;
   plan.gpus = 4;
-  auto host_us = [&](const traces::Op& op) { return static_cast<double>(cm.cost(op, plan).host.ns) / 1e3; };
+  auto host_us = [&](const traces::Op& op) { return static_cast<double>(cm.cost(op, plan).host_time().ns) / 1e3; };
   plan.kernel_sets = {{{{"gemm", {1024, 1024, 1024}, "fp16"}, 2}, {{"layernorm", {1024, 1024}, "fp16"}, 3}}};
   auto with_kernels = [](const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
     traces::Op op = op_of(kind, std::move(attrs));
@@ -76,26 +76,26 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   copy.pinned = true;
   copy.work.bytes = 1 << 20;
   CHECK(host_us(copy) == Approx(h.copy_call_us));
-  CHECK_FALSE(cm.cost(copy, plan).host_sync);
+  CHECK_FALSE(cm.cost(copy, plan).host()->until_end);
   copy.pinned = false;  // a pageable copy blocks the host
-  CHECK(cm.cost(copy, plan).host_sync);
+  CHECK(cm.cost(copy, plan).host()->until_end);
   traces::Op ag = op_of("all_gather");
   ag.work.bytes = 1 << 20;
   CHECK(host_us(ag) == Approx(h.collective_call_us));
   CHECK(host_us(op_of("adam_device", {{"launches", 3}})) == Approx(3 * h.optimizer_launch_us));
   // CPU work is not issued by the host thread but marks the handoff.
   const OpCost adam = cm.cost(op_of("adam_cpu"), plan);
-  CHECK(adam.host.ns == 0);
-  CHECK(adam.cpu_work);
-  CHECK(cm.cost(op_of("alloc"), plan).host.ns == 0);
+  CHECK(adam.host() == nullptr);
+  CHECK(adam.stream()->on == PhaseOn::kCpu);
+  CHECK(cm.cost(op_of("alloc"), plan).host() == nullptr);
   CHECK(cm.launch_queue_depth() == h.launch_queue_depth);
   // Turned off: no host time at all, the device time unchanged.
   Machine off = m;
   off.host_dispatch.enabled = false;
   const HardwareCostModel cm_off(off);
   const traces::Op f = with_kernels("forward");
-  CHECK(cm_off.cost(f, plan).host.ns == 0);
-  CHECK(cm_off.cost(f, plan).fixed == cm.cost(f, plan).fixed);
+  CHECK(cm_off.cost(f, plan).host() == nullptr);
+  CHECK(cm_off.cost(f, plan).stream_time() == cm.cost(f, plan).stream_time());
   // Negative system counts in a plan are refused by its pointer.
   CHECK_THROWS_WITH(with_kernels("forward", {{"host", {{"hooks", -1}}}}),
                     Catch::Matchers::Contains("test:/ops/0/attrs/host/hooks: expected an integer >= 0, got integer -1"));

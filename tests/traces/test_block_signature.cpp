@@ -52,6 +52,17 @@ TEST_CASE("ops that are not a block of a gpt2 or llama model have no block signa
   CHECK_FALSE(block_signature(no_meta, no_meta.ops[1]).has_value());
 }
 
+TEST_CASE("a plan's model_spec is read by the ModelSpec codec: family spellings, defaults, errors", "[traces][block]") {
+  CHECK(block_signature(gpt2_plan("gpt"), gpt2_plan("gpt").ops[1])->kind == "block_forward.layer.gpt2");
+  Plan no_kv = gpt2_plan();
+  no_kv.meta["model_spec"].erase("kv_heads");  // kv_heads defaults to heads, as everywhere else
+  CHECK(block_signature(no_kv, no_kv.ops[1]) == block_signature(gpt2_plan(), gpt2_plan().ops[1]));
+  Plan bad = gpt2_plan();
+  bad.meta["model_spec"]["heads"] = 3;
+  CHECK_THROWS_WITH(block_signature(bad, bad.ops[1]),
+                    Catch::Contains("p.json:/meta/model_spec/heads: hidden 256 is not divisible by heads 3"));
+}
+
 TEST_CASE("a block signature reads back as the block it names, other kinds do not", "[traces][block]") {
   const BlockShape b{"backward", "head", "llama", 2, 128, 256, 8, 2, 688, 256};
   const OpSignature sig = block_signature(b, "fp32");

@@ -20,7 +20,7 @@ traces::Plan one_op_plan() {
   add_op(p, "forward", "compute", {}, 1e12);
   return p;
 }
-SimTime time_of(const hw::CostModel& m, const traces::Plan& p) { return m.cost(p.ops[0], p).fixed; }
+SimTime time_of(const hw::CostModel& m, const traces::Plan& p) { return m.cost(p.ops[0], p).stream_time(); }
 }  // namespace
 
 TEST_CASE("cost model choice: rates file, then the plan's meta.rates, then unit rates") {

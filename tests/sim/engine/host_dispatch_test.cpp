@@ -4,6 +4,7 @@
 
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "plan_builder.h"
 #include "sim/engine/plan_simulator.h"
@@ -16,16 +17,15 @@ using namespace protwin::sim::test;
 
 namespace {
 // Each op's device time is attrs.fixed_ns, its launch attrs.host_ns (0: not host-issued);
-// attrs.sync and attrs.cpu set host_sync and cpu_work.
+// attrs.sync keeps the host until the op ends; attrs.cpu makes the device time CPU work.
 class HostCost final : public hw::CostModel {
  public:
   explicit HostCost(int depth = 1024) : depth_(depth) {}
   hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
     hw::OpCost c;
-    c.fixed = SimTime(op.attrs.value("fixed_ns", int64_t{0}));
-    c.host = SimTime(op.attrs.value("host_ns", int64_t{0}));
-    c.host_sync = op.attrs.value("sync", false);
-    c.cpu_work = op.attrs.value("cpu", false);
+    c.add(hw::on_host(SimTime(op.attrs.value("host_ns", int64_t{0})), op.attrs.value("sync", false)));
+    c.add(hw::on_device(SimTime(op.attrs.value("fixed_ns", int64_t{0}))));
+    if (op.attrs.value("cpu", false)) c.stream()->on = hw::PhaseOn::kCpu;
     return c;
   }
   int launch_queue_depth() const override { return depth_; }
@@ -174,4 +174,39 @@ TEST_CASE("host dispatch: one host thread per rank, named by the streams' prefix
   }
   CHECK(host_tracks == 2);
   CHECK(launches == 3);
+}
+
+namespace {
+// One op whose cost is the given phases, on a link of 10 GB/s (10 bytes/ns).
+class PhasesCost final : public hw::CostModel {
+ public:
+  explicit PhasesCost(std::vector<hw::Phase> phases) : phases_(std::move(phases)) {}
+  std::vector<hw::LinkSpec> links() const override { return {{"link", 10}}; }
+  hw::OpCost cost(const traces::Op&, const traces::Plan&) const override {
+    hw::OpCost c;
+    for (const auto& ph : phases_) c.add(ph);
+    return c;
+  }
+
+ private:
+  std::vector<hw::Phase> phases_;
+};
+}  // namespace
+
+TEST_CASE("an op's phases run in order: its host thread, then its stream, then its transfer", "[engine][host]") {
+  auto p = plan_with_streams({"h2d"});
+  add_op(p, "h2d", "h2d", {});
+  // Launch 30 ns on the host, then 20 ns on the stream, then 1000 bytes at 10 bytes/ns.
+  const PhasesCost three({hw::on_host(SimTime(30)), hw::on_device(SimTime(20)), hw::over_links({0, -1, -1}, 1000, 0)});
+  const auto r = PlanSimulator(three).run(p);
+  CHECK(launch(r, 0) == P{0, 30});
+  CHECK(span(r, 0) == P{30, 30 + 20 + 100});
+  CHECK(r.hosts.at(0).busy.ns == 30);
+  // A transfer before the stream's time is not a cost the engine runs: refused as an internal error.
+  const PhasesCost reversed({hw::over_links({0, -1, -1}, 1000, 0), hw::on_device(SimTime(20))});
+  CHECK_THROWS_WITH(PlanSimulator(reversed).run(p), Catch::Contains("cost phases out of order"));
+  // At most three phases fit an op's cost.
+  hw::OpCost c;
+  for (int i = 0; i < hw::OpCost::kMaxPhases; ++i) c.add(hw::on_device(SimTime(1)));
+  CHECK_THROWS(c.add(hw::on_device(SimTime(1))));
 }

@@ -238,7 +238,7 @@ TEST_CASE("plans the simulator cannot run are refused with the op named", "[engi
                     "in-order stream) form a cycle");
   p.ops[0].deps = {7};
   CHECK_THROWS_WITH(PlanSimulator(m).run(p),
-                    "plan op 0 (forward, stream compute): dependency on op 7 which does not exist");
+                    "plan op 0 (forward, stream compute): dependency on unknown op 7");
   p.ops[0].deps = {0};
   CHECK_THROWS_WITH(PlanSimulator(m).run(p), "plan op 0 (forward, stream compute): depends on itself");
   p.ops[0].deps = {};
@@ -248,6 +248,24 @@ TEST_CASE("plans the simulator cannot run are refused with the op named", "[engi
   p.ops[1].mem = {{"hbm", 1, traces::MemAt::kStart, -1}};
   CHECK_THROWS_WITH(PlanSimulator(m).run(p),
                     "plan op 1 (forward, stream compute): memory effect on unknown pool \"hbm\"");
+}
+
+TEST_CASE("the simulator and validate refuse an op through one check, with the same message", "[engine][sim]") {
+  const auto m = rates(kRates);
+  auto p = plan_with_streams({"compute"});
+  add_op(p, "forward", "compute", {});
+  auto same = [&](const std::string& want) {
+    CHECK_THROWS_WITH(PlanSimulator(m).run(p), want);
+    CHECK_THROWS_WITH(traces::validate(p), want);
+  };
+  p.ops[0].work.flops = -1;
+  same("plan op 0 (forward, stream compute): negative work (flops -1, bytes 0, params 0)");
+  p.ops[0].work.flops = 0;
+  p.ops[0].reads = {3};
+  same("plan op 0 (forward, stream compute): reads unknown tensor 3");
+  p.ops[0].reads = {};
+  p.ops[0].kernels = 2;
+  same("plan op 0 (forward, stream compute): kernel set 2 does not exist (the plan has 0)");
 }
 
 TEST_CASE("determinism: two runs give byte-identical reports, also from parallel threads",
@@ -287,8 +305,8 @@ class FixedCost final : public hw::CostModel {
   std::vector<hw::LinkSpec> links() const override { return {{"link", gbps_}}; }
   hw::OpCost cost(const traces::Op&, const traces::Plan&) const override {
     hw::OpCost c;
-    c.fixed = fixed_;
-    if (bytes_ > 0) c.links = {0, -1, -1}, c.link_bytes = bytes_;
+    c.add(hw::on_device(fixed_));
+    if (bytes_ > 0) c.add(hw::over_links({0, -1, -1}, bytes_, 0));
     return c;
   }
 

@@ -52,8 +52,8 @@ class LayerCostModel : public hw::CostModel {
   hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
     hw::OpCost c;
     if (attr(op, "block").rfind("layer.", 0) != 0) return c;
-    if (op.kind == traces::OpKind::kForward || op.kind == traces::OpKind::kRecompute) c.fixed = SimTime(fwd_);
-    if (op.kind == traces::OpKind::kBackward) c.fixed = SimTime(bwd_);
+    if (op.kind == traces::OpKind::kForward || op.kind == traces::OpKind::kRecompute) c.add(hw::on_device(SimTime(fwd_)));
+    if (op.kind == traces::OpKind::kBackward) c.add(hw::on_device(SimTime(bwd_)));
     return c;
   }
 
@@ -187,9 +187,9 @@ TEST_CASE("the CP ring: c attention steps behind c-1 double-buffered K/V exchang
     hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
       hw::OpCost c;
       if (op.kind == traces::OpKind::kSendRecv && attr(op, "what").rfind("cp ring", 0) == 0)
-        c.fixed = SimTime(std::llround(k_ * static_cast<double>(op.work.bytes)));
+        c.add(hw::on_device(SimTime(std::llround(k_ * static_cast<double>(op.work.bytes)))));
       else if (attr(op, "part") == "attention ring step")
-        c.fixed = SimTime(op.kind == traces::OpKind::kBackward ? 2 * a_ : a_);
+        c.add(hw::on_device(SimTime(op.kind == traces::OpKind::kBackward ? 2 * a_ : a_)));
       return c;
     }
 
@@ -438,7 +438,7 @@ TEST_CASE("search_4d --framework fsdp: DP-only layouts priced by FSDP FULL_SHARD
     eo.method = EstimateMethod::kFsdp;
     ParallelConfig pc;
     pc.seq = 2048, pc.mbs = c.mbs, pc.dp = 8, pc.gbs = 48, pc.gpus = 8;
-    CHECK(row.result.memory.total_bytes == estimate_memory(mpt, pc, eo).total_bytes);
+    CHECK(row.result.memory_bytes == estimate_memory(mpt, pc, eo).total_bytes);
     CHECK(row.result.fits_80pct);
   }
 }

@@ -119,7 +119,7 @@ TEST_CASE("without offload (DDP, 1 GPU) the iteration is the sum of the compute 
   SimTime expected;
   for (const auto& op : p.plan.ops) {
     REQUIRE(op.stream == "compute");  // nothing to copy, nothing to gather on one GPU
-    expected += cost.cost(op, p.plan).fixed;
+    expected += cost.cost(op, p.plan).stream_time();
   }
   REQUIRE(PlanSimulator(cost).run(p.plan).iteration == expected);
 }
@@ -229,7 +229,7 @@ TEST_CASE("DeepSpeed's step passes: an overflow scan, then per sub-group unscale
       if (op.kind != traces::OpKind::kHostPass) continue;
       const std::string what = traces::to_string(op.sub_kind);
       (what == "overflow_scan" ? scan : what == "unscale" ? unscale : copy) += op.work.bytes;
-      passes += cost.cost(op, p.plan).fixed;
+      passes += cost.cost(op, p.plan).stream_time();
       if (what == "unscale") {  // the Adam of the same chunk waits for it, the copy follows it
         const auto adam = std::find_if(p.plan.ops.begin(), p.plan.ops.end(), [&](const traces::Op& a) {
           return a.kind == traces::OpKind::kAdamCpu && a.chunk == op.chunk;

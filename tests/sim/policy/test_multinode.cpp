@@ -83,7 +83,7 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
     const double S = static_cast<double>(op.work.bytes);
     const double want = m.inter_node->all_gather.alpha_us * 1e-6 +
                         (gpus - 1.0) / gpus * S / (m.inter_node->all_gather.busbw_GBps * 1e9);
-    CHECK(cost.cost(op, cp.plan).fixed == from_seconds(want));
+    CHECK(cost.cost(op, cp.plan).stream_time() == from_seconds(want));
   }
   CHECK(collectives > 0);
   // On one node the same plan carries no placement, as before (the intra-node NVLink prices it).
@@ -112,7 +112,7 @@ TEST_CASE("CPU Adam and host passes share a node's host among that node's ranks 
       if (op.kind != traces::OpKind::kAdamCpu) continue;
       ++adams;
       INFO(gpus << " GPUs on " << nodes << " nodes");
-      CHECK(cost.cost(op, cp.plan).fixed ==
+      CHECK(cost.cost(op, cp.plan).stream_time() ==
             from_seconds(cost.cpu_adam_seconds(static_cast<double>(op.work.params), sharing)));
     }
     CHECK(adams > 0);
@@ -166,7 +166,7 @@ TEST_CASE("ranks filling part of each node still get the node's whole NIC: their
     ++collectives;
     CHECK(op.group.groups_per_node == 1);
     const double want = m.inter_node->all_gather.alpha_us * 1e-6 + 3.0 / 4 * static_cast<double>(op.work.bytes) / (nic * 1e9);
-    CHECK(cost.cost(op, cp.plan).fixed == from_seconds(want));
+    CHECK(cost.cost(op, cp.plan).stream_time() == from_seconds(want));
   }
   CHECK(collectives > 0);
 }
