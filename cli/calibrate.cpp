@@ -437,8 +437,8 @@ int run_calibrate(const std::vector<std::string>& args) {
     traces::write_file_atomic(interleave_path, p.out);
     const nlohmann::json j = nlohmann::json::parse(p.out);
     add_block_probes(block_probes, j, interleave_path);
-    // Each probe's speed around every step: [plan][step].
-    // In the round's run order ([position][step]), as step_speeds expects.
+    // Each probe's speed around every step, in the round's run order: [position][step], as
+    // step_speeds expects (results[order[position]] is the case).
     auto probes = [&](const char* key) {
       std::vector<std::vector<double>> v;
       for (const auto& jp : j.at("plans")) v.push_back(jp.at(key).get<std::vector<double>>());
