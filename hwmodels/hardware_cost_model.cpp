@@ -1,6 +1,7 @@
 #include "hwmodels/hardware_cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -179,8 +180,21 @@ struct HardwareCostModel::Memo {
 };
 
 // Each distinct kernel set is summed once: the ops of a plan, and the plans of a search, share a
-// few dozen sets.
+// few dozen sets. The sets this thread found last are kept by address (a plan's ops ask for the
+// same few sets again and again): one at the same address, and equal to it, skips the hash and the
+// lock. Equality is always checked, so a set at an address another one had is never mistaken.
 KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool backward) const {
+  struct Recent { const traces::KernelSet* at; bool backward; const PricedSet* set; };  // set: a memo node
+  thread_local std::shared_ptr<Memo> recent_memo;  // holds the memo the entries point into
+  thread_local std::array<Recent, 16> recent{};
+  thread_local size_t next = 0;
+  if (recent_memo != memo_) recent_memo = memo_, recent = {};
+  for (const Recent& r : recent)
+    if (r.at == &ks && r.backward == backward && r.set->kernels == ks) return r.set->time;
+  auto remember = [&](const PricedSet& set) {
+    recent[next++ % recent.size()] = {&ks, backward, &set};
+    return set.time;
+  };
   size_t h = backward;
   for (const auto& k : ks) {
     hash_mix(h, kernel_hash(k.sig, k.bytes, k.flops, backward));
@@ -189,7 +203,7 @@ KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool 
   {
     std::lock_guard<std::mutex> lock(memo_->mu);
     for (auto [it, end] = memo_->sets.equal_range(h); it != end; ++it)
-      if (it->second.backward == backward && it->second.kernels == ks) return it->second.time;
+      if (it->second.backward == backward && it->second.kernels == ks) return remember(it->second);
   }
   KernelTime sum{0, KernelSource::kNone};
   for (const auto& k : ks) {
@@ -198,8 +212,7 @@ KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool 
     sum.source = sum.source == KernelSource::kNone || sum.source == t.source ? t.source : KernelSource::kMixed;
   }
   std::lock_guard<std::mutex> lock(memo_->mu);
-  memo_->sets.emplace(h, PricedSet{ks, backward, sum});
-  return sum;
+  return remember(memo_->sets.emplace(h, PricedSet{ks, backward, sum})->second);
 }
 
 HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
