@@ -9,18 +9,18 @@
 #include <map>
 #include <vector>
 
-#include "cli/calibration.h"
+#include "sim/calib/calibration.h"
 #include "cli/policy_options.h"
-#include "cli/rank_block_probes.h"
-#include "cli/rank_criteria.h"
-#include "cli/rank_machine.h"
+#include "sim/calib/rank_block_probes.h"
+#include "sim/calib/rank_criteria.h"
+#include "sim/calib/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_single_copy.h"
-#include "cli/rank_step_speeds.h"
+#include "sim/calib/rank_step_speeds.h"
 #include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
-#include "cli/sample_stats.h"
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/sample_stats.h"
+#include "sim/calib/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/joint_ranks.h"
 #include "sim/policy/runtime_memory.h"
@@ -33,6 +33,7 @@
 #include "traces/report.h"
 
 namespace protwin::cli {
+using namespace calib;  // calibration's statistics and fitting (sim/calib/)
 namespace {
 
 const char* const kRankStreams[] = {"compute", "h2d", "d2h", "collective", "cpu_optim"};
@@ -290,7 +291,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     }
   const std::vector<double> block_level = summed_level(rank_blocks);
 
-  // 3b. --rank-interleave: every plan that ran in one launch, step by step (cli/rank_step_speeds.h).
+  // 3b. --rank-interleave: every plan that ran in one launch, step by step (sim/calib/rank_step_speeds.h).
   nlohmann::json interleaved;
   std::vector<int> interleave_index(found.size(), -1);  // a plan's index in the launch
   if (o.interleave_steps > 0) {
@@ -345,7 +346,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     traces::Report predicted =
         rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
     // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
-    // rank's step (cli/rank_block_probes.h); the rank profile's blocks stay for the record.
+    // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
     double sensitivity = 0;
     if (rank_profile && !block_level.empty()) {
       constexpr double kBlockStep = 1.05;
@@ -413,7 +414,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
     // Each rank at its own speed (its probes beside the measured steps against the rank profile's
     // reference probes), simulated alone; the ranks meet at every collective, so the step is the
-    // slowest rank's (cli/speed_scaled_prediction.h).
+    // slowest rank's (sim/calib/speed_scaled_prediction.h).
     const traces::OpProfile* speed_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
     if (speed_profile && j.contains("rank_probes")) {
       const ProbeSpeeds reference = probe_references(speed_profile->provenance());

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 struct Interval {
   double lo = 0, hi = 0;
@@ -27,4 +27,4 @@ using GroupStatistic = std::function<std::vector<double>(const Groups&)>;
 std::vector<Interval> bootstrap_intervals(const Groups& groups, const GroupStatistic& statistic, int resamples,
                                           uint64_t seed, double level = 0.95);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

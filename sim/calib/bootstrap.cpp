@@ -1,11 +1,11 @@
-#include "cli/bootstrap.h"
+#include "sim/calib/bootstrap.h"
 
 #include <random>
 
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 std::vector<Interval> bootstrap_intervals(const Groups& groups, const GroupStatistic& statistic, int resamples,
                                           uint64_t seed, double level) {
@@ -30,4 +30,4 @@ std::vector<Interval> bootstrap_intervals(const Groups& groups, const GroupStati
   return out;
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib
