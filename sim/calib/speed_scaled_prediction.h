@@ -47,7 +47,7 @@ hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, 
 // The machine with `bytes` of GPU memory (memory_bytes and usable_memory_bytes): calibrate's device.
 hw::Machine with_capacity(const hw::Machine& m, int64_t bytes);
 // The machine's host-link copy rates scaled from the profile's throttle (provenance link_GBps) to
-// `link_GBps`: copy rates scale with the throttle. Unchanged without a profiled rate or at the same.
+// `link_GBps` (unchanged without a profiled rate, or at the same).
 hw::Machine with_link(const hw::Machine& m, const traces::OpProfile* profile, double link_GBps);
 
 // One plan's simulated iteration (with the profile's contention rules) at given resource scales.
