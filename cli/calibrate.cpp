@@ -576,6 +576,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::vector<const CaseResult*> ok;
   MetricsWithIntervals norm_ci, raw_ci;
   std::vector<Verdict> verdicts;
+  bool paired = false;  // the intervals resample whole sweeps (cli/calibration.h)
   auto evaluate = [&] {
     predict();
     normalise();
@@ -592,10 +593,22 @@ int run_calibrate(const std::vector<std::string>& args) {
       raw.push_back(c->raw_steps);
     }
     // The intervals carry the blocks' level too (one sample per step) when the prediction takes
-    // its blocks from the steps' block probes.
+    // its blocks from the steps' block probes. The steps are resampled by sweep (every plan's step
+    // of a sweep and the blocks after them together) when they pair up, as they do when every plan
+    // ran in every round.
     const std::vector<double> level = reprofile ? block_probes.level_us : std::vector<double>{};
-    norm_ci = iteration_metrics_with_intervals(pred, sensitivity, level, norm, bootstrap_resamples, bootstrap_seed);
-    raw_ci = iteration_metrics_with_intervals(pred, sensitivity, level, raw, bootstrap_resamples, bootstrap_seed);
+    const std::vector<std::vector<double>> sweeps =
+        reprofile ? block_probes.sweep_level_us : std::vector<std::vector<double>>{};
+    paired = std::all_of(norm.begin(), norm.end(), [&](const auto& s) { return s.size() == norm[0].size(); }) &&
+             (sweeps.empty() ? level.empty() : sweeps.size() == norm[0].size());
+    auto intervals = [&](const Groups& steps_of) {
+      return paired ? sweep_paired_metrics_with_intervals(pred, sensitivity, sweeps, steps_of, bootstrap_resamples,
+                                                          bootstrap_seed)
+                    : iteration_metrics_with_intervals(pred, sensitivity, level, steps_of, bootstrap_resamples,
+                                                       bootstrap_seed);
+    };
+    norm_ci = intervals(norm);
+    raw_ci = intervals(raw);
     verdicts = {judge_at_most(norm_ci.interval[kMape], 0.05), judge_at_most(norm_ci.interval[kMaxError], 0.10),
                 judge_at_least(norm_ci.interval[kSpearman], 0.9), judge_at_most(norm_ci.interval[kBestGap], 0.05)};
   };
@@ -795,6 +808,8 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"step_copy_probe_GBps", spread_of(copy_step_probes).to_json()},
               {"step_adam_probe_mparams_per_s", spread_of(adam_step_probes).to_json()},
               {"intervals", interval_json(norm_ci)},
+              {"intervals_resample", paired ? "sweeps (every plan's step of a sweep and the blocks' level after them together)"
+                                            : "steps within each plan (the blocks' level as one more group)"},
               {"verdicts", {{"iteration_time_mape", verdict_text(verdicts[0])},
                             {"iteration_time_max_error", verdict_text(verdicts[1])},
                             {"spearman", verdict_text(verdicts[2])},
@@ -873,9 +888,11 @@ int run_calibrate(const std::vector<std::string>& args) {
   }
   auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
   const auto& ci = norm_ci.interval;
-  std::printf("\nat the reference speed, with 95 %% bootstrap intervals (steps resampled within each plan%s, %d "
-              "resamples); a criterion is met when its whole interval is:\n",
-              block_probes.level_us.empty() ? "" : ", the blocks' level over the steps", bootstrap_resamples);
+  std::printf("\nat the reference speed, with 95 %% bootstrap intervals (%s%s, %d resamples); a criterion is met "
+              "when its whole interval is:\n",
+              paired ? "whole sweeps resampled: every plan's step of a sweep together" : "steps resampled within each plan",
+              block_probes.level_us.empty() ? "" : (paired ? ", with the blocks' level after them" : ", the blocks' level over the steps"),
+              bootstrap_resamples);
   std::printf("iteration time  MAPE %.1f%% [%.1f, %.1f] (target <= 5%%: %s), max error %.1f%% [%.1f, %.1f] "
               "(<= 10%%: %s); mean signed error %+.1f%%\n",
               100 * all.mape, 100 * ci[kMape].lo, 100 * ci[kMape].hi, verdict_text(verdicts[0]), 100 * all.max_error,

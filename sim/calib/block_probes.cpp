@@ -1,5 +1,7 @@
 #include "sim/calib/block_probes.h"
 
+#include <cstddef>
+
 #include "sim/calib/sample_stats.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
@@ -22,6 +24,13 @@ void add_block_probes(BlockProbes& into, const nlohmann::json& interleave, const
     all.insert(all.end(), runs[i].begin(), runs[i].end());
     for (size_t k = 0; k < runs[i].size(); ++k) into.level_us[first + k] += runs[i][k];
   }
+  if (runs.empty() || !interleave.contains("steps") || !interleave.contains("plans")) return;
+  const size_t steps = interleave.at("steps").get<size_t>(), plans = interleave.at("plans").size();
+  PROTWIN_CHECK(runs[0].size() == steps * plans, where, ":/block_probes/0/us: expected ", steps * plans,
+                " runs (", steps, " steps of ", plans, " plans), got ", runs[0].size());
+  for (size_t s = 1; s < steps; ++s)  // the first sweep is every plan's warm-up step
+    into.sweep_level_us.emplace_back(into.level_us.begin() + static_cast<std::ptrdiff_t>(first + s * plans),
+                                     into.level_us.begin() + static_cast<std::ptrdiff_t>(first + (s + 1) * plans));
 }
 
 traces::OpProfile with_block_probes(const traces::OpProfile& profile, const BlockProbes& probes) {

@@ -24,10 +24,15 @@ struct BlockProbes {
   // After every step, the sum of the blocks' runs (every signature was timed then): the level of
   // the blocks at that moment, one sample per step for the bootstrap.
   std::vector<double> level_us;
+  // The same samples by sweep, the warm-up sweep of each interleave left out: [sweep][plan in run
+  // order], one sweep for each timed step of a plan (steps 2..N of every round), as calibrate keeps
+  // the steps; so the bootstrap can resample whole sweeps (cli/calibration.h).
+  std::vector<std::vector<double>> sweep_level_us;
 };
 
 // Appends an interleave run's `block_probes` (its JSON: [{signature, us: [...]}], every series one
-// run after every step). Throws protwin::Error naming `where` and the pointer when the series' lengths differ.
+// run after every step; with its `steps` and `plans`, also by sweep: the runs go step by step, every
+// plan in each). Throws protwin::Error naming `where` and the pointer when the series' lengths differ.
 void add_block_probes(BlockProbes& into, const nlohmann::json& interleave, const std::string& where);
 
 // `profile` with every block entry that has samples replaced by their median (count 1, as

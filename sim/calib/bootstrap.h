@@ -27,4 +27,12 @@ using GroupStatistic = std::function<std::vector<double>(const Groups&)>;
 std::vector<Interval> bootstrap_intervals(const Groups& groups, const GroupStatistic& statistic, int resamples,
                                           uint64_t seed, double level = 0.95);
 
+// The same for samples that come in `slots` sharing a cause (issue 22: every plan's step of one
+// interleave sweep ran within seconds of the others, at the machine's speed then, so the steps are
+// not independent across plans): a replicate draws `slots` slot indices with replacement (a paired,
+// or block, bootstrap: Efron & Tibshirani ch. 8.4 / 8.6) and `statistic` reads every group at them.
+using SlotStatistic = std::function<std::vector<double>(const std::vector<size_t>& slots)>;
+std::vector<Interval> bootstrap_slot_intervals(size_t slots, const SlotStatistic& statistic, int resamples,
+                                               uint64_t seed, double level = 0.95);
+
 }  // namespace protwin::calib

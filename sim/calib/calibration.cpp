@@ -136,6 +136,42 @@ MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>&
   return {statistic(groups), bootstrap_intervals(groups, statistic, resamples, seed, level)};
 }
 
+MetricsWithIntervals sweep_paired_metrics_with_intervals(const std::vector<double>& predicted,
+                                                         const std::vector<double>& sensitivity,
+                                                         const std::vector<std::vector<double>>& sweep_levels,
+                                                         const Groups& steps, int resamples, uint64_t seed,
+                                                         double level) {
+  PROTWIN_CHECK(!steps.empty() && !steps[0].empty(), "calibrate: no measured steps to pair");
+  PROTWIN_CHECK(sensitivity.size() == predicted.size() && steps.size() == predicted.size(), "calibrate: ",
+                predicted.size(), " predictions, ", sensitivity.size(), " sensitivities, ", steps.size(), " plans");
+  const size_t sweeps = steps[0].size();
+  for (const auto& s : steps)
+    PROTWIN_CHECK(s.size() == sweeps, "calibrate: plans with ", sweeps, " and ", s.size(), " steps cannot be paired by sweep");
+  PROTWIN_CHECK(sweep_levels.empty() || sweep_levels.size() == sweeps, "calibrate: ", sweep_levels.size(),
+                " sweeps of block probes for ", sweeps, " sweeps of steps");
+  auto level_at = [&](const std::vector<size_t>& ks) {
+    std::vector<double> v;
+    for (size_t k : ks) v.insert(v.end(), sweep_levels[k].begin(), sweep_levels[k].end());
+    return quantile(v, 0.5);
+  };
+  std::vector<size_t> all(sweeps);
+  for (size_t k = 0; k < sweeps; ++k) all[k] = k;
+  const double point_level = sweep_levels.empty() ? 1.0 : level_at(all);
+  PROTWIN_CHECK(point_level > 0, "calibrate: the blocks' level must be > 0, got ", point_level);
+  std::vector<double> pred(predicted.size()), medians(predicted.size()), draw;
+  auto statistic = [&](const std::vector<size_t>& ks) {
+    const double f = sweep_levels.empty() ? 1.0 : level_at(ks) / point_level;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      pred[i] = predicted[i] * (1 + sensitivity[i] * (f - 1));
+      draw.clear();
+      for (size_t k : ks) draw.push_back(steps[i][k]);
+      medians[i] = quantile(draw, 0.5);
+    }
+    return iteration_metrics(pred, medians);
+  };
+  return {statistic(all), bootstrap_slot_intervals(sweeps, statistic, resamples, seed, level)};
+}
+
 Verdict judge_at_most(const Interval& i, double target) {
   return i.hi <= target ? Verdict::kMet : i.lo > target ? Verdict::kNotMet : Verdict::kUndecided;
 }

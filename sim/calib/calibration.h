@@ -60,6 +60,20 @@ MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>&
                                                       const std::vector<double>& level_samples, const Groups& steps,
                                                       int resamples, uint64_t seed, double level = 0.95);
 
+// As above, but the steps are paired by sweep (issue 22): steps[i][k] of every plan i ran in sweep
+// k of an interleave, seconds apart and at the machine's speed then, and sweep_levels[k] holds the
+// blocks' level after each plan's step of that sweep. A replicate resamples whole sweeps, so a drift
+// shared by a sweep moves every plan's median and the prediction's block level together, as it did;
+// resampling each plan's steps alone treats them as independent and mixes one plan's slow sweeps
+// with another's fast ones (a near-tie's best-plan gap then spread to 10 % on steps whose ratio
+// within a sweep stays near 1). f is the median of the selected sweeps' level samples over that of
+// all sweeps. Requires every plan to have one step per sweep (sweep_levels empty: steps alone).
+MetricsWithIntervals sweep_paired_metrics_with_intervals(const std::vector<double>& predicted,
+                                                         const std::vector<double>& sensitivity,
+                                                         const std::vector<std::vector<double>>& sweep_levels,
+                                                         const Groups& steps, int resamples, uint64_t seed,
+                                                         double level = 0.95);
+
 // A criterion judged on an interval: met when all of it satisfies the target, not met when none
 // of it does, undecided (more samples may settle it) otherwise.
 enum class Verdict { kMet, kNotMet, kUndecided };

@@ -97,3 +97,62 @@ TEST_CASE("the intervals carry the blocks' level: a median of three level sample
   CHECK(none.interval[kMape].hi == alone.interval[kMape].hi);
   CHECK_THROWS_AS(iteration_metrics_with_intervals(pred, {1.0}, {90, 100}, steps, 2000, 3), Error);
 }
+
+TEST_CASE("block probes by sweep: the warm-up sweep of each interleave left out, one vector per timed sweep") {
+  // 3 steps of 2 plans: runs go step by step (step 1: plans 0 1, step 2: ..., step 3: ...).
+  nlohmann::json j = interleave_json({10, 11, 20, 21, 30, 31}, {1, 1, 2, 2, 3, 3});
+  j["steps"] = 3;
+  j["plans"] = nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object()});
+  BlockProbes b;
+  add_block_probes(b, j, "r0.json");
+  add_block_probes(b, j, "r1.json");
+  CHECK(b.level_us.size() == 12);
+  CHECK(b.sweep_level_us ==
+        std::vector<std::vector<double>>{{22, 23}, {33, 34}, {22, 23}, {33, 34}});
+  j["steps"] = 4;  // 6 runs cannot be 4 steps of 2 plans
+  try {
+    add_block_probes(b, j, "out/interleave-r2.json");
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("out/interleave-r2.json:/block_probes/0/us: expected 8"));
+  }
+}
+
+TEST_CASE("sweeps resampled whole: a drift shared by a sweep cancels, as it did in the steps") {
+  // Every plan's step k and the blocks after it ran at the machine's speed d[k] of that sweep:
+  // steps[i][k] = base[i] d[k], blocks' level 100 d[k]. Plans 0 and 2 are predicted at base x
+  // median(d) and move fully with the blocks (sensitivity 1), so in every resample of whole sweeps
+  // their prediction follows their measured median exactly; plan 1 is predicted 0.1 % faster than
+  // plan 0 but measures 2 % slower. Closed form in every replicate: errors 0, |0.999 x 0.30 - 0.306|
+  // / 0.306 and 0; best-plan gap 0.306 / 0.30 - 1 = 2 %; so zero-width intervals.
+  const std::vector<double> d = {1.0, 1.2, 0.9, 1.1, 1.3}, base = {0.30, 0.306, 0.40};
+  const double m = 1.1;  // median of d
+  Groups steps(3);
+  std::vector<std::vector<double>> sweeps;
+  for (size_t k = 0; k < d.size(); ++k) {
+    for (size_t i = 0; i < 3; ++i) steps[i].push_back(base[i] * d[k]);
+    sweeps.push_back({100 * d[k], 100 * d[k], 100 * d[k]});
+  }
+  const std::vector<double> pred = {0.30 * m, 0.30 * 0.999 * m, 0.40 * m}, sens = {1, 1, 1};
+  const double e1 = (0.306 - 0.30 * 0.999) / 0.306;
+  const MetricsWithIntervals p = sweep_paired_metrics_with_intervals(pred, sens, sweeps, steps, 2000, 5);
+  CHECK(p.point[kBestGap] == Approx(0.02));
+  CHECK(p.interval[kBestGap].lo == Approx(0.02));
+  CHECK(p.interval[kBestGap].hi == Approx(0.02));
+  CHECK(p.interval[kMape].lo == Approx(e1 / 3));
+  CHECK(p.interval[kMape].hi == Approx(e1 / 3));
+  CHECK(p.interval[kMaxError].hi == Approx(e1));
+  CHECK(p.interval[kSpearman].lo == Approx(0.5));  // ranks (2 1 3) against (1 2 3) in every replicate
+  // Each plan's steps resampled alone mix one plan's slow sweeps with another's fast ones.
+  std::vector<double> flat;
+  for (const auto& s : sweeps) flat.insert(flat.end(), s.begin(), s.end());
+  const MetricsWithIntervals q = iteration_metrics_with_intervals(pred, sens, flat, steps, 2000, 5);
+  CHECK(q.interval[kBestGap].hi > 0.15);
+  CHECK(q.interval[kMape].hi > 0.05);
+  // Plans of unequal step counts cannot be paired; nor sweeps that do not match the steps.
+  CHECK_THROWS_AS(sweep_paired_metrics_with_intervals(pred, sens, sweeps, {{1, 2}, {1, 2}, {1}}, 100, 5), Error);
+  CHECK_THROWS_AS(sweep_paired_metrics_with_intervals(pred, sens, {{1}, {2}}, steps, 100, 5), Error);
+  // No block probes: whole sweeps of the steps alone; plan 1's error and the gap as before.
+  const MetricsWithIntervals s = sweep_paired_metrics_with_intervals(pred, sens, {}, steps, 2000, 5);
+  CHECK(s.interval[kBestGap].hi == Approx(0.02));
+}
