@@ -17,16 +17,16 @@
 #include <memory>
 #include <optional>
 
-#include "cli/block_probes.h"
-#include "cli/calibration.h"
+#include "sim/calib/block_probes.h"
+#include "sim/calib/calibration.h"
 #include "cli/calibration_ranks.h"
-#include "cli/rank_criteria.h"
-#include "cli/drift_rule.h"
+#include "sim/calib/rank_criteria.h"
+#include "sim/calib/drift_rule.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/runtime_process.h"
-#include "cli/sample_stats.h"
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/sample_stats.h"
+#include "sim/calib/speed_scaled_prediction.h"
 #include "cli/subcommand.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
@@ -42,6 +42,7 @@
 #include "traces/report.h"
 
 namespace protwin::cli {
+using namespace calib;  // calibration's statistics and fitting (sim/calib/)
 namespace {
 
 const char* const kStreams[] = {"compute", "h2d", "d2h", "cpu_optim"};
@@ -259,7 +260,7 @@ int run_calibrate(const std::vector<std::string>& args) {
        "runs of every --ranks plan, one plan after another (its steps sample the same stretches of load)")
       ("rank-interleave", po::value<int>()->default_value(0),
        "also run every --ranks plan in ONE mpirun launch, step by step, this many steps each (0: off), and predict "
-       "each step at both ranks' probed speeds then (cli/rank_step_speeds.h)")
+       "each step at both ranks' probed speeds then (sim/calib/rank_step_speeds.h)")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
        "folder for plans, reports, calibration.json and the plot (created, with its parents)")
@@ -303,30 +304,12 @@ int run_calibrate(const std::vector<std::string>& args) {
   if (auto p = hw::load_op_profile(profile_name)) profile = *p;
   hw::Machine machine = hw::load_machine(machine_name);
 
-  // The capacity: the all-resident (DDP) plan's peak decides the default.
-  auto with_capacity = [&](hw::Machine m, int64_t bytes) {
-    nlohmann::json j = m.json;
-    j["gpu"]["memory_bytes"] = bytes;
-    j["gpu"]["usable_memory_bytes"] = bytes;
-    return hw::machine_from_json(j, m.source);
-  };
-  // The profiled link rate vs the one asked for: copy rates scale with the throttle.
-  auto with_link = [&](hw::Machine m) {
-    double profiled = 0;
-    if (profile && profile->provenance().contains("link_GBps")) profiled = profile->provenance()["link_GBps"].get<double>();
-    if (profiled <= 0 || std::abs(profiled - link) < 1e-9) return m;
-    nlohmann::json j = m.json;
-    for (const char* d : {"h2d", "d2h"})
-      for (const char* k : {"pinned_GBps", "pageable_GBps"})
-        j["host_link"][d][k] = j["host_link"][d][k].get<double>() * link / profiled;
-    j["host_link"]["peak_GBps"] = j["host_link"]["peak_GBps"].get<double>() * link / profiled;
-    return hw::machine_from_json(j, m.source);
-  };
   // The profile's measured slowdowns of ops that share the emulated device's cores.
   auto contention = [&]() {
     return profile && !vm.count("no-contention") ? sim::contention_rules_from_profile(profile->provenance())
                                                  : std::vector<sim::ContentionRule>{};
   };
+  // The capacity: the all-resident (DDP) plan's peak decides the default.
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
     const auto cost = hw::make_cost_model(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
@@ -335,7 +318,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }
-  machine = with_link(with_capacity(machine, capacity));
+  machine = with_link(with_capacity(machine, capacity), profile ? &*profile : nullptr, link);
   auto cost = hw::make_cost_model(machine, profile ? &*profile : nullptr);
   traces::create_folders(out_dir, "-o");  // after every input is known good
 
@@ -396,7 +379,8 @@ int run_calibrate(const std::vector<std::string>& args) {
     if (round == 0) {
       profile = got;
       profile_note = got.provenance().value("note", "");
-      machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine" + tag + ".json"), capacity));
+      machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine" + tag + ".json"), capacity),
+                          profile ? &*profile : nullptr, link);
     } else {
       profile->merge(got);
       profile = traces::with_block_medians(*profile, round_profiles);
@@ -420,7 +404,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   auto measure_round = [&](int round) {
     std::vector<std::string> a = {"interleave", "--steps", std::to_string(steps), "--link-GBps", std::to_string(link),
                                   "--json"};
-    if (reprofile) a.push_back("--block-probes");  // the blocks' times beside the steps (cli/block_probes.h)
+    if (reprofile) a.push_back("--block-probes");  // the blocks' times beside the steps (sim/calib/block_probes.h)
     // Each round starts the plans at another one: a plan's place in the process moves its time.
     const std::vector<size_t> order = round_plan_order(results.size(), round);
     for (size_t i : order)
@@ -505,7 +489,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                      " profiles interleaved with protwin calibrate's rounds (contention: medians)";
       profile->set_provenance(prov);
       // Each block at the median of its runs beside the steps, sampled over the same stretch of
-      // time as the steps (cli/block_probes.h); the profiles' medians stay for the record.
+      // time as the steps (sim/calib/block_probes.h); the profiles' medians stay for the record.
       profile_blocks = traces::with_block_medians(*profile, round_profiles);
       if (!block_probes.us.empty()) profile = with_block_probes(*profile, block_probes);
       cost = hw::make_cost_model(machine, &*profile);
@@ -534,7 +518,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       r.plan = s.plan.plan;
     }
   };
-  // Which probe changes are corrected for (cli/drift_rule.h): per probe, drift between steps and a
+  // Which probe changes are corrected for (sim/calib/drift_rule.h): per probe, drift between steps and a
   // level shift from the profiles, each only when its test detects it; otherwise the steps keep
   // their raw speed for that probe.
   ProbeCorrection gemm_fix, copy_fix, adam_fix;
@@ -572,7 +556,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                        &CaseResult::adam_speed);
     const ProbeSpeeds used{gemm_fix.reference, copy_fix.reference, adam_fix.reference};
     // Each step's plan re-simulated with every resource at its speed then: the step at the
-    // reference speeds = raw x predicted(reference) / predicted(then) (cli/speed_scaled_prediction.h).
+    // reference speeds = raw x predicted(reference) / predicted(then) (sim/calib/speed_scaled_prediction.h).
     size_t k = 0;  // the step's index in the corrections (results in order, steps in order)
     for (auto& r : results) {
       r.norm_steps.clear();
@@ -807,8 +791,8 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"budget_s", budget_s},
               {"measured", "per case the median of steps 2..N of every round, each at the reference speeds: raw x "
                            "predicted at the reference / predicted with compute, copy and CPU Adam rates scaled by "
-                           "their probes' speeds around that step (cli/speed_scaled_prediction.h), each probe's "
-                           "change corrected only where drift_rule detects it (cli/drift_rule.h)"},
+                           "their probes' speeds around that step (sim/calib/speed_scaled_prediction.h), each probe's "
+                           "change corrected only where drift_rule detects it (sim/calib/drift_rule.h)"},
               {"drift_rule", {{"alpha", kDriftAlpha},
                               {"what", "per probe: drift between steps (ANOVA, each step's before/after pair a "
                                        "group) and a level shift between the profiles and the rounds (pooled t-test "

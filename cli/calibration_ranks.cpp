@@ -9,18 +9,18 @@
 #include <map>
 #include <vector>
 
-#include "cli/calibration.h"
+#include "sim/calib/calibration.h"
 #include "cli/policy_options.h"
-#include "cli/rank_block_probes.h"
-#include "cli/rank_criteria.h"
-#include "cli/rank_machine.h"
+#include "sim/calib/rank_block_probes.h"
+#include "sim/calib/rank_criteria.h"
+#include "sim/calib/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_single_copy.h"
-#include "cli/rank_step_speeds.h"
+#include "sim/calib/rank_step_speeds.h"
 #include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
-#include "cli/sample_stats.h"
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/sample_stats.h"
+#include "sim/calib/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/joint_ranks.h"
 #include "sim/policy/runtime_memory.h"
@@ -33,6 +33,7 @@
 #include "traces/report.h"
 
 namespace protwin::cli {
+using namespace calib;  // calibration's statistics and fitting (sim/calib/)
 namespace {
 
 const char* const kRankStreams[] = {"compute", "h2d", "d2h", "collective", "cpu_optim"};
@@ -290,7 +291,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     }
   const std::vector<double> block_level = summed_level(rank_blocks);
 
-  // 3b. --rank-interleave: every plan that ran in one launch, step by step (cli/rank_step_speeds.h).
+  // 3b. --rank-interleave: every plan that ran in one launch, step by step (sim/calib/rank_step_speeds.h).
   nlohmann::json interleaved;
   std::vector<int> interleave_index(found.size(), -1);  // a plan's index in the launch
   if (o.interleave_steps > 0) {
@@ -345,7 +346,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     traces::Report predicted =
         rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
     // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
-    // rank's step (cli/rank_block_probes.h); the rank profile's blocks stay for the record.
+    // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
     double sensitivity = 0;
     if (rank_profile && !block_level.empty()) {
       constexpr double kBlockStep = 1.05;
@@ -413,7 +414,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
     // Each rank at its own speed (its probes beside the measured steps against the rank profile's
     // reference probes), simulated alone; the ranks meet at every collective, so the step is the
-    // slowest rank's (cli/speed_scaled_prediction.h).
+    // slowest rank's (sim/calib/speed_scaled_prediction.h).
     const traces::OpProfile* speed_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
     if (speed_profile && j.contains("rank_probes")) {
       const ProbeSpeeds reference = probe_references(speed_profile->provenance());
@@ -496,30 +497,29 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     cases.push_back(c);
   }
   section["cases"] = cases;
-  if (!pred_s.empty())
-    section["metrics"] = {{"cases", pred_s.size()},
-                          {"iteration_time_mape", mape(pred_s, meas_s)},
-                          {"iteration_time_max_error", max_relative_error(pred_s, meas_s)},
-                          {"spearman", pred_s.size() > 1 ? spearman(pred_s, meas_s) : 0.0},
-                          {"peak_device_mape", mape(pred_gpu, meas_gpu)},
-                          {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
-                          {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
-                          {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}};
+  // Predicted iteration times against measured ones: {cases, MAPE, max error, Spearman}.
+  auto metrics = [](const std::vector<double>& p, const std::vector<double>& m) {
+    return nlohmann::json{{"cases", p.size()}, {"iteration_time_mape", mape(p, m)},
+                          {"iteration_time_max_error", max_relative_error(p, m)},
+                          {"spearman", p.size() > 1 ? spearman(p, m) : 0.0}};
+  };
   if (!pred_s.empty()) {
+    section["metrics"] = metrics(pred_s, meas_s);
+    section["metrics"].update({{"peak_device_mape", mape(pred_gpu, meas_gpu)},
+                               {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
+                               {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
+                               {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}});
     // The time criteria on 95 % intervals: steps resampled within each plan and, with the blocks
     // beside the steps, the blocks' level with them (each plan moving by its sensitivity).
     section.update(judge_rank_criteria(pred_s, sensitivities, block_level, step_groups,
                                        section["metrics"]["peak_device_max_error"].get<double>(),
                                        o.bootstrap_resamples, o.bootstrap_seed));
   }
-  if (!profile_blocks_pred_s.empty())
-    section["metrics_profile_blocks"] = {
-        {"what", "the same steps predicted with the rank profile's block entries (rank 0's) instead of each rank's "
-                 "blocks beside its steps"},
-        {"cases", profile_blocks_pred_s.size()},
-        {"iteration_time_mape", mape(profile_blocks_pred_s, profile_blocks_meas_s)},
-        {"iteration_time_max_error", max_relative_error(profile_blocks_pred_s, profile_blocks_meas_s)},
-        {"spearman", profile_blocks_pred_s.size() > 1 ? spearman(profile_blocks_pred_s, profile_blocks_meas_s) : 0.0}};
+  if (!profile_blocks_pred_s.empty()) {
+    section["metrics_profile_blocks"] = metrics(profile_blocks_pred_s, profile_blocks_meas_s);
+    section["metrics_profile_blocks"]["what"] = "the same steps predicted with the rank profile's block entries "
+                                                "(rank 0's) instead of each rank's blocks beside its steps";
+  }
   if (!rank_blocks.empty()) {
     // Each rank's blocks beside its steps against the rank profile's entries.
     nlohmann::json blocks = nlohmann::json::array();
@@ -535,30 +535,16 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                                {"level_us", spread_of(block_level).to_json()},
                                {"blocks", blocks}};
   }
-  if (!joint_pred_s.empty())
-    section["metrics_joint"] = {{"cases", joint_pred_s.size()},
-                                {"iteration_time_mape", mape(joint_pred_s, joint_meas_s)},
-                                {"iteration_time_max_error", max_relative_error(joint_pred_s, joint_meas_s)},
-                                {"spearman", joint_pred_s.size() > 1 ? spearman(joint_pred_s, joint_meas_s) : 0.0}};
-  auto metrics = [&](const std::vector<double>& p, const std::vector<double>& m) {
-    return nlohmann::json{{"cases", p.size()},
-                          {"steps", o.interleave_steps},
-                          {"iteration_time_mape", mape(p, m)},
-                          {"iteration_time_max_error", max_relative_error(p, m)},
-                          {"spearman", p.size() > 1 ? spearman(p, m) : 0.0}};
-  };
-  if (!inter_pred_s.empty()) section["metrics_interleaved"] = metrics(inter_pred_s, inter_meas_s);
-  if (!launch_pred_s.empty()) section["metrics_interleaved_launch_speeds"] = metrics(launch_pred_s, launch_meas_s);
+  if (!joint_pred_s.empty()) section["metrics_joint"] = metrics(joint_pred_s, joint_meas_s);
+  auto with_steps = [&](nlohmann::json j) { j["steps"] = o.interleave_steps; return j; };
+  if (!inter_pred_s.empty()) section["metrics_interleaved"] = with_steps(metrics(inter_pred_s, inter_meas_s));
+  if (!launch_pred_s.empty()) section["metrics_interleaved_launch_speeds"] = with_steps(metrics(launch_pred_s, launch_meas_s));
   if (!given_pred_s.empty())
     section["metrics_joint_at_measured_compute"] = {
         {"cases", given_pred_s.size()},
         {"iteration_time_mape", mape(given_pred_s, given_meas_s)},
         {"iteration_time_max_error", max_relative_error(given_pred_s, given_meas_s)}};
-  if (!speed_pred_s.empty())
-    section["metrics_at_rank_speeds"] = {{"cases", speed_pred_s.size()},
-                                         {"iteration_time_mape", mape(speed_pred_s, speed_meas_s)},
-                                         {"iteration_time_max_error", max_relative_error(speed_pred_s, speed_meas_s)},
-                                         {"spearman", speed_pred_s.size() > 1 ? spearman(speed_pred_s, speed_meas_s) : 0.0}};
+  if (!speed_pred_s.empty()) section["metrics_at_rank_speeds"] = metrics(speed_pred_s, speed_meas_s);
   return section;
 }
 
@@ -670,17 +656,15 @@ void print_rank_cases(const nlohmann::json& s) {
                 verdict(m["iteration_time_max_error"].get<double>() <= 0.10), m["spearman"].get<double>(),
                 verdict(m["spearman"].get<double>() >= 0.9));
   }
-  if (s.contains("metrics_joint")) {
-    const auto& m = s["metrics_joint"];
-    std::printf("%d-rank joint simulation: iteration MAPE %.1f%% (<= 5%%), max %.1f%% (<= 10%%), Spearman %.3f (>= 0.9)\n",
-                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
-                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
-  }
-  if (s.contains("metrics_at_rank_speeds")) {
-    const auto& m = s["metrics_at_rank_speeds"];
-    std::printf("%d-rank at each rank's probed speed (slowest rank): iteration MAPE %.1f%%, max %.1f%%, Spearman %.3f\n",
-                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
-                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
+  for (const bool joint : {true, false}) {  // the joint simulation's targets are printed beside it
+    const char* key = joint ? "metrics_joint" : "metrics_at_rank_speeds";
+    if (!s.contains(key)) continue;
+    const auto& m = s[key];
+    std::printf("%d-rank %s: iteration MAPE %.1f%%%s, max %.1f%%%s, Spearman %.3f%s\n", s.at("ranks").get<int>(),
+                joint ? "joint simulation" : "at each rank's probed speed (slowest rank)",
+                100 * m["iteration_time_mape"].get<double>(), joint ? " (<= 5%)" : "",
+                100 * m["iteration_time_max_error"].get<double>(), joint ? " (<= 10%)" : "", m["spearman"].get<double>(),
+                joint ? " (>= 0.9)" : "");
   }
   if (s.contains("block_probes")) {
     const auto& b = s["block_probes"];

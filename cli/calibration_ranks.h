@@ -41,14 +41,14 @@ struct RankCalibrationOptions {
   // Issue 23, session 12: > 0 runs every plan in ONE `mpirun -np N protwin interleave` launch, this
   // many steps each (the first warm-up), plan by plan step by step, each rank probing right before
   // and after every step; every step is then predicted by the joint simulation at both ranks'
-  // speeds of that moment (cli/rank_step_speeds.h), section "metrics_interleaved". 0: off.
+  // speeds of that moment (sim/calib/rank_step_speeds.h), section "metrics_interleaved". 0: off.
   int interleave_steps = 0;
   // Issue 23, session 16: every run times each block of its plan once after every step on every
   // rank (`train --block-probes`); with the rank profile, each rank's prediction prices the blocks
-  // at its medians and the step is the slowest rank's (cli/rank_block_probes.h). Off: the rank
+  // at its medians and the step is the slowest rank's (sim/calib/rank_block_probes.h). Off: the rank
   // profile's block entries (calibrate always sets it).
   bool block_probes = true;
-  int bootstrap_resamples = 2000;  // the criteria's 95 % intervals (cli/calibration.h)
+  int bootstrap_resamples = 2000;  // the criteria's 95 % intervals (sim/calib/calibration.h)
   uint64_t bootstrap_seed = 1;
 };
 

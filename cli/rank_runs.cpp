@@ -3,7 +3,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -29,10 +29,10 @@ nlohmann::json merge_runs(const std::vector<nlohmann::json>& runs) {
     }
   }
   // A peak is the median run's: a loaded machine skews the ranks and can hold a buffer longer.
-  for (size_t k = 0; k < std::size(peaks); ++k) out[peaks[k]] = std::llround(quantile(peak[k], 0.5));
+  for (size_t k = 0; k < std::size(peaks); ++k) out[peaks[k]] = std::llround(calib::quantile(peak[k], 0.5));
   out["iteration_s"] = steps;
   if (!probes.empty()) out["rank_probes"] = probes;
-  if (!waits.empty()) out["wait_cpu_share"] = quantile(waits, 0.5);
+  if (!waits.empty()) out["wait_cpu_share"] = calib::quantile(waits, 0.5);
   return out;
 }
 

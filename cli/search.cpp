@@ -45,8 +45,8 @@ int run_search(const std::vector<std::string>& args) {
   in.search.progress = [&](long done, long) { if (done > 0) bar.tick(); };
   const sim::SearchResult r = sim::search_policy(in.model, *in.cost, in.search);
   bar.done();
+  const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
   if (!r.found && vm.count("json")) {
-    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
     print_json({{"system", system},
                 {"model", in.model.name},
                 {"machine", in.cost->machine().name},
@@ -64,7 +64,6 @@ int run_search(const std::vector<std::string>& args) {
     return 0;
   }
   if (!r.found) {
-    const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
     PROTWIN_CHECK(false, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
                   in.search.gpus, " GPU(s) under any ", system, " knob setting (", r.configurations,
                   " settings tried); the smallest needs ", human_bytes(r.smallest_peak_gpu_bytes),

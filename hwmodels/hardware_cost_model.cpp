@@ -179,8 +179,18 @@ struct HardwareCostModel::Memo {
 };
 
 // Each distinct kernel set is summed once: the ops of a plan, and the plans of a search, share a
-// few dozen sets.
+// few dozen sets. The sets this thread found last are kept by address (a plan's ops ask for the
+// same few again and again): one at the same address and equal to it (always compared, so a set
+// at an address another had is never mistaken) skips the hash and the lock.
 KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool backward) const {
+  struct Recent { const traces::KernelSet* at; bool backward; const PricedSet* set; };  // set: a memo node
+  thread_local std::shared_ptr<Memo> recent_memo;  // holds the memo the entries point into
+  thread_local std::array<Recent, 16> recent{};
+  thread_local size_t next = 0;
+  if (recent_memo != memo_) recent_memo = memo_, recent = {};
+  for (const Recent& r : recent)
+    if (r.at == &ks && r.backward == backward && r.set->kernels == ks) return r.set->time;
+  auto remember = [&](const PricedSet& set) { return recent[next++ % recent.size()] = {&ks, backward, &set}, set.time; };
   size_t h = backward;
   for (const auto& k : ks) {
     hash_mix(h, kernel_hash(k.sig, k.bytes, k.flops, backward));
@@ -189,7 +199,7 @@ KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool 
   {
     std::lock_guard<std::mutex> lock(memo_->mu);
     for (auto [it, end] = memo_->sets.equal_range(h); it != end; ++it)
-      if (it->second.backward == backward && it->second.kernels == ks) return it->second.time;
+      if (it->second.backward == backward && it->second.kernels == ks) return remember(it->second);
   }
   KernelTime sum{0, KernelSource::kNone};
   for (const auto& k : ks) {
@@ -198,8 +208,7 @@ KernelTime HardwareCostModel::kernel_set_time(const traces::KernelSet& ks, bool 
     sum.source = sum.source == KernelSource::kNone || sum.source == t.source ? t.source : KernelSource::kMixed;
   }
   std::lock_guard<std::mutex> lock(memo_->mu);
-  memo_->sets.emplace(h, PricedSet{ks, backward, sum});
-  return sum;
+  return remember(memo_->sets.emplace(h, PricedSet{ks, backward, sum})->second);
 }
 
 HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
@@ -742,10 +751,8 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     priced(c, kernel_set_time(ks, op.kind == traces::OpKind::kBackward));
     return;
   }
-  if (op.work.flops > 0 || op.work.bytes > 0) {
+  if (op.work.flops > 0 || op.work.bytes > 0)
     priced(c, {roofline_seconds(op.work.flops, bytes, plan.dtype.empty() ? "fp16" : plan.dtype), KernelSource::kCurve});
-  }
-  return;
 }
 
 }  // namespace protwin::hw

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cli/options.h"
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "cli/subcommand.h"
 #include "runtime/optim/bench_adam.h"
 #include "runtime/profile/stability_probe.h"
@@ -85,7 +85,7 @@ int bench_stability(const std::vector<std::string>& args) {
   PROTWIN_CHECK(o.interval_s >= 0, "--interval: expected a number >= 0, got ", o.interval_s);
   PROTWIN_CHECK(o.threads >= 1, "--threads: expected at least 1, got ", o.threads);
   const std::vector<double> g = rt::gemm_speed_samples(o);
-  const Spread s = spread_of(g);
+  const calib::Spread s = calib::spread_of(g);
   if (vm.count("json")) {
     nlohmann::json j = s.to_json();
     j.update({{"samples_gflops", g}, {"threads", o.threads}, {"interval_s", o.interval_s},

@@ -72,8 +72,8 @@ struct BestPlan {
     held = true;
     tokens_per_s = tps;
     first_seen = order;
-    plan = std::move(p);
-    report = std::move(r);
+    std::swap(plan, p);  // the old best goes back to the caller, freed there outside the lock
+    std::swap(report, r);
   }
   std::mutex mutex;
   bool held = false;

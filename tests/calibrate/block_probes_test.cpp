@@ -1,16 +1,16 @@
-// The blocks timed beside the steps (issue 22, cli/block_probes.h) and the intervals that carry
+// The blocks timed beside the steps (issue 22, sim/calib/block_probes.h) and the intervals that carry
 // how sure the prediction's block level is. Oracles: the interleave JSON's own numbers (sums and
 // medians by hand), and the bootstrap distribution of a median of three values in closed form.
 #include <catch2/catch.hpp>
 
-#include "cli/block_probes.h"
-#include "cli/calibration.h"
+#include "sim/calib/block_probes.h"
+#include "sim/calib/calibration.h"
 #include "tests/calibrate/block_fixtures.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
 
 using namespace protwin;
-using namespace protwin::cli;
+using namespace protwin::calib;
 
 namespace {
 

@@ -7,10 +7,10 @@
 #include <numeric>
 #include <random>
 
-#include "cli/bootstrap.h"
-#include "cli/calibration.h"
+#include "sim/calib/bootstrap.h"
+#include "sim/calib/calibration.h"
 
-using namespace protwin::cli;
+using namespace protwin::calib;
 
 namespace {
 std::vector<double> mean_of(const Groups& g) {

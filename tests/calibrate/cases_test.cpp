@@ -3,8 +3,9 @@
 // DDP plan does not fit under the cap, so no case is DDP).
 #include <catch2/catch.hpp>
 
-#include "cli/calibration.h"
-#include "cli/sample_stats.h"
+#include "sim/calib/calibration.h"
+#include "sim/calib/sample_stats.h"
+#include "sim/calib/speed_scaled_prediction.h"
 #include "hwmodels/machine.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
@@ -13,12 +14,7 @@
 using namespace protwin;
 
 namespace {
-hw::Machine capped(int64_t bytes) {
-  nlohmann::json j = hw::load_machine("host-emulated").json;
-  j["gpu"]["memory_bytes"] = bytes;
-  j["gpu"]["usable_memory_bytes"] = bytes;
-  return hw::machine_from_json(j, "host-emulated (capped)");
-}
+hw::Machine capped(int64_t bytes) { return calib::with_capacity(hw::load_machine("host-emulated"), bytes); }
 }  // namespace
 
 TEST_CASE("calibration cases are deterministic, distinct and fit the capped device") {
@@ -34,8 +30,8 @@ TEST_CASE("calibration cases are deterministic, distinct and fit the capped devi
   const int64_t cap = ddp.peak_gpu_bytes * 6 / 10;
   const hw::HardwareCostModel cost(capped(cap));
 
-  const cli::CaseSelection a = cli::select_cases(w, cost, 12, 1);
-  const cli::CaseSelection b = cli::select_cases(w, cost, 12, 2);
+  const calib::CaseSelection a = calib::select_cases(w, cost, 12, 1);
+  const calib::CaseSelection b = calib::select_cases(w, cost, 12, 2);
   REQUIRE(a.cases.size() == b.cases.size());
   CHECK(a.cases.size() >= 10);
   CHECK(a.cases.size() <= 12);
@@ -58,14 +54,14 @@ TEST_CASE("each round starts the plans at the next point of the golden-ratio seq
   // -> 0, 7, 2, 10, 5; every order is the rotation from its start.
   const size_t starts[] = {0, 7, 2, 10, 5};
   for (int r = 0; r < 5; ++r) {
-    const std::vector<size_t> o = cli::round_plan_order(12, r);
+    const std::vector<size_t> o = calib::round_plan_order(12, r);
     REQUIRE(o.size() == 12);
     for (size_t k = 0; k < 12; ++k) CHECK(o[k] == (starts[r] + k) % 12);
   }
-  CHECK(cli::round_plan_order(3, 1) == std::vector<size_t>{1, 2, 0});  // frac .618 x 3 = 1.85
-  CHECK(cli::round_plan_order(1, 4) == std::vector<size_t>{0});
-  CHECK(cli::round_plan_order(0, 2).empty());
-  CHECK_THROWS_WITH(cli::round_plan_order(12, -1), Catch::Contains("round -1"));
+  CHECK(calib::round_plan_order(3, 1) == std::vector<size_t>{1, 2, 0});  // frac .618 x 3 = 1.85
+  CHECK(calib::round_plan_order(1, 4) == std::vector<size_t>{0});
+  CHECK(calib::round_plan_order(0, 2).empty());
+  CHECK_THROWS_WITH(calib::round_plan_order(12, -1), Catch::Contains("round -1"));
 }
 
 TEST_CASE("rotating the order keeps a first-place slowdown out of every plan's median") {
@@ -77,13 +73,13 @@ TEST_CASE("rotating the order keeps a first-place slowdown out of every plan's m
   const double first_place_slowdown = 1.04;
   std::vector<std::vector<double>> steps(n), fixed(n);
   for (int r = 0; r < 3; ++r) {
-    const std::vector<size_t> o = cli::round_plan_order(n, r);
+    const std::vector<size_t> o = calib::round_plan_order(n, r);
     for (size_t pos = 0; pos < n; ++pos)
       for (int s = 0; s < 3; ++s) {
         steps[o[pos]].push_back(1.0 * (pos == 0 ? first_place_slowdown : 1.0));
         fixed[pos].push_back(1.0 * (pos == 0 ? first_place_slowdown : 1.0));
       }
   }
-  for (size_t i = 0; i < n; ++i) CHECK(cli::quantile(steps[i], 0.5) == 1.0);
-  CHECK(cli::quantile(fixed[0], 0.5) == Approx(first_place_slowdown));
+  for (size_t i = 0; i < n; ++i) CHECK(calib::quantile(steps[i], 0.5) == 1.0);
+  CHECK(calib::quantile(fixed[0], 0.5) == Approx(first_place_slowdown));
 }

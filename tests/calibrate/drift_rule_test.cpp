@@ -1,4 +1,4 @@
-// When calibrate corrects a step for the machine's speed (cli/drift_rule.h, issue 22). Oracles:
+// When calibrate corrects a step for the machine's speed (sim/calib/drift_rule.h, issue 22). Oracles:
 // the tests' nominal size (under no drift each fires in alpha = 5 % of seeded simulations: exact
 // for log-normal probes, F and t distributions), closed forms for the corrections (no drift: every
 // step at the steps' median and the reference equal to it, so the corrected step IS the raw one),
@@ -9,12 +9,12 @@
 #include <random>
 #include <vector>
 
-#include "cli/calibration.h"
-#include "cli/drift_rule.h"
-#include "cli/sample_stats.h"
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/calibration.h"
+#include "sim/calib/drift_rule.h"
+#include "sim/calib/sample_stats.h"
+#include "sim/calib/speed_scaled_prediction.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 namespace {
 
 // Probes of `steps` steps in `rounds` rounds: speed x exp(N(0, noise)), the speed of step s given.
@@ -132,4 +132,4 @@ TEST_CASE("drift rule: too few samples are not testable, never a correction") {
 }
 
 }  // namespace
-}  // namespace protwin::cli
+}  // namespace protwin::calib

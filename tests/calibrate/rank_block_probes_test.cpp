@@ -1,15 +1,15 @@
-// Each rank's blocks timed beside its steps (issue 23, cli/rank_block_probes.h). Oracles: the
+// Each rank's blocks timed beside its steps (issue 23, sim/calib/rank_block_probes.h). Oracles: the
 // train JSON's own numbers (sums by hand), the bootstrap distribution of a median of three level
 // samples in closed form (as block_probes_test.cpp, here summed over two ranks), and for the
 // prediction the simulator itself: a rank whose blocks ran 3x longer is the slowest, its compute
-// stream busy longer by exactly the added time of every block op. The criteria (cli/rank_criteria.h)
+// stream busy longer by exactly the added time of every block op. The criteria (sim/calib/rank_criteria.h)
 // on noiseless steps, a level of known spread, a peak just over 5 %.
 #include <catch2/catch.hpp>
 
-#include "cli/calibration.h"
-#include "cli/rank_block_probes.h"
-#include "cli/rank_criteria.h"
-#include "cli/rank_machine.h"
+#include "sim/calib/calibration.h"
+#include "sim/calib/rank_block_probes.h"
+#include "sim/calib/rank_criteria.h"
+#include "sim/calib/rank_machine.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "tests/runtime/plan_fixtures.h"
 #include "tests/calibrate/block_fixtures.h"
@@ -17,7 +17,7 @@
 #include "traces/error.h"
 
 using namespace protwin;
-using namespace protwin::cli;
+using namespace protwin::calib;
 
 namespace {
 

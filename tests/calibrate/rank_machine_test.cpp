@@ -4,7 +4,7 @@
 // gathered bytes) and the shipped emulated machine's alpha.
 #include <catch2/catch.hpp>
 
-#include "cli/rank_machine.h"
+#include "sim/calib/rank_machine.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "traces/plan.h"
 
@@ -29,7 +29,7 @@ hw::OpCost unit_all_gather(const hw::Machine& m) {
 TEST_CASE("machine_for_ranks: a collective is its own transfer at --net-GBps, not over the copy links") {
   const hw::Machine one = hw::load_machine("host-emulated");
   REQUIRE(one.intra_node.host_staged);  // the profiled emulated machine's own description
-  const hw::Machine two = cli::machine_for_ranks(one, 2, 1.0);
+  const hw::Machine two = calib::machine_for_ranks(one, 2, 1.0);
   CHECK(two.gpu.count == 2);
   CHECK_FALSE(two.intra_node.host_staged);
 
@@ -43,7 +43,7 @@ TEST_CASE("machine_for_ranks: a rank profile's measured collectives keep their f
   nlohmann::json j = hw::load_machine("host-emulated").json;
   j["collectives"]["intra_node"]["all_gather"] = {{"alpha_us", 123.0}, {"busbw_GBps", 0.7}};
   j["provenance"]["/collectives"] = {{"kind", "measured"}, {"source", "protwin profile (2 ranks)"}};
-  const hw::Machine two = cli::machine_for_ranks(hw::machine_from_json(j, "measured"), 2, 1.0);
+  const hw::Machine two = calib::machine_for_ranks(hw::machine_from_json(j, "measured"), 2, 1.0);
   CHECK_FALSE(two.intra_node.host_staged);
   // Closed form with the fitted line, not --net-GBps (1.0).
   CHECK(unit_all_gather(two).stream_time().seconds() == Approx(123e-6 + kUnitBytes / 2 / 0.7e9).epsilon(1e-6));

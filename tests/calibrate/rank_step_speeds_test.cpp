@@ -1,12 +1,12 @@
-// Each rank's speeds per step of a 2-rank interleaved launch (cli/rank_step_speeds.h), against
+// Each rank's speeds per step of a 2-rank interleaved launch (sim/calib/rank_step_speeds.h), against
 // hand-made probes. Oracle: with no window a step's speed is the median of its own two probes
 // (their mean), and a scale is the reference speed over it; each rank is judged by its own probes.
 #include <catch2/catch.hpp>
 
-#include "cli/rank_step_speeds.h"
+#include "sim/calib/rank_step_speeds.h"
 #include "traces/error.h"
 
-using namespace protwin::cli;
+using namespace protwin::calib;
 
 namespace {
 

@@ -2,10 +2,10 @@
 // without ties; mean ranks with ties).
 #include <catch2/catch.hpp>
 
-#include "cli/calibration.h"
-#include "cli/sample_stats.h"
+#include "sim/calib/calibration.h"
+#include "sim/calib/sample_stats.h"
 
-using namespace protwin::cli;
+using namespace protwin::calib;
 
 TEST_CASE("MAPE and max error are the closed forms") {
   CHECK(mape({110, 90}, {100, 100}) == Approx(0.10));

@@ -2,7 +2,7 @@
 // synthetic speed drift on the emulated device (runtime/memory/speed_throttle.h), compute and
 // copies slowed by different factors that change between steps, must cancel once every step is
 // expressed at the reference speeds (each resource scaled by its own probe, through the simulator:
-// cli/speed_scaled_prediction.h), while the raw times carry it. Oracle: the same plans measured
+// sim/calib/speed_scaled_prediction.h), while the raw times carry it. Oracle: the same plans measured
 // without the drift in the same stretch of time (a plan and its drifted copy: ratio 1).
 #include "tests/runtime/torch_catch.h"
 
@@ -15,10 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cli/calibration.h"
-#include "cli/drift_rule.h"
-#include "cli/sample_stats.h"
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/calibration.h"
+#include "sim/calib/drift_rule.h"
+#include "sim/calib/sample_stats.h"
+#include "sim/calib/speed_scaled_prediction.h"
 #include "runtime/profile/host_measurements.h"
 #include "runtime/profile/profile_shapes.h"
 #include "runtime/profile/block_profile.h"
@@ -69,7 +69,7 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
   const ProfileResult prof = run_profile(po);
   std::filesystem::remove(step_plan);
   const hw::Machine machine = hw::machine_from_json(machine_json(prof.host), "profiled by the test");
-  const cli::ProbeSpeeds reference = cli::probe_references(prof.profile.provenance());
+  const calib::ProbeSpeeds reference = calib::probe_references(prof.profile.provenance());
   REQUIRE(reference.gemm_gflops > 0);
   REQUIRE(reference.copy_gbps > 0);
   REQUIRE(reference.adam_mparams_per_s > 0);
@@ -100,7 +100,7 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
   set_emulated_copy_slowdown(1);
 
   // Every step judged by its own probes (window 0), as `protwin calibrate` does, each probe's
-  // change corrected where the drift rule detects it (cli/drift_rule.h) over the timed steps (the
+  // change corrected where the drift rule detects it (sim/calib/drift_rule.h) over the timed steps (the
   // first is warm-up) of every plan.
   std::vector<std::vector<double>> gemm_b, gemm_a, copy_b, copy_a, adam_b, adam_a;
   for (const InterleavedPlan& p : r.plans) {
@@ -110,40 +110,40 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
   }
   auto corrected = [&](const std::vector<std::vector<double>>& b, const std::vector<std::vector<double>>& a,
                        double profile_level) {
-    const auto own = cli::step_speeds(b, a, 0);
+    const auto own = calib::step_speeds(b, a, 0);
     std::vector<double> fb, fa, fo;
     for (size_t i = 0; i < b.size(); ++i)
       for (size_t s = 1; s < b[i].size(); ++s) fb.push_back(b[i][s]), fa.push_back(a[i][s]), fo.push_back(own[i][s]);
-    return cli::correct_probes({profile_level}, fb, fa, fo, std::vector<int>(fb.size(), 0));
+    return calib::correct_probes({profile_level}, fb, fa, fo, std::vector<int>(fb.size(), 0));
   };
-  const cli::ProbeCorrection gemm = corrected(gemm_b, gemm_a, reference.gemm_gflops),
+  const calib::ProbeCorrection gemm = corrected(gemm_b, gemm_a, reference.gemm_gflops),
                              copy = corrected(copy_b, copy_a, reference.copy_gbps),
                              adam = corrected(adam_b, adam_a, reference.adam_mparams_per_s);
-  const cli::ProbeSpeeds used{gemm.reference, copy.reference, adam.reference};
+  const calib::ProbeSpeeds used{gemm.reference, copy.reference, adam.reference};
   const size_t timed = static_cast<size_t>(o.steps) - 1;
-  const auto gemm_own = cli::step_speeds(gemm_b, gemm_a, 0);
+  const auto gemm_own = calib::step_speeds(gemm_b, gemm_a, 0);
   const auto contention = sim::contention_rules_from_profile(prof.profile.provenance());
-  auto normalised = [&](size_t i, size_t s, cli::SpeedScaledPredictor& pred) {
+  auto normalised = [&](size_t i, size_t s, calib::SpeedScaledPredictor& pred) {
     const size_t k = i * timed + s - 1;  // the step's index in the corrections
-    const cli::ResourceScales sc = cli::scales_of({gemm.then[k], copy.then[k], adam.then[k]}, used);
-    return cli::at_reference_speeds(r.plans[i].iteration_s[s], pred.iteration_s({}), pred.iteration_s(sc));
+    const calib::ResourceScales sc = calib::scales_of({gemm.then[k], copy.then[k], adam.then[k]}, used);
+    return calib::at_reference_speeds(r.plans[i].iteration_s[s], pred.iteration_s({}), pred.iteration_s(sc));
   };
 
   for (size_t b : {size_t{0}, size_t{2}}) {
-    cli::SpeedScaledPredictor pred(*sim_plans[b], machine, &prof.profile, contention);
+    calib::SpeedScaledPredictor pred(*sim_plans[b], machine, &prof.profile, contention);
     std::vector<double> raw, norm, gemm_only;  // copy / original, step by step
     for (size_t s = 1; s < static_cast<size_t>(o.steps); ++s) {
       raw.push_back(r.plans[b + 1].iteration_s[s] / r.plans[b].iteration_s[s]);
       norm.push_back(normalised(b + 1, s, pred) / normalised(b, s, pred));
-      gemm_only.push_back(cli::at_reference_speed(r.plans[b + 1].iteration_s[s], gemm_own[b + 1][s], 100) /
-                          cli::at_reference_speed(r.plans[b].iteration_s[s], gemm_own[b][s], 100));
+      gemm_only.push_back(calib::at_reference_speed(r.plans[b + 1].iteration_s[s], gemm_own[b + 1][s], 100) /
+                          calib::at_reference_speed(r.plans[b].iteration_s[s], gemm_own[b][s], 100));
     }
-    const double raw_ratio = cli::quantile(raw, 0.5), norm_ratio = cli::quantile(norm, 0.5),
-                 gemm_ratio = cli::quantile(gemm_only, 0.5);
+    const double raw_ratio = calib::quantile(raw, 0.5), norm_ratio = calib::quantile(norm, 0.5),
+                 gemm_ratio = calib::quantile(gemm_only, 0.5);
     // The machine's own noise: how far the original's GEMM probes spread (p10-p90 over the median).
     std::vector<double> own = gemm_b[b];
     own.insert(own.end(), gemm_a[b].begin(), gemm_a[b].end());
-    const double band = (cli::quantile(own, 0.9) - cli::quantile(own, 0.1)) / cli::quantile(own, 0.5);
+    const double band = (calib::quantile(own, 0.9) - calib::quantile(own, 0.1)) / calib::quantile(own, 0.5);
     INFO((b == 0 ? "resident" : "offloaded") << ": median copy/original raw " << raw_ratio
                                              << ", at the reference speeds " << norm_ratio
                                              << ", the whole step scaled by the GEMM probe " << gemm_ratio
@@ -167,7 +167,7 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
     // threads is a suspect). A 5 % bound is a timing target, which belongs in a benchmark
     // (docs/RUNTIME.md, "The drift test"), not in a unit test; the two checks above held with wide
     // margins in every run seen.
-    const auto [lo, hi] = cli::median_interval(norm);
+    const auto [lo, hi] = calib::median_interval(norm);
     WARN((b == 0 ? "resident" : "offloaded") << ": at the reference speeds the median copy/original ratio is "
          << norm_ratio << ", its distribution-free 95 % interval [" << lo << ", " << hi << "] (target 1 +- 5 %; "
          "the GEMM probe's band " << 100 * band << " %)");

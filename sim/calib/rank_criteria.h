@@ -1,6 +1,6 @@
 // The criteria of calibrate's N-rank cases (issue 23, "Done when"): iteration MAPE <= 5 %, max error
 // <= 10 % and Spearman >= 0.9, each met only when its whole 95 % bootstrap interval is (steps
-// resampled within each plan, the blocks' level with them: cli/calibration.h), and the measured
+// resampled within each plan, the blocks' level with them: sim/calib/calibration.h), and the measured
 // device peak within 5 % of the prediction for every plan. calibrate exits kRankCriteriaMissedExit
 // when one is missed or undecided. Torch-free.
 #pragma once
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/bootstrap.h"
+#include "sim/calib/bootstrap.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 // {"intervals", "verdicts", "criteria_met"} of the section: `predicted` per plan, its sensitivity
 // to the blocks' level, the level samples (empty: the steps alone), each plan's measured steps, and
@@ -26,4 +26,4 @@ bool rank_criteria_met(const nlohmann::json& section);
 // calibrate's exit code when a --ranks criterion is missed (README: exit codes).
 inline constexpr int kRankCriteriaMissedExit = 3;
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

@@ -1,12 +1,12 @@
-#include "cli/block_probes.h"
+#include "sim/calib/block_probes.h"
 
 #include <cstddef>
 
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "traces/block_signature.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 void add_block_probes(BlockProbes& into, const nlohmann::json& interleave, const std::string& where) {
   if (!interleave.contains("block_probes")) return;
@@ -45,4 +45,4 @@ traces::OpProfile with_blocks_scaled(const traces::OpProfile& profile, double fa
   return traces::with_block_times(profile, [&](const traces::OpProfileEntry& e) -> std::optional<double> { return e.us.mean * factor; });
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

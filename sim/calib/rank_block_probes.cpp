@@ -1,11 +1,11 @@
-#include "cli/rank_block_probes.h"
+#include "sim/calib/rank_block_probes.h"
 
 #include <algorithm>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 void add_rank_block_probes(std::vector<BlockProbes>& ranks, const nlohmann::json& train, const std::string& where) {
   if (!train.contains("rank_block_probes")) return;
@@ -62,4 +62,4 @@ RankBlocksPrediction predict_at_rank_blocks(const traces::Plan& plan, const hw::
   return out;
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

@@ -1,10 +1,10 @@
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/speed_scaled_prediction.h"
 
 #include <cmath>
 
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 ProbeSpeeds probe_references(const nlohmann::json& prov) {
   auto median = [&](const char* probe, const char* key) {
@@ -12,6 +12,25 @@ ProbeSpeeds probe_references(const nlohmann::json& prov) {
   };
   return {median("reference_probe", "median_gflops"), median("reference_copy_probe", "median_GBps"),
           median("reference_adam_probe", "median_mparams_per_s")};
+}
+
+hw::Machine with_capacity(const hw::Machine& m, int64_t bytes) {
+  nlohmann::json j = m.json;
+  j["gpu"]["memory_bytes"] = bytes;
+  j["gpu"]["usable_memory_bytes"] = bytes;
+  return hw::machine_from_json(j, m.source);
+}
+
+hw::Machine with_link(const hw::Machine& m, const traces::OpProfile* profile, double link) {
+  double profiled = 0;
+  if (profile && profile->provenance().contains("link_GBps")) profiled = profile->provenance()["link_GBps"].get<double>();
+  if (profiled <= 0 || std::abs(profiled - link) < 1e-9) return m;
+  nlohmann::json j = m.json;
+  for (const char* d : {"h2d", "d2h"})
+    for (const char* k : {"pinned_GBps", "pageable_GBps"})
+      j["host_link"][d][k] = j["host_link"][d][k].get<double>() * link / profiled;
+  j["host_link"]["peak_GBps"] = j["host_link"]["peak_GBps"].get<double>() * link / profiled;
+  return hw::machine_from_json(j, m.source);
 }
 
 ResourceScales scales_of(const ProbeSpeeds& then, const ProbeSpeeds& ref) {
@@ -81,4 +100,4 @@ double at_reference_speeds(double raw_s, double predicted_reference_s, double pr
   return raw_s * predicted_reference_s / predicted_then_s;
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

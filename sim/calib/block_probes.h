@@ -17,7 +17,7 @@
 
 #include "traces/op_profile.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 struct BlockProbes {
   std::map<std::string, std::vector<double>> us;  // signature key -> one run (us) after every step
@@ -43,4 +43,4 @@ traces::OpProfile with_block_probes(const traces::OpProfile& profile, const Bloc
 // the blocks' level: its sensitivity).
 traces::OpProfile with_blocks_scaled(const traces::OpProfile& profile, double factor);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

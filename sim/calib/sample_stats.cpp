@@ -1,11 +1,11 @@
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 double quantile(std::vector<double> x, double q) {
   PROTWIN_CHECK(!x.empty(), "quantile of no samples");
@@ -49,4 +49,4 @@ nlohmann::json Spread::to_json() const {
           {"p10_p90_relative", relative}};
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

@@ -1,16 +1,16 @@
-#include "cli/calibration.h"
+#include "sim/calib/calibration.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "sim/policy/offload_compiler.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 namespace {
 void check_pair(const std::vector<double>& p, const std::vector<double>& m) {
@@ -275,4 +275,4 @@ CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& 
   return out;
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

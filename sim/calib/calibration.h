@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/bootstrap.h"
+#include "sim/calib/bootstrap.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/policy/knobs.h"
 #include "sim/workload/workload.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 // Mean of |p - m| / m (a fraction, not %). Requires equal, non-empty lengths and m > 0.
 double mape(const std::vector<double>& predicted, const std::vector<double>& measured);
@@ -113,4 +113,4 @@ struct CaseSelection {
 // knobs) are dropped. Deterministic: same inputs, same list.
 CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& cost, int count, int threads = 2);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

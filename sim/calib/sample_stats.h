@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 struct Spread {
   size_t n = 0;
@@ -27,4 +27,4 @@ std::pair<double, double> median_interval(std::vector<double> x);
 // min, p10, median, p90, max of `x` (all 0 when x is empty).
 Spread spread_of(const std::vector<double>& x);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

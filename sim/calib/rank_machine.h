@@ -12,8 +12,8 @@
 
 #include "hwmodels/machine.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 hw::Machine machine_for_ranks(const hw::Machine& one_gpu, int ranks, double net_gbps);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

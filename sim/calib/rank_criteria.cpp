@@ -1,11 +1,11 @@
-#include "cli/rank_criteria.h"
+#include "sim/calib/rank_criteria.h"
 
 #include <algorithm>
 #include <iterator>
 
-#include "cli/calibration.h"
+#include "sim/calib/calibration.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const std::vector<double>& sensitivity,
                                    const std::vector<double>& level_samples, const Groups& steps,
@@ -31,4 +31,4 @@ nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const s
 
 bool rank_criteria_met(const nlohmann::json& section) { return section.value("criteria_met", false); }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

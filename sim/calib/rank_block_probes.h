@@ -1,4 +1,4 @@
-// Each rank's blocks timed beside its steps (issue 23, session 16: issue 22's method, cli/block_probes.h,
+// Each rank's blocks timed beside its steps (issue 23, session 16: issue 22's method, sim/calib/block_probes.h,
 // on N ranks). On this machine a whole block's time drifts 5-10 % within tens of seconds while
 // the GEMM probe does not follow it; the rank profile's block entries, timed once before the runs,
 // spread by up to 15 % from run to run, and llama-tiny's 2-rank steps ran their blocks 5-12 %
@@ -6,7 +6,7 @@
 // every block of the plan once after every step, the ranks together. Each rank's prediction prices
 // every block at the median of that rank's runs (with_block_probes), the ranks meet at every
 // collective so the step is the slowest rank's, and the bootstrap resamples the blocks' level (all
-// ranks' summed block time after each step) with the steps (cli/calibration.h). Torch-free.
+// ranks' summed block time after each step) with the steps (sim/calib/calibration.h). Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -15,14 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/block_probes.h"
+#include "sim/calib/block_probes.h"
 #include "hwmodels/machine.h"
 #include "sim/engine/contention.h"
 #include "traces/op_profile.h"
 #include "traces/plan.h"
 #include "traces/report.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 // Appends one `protwin train --block-probes --json` run's `rank_block_probes` ([rank][{signature,
 // us}]) to `ranks` (one BlockProbes per rank; sized on the first run). Throws protwin::Error naming
@@ -50,4 +50,4 @@ RankBlocksPrediction predict_at_rank_blocks(const traces::Plan& plan, const hw::
                                             const std::vector<sim::ContentionRule>& contention,
                                             const std::vector<BlockProbes>& ranks, double blocks_factor = 1);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

@@ -1,4 +1,4 @@
-#include "cli/drift_rule.h"
+#include "sim/calib/drift_rule.h"
 
 #include <boost/math/distributions/fisher_f.hpp>
 #include <boost/math/distributions/students_t.hpp>
@@ -6,10 +6,10 @@
 #include <cmath>
 #include <numeric>
 
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 namespace {
 
@@ -113,4 +113,4 @@ ProbeCorrection correct_probes(const std::vector<double>& profile_levels, const 
   return c;
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

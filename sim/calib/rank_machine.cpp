@@ -1,8 +1,8 @@
-#include "cli/rank_machine.h"
+#include "sim/calib/rank_machine.h"
 
 #include <string>
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 hw::Machine machine_for_ranks(const hw::Machine& one_gpu, int ranks, double net_gbps) {
   nlohmann::json j = one_gpu.json;
@@ -19,4 +19,4 @@ hw::Machine machine_for_ranks(const hw::Machine& one_gpu, int ranks, double net_
   return hw::machine_from_json(j, one_gpu.source + " (" + std::to_string(ranks) + " ranks)");
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

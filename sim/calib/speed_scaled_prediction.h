@@ -22,7 +22,7 @@
 #include "traces/op_profile.h"
 #include "traces/plan.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 // The three probes' speeds: GEMM GFLOPS, copy GB/s, CPU Adam M params/s (0: unknown).
 struct ProbeSpeeds {
@@ -44,6 +44,11 @@ ResourceScales scales_of(const ProbeSpeeds& then, const ProbeSpeeds& reference);
 // (keys compute, h2d, d2h, cpu_optim; a scale = time multiplier). Host dispatch times (the
 // runtime's own work per op and step among them) are host CPU work: they take cpu_optim's scale.
 hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& scale);
+// The machine with `bytes` of GPU memory (memory_bytes and usable_memory_bytes): calibrate's device.
+hw::Machine with_capacity(const hw::Machine& m, int64_t bytes);
+// The machine's host-link copy rates scaled from the profile's throttle (provenance link_GBps) to
+// `link_GBps` (unchanged without a profiled rate, or at the same).
+hw::Machine with_link(const hw::Machine& m, const traces::OpProfile* profile, double link_GBps);
 
 // One plan's simulated iteration (with the profile's contention rules) at given resource scales.
 // Scales are rounded to 0.5 % so that steps at nearly the same speeds share a simulation.
@@ -65,4 +70,4 @@ class SpeedScaledPredictor {
 // All arguments > 0.
 double at_reference_speeds(double raw_s, double predicted_reference_s, double predicted_then_s);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

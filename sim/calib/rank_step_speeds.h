@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/speed_scaled_prediction.h"
+#include "sim/calib/speed_scaled_prediction.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 // One rank's probes, [plan][step] (the warm-up step included): before and after every step.
 struct RankProbes {
@@ -28,4 +28,4 @@ std::vector<std::vector<std::vector<ResourceScales>>> rank_step_scales(const std
                                                                        const ProbeSpeeds& reference,
                                                                        size_t half_window);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

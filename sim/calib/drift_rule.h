@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 // The tests' significance: the chance of correcting for drift that is only the probe's noise.
 constexpr double kDriftAlpha = 0.05;
@@ -67,4 +67,4 @@ ProbeCorrection correct_probes(const std::vector<double>& profile_levels, const 
                                const std::vector<double>& after, const std::vector<double>& own_speed,
                                const std::vector<int>& round, double alpha = kDriftAlpha);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

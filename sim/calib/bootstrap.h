@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 struct Interval {
   double lo = 0, hi = 0;
@@ -35,4 +35,4 @@ using SlotStatistic = std::function<std::vector<double>(const std::vector<size_t
 std::vector<Interval> bootstrap_slot_intervals(size_t slots, const SlotStatistic& statistic, int resamples,
                                                uint64_t seed, double level = 0.95);
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

@@ -1,9 +1,9 @@
-#include "cli/rank_step_speeds.h"
+#include "sim/calib/rank_step_speeds.h"
 
-#include "cli/calibration.h"
+#include "sim/calib/calibration.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 
 std::vector<RankProbes> rank_probes_of(const nlohmann::json& interleave) {
   const nlohmann::json& plans = interleave.at("plans");
@@ -46,4 +46,4 @@ std::vector<std::vector<std::vector<ResourceScales>>> rank_step_scales(const std
   return out;
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib

@@ -1,11 +1,11 @@
-#include "cli/bootstrap.h"
+#include "sim/calib/bootstrap.h"
 
 #include <random>
 
-#include "cli/sample_stats.h"
+#include "sim/calib/sample_stats.h"
 #include "traces/error.h"
 
-namespace protwin::cli {
+namespace protwin::calib {
 namespace {
 
 // `resamples` replicates of `replicate(rng)`, each value's central `level` interval.
@@ -53,4 +53,4 @@ std::vector<Interval> bootstrap_slot_intervals(size_t slots, const SlotStatistic
   });
 }
 
-}  // namespace protwin::cli
+}  // namespace protwin::calib
