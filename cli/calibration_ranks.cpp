@@ -268,6 +268,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   // Each run's first step is warm-up. The rank reports and measured.json are the last round's.
   std::vector<std::vector<nlohmann::json>> runs(found.size());
   std::vector<BlockProbes> rank_blocks;  // per rank, every run's blocks beside its steps
+  std::vector<std::vector<std::vector<double>>> run_levels(found.size());  // [plan][run]: summed_level
   std::vector<std::string> failed(found.size());
   for (int round = 0; round < std::max(1, o.rounds); ++round)
     for (size_t n = 0; n < found.size(); ++n) {
@@ -288,6 +289,9 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       traces::write_file_atomic(run_path, p.out);
       runs[i].push_back(nlohmann::json::parse(p.out));
       add_rank_block_probes(rank_blocks, runs[i].back(), run_path);
+      std::vector<BlockProbes> this_run;
+      add_rank_block_probes(this_run, runs[i].back(), run_path);
+      run_levels[i].push_back(summed_level(this_run));
     }
   const std::vector<double> block_level = summed_level(rank_blocks);
 
@@ -338,6 +342,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       joint_pred_s, joint_meas_s, given_pred_s, given_meas_s, sensitivities, profile_blocks_pred_s,
       profile_blocks_meas_s;
   Groups step_groups;  // each case's measured steps, for the intervals
+  std::vector<std::vector<std::vector<double>>> step_levels;  // and its runs' block levels (run_levels)
   for (size_t fi = 0; fi < found.size(); ++fi) {
     Case& fc = found[fi];
     const std::string& dir = fc.dir;
@@ -485,6 +490,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     pred_s.push_back(predicted_s);
     meas_s.push_back(measured);
     step_groups.push_back(it);
+    step_levels.push_back(run_levels[fi]);
     sensitivities.push_back(sensitivity);
     if (c.contains("profile_blocks_predicted_s")) {
       profile_blocks_pred_s.push_back(c["profile_blocks_predicted_s"].get<double>());
@@ -509,11 +515,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                                {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
                                {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
                                {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}});
-    // The time criteria on 95 % intervals: steps resampled within each plan and, with the blocks
-    // beside the steps, the blocks' level with them (each plan moving by its sensitivity).
+    // The time criteria on 95 % intervals: whole sweeps resampled (every plan's step s of round r
+    // and the blocks after them) when every plan ran every round with block probes, else steps
+    // within each plan and the blocks' level as one more group (each plan moving by its sensitivity).
     section.update(judge_rank_criteria(pred_s, sensitivities, block_level, step_groups,
                                        section["metrics"]["peak_device_max_error"].get<double>(),
-                                       o.bootstrap_resamples, o.bootstrap_seed));
+                                       o.bootstrap_resamples, o.bootstrap_seed, rank_sweep_levels(step_levels)));
   }
   if (!profile_blocks_pred_s.empty()) {
     section["metrics_profile_blocks"] = metrics(profile_blocks_pred_s, profile_blocks_meas_s);
@@ -703,9 +710,11 @@ void print_rank_cases(const nlohmann::json& s) {
   const auto& ci = s["intervals"];
   const auto& v = s["verdicts"];
   auto pct = [&](const char* k, int i) { return 100 * ci[k][i].get<double>(); };
-  std::printf("%d-rank criteria on 95 %% bootstrap intervals (steps within each plan%s): MAPE [%.1f, %.1f] (%s), max "
+  const bool sweeps = ci.value("resample", std::string()).rfind("sweeps", 0) == 0;
+  std::printf("%d-rank criteria on 95 %% bootstrap intervals (%s%s): MAPE [%.1f, %.1f] (%s), max "
               "[%.1f, %.1f] (%s), Spearman [%.3f, %.3f] (%s), device peak (%s): %s\n",
-              s.at("ranks").get<int>(), ci["block_level_samples"].get<size_t>() > 0 ? ", the blocks' level with them" : "",
+              s.at("ranks").get<int>(), sweeps ? "whole sweeps resampled" : "steps within each plan",
+              ci["block_level_samples"].get<size_t>() > 0 ? ", the blocks' level with them" : "",
               pct("iteration_time_mape", 0), pct("iteration_time_mape", 1), v["iteration_time_mape"].get<std::string>().c_str(),
               pct("iteration_time_max_error", 0), pct("iteration_time_max_error", 1),
               v["iteration_time_max_error"].get<std::string>().c_str(), ci["spearman"][0].get<double>(),

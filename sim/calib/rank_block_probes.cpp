@@ -42,6 +42,23 @@ std::vector<double> summed_level(const std::vector<BlockProbes>& ranks) {
   return level;
 }
 
+std::vector<std::vector<double>> rank_sweep_levels(const std::vector<std::vector<std::vector<double>>>& run_levels) {
+  if (run_levels.empty() || run_levels[0].empty() || run_levels[0][0].size() < 2) return {};
+  const size_t runs = run_levels[0].size(), steps = run_levels[0][0].size();
+  for (const auto& plan : run_levels) {
+    if (plan.size() != runs) return {};
+    for (const auto& run : plan)
+      if (run.size() != steps) return {};
+  }
+  std::vector<std::vector<double>> sweeps;
+  for (size_t r = 0; r < runs; ++r)
+    for (size_t s = 1; s < steps; ++s) {
+      sweeps.emplace_back();
+      for (const auto& plan : run_levels) sweeps.back().push_back(plan[r][s]);
+    }
+  return sweeps;
+}
+
 RankBlocksPrediction predict_at_rank_blocks(const traces::Plan& plan, const hw::Machine& machine,
                                             const traces::OpProfile& profile,
                                             const std::vector<sim::ContentionRule>& contention,

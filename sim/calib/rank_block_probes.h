@@ -35,6 +35,14 @@ void add_rank_block_probes(std::vector<BlockProbes>& ranks, const nlohmann::json
 // same steps, so their samples pair up). Empty when no rank has samples.
 std::vector<double> summed_level(const std::vector<BlockProbes>& ranks);
 
+// The blocks' level by sweep for calibrate --ranks, which runs every plan once per round, one
+// after another: sweep (r, s) holds every plan's level after step s of its round-r run (s >= 1:
+// the first step of a run is warm-up), in plan order; `run_levels[plan][run]` is each run's
+// summed_level. Steps of one round ran within seconds of each other, rounds tens of seconds apart
+// (calibrate resamples whole sweeps: sim/calib/calibration.h). Empty when the plans ran different
+// numbers of runs or steps, or a run has no block probes: they cannot be paired.
+std::vector<std::vector<double>> rank_sweep_levels(const std::vector<std::vector<std::vector<double>>>& run_levels);
+
 struct RankBlocksPrediction {
   std::vector<double> rank_s;  // each rank's simulated iteration, its blocks at its own medians
   size_t slowest = 0;          // the rank that sets the step

@@ -16,10 +16,14 @@ namespace protwin::calib {
 
 // {"intervals", "verdicts", "criteria_met"} of the section: `predicted` per plan, its sensitivity
 // to the blocks' level, the level samples (empty: the steps alone), each plan's measured steps, and
-// the largest relative error of a plan's device peak.
+// the largest relative error of a plan's device peak. With `sweep_levels` (rank_sweep_levels,
+// sim/calib/rank_block_probes.h; empty: none) whole sweeps are resampled, every plan's step of a
+// round's step index and the blocks after them together (sweep_paired_metrics_with_intervals);
+// otherwise each plan's steps alone.
 nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const std::vector<double>& sensitivity,
                                    const std::vector<double>& level_samples, const Groups& steps,
-                                   double peak_device_max_error, int resamples, uint64_t seed);
+                                   double peak_device_max_error, int resamples, uint64_t seed,
+                                   const std::vector<std::vector<double>>& sweep_levels = {});
 
 // The section's criteria_met; false when it has none (not run, or no plan ran).
 bool rank_criteria_met(const nlohmann::json& section);

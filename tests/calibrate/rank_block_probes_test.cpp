@@ -164,3 +164,39 @@ TEST_CASE("rank criteria: met only when every interval and every plan's device p
   CHECK_FALSE(rank_criteria_met({{"error", "mpirun not found on PATH"}}));
   CHECK(kRankCriteriaMissedExit == 3);
 }
+
+TEST_CASE("rank sweeps: step s of every plan's round-r run is one sweep, the warm-up step left out") {
+  // Two plans, two rounds of 3 steps each: levels [plan][run][step].
+  const std::vector<std::vector<std::vector<double>>> levels = {{{9, 10, 11}, {9, 12, 13}},
+                                                                {{9, 20, 21}, {9, 22, 23}}};
+  CHECK(rank_sweep_levels(levels) == std::vector<std::vector<double>>{{10, 20}, {11, 21}, {12, 22}, {13, 23}});
+  // A plan with one run fewer, a run with another step count, or no block probes: not paired.
+  CHECK(rank_sweep_levels({{{9, 10, 11}, {9, 12, 13}}, {{9, 20, 21}}}).empty());
+  CHECK(rank_sweep_levels({{{9, 10, 11}}, {{9, 20}}}).empty());
+  CHECK(rank_sweep_levels({{{}}, {{}}}).empty());
+  CHECK(rank_sweep_levels({}).empty());
+}
+
+TEST_CASE("rank criteria on whole sweeps: a level shared by a sweep's steps and blocks cancels") {
+  // Every plan's step k and the blocks after it at the machine's speed d[k] then; each plan
+  // predicted at its base x median(d), moving fully with the blocks: every replicate of whole
+  // sweeps predicts its measured median exactly, so MAPE [0, 0]; each plan resampled alone does not.
+  const std::vector<double> d = {1.0, 1.2, 0.9, 1.1, 1.3}, base = {1.0, 2.0, 3.0};
+  Groups steps(3);
+  std::vector<std::vector<double>> sweeps;
+  std::vector<double> flat;
+  for (double x : d) {
+    for (size_t i = 0; i < 3; ++i) steps[i].push_back(base[i] * x);
+    sweeps.push_back({100 * x, 100 * x, 100 * x});
+    flat.insert(flat.end(), 3, 100 * x);
+  }
+  const std::vector<double> pred = {1.1, 2.2, 3.3};
+  const nlohmann::json paired = judge_rank_criteria(pred, {1, 1, 1}, flat, steps, 0.0, 2000, 3, sweeps);
+  CHECK(paired["intervals"]["iteration_time_mape"][1].get<double>() == Approx(0).margin(1e-12));
+  CHECK(paired["criteria_met"] == true);
+  CHECK_THAT(paired["intervals"]["resample"].get<std::string>(), Catch::StartsWith("sweeps"));
+  const nlohmann::json alone = judge_rank_criteria(pred, {1, 1, 1}, flat, steps, 0.0, 2000, 3);
+  CHECK(alone["intervals"]["iteration_time_mape"][1].get<double>() > 0.05);
+  CHECK(alone["criteria_met"] == false);
+  CHECK_THAT(alone["intervals"]["resample"].get<std::string>(), Catch::StartsWith("steps within each plan"));
+}
