@@ -576,7 +576,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::vector<const CaseResult*> ok;
   MetricsWithIntervals norm_ci, raw_ci;
   std::vector<Verdict> verdicts;
-  bool paired = false;  // the intervals resample whole sweeps (cli/calibration.h)
+  bool paired = false;  // the intervals resample whole sweeps (sim/calib/calibration.h)
   auto evaluate = [&] {
     predict();
     normalise();

@@ -177,7 +177,7 @@ nlohmann::json machine_json(const HostMeasurements& m, const std::string& name) 
   };
   if (!m.collectives.empty()) {
     // The runtime's own collectives: each its own MPI transfer beside the copies, never staged
-    // through the copy links (cli/rank_machine.h).
+    // through the copy links (sim/calib/rank_machine.h).
     nlohmann::json& intra = j["collectives"]["intra_node"];
     intra["host_staged"] = false;
     for (const auto& [kind, f] : m.collectives) intra[kind] = {{"alpha_us", f.alpha_us}, {"busbw_GBps", f.busbw_GBps}};

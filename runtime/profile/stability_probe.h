@@ -29,7 +29,7 @@ double reference_gemm_gflops();
 // stretched by the emulated copy slowdown; and millions of parameters per second of
 // adam_step_cpu on one thread (the optimizer worker's): the host CPU's speed, which the emulated
 // device's slowdown leaves alone (speed_throttle.h) and which also paces the runtime's own work per
-// op (the host_dispatch section's runtime costs, cli/speed_scaled_prediction.h).
+// op (the host_dispatch section's runtime costs, sim/calib/speed_scaled_prediction.h).
 double reference_copy_gbps(double link_gbps);
 double reference_adam_mparams_per_s();
 

@@ -26,7 +26,7 @@ struct BlockProbes {
   std::vector<double> level_us;
   // The same samples by sweep, the warm-up sweep of each interleave left out: [sweep][plan in run
   // order], one sweep for each timed step of a plan (steps 2..N of every round), as calibrate keeps
-  // the steps; so the bootstrap can resample whole sweeps (cli/calibration.h).
+  // the steps; so the bootstrap can resample whole sweeps (sim/calib/calibration.h).
   std::vector<std::vector<double>> sweep_level_us;
 };
 
