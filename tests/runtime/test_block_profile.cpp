@@ -94,8 +94,10 @@ TEST_CASE("a step of tiny ops: its blocks timed whole predict its compute ops, i
   // views, zeroing a chunk's gradient at its first backward; the executor's own part is about
   // 0.2 us, runtime_overhead.h): measured about 40 us per op here (2026-11-25: blocks x0.54-0.57,
   // kernels x0.32), which the blocks leave out; at calibrate's sizes (ops of 1-30 ms) it is under
-  // 1 % of a step.
-  CHECK(by_block > 0.45);
+  // 1 % of a step. Both sides swing with this VM's state from process to process: on 2026-11-26,
+  // 12 runs of this test on an idle machine gave measured 0.76-1.21 ms and blocks x0.36-0.93
+  // (kernels always below the blocks), so the floor is set under that spread, not at x0.45.
+  CHECK(by_block > 0.3);
   CHECK(by_block < 1.25);
   CHECK(by_kernels < 0.6);
   CHECK(by_kernels < by_block);
