@@ -288,10 +288,9 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       const std::string run_path = dir + "/train-r" + std::to_string(round) + ".json";
       traces::write_file_atomic(run_path, p.out);
       runs[i].push_back(nlohmann::json::parse(p.out));
+      const size_t first = rank_blocks.empty() ? 0 : rank_blocks[0].level_us.size();
       add_rank_block_probes(rank_blocks, runs[i].back(), run_path);
-      std::vector<BlockProbes> this_run;
-      add_rank_block_probes(this_run, runs[i].back(), run_path);
-      run_levels[i].push_back(summed_level(this_run));
+      run_levels[i].push_back(summed_level(rank_blocks, first));  // this run's samples
     }
   const std::vector<double> block_level = summed_level(rank_blocks);
 

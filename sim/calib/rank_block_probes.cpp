@@ -31,13 +31,14 @@ void add_rank_block_probes(std::vector<BlockProbes>& ranks, const nlohmann::json
   }
 }
 
-std::vector<double> summed_level(const std::vector<BlockProbes>& ranks) {
+std::vector<double> summed_level(const std::vector<BlockProbes>& ranks, size_t from) {
   std::vector<double> level;
   for (const BlockProbes& r : ranks) {
-    PROTWIN_ASSERT(level.empty() || r.level_us.size() == level.size(), "summed_level: ranks with ",
-                   r.level_us.size(), " and ", level.size(), " samples");
-    if (level.empty()) level.assign(r.level_us.size(), 0.0);
-    for (size_t k = 0; k < r.level_us.size(); ++k) level[k] += r.level_us[k];
+    const size_t n = r.level_us.size() > from ? r.level_us.size() - from : 0;
+    PROTWIN_ASSERT(level.empty() || n == level.size(), "summed_level: ranks with ", n, " and ", level.size(),
+                   " samples");
+    if (level.empty()) level.assign(n, 0.0);
+    for (size_t k = 0; k < n; ++k) level[k] += r.level_us[from + k];
   }
   return level;
 }

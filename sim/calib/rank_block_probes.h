@@ -32,8 +32,9 @@ namespace protwin::calib {
 void add_rank_block_probes(std::vector<BlockProbes>& ranks, const nlohmann::json& train, const std::string& where);
 
 // The blocks' level after every step: the sum over ranks of each rank's level_us (the ranks run the
-// same steps, so their samples pair up). Empty when no rank has samples.
-std::vector<double> summed_level(const std::vector<BlockProbes>& ranks);
+// same steps, so their samples pair up), from sample `from` on (e.g. the last run's). Empty when no
+// rank has samples.
+std::vector<double> summed_level(const std::vector<BlockProbes>& ranks, size_t from = 0);
 
 // The blocks' level by sweep for calibrate --ranks, which runs every plan once per round, one
 // after another: sweep (r, s) holds every plan's level after step s of its round-r run (s >= 1:

@@ -48,6 +48,7 @@ TEST_CASE("rank block probes: every run's blocks are kept per rank, the level af
   CHECK(ranks[0].level_us == std::vector<double>{43, 46, 55});
   CHECK(ranks[1].level_us == std::vector<double>{45, 48, 58});
   CHECK(summed_level(ranks) == std::vector<double>{88, 94, 113});
+  CHECK(summed_level(ranks, 2) == std::vector<double>{113});  // the second run's samples alone
   CHECK(summed_level({}).empty());
 }
 
