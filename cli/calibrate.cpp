@@ -19,6 +19,7 @@
 
 #include "sim/calib/block_probes.h"
 #include "sim/calib/calibration.h"
+#include "sim/calib/case_comparison.h"
 #include "cli/calibration_ranks.h"
 #include "sim/calib/rank_criteria.h"
 #include "sim/calib/drift_rule.h"
@@ -30,7 +31,6 @@
 #include "cli/subcommand.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/policy/runtime_memory.h"
 #include "sim/policy/systems.h"
 #include "sim/search/search.h"
 #include "sim/workload/model_spec.h"
@@ -45,13 +45,9 @@ namespace protwin::cli {
 using namespace calib;  // calibration's statistics and fitting (sim/calib/)
 namespace {
 
-const char* const kStreams[] = {"compute", "h2d", "d2h", "cpu_optim"};
-const char* const kPools[] = {"gpu", "pinned", "pageable"};
-
-struct CaseResult {
+struct CaseResult : CaseOutcome {  // the predicted and measured sides (sim/calib/case_comparison.h)
   CalibrationCase c;
   std::string dir;
-  double predicted_s = 0, measured_s = 0;                    // measured: median of norm_steps
   std::vector<double> measured_steps;                        // every step of every round (raw)
   std::vector<double> round_s;                               // raw median of steps 2..N per round
   std::vector<double> raw_steps;                             // steps 2..N of every round, raw
@@ -67,133 +63,13 @@ struct CaseResult {
   double raw_s = 0;                                          // median of raw_steps
   traces::Report sim_report;
   std::string measured_report;
-  std::map<std::string, double> pred_busy, meas_busy;        // seconds per stream
-  std::map<std::string, int64_t> pred_peak, meas_peak;       // bytes per pool
   std::string error;                                         // runtime failure, if any
-  double fitted_predicted_s = 0;
-  double kernels_predicted_s = 0;  // blocks priced by their kernels alone (no whole-block entries)
-  double profile_blocks_predicted_s = 0;  // blocks at the profiles' medians (not the steps' block probes)
   double block_sensitivity = 0;           // d ln predicted / d ln the blocks' time
   std::map<std::string, double> fitted_busy;
 };
 
-double rel(double p, double m) { return m > 0 ? (p - m) / m : 0; }
-
-struct Simulated {
-  double iteration_s = 0;
-  std::map<std::string, double> busy;
-  std::map<std::string, int64_t> peak;
-  traces::Report report;
-  sim::CompiledPlan plan;
-};
-
-// The plan of knobs `k`, simulated; with contention rules (the emulated device's measured
-// slowdowns of ops sharing its cores), re-simulated until the overlaps settle (sim/engine/contention.h).
-Simulated simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k,
-                        const std::vector<sim::ContentionRule>& contention) {
-  Simulated s;
-  const sim::Candidate c = sim::evaluate(w, cost, 1, k, &s.plan, &s.report);
-  PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
-  if (!contention.empty()) s.report = sim::simulate_with_contention(s.plan.plan, cost, contention);
-  s.iteration_s = s.report.iteration.seconds();
-  for (const char* st : kStreams)
-    if (const auto* r = s.report.stream(st)) s.busy[st] = r->busy.seconds();
-  for (const char* p : kPools)
-    if (const auto* r = s.report.pool(p)) s.peak[p] = r->peak.n;
-  // The device: what the runtime's tensors reach in the caching allocator (issue 23); the plan's
-  // own bytes stay beside it.
-  s.peak["gpu_plan"] = s.peak["gpu"];
-  s.peak["gpu"] = sim::predict_runtime_memory(s.plan.plan, s.report).allocated_peak_bytes;
-  return s;
-}
-
-struct Metrics {
-  size_t n = 0;
-  double mape = 0, max_error = 0, mean_error = 0, spearman = 0, peak_mape = 0, host_peak_mape = 0, best_gap = 0;
-  bool best_is_best = false;
-  nlohmann::json to_json() const {
-    return {{"cases", n},
-            {"iteration_time_mape", mape},
-            {"iteration_time_max_error", max_error},
-            {"iteration_time_mean_error", mean_error},
-            {"spearman", spearman},
-            {"peak_memory_mape", peak_mape},
-            {"peak_host_memory_mape", host_peak_mape},
-            {"best_predicted_is_best_measured", best_is_best},
-            {"best_predicted_measured_gap", best_gap}};
-  }
-};
-
-// MAPE of the plan's own device bytes against the measured allocator peak (the figure the
-// runtime memory model replaced as the prediction).
-double plan_bytes_mape(const std::vector<CaseResult>& results) {
-  std::vector<double> p, q;
-  for (const CaseResult& r : results) {
-    if (!r.error.empty() || !r.pred_peak.count("gpu_plan") || !r.meas_peak.count("gpu")) continue;
-    p.push_back(static_cast<double>(r.pred_peak.at("gpu_plan")));
-    q.push_back(static_cast<double>(r.meas_peak.at("gpu")));
-  }
-  return p.empty() ? 0 : mape(p, q);
-}
-
-Metrics metrics_of(const std::vector<const CaseResult*>& cs, bool fitted) {
-  Metrics m;
-  std::vector<double> p, q, pp, qp, ph, qh;
-  auto host = [](const std::map<std::string, int64_t>& m) {
-    double s = 0;
-    for (const char* pool : {"pinned", "pageable"}) s += m.count(pool) ? static_cast<double>(m.at(pool)) : 0;
-    return s;
-  };
-  for (const auto* c : cs) {
-    ph.push_back(host(c->pred_peak));
-    qh.push_back(host(c->meas_peak));
-    p.push_back(fitted ? c->fitted_predicted_s : c->predicted_s);
-    q.push_back(c->measured_s);
-    pp.push_back(static_cast<double>(c->pred_peak.count("gpu") ? c->pred_peak.at("gpu") : 0));
-    qp.push_back(static_cast<double>(c->meas_peak.count("gpu") ? c->meas_peak.at("gpu") : 0));
-  }
-  m.n = p.size();
-  if (p.empty()) return m;
-  const std::vector<double> it = iteration_metrics(p, q);
-  m.mape = it[kMape];
-  m.max_error = it[kMaxError];
-  m.spearman = it[kSpearman];
-  m.best_gap = it[kBestGap];
-  for (size_t i = 0; i < p.size(); ++i) m.mean_error += rel(p[i], q[i]) / static_cast<double>(p.size());
-  m.peak_mape = mape(pp, qp);
-  if (std::all_of(qh.begin(), qh.end(), [](double x) { return x > 0; })) m.host_peak_mape = mape(ph, qh);
-  m.best_is_best = std::min_element(p.begin(), p.end()) - p.begin() == std::min_element(q.begin(), q.end()) - q.begin();
-  return m;
-}
-
-// "compute +12.3%, pool gpu -4.0%": the streams and pools off by more than `tol`, worst first
-// (a stream only when its error is also over 2 % of the measured iteration).
-std::string diagnosis(const CaseResult& c, double tol) {
-  std::vector<std::pair<double, std::string>> off;
-  char buf[96];
-  for (const auto& [st, m] : c.meas_busy) {
-    const double p = c.pred_busy.count(st) ? c.pred_busy.at(st) : 0;
-    if (std::abs(p - m) < 0.02 * c.measured_s) continue;  // too small to matter for the iteration
-    const double e = m > 0 ? rel(p, m) : 1;
-    if (std::abs(e) > tol) {
-      std::snprintf(buf, sizeof buf, "%s %+.0f%%", st.c_str(), 100 * e);
-      off.push_back({std::abs(e), buf});
-    }
-  }
-  for (const auto& [pool, m] : c.meas_peak) {
-    const double p = static_cast<double>(c.pred_peak.count(pool) ? c.pred_peak.at(pool) : 0);
-    if (m <= 0) continue;
-    const double e = rel(p, static_cast<double>(m));
-    if (std::abs(e) > tol) {
-      std::snprintf(buf, sizeof buf, "pool %s %+.0f%%", pool.c_str(), 100 * e);
-      off.push_back({std::abs(e), buf});
-    }
-  }
-  std::sort(off.begin(), off.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::string s;
-  for (const auto& o : off) s += (s.empty() ? "" : ", ") + o.second;
-  return s.empty() ? "-" : s;
-}
+// The cases as the library's comparison sees them.
+std::vector<const CaseOutcome*> outcomes(const std::vector<const CaseResult*>& cs) { return {cs.begin(), cs.end()}; }
 
 // plots/calibration.py in the working folder or above the executable (build/<dir>/cli/protwin).
 std::string find_plot_script() {
@@ -336,7 +212,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::snprintf(d, sizeof d, "/case-%02zu", i);
     r.dir = out_dir + d;
     traces::create_folders(r.dir, "-o");
-    const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
+    const SimulatedCase s = simulate_case(w, *cost, r.c.knobs, contention());
     traces::write_plan(s.plan.plan, r.dir + "/plan.json");
     results.push_back(std::move(r));
   }
@@ -464,9 +340,9 @@ int run_calibrate(const std::vector<std::string>& args) {
       r.measured_report = r.dir + "/measured-r" + std::to_string(round) + ".json";
       const traces::Report m = traces::read_report(r.measured_report);
       r.meas_busy.clear();
-      for (const char* st : kStreams)
+      for (const char* st : kCaseStreams)
         if (const auto* x = m.stream(st)) r.meas_busy[st] = x->busy.seconds();
-      for (const char* pl : kPools)
+      for (const char* pl : kCasePools)
         if (const auto* x = m.pool(pl)) r.meas_peak[pl] = x->peak.n;
       r.meas_peak["gpu_plan"] = r.meas_peak["gpu"];  // the ledger: the plan's bytes at the real times
       r.meas_peak["gpu"] = jp.at("peak_device_bytes").get<int64_t>();  // the caching allocator's high water
@@ -504,7 +380,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     const auto blocks_up_cost = hw::make_cost_model(machine, sampled_blocks ? &blocks_up : nullptr);
     const auto profile_blocks_cost = hw::make_cost_model(machine, sampled_blocks ? &*profile_blocks : nullptr);
     for (auto& r : results) {
-      const Simulated s = simulate_case(w, *cost, r.c.knobs, contention());
+      const SimulatedCase s = simulate_case(w, *cost, r.c.knobs, contention());
       r.kernels_predicted_s = simulate_case(w, *kernels_cost, r.c.knobs, contention()).iteration_s;
       r.block_sensitivity = sampled_blocks ? (simulate_case(w, *blocks_up_cost, r.c.knobs, contention()).iteration_s /
                                                   s.iteration_s - 1) / (kBlockStep - 1)
@@ -651,23 +527,10 @@ int run_calibrate(const std::vector<std::string>& args) {
   const Spread probe_spread = spread_of(step_probes);
   if (reprofile) profile->save(out_dir + "/profile.json");
   for (const auto& r : results) traces::write_report(r.sim_report, r.dir + "/simulated.json");
-  const Metrics all = metrics_of(ok, false);
-  // The same measurement against another prediction (issue 22's A/Bs): MAPE, max error, mean
-  // signed error.
-  auto metrics_against = [&](double CaseResult::*predicted) {
-    std::vector<double> p, q, m(3, 0.0);
-    for (const auto* c : ok) {
-      p.push_back(c->*predicted);
-      q.push_back(c->measured_s);
-      m[2] += rel(c->*predicted, c->measured_s) / static_cast<double>(ok.size());
-    }
-    const std::vector<double> it = iteration_metrics(p, q);
-    m[0] = it[kMape];
-    m[1] = it[kMaxError];
-    return m;
-  };
-  const std::vector<double> kernels_metrics = metrics_against(&CaseResult::kernels_predicted_s);
-  const std::vector<double> profile_blocks_metrics = metrics_against(&CaseResult::profile_blocks_predicted_s);
+  const CaseMetrics all = case_metrics(outcomes(ok));
+  // The same measurement against another prediction (issue 22's A/Bs).
+  const CaseMetrics kernels_metrics = case_metrics(outcomes(ok), &CaseOutcome::kernels_predicted_s);
+  const CaseMetrics profile_blocks_metrics = case_metrics(outcomes(ok), &CaseOutcome::profile_blocks_predicted_s);
   // Each block's runs beside the steps against its profiles' times.
   nlohmann::json blocks_json = nlohmann::json::array();
   for (const auto& [key, us] : block_probes.us) {
@@ -684,29 +547,21 @@ int run_calibrate(const std::vector<std::string>& args) {
   if (vm.count("fit")) {
     std::vector<const CaseResult*> train, test;
     for (size_t i = 0; i < ok.size(); ++i) (i % 2 == 0 ? train : test).push_back(ok[i]);
-    std::map<std::string, double> scale;
-    for (const char* st : kStreams) {
-      double p = 0, q = 0;
-      for (const auto* c : train) {
-        p += c->pred_busy.count(st) ? c->pred_busy.at(st) : 0;
-        q += c->meas_busy.count(st) ? c->meas_busy.at(st) : 0;
-      }
-      scale[st] = p > 1e-6 && q > 1e-6 ? q / p : 1.0;
-    }
+    std::map<std::string, double> scale = fit_stream_scales(outcomes(train));
     const hw::Machine fm = scaled_machine(machine, scale);
     const auto fcost = hw::make_cost_model(fm, profile ? &*profile : nullptr, scale["compute"]);
     for (auto& r : results) {
       if (!r.error.empty()) continue;
-      const Simulated s = simulate_case(w, *fcost, r.c.knobs, contention());
+      const SimulatedCase s = simulate_case(w, *fcost, r.c.knobs, contention());
       r.fitted_predicted_s = s.iteration_s;
       r.fitted_busy = s.busy;
     }
     fit_json = {{"scales", scale},
                 {"train_cases", train.size()},
                 {"held_out_cases", test.size()},
-                {"train", metrics_of(train, true).to_json()},
-                {"held_out", metrics_of(test, true).to_json()},
-                {"held_out_before_fit", metrics_of(test, false).to_json()}};
+                {"train", case_metrics(outcomes(train), &CaseOutcome::fitted_predicted_s).to_json()},
+                {"held_out", case_metrics(outcomes(test), &CaseOutcome::fitted_predicted_s).to_json()},
+                {"held_out_before_fit", case_metrics(outcomes(test)).to_json()}};
     traces::write_file_atomic(out_dir + "/machine-fitted.json", fm.json.dump(2) + "\n");
   }
 
@@ -750,7 +605,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     } else {
       c.update({{"measured_s", r.measured_s},
                 {"measured_raw_s", r.raw_s},
-                {"raw_iteration_error", rel(r.predicted_s, r.raw_s)},
+                {"raw_iteration_error", relative_error(r.predicted_s, r.raw_s)},
                 {"measured_steps_s", r.measured_steps},
                 {"timed_steps_raw_s", r.raw_steps},
                 {"timed_steps_at_reference_s", r.norm_steps},
@@ -766,13 +621,13 @@ int run_calibrate(const std::vector<std::string>& args) {
                 {"measured_busy_s", r.meas_busy},
                 {"measured_peak_bytes", r.meas_peak},
                 {"measured_peak_device_bytes", r.meas_peak.at("gpu")},
-                {"iteration_error", rel(r.predicted_s, r.measured_s)},
+                {"iteration_error", relative_error(r.predicted_s, r.measured_s)},
                 {"off", diagnosis(r, 0.10)}});
       if (!fit_json.is_null()) c["fitted_predicted_s"] = r.fitted_predicted_s;
       c["kernels_predicted_s"] = r.kernels_predicted_s;
       c["profile_blocks_predicted_s"] = r.profile_blocks_predicted_s;
       c["block_sensitivity"] = r.block_sensitivity;
-      c["kernels_iteration_error"] = rel(r.kernels_predicted_s, r.measured_s);
+      c["kernels_iteration_error"] = relative_error(r.kernels_predicted_s, r.measured_s);
     }
     jc.push_back(c);
   }
@@ -822,14 +677,14 @@ int run_calibrate(const std::vector<std::string>& args) {
                        {"intervals", interval_json(raw_ci)}}},
               {"kernels_alone", {{"what", "the same measurement, predicted without the profile's whole blocks "
                                           "(every block the sum of its kernels, as before issue 22)"},
-                                 {"iteration_time_mape", kernels_metrics[0]},
-                                 {"iteration_time_max_error", kernels_metrics[1]},
-                                 {"iteration_time_mean_error", kernels_metrics[2]}}},
+                                 {"iteration_time_mape", kernels_metrics.mape},
+                                 {"iteration_time_max_error", kernels_metrics.max_error},
+                                 {"iteration_time_mean_error", kernels_metrics.mean_error}}},
               {"profile_blocks", {{"what", "the same measurement, predicted with each block at the median of the "
                                            "profiles' times (as before session 15) instead of its runs beside the steps"},
-                                  {"iteration_time_mape", profile_blocks_metrics[0]},
-                                  {"iteration_time_max_error", profile_blocks_metrics[1]},
-                                  {"iteration_time_mean_error", profile_blocks_metrics[2]}}},
+                                  {"iteration_time_mape", profile_blocks_metrics.mape},
+                                  {"iteration_time_max_error", profile_blocks_metrics.max_error},
+                                  {"iteration_time_mean_error", profile_blocks_metrics.mean_error}}},
               {"block_probes", {{"what", "every block the plans run, one run after every step (protwin interleave "
                                          "--block-probes); the prediction takes each at its median and the intervals "
                                          "resample the blocks' summed time after each step with the steps"},
@@ -882,9 +737,9 @@ int run_calibrate(const std::vector<std::string>& args) {
     const double mg = static_cast<double>(r.meas_peak.at("gpu"));
     std::printf("%-3zu %-34s %9.3f %9.3f %+6.1f%% %9.3f %+6.1f%% %10s %10s %+5.1f%%  %s\n", i,
                 traces::utf8_prefix(r.c.label, 34).c_str(), r.predicted_s, r.measured_s,
-                100 * rel(r.predicted_s, r.measured_s), r.raw_s, 100 * rel(r.predicted_s, r.raw_s),
+                100 * relative_error(r.predicted_s, r.measured_s), r.raw_s, 100 * relative_error(r.predicted_s, r.raw_s),
                 human_bytes(static_cast<int64_t>(pg)).c_str(), human_bytes(static_cast<int64_t>(mg)).c_str(),
-                100 * rel(pg, mg), diagnosis(r, 0.10).c_str());
+                100 * relative_error(pg, mg), diagnosis(r, 0.10).c_str());
   }
   auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
   const auto& ci = norm_ci.interval;
@@ -910,11 +765,11 @@ int run_calibrate(const std::vector<std::string>& args) {
               100 * raw_ci.point[kBestGap]);
   std::printf("kernels alone   MAPE %.1f%%, max error %.1f%%, mean signed error %+.1f%% (the same measurement, "
               "predicted without the profile's whole blocks: every block the sum of its kernels)\n",
-              100 * kernels_metrics[0], 100 * kernels_metrics[1], 100 * kernels_metrics[2]);
+              100 * kernels_metrics.mape, 100 * kernels_metrics.max_error, 100 * kernels_metrics.mean_error);
   if (!block_probes.level_us.empty()) {
     std::printf("profile blocks  MAPE %.1f%%, max error %.1f%%, mean signed error %+.1f%% (the same measurement, "
                 "predicted with each block at its profiles' median instead of its runs beside the steps)\n",
-                100 * profile_blocks_metrics[0], 100 * profile_blocks_metrics[1], 100 * profile_blocks_metrics[2]);
+                100 * profile_blocks_metrics.mape, 100 * profile_blocks_metrics.max_error, 100 * profile_blocks_metrics.mean_error);
     const Spread lv = spread_of(block_probes.level_us);
     std::printf("block probes    %zu steps, the blocks' summed time after each 80 %% within a %.0f %% band (in the intervals); "
                 "each block beside the steps (median, p10-p90) against the profiles:\n",
@@ -958,7 +813,7 @@ int run_calibrate(const std::vector<std::string>& args) {
               100 * all.peak_mape, verdict(all.peak_mape <= 0.03), 100 * all.host_peak_mape);
   std::printf("                (measured: the caching allocator's high water; predicted: the runtime's tensors "
               "replayed in the simulated schedule; the plan's own bytes: MAPE %.1f%%)\n",
-              100 * plan_bytes_mape(results));
+              100 * plan_bytes_mape(outcomes(ok)));
   if (!fit_json.is_null()) {
     const auto& h = fit_json["held_out"];
     const auto& hb = fit_json["held_out_before_fit"];

@@ -1,0 +1,124 @@
+#include "sim/calib/case_comparison.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "sim/calib/calibration.h"
+#include "sim/policy/runtime_memory.h"
+#include "traces/error.h"
+
+namespace protwin::calib {
+
+double relative_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
+
+SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k,
+                            const std::vector<sim::ContentionRule>& contention) {
+  SimulatedCase s;
+  const sim::Candidate c = sim::evaluate(w, cost, 1, k, &s.plan, &s.report);
+  PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
+  if (!contention.empty()) s.report = sim::simulate_with_contention(s.plan.plan, cost, contention);
+  s.iteration_s = s.report.iteration.seconds();
+  for (const char* st : kCaseStreams)
+    if (const auto* r = s.report.stream(st)) s.busy[st] = r->busy.seconds();
+  for (const char* p : kCasePools)
+    if (const auto* r = s.report.pool(p)) s.peak[p] = r->peak.n;
+  s.peak["gpu_plan"] = s.peak["gpu"];
+  s.peak["gpu"] = sim::predict_runtime_memory(s.plan.plan, s.report).allocated_peak_bytes;
+  return s;
+}
+
+nlohmann::json CaseMetrics::to_json() const {
+  return {{"cases", n},
+          {"iteration_time_mape", mape},
+          {"iteration_time_max_error", max_error},
+          {"iteration_time_mean_error", mean_error},
+          {"spearman", spearman},
+          {"peak_memory_mape", peak_mape},
+          {"peak_host_memory_mape", host_peak_mape},
+          {"best_predicted_is_best_measured", best_is_best},
+          {"best_predicted_measured_gap", best_gap}};
+}
+
+CaseMetrics case_metrics(const std::vector<const CaseOutcome*>& cs, double CaseOutcome::*predicted) {
+  CaseMetrics m;
+  std::vector<double> p, q, pp, qp, ph, qh;
+  auto host = [](const std::map<std::string, int64_t>& m) {
+    double s = 0;
+    for (const char* pool : {"pinned", "pageable"}) s += m.count(pool) ? static_cast<double>(m.at(pool)) : 0;
+    return s;
+  };
+  for (const auto* c : cs) {
+    ph.push_back(host(c->pred_peak));
+    qh.push_back(host(c->meas_peak));
+    p.push_back(c->*predicted);
+    q.push_back(c->measured_s);
+    pp.push_back(static_cast<double>(c->pred_peak.count("gpu") ? c->pred_peak.at("gpu") : 0));
+    qp.push_back(static_cast<double>(c->meas_peak.count("gpu") ? c->meas_peak.at("gpu") : 0));
+  }
+  m.n = p.size();
+  if (p.empty()) return m;
+  const std::vector<double> it = iteration_metrics(p, q);
+  m.mape = it[kMape];
+  m.max_error = it[kMaxError];
+  m.spearman = it[kSpearman];
+  m.best_gap = it[kBestGap];
+  for (size_t i = 0; i < p.size(); ++i) m.mean_error += relative_error(p[i], q[i]) / static_cast<double>(p.size());
+  m.peak_mape = mape(pp, qp);
+  if (std::all_of(qh.begin(), qh.end(), [](double x) { return x > 0; })) m.host_peak_mape = mape(ph, qh);
+  m.best_is_best = std::min_element(p.begin(), p.end()) - p.begin() == std::min_element(q.begin(), q.end()) - q.begin();
+  return m;
+}
+
+double plan_bytes_mape(const std::vector<const CaseOutcome*>& cases) {
+  std::vector<double> p, q;
+  for (const CaseOutcome* r : cases) {
+    if (!r->pred_peak.count("gpu_plan") || !r->meas_peak.count("gpu")) continue;
+    p.push_back(static_cast<double>(r->pred_peak.at("gpu_plan")));
+    q.push_back(static_cast<double>(r->meas_peak.at("gpu")));
+  }
+  return p.empty() ? 0 : mape(p, q);
+}
+
+std::string diagnosis(const CaseOutcome& c, double tol) {
+  std::vector<std::pair<double, std::string>> off;
+  char buf[96];
+  for (const auto& [st, m] : c.meas_busy) {
+    const double p = c.pred_busy.count(st) ? c.pred_busy.at(st) : 0;
+    if (std::abs(p - m) < 0.02 * c.measured_s) continue;  // too small to matter for the iteration
+    const double e = m > 0 ? relative_error(p, m) : 1;
+    if (std::abs(e) > tol) {
+      std::snprintf(buf, sizeof buf, "%s %+.0f%%", st.c_str(), 100 * e);
+      off.push_back({std::abs(e), buf});
+    }
+  }
+  for (const auto& [pool, m] : c.meas_peak) {
+    const double p = static_cast<double>(c.pred_peak.count(pool) ? c.pred_peak.at(pool) : 0);
+    if (m <= 0) continue;
+    const double e = relative_error(p, static_cast<double>(m));
+    if (std::abs(e) > tol) {
+      std::snprintf(buf, sizeof buf, "pool %s %+.0f%%", pool.c_str(), 100 * e);
+      off.push_back({std::abs(e), buf});
+    }
+  }
+  std::sort(off.begin(), off.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string s;
+  for (const auto& o : off) s += (s.empty() ? "" : ", ") + o.second;
+  return s.empty() ? "-" : s;
+}
+
+std::map<std::string, double> fit_stream_scales(const std::vector<const CaseOutcome*>& train) {
+  std::map<std::string, double> scale;
+  for (const char* st : kCaseStreams) {
+    double p = 0, q = 0;
+    for (const auto* c : train) {
+      p += c->pred_busy.count(st) ? c->pred_busy.at(st) : 0;
+      q += c->meas_busy.count(st) ? c->meas_busy.at(st) : 0;
+    }
+    scale[st] = p > 1e-6 && q > 1e-6 ? q / p : 1.0;
+  }
+  return scale;
+}
+
+}  // namespace protwin::calib
