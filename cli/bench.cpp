@@ -13,7 +13,7 @@
 #include "hwmodels/rate_cost_model.h"
 #include "sim/engine/plan_simulator.h"
 #include "sim/engine/synthetic_plan.h"
-#include "sim/search/search.h"
+#include "sim/offload/search/search.h"
 #include "traces/error.h"
 #include "traces/thread_cpu_time.h"
 
@@ -149,8 +149,8 @@ int bench_policy(const std::vector<std::string>& args) {
     return 0;
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
   PolicyInputs in = resolve_policy_inputs(pa);
-  sim::SearchResult r;
-  const Timing search = best_of(1, [&] { r = sim::search_policy(in.model, *in.cost, in.search); });
+  sim::offload::SearchResult r;
+  const Timing search = best_of(1, [&] { r = sim::offload::search_policy(in.model, *in.cost, in.search); });
   PROTWIN_CHECK(r.found, "model ", in.model.name, " does not fit on ", in.cost->machine().name);
   const sim::PlanSimulator simulator(*in.cost);
   const Timing sim_t = best_of(repeat, [&] { simulator.run(r.best_plan.plan); });

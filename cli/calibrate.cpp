@@ -31,8 +31,8 @@
 #include "cli/subcommand.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/policy/systems.h"
-#include "sim/search/search.h"
+#include "sim/offload/compiler/systems.h"
+#include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
 #include "traces/error.h"
 #include "traces/json_reader.h"
@@ -189,8 +189,8 @@ int run_calibrate(const std::vector<std::string>& args) {
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
     const auto cost = hw::make_cost_model(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
-    sim::OffloadKnobs ddp = sim::base_knobs("ddp");
-    const sim::Candidate c = sim::evaluate(w, *cost, 1, ddp);
+    sim::offload::OffloadKnobs ddp = sim::offload::base_knobs("ddp");
+    const sim::offload::Candidate c = sim::offload::evaluate(w, *cost, 1, ddp);
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }

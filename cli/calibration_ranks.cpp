@@ -23,9 +23,9 @@
 #include "sim/calib/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/joint_ranks.h"
-#include "sim/policy/runtime_memory.h"
-#include "sim/policy/systems.h"
-#include "sim/search/search.h"
+#include "sim/offload/analytic/runtime_memory.h"
+#include "sim/offload/compiler/systems.h"
+#include "sim/offload/search/search.h"
 #include "traces/error.h"
 #include "traces/file_io.h"
 #include "traces/op_profile.h"
@@ -205,15 +205,15 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   struct Case {
     std::string system, dir;
     nlohmann::json json;
-    sim::SearchResult search;
+    sim::offload::SearchResult search;
   };
   std::vector<Case> found;
   nlohmann::json cases = nlohmann::json::array();
-  for (const std::string& system : sim::system_names()) {
+  for (const std::string& system : sim::offload::system_names()) {
     const std::string dir = o.out_dir + "/ranks-" + system;
     traces::create_folders(dir, "-o");
     nlohmann::json c = {{"system", system}, {"plan", dir + "/plan.json"}};
-    sim::SearchOptions so;
+    sim::offload::SearchOptions so;
     so.system = system;
     so.gpus = o.ranks;
     so.batch = w.options.batch;
@@ -221,7 +221,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     so.dtype = "fp32";
     so.flash_attention = false;
     so.threads = o.threads;
-    sim::SearchResult sr = sim::search_policy(w.model, *cost, so);
+    sim::offload::SearchResult sr = sim::offload::search_policy(w.model, *cost, so);
     if (!sr.found) {
       c["error"] = "no plan of " + system + " fits";
       cases.push_back(c);
@@ -346,7 +346,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     Case& fc = found[fi];
     const std::string& dir = fc.dir;
     nlohmann::json& c = fc.json;
-    const sim::SearchResult& sr = fc.search;
+    const sim::offload::SearchResult& sr = fc.search;
     traces::Report predicted =
         rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
     // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
@@ -394,8 +394,8 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     const std::map<std::string, std::string> measured_field = {
         {"gpu", "peak_device_bytes"}, {"pinned", "peak_pinned_bytes"}, {"pageable", "peak_pageable_bytes"}};
     // The device: the runtime's tensors replayed through the caching allocator's model in the
-    // simulated schedule (sim/policy/runtime_memory.h); the plan's own bytes beside it.
-    const sim::RuntimeMemory rm = sim::predict_runtime_memory(sr.best_plan.plan, predicted);
+    // simulated schedule (sim/offload/analytic/runtime_memory.h); the plan's own bytes beside it.
+    const sim::offload::RuntimeMemory rm = sim::offload::predict_runtime_memory(sr.best_plan.plan, predicted);
     for (const auto& [pool, field] : measured_field) {
       const auto* pp = predicted.pool(pool);
       const int64_t plan_b = pp ? pp->peak.n : 0, mb = j.at(field).get<int64_t>();
@@ -409,7 +409,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                              // the same tensors in rank 0's measured schedule: separates the
                              // schedule's error from the tensors'
                              {"predicted_in_measured_schedule_bytes",
-                              sim::predict_runtime_memory(sr.best_plan.plan, mr).allocated_peak_bytes}});
+                              sim::offload::predict_runtime_memory(sr.best_plan.plan, mr).allocated_peak_bytes}});
     }
     const int64_t analytic = sr.best.analytic_peak_gpu_bytes;
     memory["gpu"]["analytic_bytes"] = analytic;

@@ -5,7 +5,7 @@
 // allocator's device peak, pinned and pageable peaks) beside ProTrain's analytic peak model.
 // The plans are searched with the calibration's profile; they are predicted with a profile the N
 // ranks take together under mpirun (each op at a rank's share of the machine), and the device
-// peak with the runtime's tensors (sim/policy/runtime_memory.h).
+// peak with the runtime's tensors (sim/offload/analytic/runtime_memory.h).
 // Issue 23, session 11: every plan runs `rounds` times, one plan after another; beside the
 // single-rank predictions, the joint simulation of all ranks (sim/engine/joint_ranks.h), each at
 // its own probed speeds, and a diagnostic of it at each rank's measured compute time.

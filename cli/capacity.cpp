@@ -1,5 +1,5 @@
 // protwin capacity: the largest model of a family each system can train on a machine (the ladder
-// and its bisection: sim/search/capacity.h).
+// and its bisection: sim/offload/search/capacity.h).
 #include <cstdio>
 #include <iostream>
 
@@ -7,7 +7,7 @@
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "sim/distributed/evaluate_points.h"
-#include "sim/search/capacity.h"
+#include "sim/offload/search/capacity.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -40,10 +40,10 @@ int run_capacity(const std::vector<std::string>& args) {
   Progress bar("capacity", static_cast<long>(names.size() * 2));
   // One system per point (over MPI ranks under mpirun); each bisects its own layer count.
   const std::function<nlohmann::json(size_t)> largest_model = [&](size_t i) {
-    sim::SearchOptions o = in.search;
+    sim::offload::SearchOptions o = in.search;
     o.system = names[i];
     o.threads = pa.threads;
-    const sim::Capacity c = sim::largest_gpt2_model(*in.cost, o, max_layers, [&] { bar.tick(); });
+    const sim::offload::Capacity c = sim::offload::largest_gpt2_model(*in.cost, o, max_layers, [&] { bar.tick(); });
     nlohmann::json j = {{"name", names[i]}, {"max_params", c.max_params}};
     if (c.max_params > 0) j.update(nlohmann::json(c));
     return j;
@@ -54,7 +54,7 @@ int run_capacity(const std::vector<std::string>& args) {
   bar.done();
   if (vm.count("json")) {
     print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : sim::kGpt2Positions},
+                {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : sim::offload::kGpt2Positions},
                 {"flash", in.search.flash_attention}, {"systems", out}});
     return 0;
   }
@@ -62,7 +62,7 @@ int run_capacity(const std::vector<std::string>& args) {
               "(simulated plans that fit GPU and host memory)\n\n",
               in.cost->machine().name.c_str(), in.search.gpus,
               in.search.nodes > 1 ? (" on " + std::to_string(in.search.nodes) + " nodes").c_str() : "",
-              static_cast<long long>(in.search.seq > 0 ? in.search.seq : sim::kGpt2Positions),
+              static_cast<long long>(in.search.seq > 0 ? in.search.seq : sim::offload::kGpt2Positions),
               in.search.flash_attention ? "flash" : "eager");
   std::printf("%-13s %14s %8s %7s  %s\n", "system", "parameters", "hidden", "layers", "one layer more is stopped by");
   for (const auto& j : out) {

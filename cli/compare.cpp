@@ -8,7 +8,7 @@
 #include "cli/subcommand.h"
 #include "cli/summary.h"
 #include "sim/distributed/evaluate_points.h"
-#include "sim/policy/systems.h"
+#include "sim/offload/compiler/systems.h"
 #include "traces/chrome_trace.h"
 
 namespace protwin::cli {
@@ -27,11 +27,11 @@ int run_compare(const std::vector<std::string>& args) {
   if (!parse_options("protwin compare --model M --machine H --gpus N [--json]", desc, args, vm)) return 0;
   PolicyInputs in = resolve_policy_inputs(pa);
 
-  const auto& all = sim::systems();
-  const std::function<sim::SearchResult(size_t)> search_system = [&](size_t i) {
-    sim::SearchOptions o = in.search;
+  const auto& all = sim::offload::systems();
+  const std::function<sim::offload::SearchResult(size_t)> search_system = [&](size_t i) {
+    sim::offload::SearchOptions o = in.search;
     o.system = all[i].name;
-    sim::SearchResult r = sim::search_policy(in.model, *in.cost, o);
+    sim::offload::SearchResult r = sim::offload::search_policy(in.model, *in.cost, o);
     // ProTrain is listed first; whichever process (MPI rank) searched it writes its best plan.
     if (i == 0 && r.found) {
       if (!trace_out.empty()) traces::write_chrome_trace(r.best_report, trace_out);
@@ -40,14 +40,14 @@ int run_compare(const std::vector<std::string>& args) {
     return r;
   };
   Progress bar("comparing systems", static_cast<long>(all.size()));
-  std::vector<sim::SearchResult> results;
+  std::vector<sim::offload::SearchResult> results;
   for (const auto& outcome : sim::evaluate_points(
            all.size(), 1, search_system,
-           sim::json_codec<sim::SearchResult>(),
+           sim::json_codec<sim::offload::SearchResult>(),
            [&](long, long) { bar.tick(); }))
     results.push_back(outcome.get());
   bar.done();
-  const sim::SearchResult& pt = results.front();  // protrain is listed first
+  const sim::offload::SearchResult& pt = results.front();  // protrain is listed first
 
   nlohmann::json systems = nlohmann::json::array();
   for (const auto& r : results) {

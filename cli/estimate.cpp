@@ -12,9 +12,9 @@
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
-#include "sim/estimate/estimate_json.h"
-#include "sim/estimate/memory_estimate.h"
-#include "sim/estimate/parallel_search.h"
+#include "sim/parallel/estimator/estimate_json.h"
+#include "sim/parallel/estimator/memory_estimate.h"
+#include "sim/parallel/search/parallel_search.h"
 #include "sim/workload/model_spec.h"
 #include "traces/error.h"
 
@@ -60,10 +60,10 @@ void add_switches(po::options_description& desc, SwitchFlags& f) {
        "authors (8*s*b*h*p/t) | upstream (8*s*b*p/t)");
 }
 
-sim::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& vm) {
-  sim::EstimateOptions o;
-  o.method = sim::parse_method(f.method);
-  o.recompute = sim::parse_recompute(f.recompute);
+sim::parallel::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& vm) {
+  sim::parallel::EstimateOptions o;
+  o.method = sim::parallel::parse_method(f.method);
+  o.recompute = sim::parallel::parse_recompute(f.recompute);
   o.distributed_optimizer = !vm.count("no-distributed-optimizer");
   o.fp32_grad_accum = !vm.count("no-fp32-grad-accum");
   o.sequence_parallel = !vm.count("no-sequence-parallel");
@@ -87,13 +87,13 @@ sim::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& v
   o.pad_vocab_multiple = f.pad_vocab;
   PROTWIN_CHECK(f.embedding_input == "authors" || f.embedding_input == "upstream",
                 "--embedding-input ", f.embedding_input, ": expected authors or upstream");
-  o.embedding_input = f.embedding_input == "authors" ? sim::EmbeddingInputTerm::kAuthors
-                                                     : sim::EmbeddingInputTerm::kUpstream;
+  o.embedding_input = f.embedding_input == "authors" ? sim::parallel::EmbeddingInputTerm::kAuthors
+                                                     : sim::parallel::EmbeddingInputTerm::kUpstream;
   PROTWIN_CHECK(f.zero_formula == "paper" || f.zero_formula == "deepspeed", "--zero-formula ",
                 f.zero_formula, ": expected paper or deepspeed");
-  o.zero_formula = f.zero_formula == "paper" ? sim::ZeroFormula::kPaper : sim::ZeroFormula::kDeepSpeed;
+  o.zero_formula = f.zero_formula == "paper" ? sim::parallel::ZeroFormula::kPaper : sim::parallel::ZeroFormula::kDeepSpeed;
   o.zero_stage = f.zero_stage;
-  sim::check_estimate_options(o);
+  sim::parallel::check_estimate_options(o);
   return o;
 }
 
@@ -107,13 +107,13 @@ std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
-const char* method_title(sim::EstimateMethod m) {
+const char* method_title(sim::parallel::EstimateMethod m) {
   switch (m) {
-    case sim::EstimateMethod::kFujii: return "Fujii et al. 2024 (arXiv 2411.06465), first pipeline stage";
-    case sim::EstimateMethod::kMegatron: return "upstream Megatron-LM theoretical_memory_usage.py";
-    case sim::EstimateMethod::kKorthikanti: return "Korthikanti et al. 2022 (arXiv 2205.05198) activations";
-    case sim::EstimateMethod::kZero: return "ZeRO model states (arXiv 1910.02054)";
-    case sim::EstimateMethod::kFsdp: return "torch FSDP FULL_SHARD (torch 2.0/2.1 flat parameters, bf16 units)";
+    case sim::parallel::EstimateMethod::kFujii: return "Fujii et al. 2024 (arXiv 2411.06465), first pipeline stage";
+    case sim::parallel::EstimateMethod::kMegatron: return "upstream Megatron-LM theoretical_memory_usage.py";
+    case sim::parallel::EstimateMethod::kKorthikanti: return "Korthikanti et al. 2022 (arXiv 2205.05198) activations";
+    case sim::parallel::EstimateMethod::kZero: return "ZeRO model states (arXiv 1910.02054)";
+    case sim::parallel::EstimateMethod::kFsdp: return "torch FSDP FULL_SHARD (torch 2.0/2.1 flat parameters, bf16 units)";
   }
   return "";
 }
@@ -149,9 +149,9 @@ int run_estimate(const std::vector<std::string>& args) {
                      desc, args, vm))
     return 0;
   require(vm, "model");
-  const sim::EstimateOptions opt = to_options(sw, vm);
+  const sim::parallel::EstimateOptions opt = to_options(sw, vm);
   const sim::ModelSpec spec = sim::resolve_model(model_name);
-  sim::ParallelConfig cfg;
+  sim::parallel::ParallelConfig cfg;
   cfg.seq = vm.count("seq") ? seq : spec.default_seq;
   cfg.mbs = mbs, cfg.tp = tp, cfg.cp = cp, cfg.pp = pp, cfg.dp = dp;
   cfg.split = {first_layers, last_layers};
@@ -168,18 +168,18 @@ int run_estimate(const std::vector<std::string>& args) {
     PROTWIN_CHECK(gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
     memory = gpu_mem;
   }
-  const sim::MemoryEstimate e = sim::estimate_memory(spec, cfg, opt);
+  const sim::parallel::MemoryEstimate e = sim::parallel::estimate_memory(spec, cfg, opt);
 
   if (vm.count("json")) {
-    json j = sim::estimate_to_json(e, memory);
+    json j = sim::parallel::estimate_to_json(e, memory);
     j["model"] = spec.name;
-    j["config"] = sim::config_to_json(cfg);
-    j["options"] = sim::options_to_json(opt);
+    j["config"] = sim::parallel::config_to_json(cfg);
+    j["options"] = sim::parallel::options_to_json(opt);
     print_json(j);
     return 0;
   }
-  const double gib = sim::MemoryEstimate::kGiB;
-  std::cout << "protwin estimate: " << spec.name << ", method " << sim::method_name(e.method)
+  const double gib = sim::parallel::MemoryEstimate::kGiB;
+  std::cout << "protwin estimate: " << spec.name << ", method " << sim::parallel::method_name(e.method)
             << " (" << method_title(e.method) << ")\n"
             << "layout      TP " << cfg.tp << "  CP " << cfg.cp << "  PP " << cfg.pp << "  DP "
             << cfg.dp << "  MBS " << cfg.mbs << "  seq " << cfg.seq << "  ("
@@ -218,7 +218,7 @@ int run_estimate(const std::vector<std::string>& args) {
   return 0;
 }
 
-void print_candidate_row(const sim::SearchCandidate& c, size_t rank, double memory) {
+void print_candidate_row(const sim::parallel::SearchCandidate& c, size_t rank, double memory) {
   std::cout << pad(std::to_string(rank), 4) << pad(std::to_string(c.tp), 4)
             << pad(std::to_string(c.cp), 4) << pad(std::to_string(c.pp), 4)
             << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.mbs), 5)
@@ -231,7 +231,7 @@ void print_candidate_row(const sim::SearchCandidate& c, size_t rank, double memo
 int run_estimate_search(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name;
-  sim::SearchSpace space;
+  sim::parallel::SearchSpace space;
   int64_t top = 0;
   SwitchFlags sw;
   desc.add_options()
@@ -255,13 +255,13 @@ int run_estimate_search(const std::vector<std::string>& args) {
     return 0;
   for (const char* flag : {"model", "gpus", "gpu-memory-GB", "gbs"}) require(vm, flag);
   PROTWIN_CHECK(!vm.count("top") || top >= 1, "--top ", top, ": must be at least 1");
-  const sim::EstimateOptions opt = to_options(sw, vm);
+  const sim::parallel::EstimateOptions opt = to_options(sw, vm);
   const sim::ModelSpec spec = sim::resolve_model(model_name);
   if (!vm.count("seq")) space.seq = spec.default_seq;
-  const sim::ParallelSearchResult r = sim::search_parallel_configs(spec, space, opt);
+  const sim::parallel::ParallelSearchResult r = sim::parallel::search_parallel_configs(spec, space, opt);
 
   const bool all = vm.count("all") > 0, explain = vm.count("explain") > 0;
-  std::vector<const sim::SearchCandidate*> listed;
+  std::vector<const sim::parallel::SearchCandidate*> listed;
   for (const auto& c : r.fitting) listed.push_back(&c);
   if (all) {
     for (const auto& c : r.over) listed.push_back(&c);
@@ -274,15 +274,15 @@ int run_estimate_search(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     json j;
     j["model"] = spec.name;
-    j["method"] = sim::method_name(opt.method);
-    j["options"] = sim::options_to_json(opt);
+    j["method"] = sim::parallel::method_name(opt.method);
+    j["options"] = sim::parallel::options_to_json(opt);
     j["gpus"] = space.gpus;
     j["gpus_per_node"] = space.gpus_per_node;
     j["gpu_memory_GB"] = space.gpu_memory_gb;
     j["threshold_GiB"] = r.threshold_gib;
     j["seq"] = space.seq;
     j["gbs"] = space.gbs;
-    j["activations_included"] = opt.method != sim::EstimateMethod::kZero;
+    j["activations_included"] = opt.method != sim::parallel::EstimateMethod::kZero;
     j["counts"] = {{"enumerated", r.enumerated},
                    {"fit", r.fitting.size()},
                    {"rejected", rejected},
@@ -290,13 +290,13 @@ int run_estimate_search(const std::vector<std::string>& args) {
     json rows = json::array();
     for (const auto* c : listed) {
       if (vm.count("top") && static_cast<int64_t>(rows.size()) >= top) break;
-      rows.push_back(sim::candidate_to_json(*c, space.gpu_memory_gb));
+      rows.push_back(sim::parallel::candidate_to_json(*c, space.gpu_memory_gb));
     }
     j["configurations"] = rows;
     if (explain) {
       json rej = json::array();
-      for (const auto& c : r.rejected) rej.push_back(sim::candidate_to_json(c, space.gpu_memory_gb));
-      for (const auto& c : r.over) rej.push_back(sim::candidate_to_json(c, space.gpu_memory_gb));
+      for (const auto& c : r.rejected) rej.push_back(sim::parallel::candidate_to_json(c, space.gpu_memory_gb));
+      for (const auto& c : r.over) rej.push_back(sim::parallel::candidate_to_json(c, space.gpu_memory_gb));
       j["rejected"] = rej;
     }
     print_json(j);
@@ -305,7 +305,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
 
   std::cout << "protwin estimate-search: " << spec.name << " on " << space.gpus << " GPUs ("
             << space.gpus_per_node << " per node), " << space.gpu_memory_gb << " GB each, seq "
-            << space.seq << ", GBS " << space.gbs << ", method " << sim::method_name(opt.method)
+            << space.seq << ", GBS " << space.gbs << ", method " << sim::parallel::method_name(opt.method)
             << "\n"
             << "enumerated " << r.enumerated << " layouts: " << r.fitting.size()
             << " fit under 80 % (" << fixed(r.threshold_gib, 1) << " GiB), " << rejected
@@ -320,7 +320,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
     std::cout << ")";
   }
   std::cout << "\n";
-  if (opt.method == sim::EstimateMethod::kZero)
+  if (opt.method == sim::parallel::EstimateMethod::kZero)
     std::cout << "note: --method zero counts model states only; activations are not included\n";
   if (!listed.empty()) {
     const size_t limit = vm.count("top") ? static_cast<size_t>(top) : 20;

@@ -82,16 +82,16 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   PROTWIN_CHECK(a.seq >= 0, "--seq ", a.seq, ": must be at least 1 (0: the model's default)");
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");
-  sim::MegatronOptions& o = in.options;
+  sim::parallel::MegatronOptions& o = in.options;
   o.seq = a.seq == 0 ? in.model.default_seq : a.seq;
   o.gbs = a.gbs;
-  o.recompute = sim::parse_recompute(a.recompute);
+  o.recompute = sim::parallel::parse_recompute(a.recompute);
   o.dtype = a.dtype;
   o.flash_attention = !vm.count("no-flash");
   o.distributed_optimizer = !vm.count("no-distributed-optimizer");
   o.overlap_grad_reduce = !vm.count("no-overlap-grad-reduce");
   o.overlap_param_gather = !vm.count("no-overlap-param-gather");
-  sim::apply_framework_preset(o, a.framework);
+  sim::parallel::apply_framework_preset(o, a.framework);
   on_off(vm, "sequence-parallel", a.sequence_parallel, o.sequence_parallel);
   on_off(vm, "dropout", a.dropout, o.dropout);
   on_off(vm, "vocab-parallel-loss", a.vocab_parallel_loss, o.vocab_parallel_loss);

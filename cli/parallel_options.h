@@ -9,7 +9,7 @@
 
 #include "cli/options.h"
 #include "hwmodels/hardware_cost_model.h"
-#include "sim/parallel/megatron_compiler.h"
+#include "sim/parallel/compiler/megatron_compiler.h"
 #include "sim/workload/model_spec.h"
 
 namespace protwin::cli {
@@ -32,7 +32,7 @@ struct ParallelInputs {
   sim::ModelSpec model;
   std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
   std::unique_ptr<hw::HardwareCostModel> cost;
-  sim::MegatronOptions options;  // sizes, mbs and vpp left for the caller
+  sim::parallel::MegatronOptions options;  // sizes, mbs and vpp left for the caller
   double gpu_memory_gb = 0;      // 0: from the machine
 };
 

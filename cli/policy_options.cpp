@@ -5,7 +5,7 @@
 
 #include "cli/host_dispatch_option.h"
 #include "hwmodels/cost_model_choice.h"
-#include "sim/policy/systems.h"
+#include "sim/offload/compiler/systems.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
@@ -36,7 +36,7 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   auto chosen = hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""});
   in.profile = std::move(chosen.profile);
   in.cost = std::move(chosen.cost);
-  std::tie(in.search.gpus, in.search.nodes) = sim::place_ranks(*in.cost, a.gpus, a.nodes);
+  std::tie(in.search.gpus, in.search.nodes) = sim::offload::place_ranks(*in.cost, a.gpus, a.nodes);
   if (a.batch == "auto") {
     in.search.batch = 0;
   } else {
@@ -65,14 +65,14 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
 std::vector<std::string> parse_systems(const std::string& arg, const std::string& flag) {
   std::vector<std::string> names;
   if (arg.empty() || arg == "all") {
-    for (const auto& s : sim::systems()) names.push_back(s.name);
+    for (const auto& s : sim::offload::systems()) names.push_back(s.name);
     return names;
   }
   for (size_t start = 0;;) {
     const size_t comma = arg.find(',', start);
     names.push_back(arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    PROTWIN_CHECK(sim::lookup_system(names.back()), "--", flag, " ", arg, ": unknown system '", names.back(),
-                  "'; known systems: ", sim::known_systems());
+    PROTWIN_CHECK(sim::offload::lookup_system(names.back()), "--", flag, " ", arg, ": unknown system '", names.back(),
+                  "'; known systems: ", sim::offload::known_systems());
     if (comma == std::string::npos) return names;
     start = comma + 1;
   }

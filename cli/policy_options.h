@@ -8,7 +8,7 @@
 
 #include "cli/options.h"
 #include "hwmodels/hardware_cost_model.h"
-#include "sim/search/search.h"
+#include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
 
 namespace protwin::cli {
@@ -38,7 +38,7 @@ struct PolicyInputs {
   sim::ModelSpec model;
   std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
   std::unique_ptr<hw::HardwareCostModel> cost;
-  sim::SearchOptions search;
+  sim::offload::SearchOptions search;
 };
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a);
 

@@ -6,7 +6,7 @@
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
 #include "cli/summary.h"
-#include "sim/policy/systems.h"
+#include "sim/offload/compiler/systems.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
 
@@ -32,7 +32,7 @@ int run_search(const std::vector<std::string>& args) {
     return 0;
   PolicyInputs in = resolve_policy_inputs(pa);
   in.search.system = system;
-  sim::find_system(system);
+  sim::offload::find_system(system);
   if (vm.count("ablation")) {
     const std::string a = vm["ablation"].as<std::string>();
     if (a == "all-ckpt") in.search.all_checkpoint = true;
@@ -43,9 +43,9 @@ int run_search(const std::vector<std::string>& args) {
   }
   Progress bar("searching " + system, in.search.batch > 0 ? 1 : 7);
   in.search.progress = [&](long done, long) { if (done > 0) bar.tick(); };
-  const sim::SearchResult r = sim::search_policy(in.model, *in.cost, in.search);
+  const sim::offload::SearchResult r = sim::offload::search_policy(in.model, *in.cost, in.search);
   bar.done();
-  const sim::RankMemory cap = sim::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
+  const sim::offload::RankMemory cap = sim::offload::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
   if (!r.found && vm.count("json")) {
     print_json({{"system", system},
                 {"model", in.model.name},

@@ -1,5 +1,5 @@
 // protwin search-4d: the fastest 4D-parallel (DP/TP/PP/CP) layouts of a model on N nodes. The
-// estimator's 80 % rule prunes, the simulator ranks every layout that fits (sim/parallel/search_4d.h).
+// estimator's 80 % rule prunes, the simulator ranks every layout that fits (sim/parallel/search/search_4d.h).
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -7,14 +7,14 @@
 #include "cli/options.h"
 #include "cli/parallel_options.h"
 #include "cli/subcommand.h"
-#include "sim/parallel/search_4d.h"
+#include "sim/parallel/search/search_4d.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
 namespace {
 
 // The table of the simulated layouts, fastest first.
-void print_ranked(std::ostream& os, const sim::Search4dResult& r, size_t top) {
+void print_ranked(std::ostream& os, const sim::parallel::Search4dResult& r, size_t top) {
   os << "\n   #  TP  CP  PP    DP  MBS     m   iter (s)     tokens/s  TFLOPS/GPU    MFU  bubble  mem GiB\n";
   size_t shown = 0;
   for (const auto& row : r.ranked) {
@@ -35,11 +35,11 @@ void print_ranked(std::ostream& os, const sim::Search4dResult& r, size_t top) {
     os << "  ... " << static_cast<size_t>(r.simulated) - shown << " more (--top K, --json)\n";
 }
 
-void print_search(std::ostream& os, const sim::Search4dResult& r, size_t top, int threads) {
+void print_search(std::ostream& os, const sim::parallel::Search4dResult& r, size_t top, int threads) {
   const auto& e = r.enumeration;
   os << "protwin search-4d: " << r.model << " on " << r.machine << ", " << r.nodes << " node(s) x "
      << r.gpus_per_node << " GPUs = " << r.world << " GPUs, seq " << r.options.seq << ", GBS " << r.options.gbs
-     << ", recompute " << sim::recompute_name(r.options.recompute) << ", " << r.options.dtype << "\n"
+     << ", recompute " << sim::parallel::recompute_name(r.options.recompute) << ", " << r.options.dtype << "\n"
      << "enumerated " << e.enumerated << " layouts: " << e.fitting.size() << " fit under 80 % of "
      << format("%.0f GB (%.1f GiB)", r.gpu_memory_gb, e.threshold_gib);
   if (r.over_mbs_max) os << ", " << r.over_mbs_max << " of them over --mbs-max";
@@ -89,7 +89,7 @@ int run_search_4d(const std::vector<std::string>& args) {
   PROTWIN_CHECK(!vm.count("top") || top >= 1, "--top ", top, ": must be at least 1");
   PROTWIN_CHECK(!vm.count("mbs-max") || mbs_max >= 1, "--mbs-max ", mbs_max, ": must be at least 1");
   ParallelInputs in = resolve_parallel_inputs(pa, vm);
-  sim::Search4dOptions o;
+  sim::parallel::Search4dOptions o;
   o.nodes = nodes;
   o.mbs_max = mbs_max;
   o.base = in.options;
@@ -105,10 +105,10 @@ int run_search_4d(const std::vector<std::string>& args) {
     if (done > shown) bar->tick(done - shown);
     shown = std::max(shown, done);
   };
-  const sim::Search4dResult r = sim::search_4d(in.model, *in.cost, o);
+  const sim::parallel::Search4dResult r = sim::parallel::search_4d(in.model, *in.cost, o);
   if (bar) bar->done();
   if (vm.count("json")) {
-    print_json(sim::search_4d_to_json(r, vm.count("top") ? top : 0));
+    print_json(sim::parallel::search_4d_to_json(r, vm.count("top") ? top : 0));
     return 0;
   }
   print_search(std::cout, r, top, threads);

@@ -11,10 +11,10 @@
 #include "cli/summary.h"
 #include "hwmodels/cost_model_choice.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/policy/knobs.h"
-#include "sim/policy/offload_compiler.h"
-#include "sim/policy/runtime_memory.h"
-#include "sim/search/search.h"
+#include "sim/offload/compiler/knobs.h"
+#include "sim/offload/compiler/offload_compiler.h"
+#include "sim/offload/analytic/runtime_memory.h"
+#include "sim/offload/search/search.h"
 #include "sim/workload/workload.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
@@ -55,7 +55,7 @@ int run_simulate(const std::vector<std::string>& args) {
       ("output,o", po::value(&out_path), "write the Report (protwin.report JSON) here")
       ("chrome-trace", po::value(&trace_path), "write a Chrome trace (open in ui.perfetto.dev)")
       ("runtime-memory", "also predict the device memory protwin's runtime allocates replaying this plan "
-                         "(fp32 gpt2/llama plans; sim/policy/runtime_memory.h)")
+                         "(fp32 gpt2/llama plans; sim/offload/analytic/runtime_memory.h)")
       ("json", "print the summary as JSON");
   add_cost_options(desc, pa.no_host_dispatch, pa.profile);
   po::variables_map vm;
@@ -77,7 +77,7 @@ int run_simulate(const std::vector<std::string>& args) {
 
   traces::Plan plan;
   traces::Report report;
-  std::optional<sim::Candidate> candidate;  // with --model: throughput and the time split
+  std::optional<sim::offload::Candidate> candidate;  // with --model: throughput and the time split
   if (vm.count("model")) {
     PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
     PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
@@ -98,16 +98,16 @@ int run_simulate(const std::vector<std::string>& args) {
       policy[name] = v.is_discarded() || v.is_structured() || v.is_null() ? nlohmann::json(value) : v;
       source += (source.empty() ? "" : " ") + kv;
     }
-    const sim::OffloadKnobs knobs = sim::knobs_from_json(policy, source);
-    const sim::Workload w = sim::options_workload(in.model, in.search, batch);
+    const sim::offload::OffloadKnobs knobs = sim::offload::knobs_from_json(policy, source);
+    const sim::Workload w = sim::offload::options_workload(in.model, in.search, batch);
     try {  // a knob out of range names where it came from: the policy file or --knob
-      sim::check_knobs(w, sim::layout_for(w, knobs), knobs, in.search.gpus);
+      sim::offload::check_knobs(w, sim::offload::layout_for(w, knobs), knobs, in.search.gpus);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kInternal) throw;
       throw Error(source + ": " + e.what());
     }
-    sim::CompiledPlan compiled;
-    const sim::Candidate c = sim::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &report, in.search.nodes);
+    sim::offload::CompiledPlan compiled;
+    const sim::offload::Candidate c = sim::offload::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &report, in.search.nodes);
     if (!c.simulated) throw Error(c.failure);
     plan = std::move(compiled.plan);
     if (!plan_out.empty()) traces::write_plan(plan, plan_out);
@@ -128,8 +128,8 @@ int run_simulate(const std::vector<std::string>& args) {
     report = sim::PlanSimulator(*cost.cost).run(plan);
   }
 
-  std::optional<sim::RuntimeMemory> runtime_memory;
-  if (vm.count("runtime-memory")) runtime_memory = sim::predict_runtime_memory(plan, report);
+  std::optional<sim::offload::RuntimeMemory> runtime_memory;
+  if (vm.count("runtime-memory")) runtime_memory = sim::offload::predict_runtime_memory(plan, report);
 
   if (!out_path.empty()) traces::write_report(report, out_path);
   if (!trace_path.empty()) traces::write_chrome_trace(report, trace_path);

@@ -1,5 +1,5 @@
 // protwin simulate-4d: one training iteration of a Megatron-style 4D-parallel (DP/TP/PP/CP)
-// layout on a cluster of nodes, simulated (sim/parallel/simulate_4d.h has the definitions of
+// layout on a cluster of nodes, simulated (sim/parallel/search/simulate_4d.h has the definitions of
 // every number printed).
 #include <iostream>
 #include <map>
@@ -12,7 +12,7 @@
 #include "cli/parallel_options.h"
 #include "cli/subcommand.h"
 #include "cli/summary.h"
-#include "sim/parallel/simulate_4d.h"
+#include "sim/parallel/search/simulate_4d.h"
 #include "traces/chrome_trace.h"
 #include "traces/error.h"
 #include "traces/record_spool.h"
@@ -21,7 +21,7 @@
 namespace protwin::cli {
 namespace {
 
-void print_result(std::ostream& os, const sim::Simulate4dResult& r) {
+void print_result(std::ostream& os, const sim::parallel::Simulate4dResult& r) {
   const auto& o = r.options;
   const auto& pl = r.placement;
   os << "protwin simulate-4d: " << r.model << " on " << r.machine << ", " << pl.nodes << " node(s) x "
@@ -31,14 +31,14 @@ void print_result(std::ostream& os, const sim::Simulate4dResult& r) {
                static_cast<long long>(o.sizes.tp), static_cast<long long>(o.sizes.cp),
                static_cast<long long>(o.sizes.pp), static_cast<long long>(o.sizes.dp), o.vpp,
                static_cast<long long>(o.mbs), static_cast<long long>(o.gbs), static_cast<long long>(o.seq),
-               static_cast<long long>(r.microbatches), sim::recompute_name(o.recompute), o.dtype.c_str());
+               static_cast<long long>(r.microbatches), sim::parallel::recompute_name(o.recompute), o.dtype.c_str());
   if (o.split.uneven())
     os << "stages      uneven: first stage "
        << (o.split.first > 0 ? std::to_string(o.split.first) + " layers" : std::string("as the middle ones"))
        << ", last stage " << (o.split.last > 0 ? std::to_string(o.split.last) + " layers" : std::string("as the middle ones"))
        << ", the middle ones split the rest evenly\n";
   os << "groups     ";
-  for (const sim::GroupPlacement* g : {&pl.tp, &pl.cp, &pl.dp_cp, &pl.pp})
+  for (const sim::parallel::GroupPlacement* g : {&pl.tp, &pl.cp, &pl.dp_cp, &pl.pp})
     os << format(" %s %lld (%lld/node, %s)", g->name.c_str(), static_cast<long long>(g->size),
                  static_cast<long long>(g->ranks_per_node), g->scope());
   os << "\n\n"
@@ -113,7 +113,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
                      desc, args, vm))
     return 0;
   ParallelInputs in = resolve_parallel_inputs(pa, vm);
-  sim::Simulate4dConfig cfg;
+  sim::parallel::Simulate4dConfig cfg;
   cfg.options = in.options;
   cfg.options.sizes = {tp, cp, pp, dp};
   cfg.options.mbs = mbs;
@@ -131,7 +131,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
     records = std::make_unique<traces::RecordSpool>();
     cfg.records = [&](const traces::OpRecord& op) { records->add(op); };
   }
-  const sim::Simulate4dResult r = sim::simulate_4d(in.model, *in.cost, cfg);
+  const sim::parallel::Simulate4dResult r = sim::parallel::simulate_4d(in.model, *in.cost, cfg);
   if (records) {
     const traces::OpRecordVisitor ops = [&](const auto& f) { records->for_each(f); };
     if (!out_path.empty()) traces::write_report(r.report, ops, out_path);
@@ -141,7 +141,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
       {"plan", &plan_out}, {"report", &out_path}, {"chrome trace (open in ui.perfetto.dev)", &trace_path}};
   // Outputs can be hundreds of MB: say how big (on stderr with --json, whose stdout is the JSON).
   const bool json = vm.count("json") > 0;
-  if (json) print_json(sim::simulate_4d_to_json(r));
+  if (json) print_json(sim::parallel::simulate_4d_to_json(r));
   else print_result(std::cout, r);
   std::ostream& os = json ? std::cerr : std::cout;
   for (const auto& [what, path] : written)

@@ -1,4 +1,4 @@
-// protwin sweep: the what-if grid (sim/search/sweep.h). Each --set is one axis; every point of the
+// protwin sweep: the what-if grid (sim/offload/search/sweep.h). Each --set is one axis; every point of the
 // Cartesian product is searched for its best policy. Table, JSON, CSV.
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include "cli/subcommand.h"
 #include "hwmodels/cost_model_choice.h"
 #include "hwmodels/machine.h"
-#include "sim/search/sweep.h"
+#include "sim/offload/search/sweep.h"
 #include "traces/error.h"
 #include "traces/file_io.h"
 
@@ -32,11 +32,11 @@ const char* kUsage =
     "Under mpirun (mpirun -np N protwin sweep ...) the points are split over the ranks; rank 0 prints.";
 
 // Column header of an axis: its key when short, else [n] (the legend above the table names it).
-std::string axis_header(const sim::SweepAxis& a, size_t i) {
+std::string axis_header(const sim::offload::SweepAxis& a, size_t i) {
   return a.name().size() <= 20 ? a.name() : "[" + std::to_string(i + 1) + "]";
 }
 
-void print_table(const sim::SweepResult& r) {
+void print_table(const sim::offload::SweepResult& r) {
   std::printf("%s on %s, %d GPU(s): best policy at each of %zu sweep points (simulated)\n", r.model.c_str(),
               r.machine.c_str(), r.gpus, r.points.size());
   for (size_t i = 0; i < r.axes.size(); ++i)
@@ -84,8 +84,8 @@ int run_sweep(const std::vector<std::string>& args) {
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   PROTWIN_CHECK(!pa.set.empty(), "--set is required: give at least one axis, e.g. --set host.cores=12,24,48");
 
-  sim::SweepOptions o;
-  for (const auto& s : pa.set) o.axes.push_back(sim::parse_sweep_axis(s));
+  sim::offload::SweepOptions o;
+  for (const auto& s : pa.set) o.axes.push_back(sim::offload::parse_sweep_axis(s));
   o.systems = parse_systems(system, "system");
   PolicyArgs base = pa;
   base.set.clear();  // the axes are applied per point by the sweep
@@ -96,14 +96,14 @@ int run_sweep(const std::vector<std::string>& args) {
   nlohmann::json machine_json = hw::load_machine_json(pa.machine, &source);
   if (pa.no_host_dispatch) hw::turn_off_host_dispatch(machine_json);
 
-  Progress bar("sweeping", sim::sweep_points(o.axes, o.systems.size()));
+  Progress bar("sweeping", sim::offload::sweep_points(o.axes, o.systems.size()));
   o.progress = [&](long, long) { bar.tick(); };
-  const sim::SweepResult r = sim::run_sweep(in.model, machine_json, source, o);
+  const sim::offload::SweepResult r = sim::offload::run_sweep(in.model, machine_json, source, o);
   bar.done();
 
-  const nlohmann::json j = sim::sweep_to_json(r);
+  const nlohmann::json j = sim::offload::sweep_to_json(r);
   if (!json_out.empty()) traces::write_file_atomic(json_out, j.dump(2) + "\n");
-  if (!csv_out.empty()) traces::write_file_atomic(csv_out, sim::sweep_to_csv(r));
+  if (!csv_out.empty()) traces::write_file_atomic(csv_out, sim::offload::sweep_to_csv(r));
   if (vm.count("json")) {
     print_json(j);
     return 0;

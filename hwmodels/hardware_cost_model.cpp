@@ -621,7 +621,7 @@ int HardwareCostModel::launch_queue_depth() const { return machine_.host_dispatc
 // eager ATen op (dispatch, with autograd recording in forward and recompute; an autograd-engine
 // node in backward) plus its cudaLaunchKernel; a copy is one cudaMemcpyAsync, a collective one c10d call, a device optimizer
 // step its multi-tensor launches; op.host adds the system's own host work (hooks, extra small
-// ops and copies; sim/policy/host_work.h). CPU work (CPU Adam, host passes) is not issued by it.
+// ops and copies; sim/offload/compiler/host_work.h). CPU work (CPU Adam, host passes) is not issued by it.
 // A copy from or to pageable memory blocks the host until it is done (CUDA runtime API, "API
 // synchronization behavior"); so does op.host_sync.
 void HardwareCostModel::add_host_phase(const traces::Op& op, const traces::Plan& plan, OpCost* c) const {

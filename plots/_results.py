@@ -20,7 +20,7 @@ def load_machine(path):
 
 
 def rank_capacity(machine, gpus):
-    """(GPU bytes, host bytes) one rank may use, as sim/search/search.cpp rank_memory()."""
+    """(GPU bytes, host bytes) one rank may use, as sim/offload/search/search.cpp rank_memory()."""
     gpu = machine["gpu"].get("usable_memory_bytes") or machine["gpu"]["memory_bytes"]
     ranks = max(1, min(gpus, max(1, machine["gpu"]["count"])))
     return gpu, machine["host"]["memory_bytes"] // ranks

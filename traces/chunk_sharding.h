@@ -3,7 +3,7 @@
 // every GPU, Adam m and v of 1/N of the chunk; `reduce_scatter` leaves this rank's mean gradient
 // shard, `adam_device` updates that shard, `all_gather` of the updated shard makes the parameters
 // whole again). Read from the ops, so the runtime (ChunkStore) and the simulator's memory model
-// (sim/policy/runtime_memory) decide it the same way.
+// (sim/offload/analytic/runtime_memory) decide it the same way.
 #pragma once
 
 #include <string>

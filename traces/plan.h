@@ -154,7 +154,7 @@ struct CollectiveGroup {
   bool inter_node = false;
 };
 
-// A system's own host work around an op beyond its kernels (sim/policy/host_work.h): Python hooks,
+// A system's own host work around an op beyond its kernels (sim/offload/compiler/host_work.h): Python hooks,
 // small eager ops and small copy calls, priced with the machine's host_dispatch section.
 struct HostWork {
   static constexpr int kMax = 65535;

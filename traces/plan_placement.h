@@ -1,7 +1,7 @@
 // Where a plan keeps each chunk and what it does with each decoder layer's activations, read from
 // its chunks and ops, not from meta.knobs / meta.layer_modes (which describe the policy that made
 // it): the runtime (runtime/executor/runtime_plan.cpp) and the simulator's memory model
-// (sim/policy/runtime_memory.cpp) decide it the same way, and a plan stripped of its meta replays
+// (sim/offload/analytic/runtime_memory.cpp) decide it the same way, and a plan stripped of its meta replays
 // and is predicted as before.
 #pragma once
 

@@ -5,9 +5,9 @@
 #include <numeric>
 
 #include "sim/calib/sample_stats.h"
-#include "sim/policy/offload_compiler.h"
-#include "sim/policy/systems.h"
-#include "sim/search/search.h"
+#include "sim/offload/compiler/offload_compiler.h"
+#include "sim/offload/compiler/systems.h"
+#include "sim/offload/search/search.h"
 #include "traces/error.h"
 
 namespace protwin::calib {
@@ -200,7 +200,7 @@ std::vector<size_t> round_plan_order(size_t plans, int round) {
 
 namespace {
 
-sim::OffloadKnobs with(sim::OffloadKnobs k, void (*edit)(sim::OffloadKnobs&)) {
+sim::offload::OffloadKnobs with(sim::offload::OffloadKnobs k, void (*edit)(sim::offload::OffloadKnobs&)) {
   edit(k);
   return k;
 }
@@ -211,7 +211,7 @@ CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& 
   CaseSelection out;
   std::vector<CalibrationCase> pool;
   auto search = [&](const std::string& system) {
-    sim::SearchOptions o;
+    sim::offload::SearchOptions o;
     o.system = system;
     o.gpus = 1;
     o.batch = w.options.batch;
@@ -219,9 +219,9 @@ CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& 
     o.dtype = w.options.dtype;
     o.flash_attention = w.options.flash_attention;
     o.threads = threads;
-    return sim::search_policy(w.model, cost, o);
+    return sim::offload::search_policy(w.model, cost, o);
   };
-  const sim::SearchResult pt = search("protrain");
+  const sim::offload::SearchResult pt = search("protrain");
   if (pt.found) {
     pool.push_back({"search best", pt.best.knobs, "protrain"});
     for (size_t i = 0; i < pt.pareto.size(); ++i)
@@ -230,26 +230,26 @@ CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& 
     out.skipped.push_back("search best: protrain found no plan that fits");
   }
   for (const char* sys : {"deepspeed", "zero-offload", "colossalai", "fsdp", "ddp"}) {
-    const sim::SearchResult r = search(sys);
+    const sim::offload::SearchResult r = search(sys);
     if (r.found) pool.push_back({std::string(sys) + " best", r.best.knobs, sys});
     else out.skipped.push_back(std::string(sys) + " best: does not fit");
   }
   // Hand-picked variations around ProTrain's pick (or its defaults): each moves one knob.
-  const sim::OffloadKnobs base = pt.found ? pt.best.knobs : sim::base_knobs("protrain");
+  const sim::offload::OffloadKnobs base = pt.found ? pt.best.knobs : sim::offload::base_knobs("protrain");
   const int layers = static_cast<int>(w.model.layers);
-  struct Hand { std::string label; sim::OffloadKnobs k; };
+  struct Hand { std::string label; sim::offload::OffloadKnobs k; };
   std::vector<Hand> hand = {
-      {"hand: n_persist=0 n_buffer=2", with(base, [](sim::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 2; })},
-      {"hand: n_persist=0 n_buffer=3", with(base, [](sim::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 3; })},
+      {"hand: n_persist=0 n_buffer=2", with(base, [](sim::offload::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 2; })},
+      {"hand: n_persist=0 n_buffer=3", with(base, [](sim::offload::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 3; })},
       {"hand: all swap", base},
       {"hand: all checkpoint", base},
       {"hand: half swap half checkpoint", base},
-      {"hand: no prefetch", with(base, [](sim::OffloadKnobs& k) { k.prefetch = false; })},
-      {"hand: adam after backward", with(base, [](sim::OffloadKnobs& k) { k.cpu_adam_overlap = false; })},
-      {"hand: no buffer reuse", with(base, [](sim::OffloadKnobs& k) { k.buffer_reuse = false; })},
-      {"hand: torch cpu adam", with(base, [](sim::OffloadKnobs& k) { k.cpu_adam_impl = "torch"; })},
-      {"hand: per-block chunks", with(base, [](sim::OffloadKnobs& k) { k.per_block_chunks = true; k.chunk_bytes = 0; })},
-      {"hand: n_persist=1 n_buffer=2 ckpt 2", with(base, [](sim::OffloadKnobs& k) { k.n_persist = 1; k.n_buffer = 2; k.n_checkpoint = 2; k.n_swap = 0; })},
+      {"hand: no prefetch", with(base, [](sim::offload::OffloadKnobs& k) { k.prefetch = false; })},
+      {"hand: adam after backward", with(base, [](sim::offload::OffloadKnobs& k) { k.cpu_adam_overlap = false; })},
+      {"hand: no buffer reuse", with(base, [](sim::offload::OffloadKnobs& k) { k.buffer_reuse = false; })},
+      {"hand: torch cpu adam", with(base, [](sim::offload::OffloadKnobs& k) { k.cpu_adam_impl = "torch"; })},
+      {"hand: per-block chunks", with(base, [](sim::offload::OffloadKnobs& k) { k.per_block_chunks = true; k.chunk_bytes = 0; })},
+      {"hand: n_persist=1 n_buffer=2 ckpt 2", with(base, [](sim::offload::OffloadKnobs& k) { k.n_persist = 1; k.n_buffer = 2; k.n_checkpoint = 2; k.n_swap = 0; })},
   };
   hand[2].k.n_swap = layers, hand[2].k.n_checkpoint = 0;
   hand[3].k.n_swap = 0, hand[3].k.n_checkpoint = layers;
@@ -264,7 +264,7 @@ CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& 
       out.skipped.push_back(c.label + ": same knobs as an earlier case");
       continue;
     }
-    const sim::Candidate e = sim::evaluate(w, cost, 1, c.knobs);
+    const sim::offload::Candidate e = sim::offload::evaluate(w, cost, 1, c.knobs);
     if (!e.simulated) {
       out.skipped.push_back(c.label + ": " + e.failure.substr(0, e.failure.find('\n')));
       continue;

@@ -8,7 +8,7 @@
 
 #include "sim/calib/bootstrap.h"
 #include "hwmodels/hardware_cost_model.h"
-#include "sim/policy/knobs.h"
+#include "sim/offload/compiler/knobs.h"
 #include "sim/workload/workload.h"
 
 namespace protwin::calib {
@@ -97,7 +97,7 @@ std::vector<size_t> round_plan_order(size_t plans, int round);
 
 struct CalibrationCase {
   std::string label;        // "search best", "pareto 2", "deepspeed best", "hand: n_swap=2", ...
-  sim::OffloadKnobs knobs;
+  sim::offload::OffloadKnobs knobs;
   std::string system;       // the family the knobs come from
 };
 

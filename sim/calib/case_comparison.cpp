@@ -6,17 +6,17 @@
 #include <utility>
 
 #include "sim/calib/calibration.h"
-#include "sim/policy/runtime_memory.h"
+#include "sim/offload/analytic/runtime_memory.h"
 #include "traces/error.h"
 
 namespace protwin::calib {
 
 double relative_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 
-SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k,
+SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k,
                             const std::vector<sim::ContentionRule>& contention) {
   SimulatedCase s;
-  const sim::Candidate c = sim::evaluate(w, cost, 1, k, &s.plan, &s.report);
+  const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &s.plan, &s.report);
   PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
   if (!contention.empty()) s.report = sim::simulate_with_contention(s.plan.plan, cost, contention);
   s.iteration_s = s.report.iteration.seconds();
@@ -25,7 +25,7 @@ SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel&
   for (const char* p : kCasePools)
     if (const auto* r = s.report.pool(p)) s.peak[p] = r->peak.n;
   s.peak["gpu_plan"] = s.peak["gpu"];
-  s.peak["gpu"] = sim::predict_runtime_memory(s.plan.plan, s.report).allocated_peak_bytes;
+  s.peak["gpu"] = sim::offload::predict_runtime_memory(s.plan.plan, s.report).allocated_peak_bytes;
   return s;
 }
 

@@ -13,8 +13,8 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/contention.h"
-#include "sim/policy/knobs.h"
-#include "sim/search/search.h"
+#include "sim/offload/compiler/knobs.h"
+#include "sim/offload/search/search.h"
 #include "sim/workload/workload.h"
 #include "traces/report.h"
 
@@ -33,13 +33,13 @@ struct SimulatedCase {
   std::map<std::string, double> busy;   // seconds per stream
   std::map<std::string, int64_t> peak;  // bytes per pool; gpu: the runtime's tensors, gpu_plan: the plan's own
   traces::Report report;
-  sim::CompiledPlan plan;
+  sim::offload::CompiledPlan plan;
 };
 // The plan of knobs `k`, simulated; with contention rules (the emulated device's measured
 // slowdowns of ops sharing its cores), re-simulated until the overlaps settle (sim/engine/contention.h).
 // The device peak is what the runtime's tensors reach in the caching allocator (issue 23,
-// sim/policy/runtime_memory.h); the plan's own bytes stay beside it as gpu_plan.
-SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::OffloadKnobs& k,
+// sim/offload/analytic/runtime_memory.h); the plan's own bytes stay beside it as gpu_plan.
+SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k,
                             const std::vector<sim::ContentionRule>& contention);
 
 // What calibrate compares in one case: the predictions and the measurement.

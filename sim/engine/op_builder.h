@@ -1,4 +1,4 @@
-// The one op builder of the plan compilers (issue 17): the offload compiler (sim/policy) and the
+// The one op builder of the plan compilers (issue 17): the offload compiler (sim/offload/compiler) and the
 // Megatron compiler (sim/parallel) make every compute, copy, collective, send/recv, Adam and host
 // op here, with the typed fields the cost model and the runtime read (DESIGN §3, version 4). A
 // maker returns the op without id, deps, place (block, chunk), tensors or memory effects: a plan

@@ -17,7 +17,7 @@
 //   sequence-parallel shard of b*s/(c*t) tokens (all b*s/c tokens, replicated, without sequence
 //   parallelism), the vocabulary is split into ceil(V/t) rows (the 4D compiler pads V first when
 //   asked). Saved and temporary bytes follow the same shapes (the 4D estimator in
-//   sim/estimate is the memory model for such layouts). The collectives between the pieces are
+//   sim/parallel/estimator is the memory model for such layouts). The collectives between the pieces are
 //   not kernels: the 4D compiler (sim/parallel) adds them at the Section boundaries below.
 //   At tp = cp = 1 every kernel, byte and count is exactly the unsharded workload.
 // - bytes are bytes read + written by the kernel at the compute dtype (masks 1 byte, per-row

@@ -6,8 +6,8 @@
 #include "hwmodels/machine.h"
 #include "sim/calib/case_comparison.h"
 #include "sim/calib/speed_scaled_prediction.h"
-#include "sim/policy/runtime_memory.h"
-#include "sim/policy/systems.h"
+#include "sim/offload/analytic/runtime_memory.h"
+#include "sim/offload/compiler/systems.h"
 #include "sim/workload/model_spec.h"
 
 using namespace protwin;
@@ -90,14 +90,14 @@ TEST_CASE("simulate_case is the search's evaluation of the knobs, its device pea
   wo.flash_attention = false;
   const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
   const hw::HardwareCostModel cost(calib::with_capacity(hw::load_machine("host-emulated"), int64_t{1} << 40));
-  const sim::OffloadKnobs k = sim::base_knobs("ddp");
+  const sim::offload::OffloadKnobs k = sim::offload::base_knobs("ddp");
   const calib::SimulatedCase s = calib::simulate_case(w, cost, k, {});
-  sim::CompiledPlan plan;
+  sim::offload::CompiledPlan plan;
   traces::Report report;
-  const sim::Candidate c = sim::evaluate(w, cost, 1, k, &plan, &report);
+  const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &plan, &report);
   REQUIRE(c.simulated);
   CHECK(s.iteration_s == report.iteration.seconds());
   CHECK(s.busy.at("compute") == report.stream("compute")->busy.seconds());
   CHECK(s.peak.at("gpu_plan") == report.pool("gpu")->peak.n);
-  CHECK(s.peak.at("gpu") == sim::predict_runtime_memory(plan.plan, report).allocated_peak_bytes);
+  CHECK(s.peak.at("gpu") == sim::offload::predict_runtime_memory(plan.plan, report).allocated_peak_bytes);
 }

@@ -7,8 +7,8 @@
 #include "sim/calib/sample_stats.h"
 #include "sim/calib/speed_scaled_prediction.h"
 #include "hwmodels/machine.h"
-#include "sim/policy/systems.h"
-#include "sim/search/search.h"
+#include "sim/offload/compiler/systems.h"
+#include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
 
 using namespace protwin;
@@ -25,7 +25,7 @@ TEST_CASE("calibration cases are deterministic, distinct and fit the capped devi
   const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
   // 60 % of the all-resident plan's simulated peak (calibrate's default cap).
   const hw::HardwareCostModel big(capped(int64_t{1} << 40));
-  const sim::Candidate ddp = sim::evaluate(w, big, 1, sim::base_knobs("ddp"));
+  const sim::offload::Candidate ddp = sim::offload::evaluate(w, big, 1, sim::offload::base_knobs("ddp"));
   REQUIRE(ddp.simulated);
   const int64_t cap = ddp.peak_gpu_bytes * 6 / 10;
   const hw::HardwareCostModel cost(capped(cap));
@@ -43,7 +43,7 @@ TEST_CASE("calibration cases are deterministic, distinct and fit the capped devi
   for (size_t i = 0; i < a.cases.size(); ++i) {
     CHECK(a.cases[i].system != "ddp");
     for (size_t j = 0; j < i; ++j) CHECK(a.cases[i].knobs.to_json() != a.cases[j].knobs.to_json());
-    const sim::Candidate c = sim::evaluate(w, cost, 1, a.cases[i].knobs);
+    const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, a.cases[i].knobs);
     CHECK(c.simulated);
     CHECK(c.bound_gpu_bytes <= cap);
   }

@@ -60,7 +60,7 @@ TEST_CASE("a plan predicted at the reference speeds is the plain simulation, all
 
 TEST_CASE("an offloading plan slows with its link, by less than the link") {
   const sim::Workload w = eager_tiny();
-  sim::OffloadKnobs k;
+  sim::offload::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 2;

@@ -1,7 +1,7 @@
 // Host dispatch end to end (DESIGN §4): --no-host-dispatch reproduces the reports of the simulator
 // before host dispatch byte for byte (tests/golden/pre_host_dispatch/, rewritten at the merge by branch issue18w's (commit 59520b0, the softmax fix and initialisation check, no host thread)
 // protwin with the same commands; issue #18 session 11 rewrote two with the commands below: the
-// DeepSpeed one for its fetch's device copies (sim/policy/host_work.h fetch_kernels, device work
+// DeepSpeed one for its fetch's device copies (sim/offload/compiler/host_work.h fetch_kernels, device work
 // that exists with the host thread off), the simulate-4d one for the held-out flat-regime
 // constants (hwmodels/kernel_table.h); session 12 rewrote the DeepSpeed one for its gradient passes
 // (host_work.h grad_reduce_kernels, device work), and runs simulate-4d with --no-collective-sms,

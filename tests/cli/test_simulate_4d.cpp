@@ -138,7 +138,7 @@ TEST_CASE("simulate-4d --framework and the workload switches: JSON config, overr
   CHECK(f["fsdp"] == true);
   CHECK(f["framework_step"] == false);
   CHECK(f["grad_reduce_bytes"] == 4);
-  // Its memory is FSDP FULL_SHARD's (sim/estimate/fsdp_estimator.cpp), with the gathered units.
+  // Its memory is FSDP FULL_SHARD's (sim/parallel/estimator/fsdp_estimator.cpp), with the gathered units.
   CHECK(nlohmann::json::parse(fsdp.out)["memory"]["method"] == "fsdp");
   CHECK(nlohmann::json::parse(fsdp.out)["memory"]["fsdp_gathered_GiB"].get<double>() > 0);
   CHECK(err_of(base + " --framework fsdp").find("--framework fsdp: FSDP FULL_SHARD shards over data parallelism only") !=

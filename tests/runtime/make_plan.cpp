@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "sim/policy/knobs.h"
+#include "sim/offload/compiler/knobs.h"
 #include "tests/runtime/plan_fixtures.h"
 
 int main(int argc, char** argv) {
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     traces::Plan plan;
     if (argc > 5) {
       const nlohmann::json j = nlohmann::json::parse(argv[5]);
-      const sim::OffloadKnobs k = sim::knobs_from_json(j, "KNOBS_JSON");
+      const sim::offload::OffloadKnobs k = sim::offload::knobs_from_json(j, "KNOBS_JSON");
       plan = rt::testing::compile_plan(w, k, int64_t{64} << 30);
     } else {
       plan = rt::testing::resident_plan(w);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "hwmodels/machine.h"
-#include "sim/policy/offload_compiler.h"
+#include "sim/offload/compiler/offload_compiler.h"
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
@@ -39,17 +39,17 @@ inline sim::Workload eager_workload(const std::string& model, int64_t batch, int
 }
 
 // `gpus` > 1: a data-parallel plan for `gpus` ranks (replayed under mpirun -np gpus).
-inline traces::Plan compile_plan(const sim::Workload& w, const sim::OffloadKnobs& k, int64_t gpu_bytes = kGpuBytes,
+inline traces::Plan compile_plan(const sim::Workload& w, const sim::offload::OffloadKnobs& k, int64_t gpu_bytes = kGpuBytes,
                                  int gpus = 1) {
-  const sim::RankMemory mem{gpu_bytes, int64_t{1} << 34, int64_t{1} << 36};
-  const traces::Plan p = sim::compile_offload_plan(w, gpus, mem, k).plan;
+  const sim::offload::RankMemory mem{gpu_bytes, int64_t{1} << 34, int64_t{1} << 36};
+  const traces::Plan p = sim::offload::compile_offload_plan(w, gpus, mem, k).plan;
   return traces::plan_from_json(traces::plan_to_json(p), "test-plan.json");
 }
 
 // Every chunk persistent, every activation kept: the reference the offloaded plans must match.
 inline traces::Plan resident_plan(const sim::Workload& w, int gpus = 1) {
-  sim::OffloadKnobs k;
-  k.n_persist = static_cast<int>(sim::layout_for(w, k).chunks.size());
+  sim::offload::OffloadKnobs k;
+  k.n_persist = static_cast<int>(sim::offload::layout_for(w, k).chunks.size());
   k.n_buffer = 0;
   return compile_plan(w, k, kGpuBytes, gpus);
 }
@@ -57,15 +57,15 @@ inline traces::Plan resident_plan(const sim::Workload& w, int gpus = 1) {
 // A random valid policy (seeded): chunk size, persistent/offloaded chunks, buffers, swap,
 // checkpoint, prefetch/reuse/overlap switches, CPU Adam flavour, ZeRO-Offload, DeepSpeed's
 // gradient round trip and step passes, the pinned allocator.
-inline sim::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng, int gpus = 1) {
+inline sim::offload::OffloadKnobs random_knobs(const sim::Workload& w, std::mt19937& rng, int gpus = 1) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    sim::OffloadKnobs k;
+    sim::offload::OffloadKnobs k;
     const int64_t mib = int64_t{1} << 20;
     const int64_t sizes[] = {1 * mib, 2 * mib, 4 * mib};
     k.per_block_chunks = pick(0, 5) == 0;
     k.chunk_bytes = k.per_block_chunks ? 0 : sizes[pick(0, 2)];  // per-block chunks are the blocks
-    const int n_chunks = static_cast<int>(sim::layout_for(w, k).chunks.size());
+    const int n_chunks = static_cast<int>(sim::offload::layout_for(w, k).chunks.size());
     k.n_persist = pick(0, n_chunks - 1);
     k.n_buffer = pick(1, std::max(1, n_chunks - k.n_persist));
     const int layers = static_cast<int>(w.model.layers);

@@ -68,18 +68,18 @@ inline bool have_runtime() {
 // (host Adam of persistent chunks, updated shards gathered), per-block chunks (GPT-2's tied
 // embedding: gradient pieces), checkpointed and swapped blocks, all chunks but one persistent with
 // sharded device Adam; then seeded random ones. (DDP's replicated all-reduce plan: resident_plan.)
-inline std::vector<protwin::sim::OffloadKnobs> policies(const protwin::sim::Workload& w) {
-  std::vector<protwin::sim::OffloadKnobs> out;
-  protwin::sim::OffloadKnobs k;
+inline std::vector<protwin::sim::offload::OffloadKnobs> policies(const protwin::sim::Workload& w) {
+  std::vector<protwin::sim::offload::OffloadKnobs> out;
+  protwin::sim::offload::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 3;
   out.push_back(k);  // sharded chunks, CPU Adam overlapped
   k.persistent_gpu_adam = false;
-  k.n_persist = static_cast<int>(protwin::sim::layout_for(w, k).chunks.size()) - 1;
+  k.n_persist = static_cast<int>(protwin::sim::offload::layout_for(w, k).chunks.size()) - 1;
   k.n_buffer = 1;
   out.push_back(k);  // ZeRO-Offload's persistent chunks (host Adam), one sharded chunk
-  protwin::sim::OffloadKnobs b;
+  protwin::sim::offload::OffloadKnobs b;
   b.per_block_chunks = true;
   b.chunk_bytes = 0;
   b.n_persist = 0;
@@ -90,9 +90,9 @@ inline std::vector<protwin::sim::OffloadKnobs> policies(const protwin::sim::Work
   b.grad_roundtrip = true;
   b.step_host_passes = true;
   out.push_back(b);  // DeepSpeed-like per-block chunks
-  protwin::sim::OffloadKnobs p;  // ProTrain-like: all chunks but the last persistent, device Adam sharded
+  protwin::sim::offload::OffloadKnobs p;  // ProTrain-like: all chunks but the last persistent, device Adam sharded
   p.chunk_bytes = int64_t{1} << 20;
-  p.n_persist = static_cast<int>(protwin::sim::layout_for(w, p).chunks.size()) - 1;
+  p.n_persist = static_cast<int>(protwin::sim::offload::layout_for(w, p).chunks.size()) - 1;
   p.n_buffer = 1;
   out.push_back(p);
   std::mt19937 rng(23);

@@ -40,7 +40,7 @@ using testing::tiny_workload;
 
 TEST_CASE("compute and copies drifting by different factors cancel at the reference speeds, not in raw times") {
   const sim::Workload w = testing::eager_workload("gpt2-tiny", 4, 64);
-  sim::OffloadKnobs k;
+  sim::offload::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 2;

@@ -13,8 +13,8 @@
 #include "runtime/memory/pool_ledger.h"
 #include "runtime/train/trainer.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/policy/runtime_memory.h"
-#include "sim/policy/systems.h"
+#include "sim/offload/analytic/runtime_memory.h"
+#include "sim/offload/compiler/systems.h"
 #include "tests/runtime/plan_fixtures.h"
 #include "traces/chrome_trace.h"
 #include "traces/report.h"
@@ -61,7 +61,7 @@ void check_policies(const std::string& model, uint32_t seed, int policies) {
   std::mt19937 rng(seed);
   int bitwise = 0;
   for (int i = 0; i < policies; ++i) {
-    const sim::OffloadKnobs k = random_knobs(w, rng);
+    const sim::offload::OffloadKnobs k = random_knobs(w, rng);
     const RuntimePlan rp = make_runtime_plan(compile_plan(w, k), "policy.json");
     INFO(model << " policy " << i << ": " << k.to_json().dump() << " layer_modes "
                << rp.plan.meta["layer_modes"].dump());
@@ -104,7 +104,7 @@ TEST_CASE("offloading changes nothing: random policies train like the all-reside
 TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the same losses, bitwise, and v1 plans too",
           "[runtime][replay]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
-  sim::OffloadKnobs k;  // ProTrain with every mode: persistent and offloaded chunks, swap, checkpoint
+  sim::offload::OffloadKnobs k;  // ProTrain with every mode: persistent and offloaded chunks, swap, checkpoint
   k.chunk_bytes = int64_t{1} << 20;
   k.n_persist = 1;
   k.n_buffer = 6;  // a block needs 6 chunk buffers at once at 1 MiB chunks
@@ -139,9 +139,9 @@ TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the
   // The simulator's model of the runtime's memory reads the same ops and chunks: the same bytes.
   const hw::HardwareCostModel cost(testing::host_machine(20));
   const traces::Report schedule = sim::PlanSimulator(cost).run(full);
-  const sim::RuntimeMemory want = sim::predict_runtime_memory(full, schedule);
+  const sim::offload::RuntimeMemory want = sim::offload::predict_runtime_memory(full, schedule);
   for (const traces::Plan* p : std::vector<const traces::Plan*>{&stripped, &v1}) {
-    const sim::RuntimeMemory got = sim::predict_runtime_memory(*p, schedule);
+    const sim::offload::RuntimeMemory got = sim::offload::predict_runtime_memory(*p, schedule);
     CHECK(got.allocated_peak_bytes == want.allocated_peak_bytes);
     CHECK(got.states_bytes == want.states_bytes);
   }
@@ -166,7 +166,7 @@ TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) and its
           "[runtime][replay]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
   const TrainResult ref = train_plan(make_runtime_plan(resident_plan(w), "resident.json"), kSteps);
-  sim::OffloadKnobs k = sim::base_knobs("deepspeed");  // one chunk per block
+  sim::offload::OffloadKnobs k = sim::offload::base_knobs("deepspeed");  // one chunk per block
   k.n_buffer = 2;
   const RuntimePlan rp = make_runtime_plan(compile_plan(w, k), "deepspeed.json");
   REQUIRE(has_op(rp.plan, "h2d", "grad_roundtrip"));
@@ -186,7 +186,7 @@ TEST_CASE("DeepSpeed's gradient path (back up, pageable copy, host cast) and its
 TEST_CASE("the executor honours deps and stream order and writes a Report in the simulator's schema",
           "[runtime][replay]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
-  sim::OffloadKnobs k;
+  sim::offload::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 2;
@@ -246,7 +246,7 @@ TEST_CASE("the device pool refuses to go over capacity, naming the op and the po
 
 TEST_CASE("a plan over the device capacity is refused before the first step", "[runtime][memory]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
-  sim::OffloadKnobs k;
+  sim::offload::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 2;

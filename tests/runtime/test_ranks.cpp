@@ -36,7 +36,7 @@ TEST_CASE("ranks: 2-rank plans train to the 1-rank all-resident losses of the sa
     const protwin::sim::Workload w = tiny_workload(model);
     const std::string ddp = write(resident_plan(w, kRanks), model + ".resident.json");
     close_to(losses(ddp, kRanks), want, model + " all-resident on 2 ranks (all-reduce)");
-    const std::vector<protwin::sim::OffloadKnobs> ks = policies(w);
+    const std::vector<protwin::sim::offload::OffloadKnobs> ks = policies(w);
     for (size_t i = 0; i < ks.size(); ++i) {
       const std::string p = write(compile_plan(w, ks[i], kGpuBytes, kRanks), model + ".policy" + std::to_string(i) + ".json");
       close_to(losses(p, kRanks, "--link-GBps 20 --net-GBps 5"), want, model + " policy " + std::to_string(i) + ": " + p);
@@ -180,7 +180,7 @@ TEST_CASE("ranks: interleave on 2 ranks trains every plan to its own train losse
           "[runtime][mpi]") {
   if (!have_runtime()) return;
   const protwin::sim::Workload w = tiny_workload("gpt2-tiny");
-  const std::vector<protwin::sim::OffloadKnobs> ks = policies(w);
+  const std::vector<protwin::sim::offload::OffloadKnobs> ks = policies(w);
   const std::vector<std::string> plans = {write(compile_plan(w, ks[0], kGpuBytes, kRanks), "interleave0.json"),
                                           write(compile_plan(w, ks[1], kGpuBytes, kRanks), "interleave1.json"),
                                           write(resident_plan(w, kRanks), "interleave2.json")};

@@ -5,7 +5,7 @@
 // measured 6 % above the prediction.)
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/policy/runtime_memory.h"
+#include "sim/offload/analytic/runtime_memory.h"
 #include "tests/runtime/rank_runs.h"
 
 namespace {
@@ -22,12 +22,12 @@ TEST_CASE("ranks: the simulator predicts a rank's measured device peak within 5 
   for (const std::string model : {"gpt2-tiny", "llama-tiny"}) {
     const protwin::sim::Workload w = tiny_workload(model, 4, 64);
     std::vector<protwin::traces::Plan> plans{resident_plan(w, kRanks)};
-    const std::vector<protwin::sim::OffloadKnobs> ks = policies(w);
+    const std::vector<protwin::sim::offload::OffloadKnobs> ks = policies(w);
     for (size_t i = 0; i < 4; ++i) plans.push_back(compile_plan(w, ks[i], kGpuBytes, kRanks));
     for (size_t i = 0; i < plans.size(); ++i) {
       const std::string p = write(plans[i], model + ".memory" + std::to_string(i) + ".json");
       const protwin::traces::Report schedule = protwin::sim::PlanSimulator(cost).run(plans[i]);
-      const int64_t predicted = protwin::sim::predict_runtime_memory(plans[i], schedule).allocated_peak_bytes;
+      const int64_t predicted = protwin::sim::offload::predict_runtime_memory(plans[i], schedule).allocated_peak_bytes;
       const std::string reports = scratch(model + ".memory" + std::to_string(i) + ".ranks");
       const CliResult r = run_protwin(
           "train --plan " + p + " --steps 2 --json --link-GBps 20 --net-GBps 5 --rank-reports " + reports, mpirun(kRanks));
@@ -36,7 +36,7 @@ TEST_CASE("ranks: the simulator predicts a rank's measured device peak within 5 
       const nlohmann::json j = nlohmann::json::parse(r.out);
       const int64_t measured = j.at("peak_device_bytes").get<int64_t>();
       const protwin::traces::Report rank0 = protwin::traces::read_report(reports + "/rank0.json");
-      const int64_t in_measured = protwin::sim::predict_runtime_memory(plans[i], rank0).allocated_peak_bytes;
+      const int64_t in_measured = protwin::sim::offload::predict_runtime_memory(plans[i], rank0).allocated_peak_bytes;
       INFO("predicted " << predicted << " measured " << measured << "; the plan's bytes "
                         << j.at("plan_peak_device_bytes").get<int64_t>());
       CHECK(std::abs(static_cast<double>(predicted - measured)) <= 0.05 * static_cast<double>(measured));

@@ -1,4 +1,4 @@
-// The simulator's prediction of the device memory the runtime allocates (sim/policy/
+// The simulator's prediction of the device memory the runtime allocates (sim/offload/analytic/
 // runtime_memory.h, sim/workload/runtime_tensors.h). Oracles: closed forms of each op's saved
 // tensors; the runtime's own caching allocator running the same block function (every op's
 // peak and what it leaves behind); and end to end, the runtime's measured peak of whole plans.
@@ -16,7 +16,7 @@
 #include "runtime/model/transformer.h"
 #include "runtime/train/trainer.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/policy/runtime_memory.h"
+#include "sim/offload/analytic/runtime_memory.h"
 #include "sim/workload/runtime_tensors.h"
 #include "tests/runtime/plan_fixtures.h"
 
@@ -130,7 +130,7 @@ void check_plans(const std::string& model, uint32_t seed, int policies) {
   for (const traces::Plan& plan : plans) {
     INFO(model << " knobs " << plan.meta["knobs"].dump() << " layer_modes " << plan.meta["layer_modes"].dump());
     const traces::Report schedule = sim::PlanSimulator(cost).run(plan);
-    const sim::RuntimeMemory predicted = sim::predict_runtime_memory(plan, schedule);
+    const sim::offload::RuntimeMemory predicted = sim::offload::predict_runtime_memory(plan, schedule);
     TrainOptions o;
     o.steps = 2;
     o.compute_threads = 1;
@@ -139,7 +139,7 @@ void check_plans(const std::string& model, uint32_t seed, int policies) {
     const double error = static_cast<double>(predicted.allocated_peak_bytes - r.peak_device_bytes) /
                          static_cast<double>(r.peak_device_bytes);
     // In the runtime's own schedule the tensors are exact up to the left-out scalars.
-    const sim::RuntimeMemory in_measured = sim::predict_runtime_memory(plan, r.last_report);
+    const sim::offload::RuntimeMemory in_measured = sim::offload::predict_runtime_memory(plan, r.last_report);
     INFO("in the measured schedule " << in_measured.allocated_peak_bytes);
     CHECK(std::abs(in_measured.allocated_peak_bytes - r.peak_device_bytes) <= 0.05 * r.peak_device_bytes);
     INFO("predicted " << predicted.allocated_peak_bytes << " measured " << r.peak_device_bytes << " ("

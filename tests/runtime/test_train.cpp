@@ -36,7 +36,7 @@ std::string slurp(const std::string& path) { return traces::read_file(path); }
 // An offloaded plan with every mechanism in it.
 RuntimePlan offload_plan(const std::string& model = "gpt2-tiny") {
   const sim::Workload w = tiny_workload(model);
-  sim::OffloadKnobs k;
+  sim::offload::OffloadKnobs k;
   k.chunk_bytes = int64_t{4} << 20;
   k.n_persist = 1;
   k.n_buffer = 2;

@@ -9,12 +9,13 @@
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "sim/distributed/evaluate_points.h"
-#include "sim/search/search.h"
+#include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
 #include "traces/error.h"
 
 using namespace protwin;
 using namespace protwin::sim;
+using namespace protwin::sim::offload;
 
 namespace {
 const PointCodec<int> kIntCodec = json_codec<int>();

@@ -3,7 +3,7 @@
 // torch.cuda.synchronize(), its Float16Optimizer step and LocalDDP's main_grad accumulation
 // (--framework megatron-lm). Oracles: closed-form counts and bytes of the compiled plan's
 // collectives, sends and passes, counted from the frameworks' code as cited in
-// sim/parallel/megatron_compiler.cpp; the step's price as bytes per parameter at the machine's
+// sim/parallel/compiler/megatron_compiler.cpp; the step's price as bytes per parameter at the machine's
 // memory bandwidth.
 #include <catch2/catch.hpp>
 
@@ -13,13 +13,14 @@
 #include <set>
 
 #include "hwmodels/hardware_cost_model.h"
-#include "sim/parallel/megatron_compiler.h"
-#include "sim/parallel/simulate_4d.h"
+#include "sim/parallel/compiler/megatron_compiler.h"
+#include "sim/parallel/search/simulate_4d.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
 
 using namespace protwin;
 using namespace protwin::sim;
+using namespace protwin::sim::parallel;
 
 namespace {
 

@@ -15,15 +15,16 @@
 
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"
-#include "sim/parallel/megatron_compiler.h"
-#include "sim/parallel/search_4d.h"
-#include "sim/parallel/simulate_4d.h"
+#include "sim/parallel/compiler/megatron_compiler.h"
+#include "sim/parallel/search/search_4d.h"
+#include "sim/parallel/search/simulate_4d.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
 #include "traces/report.h"
 
 using namespace protwin;
 using namespace protwin::sim;
+using namespace protwin::sim::parallel;
 
 namespace {
 

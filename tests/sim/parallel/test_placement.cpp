@@ -2,10 +2,11 @@
 // out by hand from r = tp + T(cp + C(dp + D pp)), node = r / G.
 #include <catch2/catch.hpp>
 
-#include "sim/parallel/placement.h"
+#include "sim/parallel/compiler/placement.h"
 #include "traces/error.h"
 
 using namespace protwin::sim;
+using namespace protwin::sim::parallel;
 
 TEST_CASE("TP and CP fill a node first, DP next, PP farthest apart", "[parallel][placement]") {
   // T2 C2 D4 P2 on 8-GPU nodes: 32 ranks, 4 nodes.

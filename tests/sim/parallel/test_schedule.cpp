@@ -5,10 +5,11 @@
 
 #include <set>
 
-#include "sim/parallel/pipeline_schedule.h"
+#include "sim/parallel/compiler/pipeline_schedule.h"
 #include "traces/error.h"
 
 using namespace protwin::sim;
+using namespace protwin::sim::parallel;
 
 TEST_CASE("1F1B: warm-up p-s-1 forwards, then one forward one backward, then the cool-down", "[parallel][schedule]") {
   const int p = 4;

@@ -17,13 +17,14 @@
 #include <vector>
 
 #include "hwmodels/hardware_cost_model.h"
-#include "sim/parallel/simulate_4d.h"
+#include "sim/parallel/search/simulate_4d.h"
 #include "traces/chrome_trace.h"
 #include "traces/file_io.h"
 #include "traces/record_spool.h"
 
 using namespace protwin;
 using namespace protwin::sim;
+using namespace protwin::sim::parallel;
 
 namespace {
 

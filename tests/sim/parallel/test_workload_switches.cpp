@@ -7,13 +7,14 @@
 
 #include <map>
 
-#include "sim/estimate/memory_estimate.h"
-#include "sim/parallel/megatron_compiler.h"
+#include "sim/parallel/estimator/memory_estimate.h"
+#include "sim/parallel/compiler/megatron_compiler.h"
 #include "sim/workload/workload.h"
 #include "traces/error.h"
 
 using namespace protwin;
 using namespace protwin::sim;
+using namespace protwin::sim::parallel;
 
 namespace {
 
