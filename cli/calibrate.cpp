@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,17 +46,25 @@ namespace protwin::cli {
 using namespace calib;  // calibration's statistics and fitting (sim/calib/)
 namespace {
 
+// The three reference probes beside every step: the GEMM's GFLOPS, the copy's GB/s, CPU Adam's
+// M params/s, with their keys in protwin-rt interleave's JSON and in calibration.json.
+enum ProbeKind { kGemm = 0, kCopy, kAdam, kProbeKinds };
+struct ProbeKeys {
+  const char* before;
+  const char* after;
+};
+constexpr ProbeKeys kProbes[kProbeKinds] = {{"probe_before_gflops", "probe_after_gflops"},
+                                            {"copy_probe_before_GBps", "copy_probe_after_GBps"},
+                                            {"adam_probe_before_mparams_per_s", "adam_probe_after_mparams_per_s"}};
+
 struct CaseResult : CaseOutcome {  // the predicted and measured sides (sim/calib/case_comparison.h)
   CalibrationCase c;
   std::string dir;
   std::vector<double> measured_steps;                        // every step of every round (raw)
   std::vector<double> round_s;                               // raw median of steps 2..N per round
   std::vector<double> raw_steps;                             // steps 2..N of every round, raw
-  std::vector<double> probe_before, probe_after;             // reference probe (GFLOPS) around each
-  std::vector<double> speed;                                 // the machine's speed then (step_speeds)
-  std::vector<double> copy_probe_before, copy_probe_after;   // copy probe (GB/s) around each
-  std::vector<double> adam_probe_before, adam_probe_after;   // CPU Adam probe (M params/s) around each
-  std::vector<double> copy_speed, adam_speed;                // their speeds then (step_speeds)
+  // Each probe (kProbes) around each timed step, and the machine's speed then (step_speeds).
+  std::array<std::vector<double>, kProbeKinds> probe_before, probe_after, speed;
   std::vector<int> step_round;                               // the round of each timed step
   std::vector<double> predicted_then;                        // the plan simulated at each step's speeds
   std::vector<double> norm_steps;                            // raw_steps at the reference speeds
@@ -269,7 +278,8 @@ int run_calibrate(const std::vector<std::string>& args) {
   // alike instead of one plan's rounds.
   // The machine's own noise, sampled before the first round and after every round: the same GEMM's
   // speed (protwin bench stability).
-  std::vector<double> noise_samples, step_probes, copy_step_probes, adam_step_probes;
+  std::vector<double> noise_samples;
+  std::array<std::vector<double>, kProbeKinds> step_probes;  // each probe before every step
   BlockProbes block_probes;  // every round's blocks timed beside the steps
   auto sample_noise = [&] {
     const ProcessResult p = run_process(rt, {"bench", "stability", "--seconds", "2", "--json"}, out_dir + "/noise.log");
@@ -304,16 +314,15 @@ int run_calibrate(const std::vector<std::string>& args) {
       for (const auto& jp : j.at("plans")) v.push_back(jp.at(key).get<std::vector<double>>());
       return v;
     };
-    const auto before = probes("probe_before_gflops"), after = probes("probe_after_gflops");
-    const auto copy_before = probes("copy_probe_before_GBps"), copy_after = probes("copy_probe_after_GBps");
-    const auto adam_before = probes("adam_probe_before_mparams_per_s"),
-               adam_after = probes("adam_probe_after_mparams_per_s");
+    std::array<std::vector<std::vector<double>>, kProbeKinds> before, after, speed;
     // Each step at the speed of its own probes, as issue 22 prescribes. A window of one sweep over all
     // plans (tried first) scored worse on the loaded machine: 58.6 % MAPE against 23.2 % raw and 22.5 %
     // with the step's own probes (docs/BENCHMARKS.md, issue 22).
-    const std::vector<std::vector<double>> speed = step_speeds(before, after, 0);
-    const std::vector<std::vector<double>> copy_speed = step_speeds(copy_before, copy_after, 0);
-    const std::vector<std::vector<double>> adam_speed = step_speeds(adam_before, adam_after, 0);
+    for (size_t p = 0; p < kProbeKinds; ++p) {
+      before[p] = probes(kProbes[p].before);
+      after[p] = probes(kProbes[p].after);
+      speed[p] = step_speeds(before[p], after[p], 0);
+    }
     for (size_t i = 0; i < results.size(); ++i) {
       CaseResult& r = results[order[i]];  // the case run at position i
       const nlohmann::json& jp = j.at("plans").at(i);
@@ -322,19 +331,13 @@ int run_calibrate(const std::vector<std::string>& args) {
       r.round_s.push_back(quantile(std::vector<double>(it.begin() + 1, it.end()), 0.5));
       for (size_t s = 1; s < it.size(); ++s) {  // the first step of a round is warm-up
         r.raw_steps.push_back(it[s]);
-        r.probe_before.push_back(before[i][s]);
-        r.probe_after.push_back(after[i][s]);
-        r.speed.push_back(speed[i][s]);
-        r.copy_probe_before.push_back(copy_before[i][s]);
-        r.copy_probe_after.push_back(copy_after[i][s]);
-        r.adam_probe_before.push_back(adam_before[i][s]);
-        r.adam_probe_after.push_back(adam_after[i][s]);
-        r.copy_speed.push_back(copy_speed[i][s]);
-        r.adam_speed.push_back(adam_speed[i][s]);
+        for (size_t p = 0; p < kProbeKinds; ++p) {
+          r.probe_before[p].push_back(before[p][i][s]);
+          r.probe_after[p].push_back(after[p][i][s]);
+          r.speed[p].push_back(speed[p][i][s]);
+          step_probes[p].push_back(before[p][i][s]);
+        }
         r.step_round.push_back(round);
-        step_probes.push_back(before[i][s]);
-        copy_step_probes.push_back(copy_before[i][s]);
-        adam_step_probes.push_back(adam_before[i][s]);
       }
       r.error.clear();  // a failed round is not fatal
       r.measured_report = r.dir + "/measured-r" + std::to_string(round) + ".json";
@@ -408,28 +411,25 @@ int run_calibrate(const std::vector<std::string>& args) {
       return prof.empty() ? quantile(steps, 0.5) : quantile(prof, 0.5);
     };
     reference_source.clear();
-    reference.gemm_gflops = ref_of(profile_probe, step_probes, "GEMM");
-    reference.copy_gbps = ref_of(profile_copy_probe, copy_step_probes, "copy");
-    reference.adam_mparams_per_s = ref_of(profile_adam_probe, adam_step_probes, "CPU Adam");
+    reference.gemm_gflops = ref_of(profile_probe, step_probes[kGemm], "GEMM");
+    reference.copy_gbps = ref_of(profile_copy_probe, step_probes[kCopy], "copy");
+    reference.adam_mparams_per_s = ref_of(profile_adam_probe, step_probes[kAdam], "CPU Adam");
     if (std::all_of(results.begin(), results.end(), [](const CaseResult& r) { return r.raw_steps.empty(); })) return;
     // Every measured step of every plan, for each probe's tests.
-    auto correct = [&](const std::vector<double>& profile_levels, std::vector<double> CaseResult::*before,
-                       std::vector<double> CaseResult::*after, std::vector<double> CaseResult::*own) {
+    auto correct = [&](const std::vector<double>& profile_levels, size_t p) {
       std::vector<double> b, a, sp;
       std::vector<int> round;
       for (const auto& r : results) {
-        b.insert(b.end(), (r.*before).begin(), (r.*before).end());
-        a.insert(a.end(), (r.*after).begin(), (r.*after).end());
-        sp.insert(sp.end(), (r.*own).begin(), (r.*own).end());
+        b.insert(b.end(), r.probe_before[p].begin(), r.probe_before[p].end());
+        a.insert(a.end(), r.probe_after[p].begin(), r.probe_after[p].end());
+        sp.insert(sp.end(), r.speed[p].begin(), r.speed[p].end());
         round.insert(round.end(), r.step_round.begin(), r.step_round.end());
       }
       return correct_probes(profile_levels, b, a, sp, round);
     };
-    gemm_fix = correct(profile_probe, &CaseResult::probe_before, &CaseResult::probe_after, &CaseResult::speed);
-    copy_fix = correct(profile_copy_probe, &CaseResult::copy_probe_before, &CaseResult::copy_probe_after,
-                       &CaseResult::copy_speed);
-    adam_fix = correct(profile_adam_probe, &CaseResult::adam_probe_before, &CaseResult::adam_probe_after,
-                       &CaseResult::adam_speed);
+    gemm_fix = correct(profile_probe, kGemm);
+    copy_fix = correct(profile_copy_probe, kCopy);
+    adam_fix = correct(profile_adam_probe, kAdam);
     const ProbeSpeeds used{gemm_fix.reference, copy_fix.reference, adam_fix.reference};
     // Each step's plan re-simulated with every resource at its speed then: the step at the
     // reference speeds = raw x predicted(reference) / predicted(then) (sim/calib/speed_scaled_prediction.h).
@@ -524,7 +524,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   }
   bar.done();
   const Spread noise = spread_of(noise_samples);
-  const Spread probe_spread = spread_of(step_probes);
+  const Spread probe_spread = spread_of(step_probes[kGemm]);
   if (reprofile) profile->save(out_dir + "/profile.json");
   for (const auto& r : results) traces::write_report(r.sim_report, r.dir + "/simulated.json");
   const CaseMetrics all = case_metrics(outcomes(ok));
@@ -609,13 +609,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                 {"measured_steps_s", r.measured_steps},
                 {"timed_steps_raw_s", r.raw_steps},
                 {"timed_steps_at_reference_s", r.norm_steps},
-                {"probe_before_gflops", r.probe_before},
-                {"probe_after_gflops", r.probe_after},
-                {"speed_gflops", r.speed},
-                {"copy_probe_before_GBps", r.copy_probe_before},
-                {"copy_probe_after_GBps", r.copy_probe_after},
-                {"adam_probe_before_mparams_per_s", r.adam_probe_before},
-                {"adam_probe_after_mparams_per_s", r.adam_probe_after},
+                {"speed_gflops", r.speed[kGemm]},
                 {"predicted_at_step_speeds_s", r.predicted_then},
                 {"measured_rounds_s", r.round_s},
                 {"measured_busy_s", r.meas_busy},
@@ -623,6 +617,8 @@ int run_calibrate(const std::vector<std::string>& args) {
                 {"measured_peak_device_bytes", r.meas_peak.at("gpu")},
                 {"iteration_error", relative_error(r.predicted_s, r.measured_s)},
                 {"off", diagnosis(r, 0.10)}});
+      for (size_t p = 0; p < kProbeKinds; ++p)
+        c.update({{kProbes[p].before, r.probe_before[p]}, {kProbes[p].after, r.probe_after[p]}});
       if (!fit_json.is_null()) c["fitted_predicted_s"] = r.fitted_predicted_s;
       c["kernels_predicted_s"] = r.kernels_predicted_s;
       c["profile_blocks_predicted_s"] = r.profile_blocks_predicted_s;
@@ -660,8 +656,8 @@ int run_calibrate(const std::vector<std::string>& args) {
               {"reference_adam_mparams_per_s", reference.adam_mparams_per_s},
               {"reference_source", reference_source},
               {"step_probe_gflops", probe_spread.to_json()},
-              {"step_copy_probe_GBps", spread_of(copy_step_probes).to_json()},
-              {"step_adam_probe_mparams_per_s", spread_of(adam_step_probes).to_json()},
+              {"step_copy_probe_GBps", spread_of(step_probes[kCopy]).to_json()},
+              {"step_adam_probe_mparams_per_s", spread_of(step_probes[kAdam]).to_json()},
               {"intervals", interval_json(norm_ci)},
               {"intervals_resample", paired ? "sweeps (every plan's step of a sweep and the blocks' level after them together)"
                                             : "steps within each plan (the blocks' level as one more group)"},
@@ -802,8 +798,8 @@ int run_calibrate(const std::vector<std::string>& args) {
                 name, fix->between_steps.statistic, fix->between_steps.p_value, 100 * fix->level.effect,
                 fix->level.statistic, fix->level.p_value, fix->to_json()["corrected"].get<std::string>().c_str());
   for (const auto& [name, unit, samples, ref] :
-       {std::make_tuple("copy probe", "GB/s", &copy_step_probes, reference.copy_gbps),
-        std::make_tuple("CPU Adam probe", "M params/s", &adam_step_probes, reference.adam_mparams_per_s)}) {
+       {std::make_tuple("copy probe", "GB/s", &step_probes[kCopy], reference.copy_gbps),
+        std::make_tuple("CPU Adam probe", "M params/s", &step_probes[kAdam], reference.adam_mparams_per_s)}) {
     const Spread sp = spread_of(*samples);
     if (sp.n > 0)
       std::printf("%s beside every step: median %.3g %s, 80 %% within a %.0f %% band (p10 %.3g, p90 %.3g); "

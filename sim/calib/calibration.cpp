@@ -103,35 +103,38 @@ std::vector<double> iteration_metrics(const std::vector<double>& p, const std::v
   return out;
 }
 
+namespace {
+// The metrics of plan i predicted at the blocks' level f (over its point value: predicted[i] x
+// (1 + sensitivity[i] (f - 1)), predicted[i] itself at f = 1) against the plans' median steps.
+std::vector<double> metrics_at_level(const std::vector<double>& predicted, const std::vector<double>& sensitivity,
+                                     double f, const std::vector<double>& medians) {
+  std::vector<double> pred(predicted);
+  if (f != 1)
+    for (size_t i = 0; i < pred.size(); ++i) pred[i] = predicted[i] * (1 + sensitivity[i] * (f - 1));
+  return iteration_metrics(pred, medians);
+}
+}  // namespace
+
 MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted, const Groups& steps,
                                                       int resamples, uint64_t seed, double level) {
-  auto statistic = [&](const Groups& g) {
-    std::vector<double> medians;
-    for (const auto& s : g) medians.push_back(quantile(s, 0.5));
-    return iteration_metrics(predicted, medians);
-  };
-  return {statistic(steps), bootstrap_intervals(steps, statistic, resamples, seed, level)};
+  return iteration_metrics_with_intervals(predicted, {}, {}, steps, resamples, seed, level);
 }
 
 MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted,
                                                       const std::vector<double>& sensitivity,
                                                       const std::vector<double>& level_samples, const Groups& steps,
                                                       int resamples, uint64_t seed, double level) {
-  if (level_samples.empty()) return iteration_metrics_with_intervals(predicted, steps, resamples, seed, level);
-  PROTWIN_CHECK(sensitivity.size() == predicted.size(), "calibrate: ", sensitivity.size(), " sensitivities for ",
-                predicted.size(), " predictions");
-  const double point_level = quantile(level_samples, 0.5);
+  const bool blocks = !level_samples.empty();
+  PROTWIN_CHECK(!blocks || sensitivity.size() == predicted.size(), "calibrate: ", sensitivity.size(),
+                " sensitivities for ", predicted.size(), " predictions");
+  const double point_level = blocks ? quantile(level_samples, 0.5) : 1.0;
   PROTWIN_CHECK(point_level > 0, "calibrate: the blocks' level must be > 0, got ", point_level);
   Groups groups = steps;
-  groups.push_back(level_samples);  // the last group: the blocks' level, one sample per step
+  if (blocks) groups.push_back(level_samples);  // the last group: the blocks' level, one sample per step
   auto statistic = [&](const Groups& g) {
-    const double f = quantile(g.back(), 0.5) / point_level;
-    std::vector<double> pred, medians;
-    for (size_t i = 0; i + 1 < g.size(); ++i) {
-      pred.push_back(predicted[i] * (1 + sensitivity[i] * (f - 1)));
-      medians.push_back(quantile(g[i], 0.5));
-    }
-    return iteration_metrics(pred, medians);
+    std::vector<double> medians;
+    for (size_t i = 0; i < steps.size(); ++i) medians.push_back(quantile(g[i], 0.5));
+    return metrics_at_level(predicted, sensitivity, blocks ? quantile(g.back(), 0.5) / point_level : 1.0, medians);
   };
   return {statistic(groups), bootstrap_intervals(groups, statistic, resamples, seed, level)};
 }
@@ -158,16 +161,14 @@ MetricsWithIntervals sweep_paired_metrics_with_intervals(const std::vector<doubl
   for (size_t k = 0; k < sweeps; ++k) all[k] = k;
   const double point_level = sweep_levels.empty() ? 1.0 : level_at(all);
   PROTWIN_CHECK(point_level > 0, "calibrate: the blocks' level must be > 0, got ", point_level);
-  std::vector<double> pred(predicted.size()), medians(predicted.size()), draw;
+  std::vector<double> medians(predicted.size()), draw;
   auto statistic = [&](const std::vector<size_t>& ks) {
-    const double f = sweep_levels.empty() ? 1.0 : level_at(ks) / point_level;
     for (size_t i = 0; i < steps.size(); ++i) {
-      pred[i] = predicted[i] * (1 + sensitivity[i] * (f - 1));
       draw.clear();
       for (size_t k : ks) draw.push_back(steps[i][k]);
       medians[i] = quantile(draw, 0.5);
     }
-    return iteration_metrics(pred, medians);
+    return metrics_at_level(predicted, sensitivity, sweep_levels.empty() ? 1.0 : level_at(ks) / point_level, medians);
   };
   return {statistic(all), bootstrap_slot_intervals(sweeps, statistic, resamples, seed, level)};
 }
