@@ -1,14 +1,9 @@
 // calibrate's comparison of a case's two sides (sim/calib/case_comparison.h). Oracles: closed
-// forms on hand-made cases (a fit recovers known per-stream scales exactly, metrics by hand), and
-// simulate_case against the search's own evaluation of the same knobs.
+// forms on hand-made cases (a fit recovers known per-stream scales exactly, metrics by hand);
+// simulate_case against the search's own evaluation of the same knobs is in cases_test.cpp.
 #include <catch2/catch.hpp>
 
-#include "hwmodels/machine.h"
 #include "sim/calib/case_comparison.h"
-#include "sim/calib/speed_scaled_prediction.h"
-#include "sim/offload/analytic/runtime_memory.h"
-#include "sim/offload/compiler/systems.h"
-#include "sim/workload/model_spec.h"
 
 using namespace protwin;
 
@@ -81,23 +76,4 @@ TEST_CASE("diagnosis names the streams and pools off by more than the tolerance,
   // compute +20 %, h2d -50 %, d2h +100 % but only 5 ms (under 2 % of the 1 s step), pinned +30 %.
   CHECK(calib::diagnosis(c, 0.10) == "h2d -50%, pool pinned +30%, compute +20%");
   CHECK(calib::diagnosis(c, 0.60) == "-");
-}
-
-TEST_CASE("simulate_case is the search's evaluation of the knobs, its device peak the runtime's tensors") {
-  sim::WorkloadOptions wo;
-  wo.batch = 2;
-  wo.dtype = "fp32";
-  wo.flash_attention = false;
-  const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
-  const hw::HardwareCostModel cost(calib::with_capacity(hw::load_machine("host-emulated"), int64_t{1} << 40));
-  const sim::offload::OffloadKnobs k = sim::offload::base_knobs("ddp");
-  const calib::SimulatedCase s = calib::simulate_case(w, cost, k, {});
-  sim::offload::CompiledPlan plan;
-  traces::Report report;
-  const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &plan, &report);
-  REQUIRE(c.simulated);
-  CHECK(s.iteration_s == report.iteration.seconds());
-  CHECK(s.busy.at("compute") == report.stream("compute")->busy.seconds());
-  CHECK(s.peak.at("gpu_plan") == report.pool("gpu")->peak.n);
-  CHECK(s.peak.at("gpu") == sim::offload::predict_runtime_memory(plan.plan, report).allocated_peak_bytes);
 }

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include "sim/calib/calibration.h"
+#include "sim/calib/case_comparison.h"
 #include "sim/calib/sample_stats.h"
 #include "sim/calib/speed_scaled_prediction.h"
 #include "hwmodels/machine.h"
+#include "sim/offload/analytic/runtime_memory.h"
 #include "sim/offload/compiler/systems.h"
 #include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
@@ -15,14 +17,18 @@ using namespace protwin;
 
 namespace {
 hw::Machine capped(int64_t bytes) { return calib::with_capacity(hw::load_machine("host-emulated"), bytes); }
+// gpt2-tiny as the runtime runs it: fp32, eager attention.
+sim::Workload runtime_workload(int64_t batch) {
+  sim::WorkloadOptions wo;
+  wo.batch = batch;
+  wo.dtype = "fp32";
+  wo.flash_attention = false;
+  return sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
+}
 }  // namespace
 
 TEST_CASE("calibration cases are deterministic, distinct and fit the capped device") {
-  sim::WorkloadOptions wo;
-  wo.batch = 4;
-  wo.dtype = "fp32";
-  wo.flash_attention = false;
-  const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
+  const sim::Workload w = runtime_workload(4);
   // 60 % of the all-resident plan's simulated peak (calibrate's default cap).
   const hw::HardwareCostModel big(capped(int64_t{1} << 40));
   const sim::offload::Candidate ddp = sim::offload::evaluate(w, big, 1, sim::offload::base_knobs("ddp"));
@@ -82,4 +88,19 @@ TEST_CASE("rotating the order keeps a first-place slowdown out of every plan's m
   }
   for (size_t i = 0; i < n; ++i) CHECK(calib::quantile(steps[i], 0.5) == 1.0);
   CHECK(calib::quantile(fixed[0], 0.5) == Approx(first_place_slowdown));
+}
+
+TEST_CASE("simulate_case is the search's evaluation of the knobs, its device peak the runtime's tensors") {
+  const sim::Workload w = runtime_workload(2);
+  const hw::HardwareCostModel cost(capped(int64_t{1} << 40));
+  const sim::offload::OffloadKnobs k = sim::offload::base_knobs("ddp");
+  const calib::SimulatedCase s = calib::simulate_case(w, cost, k, {});
+  sim::offload::CompiledPlan plan;
+  traces::Report report;
+  const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &plan, &report);
+  REQUIRE(c.simulated);
+  CHECK(s.iteration_s == report.iteration.seconds());
+  CHECK(s.busy.at("compute") == report.stream("compute")->busy.seconds());
+  CHECK(s.peak.at("gpu_plan") == report.pool("gpu")->peak.n);
+  CHECK(s.peak.at("gpu") == sim::offload::predict_runtime_memory(plan.plan, report).allocated_peak_bytes);
 }
