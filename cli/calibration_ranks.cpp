@@ -254,7 +254,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                   dir, "/runtime.log");
     rank_profile = std::make_unique<traces::OpProfile>(traces::OpProfile::load(dir + "/profile-rank0.json"));
     const traces::OpProfile& profile = *rank_profile;
-    nlohmann::json j = hw::load_machine(dir + "/machine-rank0.json").json;
+    nlohmann::json j = host_from_rank_share(hw::load_machine(dir + "/machine-rank0.json").json, o.ranks);
     for (const char* k : {"memory_bytes", "usable_memory_bytes"}) j["gpu"][k] = machine.json["gpu"][k];
     const hw::Machine pm = machine_for_ranks(hw::machine_from_json(j, dir + "/machine-rank0.json"), o.ranks, o.net_gbps);
     rank_machine = std::make_unique<hw::Machine>(pm);
