@@ -219,7 +219,7 @@ nlohmann::json interval_json(const MetricsWithIntervals& m) {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
-  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 3, bootstrap_resamples = 2000;
+  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 5, bootstrap_resamples = 2000;
   double net_gbps = 1;
   uint64_t bootstrap_seed = 1;
   double budget_s = 600;
