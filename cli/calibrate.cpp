@@ -104,7 +104,7 @@ nlohmann::json interval_json(const MetricsWithIntervals& m) {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
-  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 3, bootstrap_resamples = 2000;
+  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 5, bootstrap_resamples = 2000;
   double net_gbps = 1;
   uint64_t bootstrap_seed = 1;
   double budget_s = 600;
@@ -142,7 +142,10 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("net-GBps", po::value(&net_gbps)->default_value(net_gbps), "collective bandwidth cap of the --ranks cases")
       ("no-rank-profile", "predict the --ranks cases with the one-rank profile instead of one the ranks take together")
       ("rank-rounds", po::value(&rank_rounds)->default_value(rank_rounds),
-       "runs of every --ranks plan, one plan after another (its steps sample the same stretches of load)")
+       "runs of every --ranks plan at least, one plan after another (its steps sample the same stretches of load)")
+      ("rank-budget-s", po::value<double>()->default_value(300),
+       "keep adding --ranks rounds while a criterion's interval straddles its target, up to this many seconds of "
+       "--ranks runs in all")
       ("rank-interleave", po::value<int>()->default_value(0),
        "also run every --ranks plan in ONE mpirun launch, step by step, this many steps each (0: off), and predict "
        "each step at both ranks' probed speeds then (sim/calib/rank_step_speeds.h)")
@@ -166,6 +169,8 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
   PROTWIN_CHECK(ranks == 0 || (ranks >= 2 && ranks <= 64), "--ranks: expected 0 or 2 to 64, got ", ranks);
   PROTWIN_CHECK(rank_rounds >= 1 && rank_rounds <= 100, "--rank-rounds: expected 1 to 100, got ", rank_rounds);
+  PROTWIN_CHECK(vm["rank-budget-s"].as<double>() >= 0, "--rank-budget-s: expected a number >= 0, got ",
+                vm["rank-budget-s"].as<double>());
   const int rank_interleave = vm["rank-interleave"].as<int>();
   PROTWIN_CHECK(rank_interleave == 0 || (rank_interleave >= 2 && rank_interleave <= 1000),
                 "--rank-interleave: expected 0 (off) or 2 to 1000 steps, got ", rank_interleave);
@@ -573,6 +578,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     ro.ranks = ranks;
     ro.steps = steps;
     ro.rounds = rank_rounds;
+    ro.budget_s = vm["rank-budget-s"].as<double>();
     ro.interleave_steps = vm["rank-interleave"].as<int>();
     ro.link_gbps = link;
     ro.net_gbps = net_gbps;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +56,8 @@ std::string find_mpirun() {
 }
 
 double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
+
+constexpr int64_t kUncappedDevice = int64_t{1} << 40;  // 1 TiB: a byte-accounted cap no plan reaches
 
 // The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
 // probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by
@@ -223,6 +226,13 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     so.threads = o.threads;
     sim::offload::SearchResult sr = sim::offload::search_policy(w.model, *cost, so);
     if (!sr.found) {
+      // A system that keeps every model state on each device (DDP) has no plan under a cap meant
+      // to make plans offload: it is searched without one (the plan's pool says so) and measured
+      // all the same, so every system's 2-GPU plan is checked.
+      sr = sim::offload::search_policy(w.model, *cost_of(with_capacity(m, kUncappedDevice)), so);
+      c["device_capacity"] = "uncapped: no plan of " + system + " fits the calibration's device";
+    }
+    if (!sr.found) {
       c["error"] = "no plan of " + system + " fits";
       cases.push_back(c);
       continue;
@@ -253,7 +263,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
                   dir, "/runtime.log");
     rank_profile = std::make_unique<traces::OpProfile>(traces::OpProfile::load(dir + "/profile-rank0.json"));
     const traces::OpProfile& profile = *rank_profile;
-    nlohmann::json j = hw::load_machine(dir + "/machine-rank0.json").json;
+    nlohmann::json j = host_from_rank_share(hw::load_machine(dir + "/machine-rank0.json").json, o.ranks);
     for (const char* k : {"memory_bytes", "usable_memory_bytes"}) j["gpu"][k] = machine.json["gpu"][k];
     const hw::Machine pm = machine_for_ranks(hw::machine_from_json(j, dir + "/machine-rank0.json"), o.ranks, o.net_gbps);
     rank_machine = std::make_unique<hw::Machine>(pm);
@@ -270,7 +280,8 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
   std::vector<BlockProbes> rank_blocks;  // per rank, every run's blocks beside its steps
   std::vector<std::vector<std::vector<double>>> run_levels(found.size());  // [plan][run]: summed_level
   std::vector<std::string> failed(found.size());
-  for (int round = 0; round < std::max(1, o.rounds); ++round)
+  // One round: every plan once, forwards in even rounds and backwards in odd ones.
+  auto measure_round = [&](int round) {
     for (size_t n = 0; n < found.size(); ++n) {
       const size_t i = round % 2 == 0 ? n : found.size() - 1 - n;
       if (!failed[i].empty()) continue;
@@ -292,7 +303,12 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       add_rank_block_probes(rank_blocks, runs[i].back(), run_path);
       run_levels[i].push_back(summed_level(rank_blocks, first));  // this run's samples
     }
-  const std::vector<double> block_level = summed_level(rank_blocks);
+  };
+  // The rounds: at least `rounds`, then more while a time criterion is undecided (its interval
+  // straddles the target) and another round fits in budget_s (as the one-rank calibrate, issue 22).
+  const auto t_start = std::chrono::steady_clock::now();
+  int done_rounds = 0;
+  for (; done_rounds < std::max(1, o.rounds); ++done_rounds) measure_round(done_rounds);
 
   // 3b. --rank-interleave: every plan that ran in one launch, step by step (sim/calib/rank_step_speeds.h).
   nlohmann::json interleaved;
@@ -334,224 +350,239 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       launch_scales = rank_step_scales(probes, reference, whole_launch);
     }
   }
-  std::vector<double> inter_pred_s, inter_meas_s, launch_pred_s, launch_meas_s;
 
-  // 4. Predict each plan with the rank profile (or the calibration's) against its runs.
-  std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
-      joint_pred_s, joint_meas_s, given_pred_s, given_meas_s, sensitivities, profile_blocks_pred_s,
-      profile_blocks_meas_s;
-  Groups step_groups;  // each case's measured steps, for the intervals
-  std::vector<std::vector<std::vector<double>>> step_levels;  // and its runs' block levels (run_levels)
-  for (size_t fi = 0; fi < found.size(); ++fi) {
-    Case& fc = found[fi];
-    const std::string& dir = fc.dir;
-    nlohmann::json& c = fc.json;
-    const sim::offload::SearchResult& sr = fc.search;
-    traces::Report predicted =
-        rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
-    // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
-    // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
-    double sensitivity = 0;
-    if (rank_profile && !block_level.empty()) {
-      constexpr double kBlockStep = 1.05;
-      const double profile_blocks_s = predicted.iteration.seconds();
-      RankBlocksPrediction at_blocks =
-          predict_at_rank_blocks(sr.best_plan.plan, *rank_machine, *rank_profile, contention, rank_blocks);
-      const double up = predict_at_rank_blocks(sr.best_plan.plan, *rank_machine, *rank_profile, contention,
-                                               rank_blocks, kBlockStep).iteration_s;
-      sensitivity = (up / at_blocks.iteration_s - 1) / (kBlockStep - 1);
-      c["profile_blocks_predicted_s"] = profile_blocks_s;
-      c["at_rank_blocks"] = {{"ranks_s", at_blocks.rank_s}, {"slowest_rank", at_blocks.slowest},
-                             {"block_sensitivity", sensitivity}};
-      predicted = std::move(at_blocks.report);
-    }
-    const double predicted_s = predicted.iteration.seconds();
-    traces::write_report(predicted, dir + "/simulated.json");
-    c["knobs"] = sr.best.knobs.to_json();
-    c["predicted_s"] = predicted_s;
-    c["searched_s"] = sr.best.iteration_s;  // with the calibration's one-rank profile
-    if (!failed[fi].empty()) {
-      c["error"] = failed[fi];
-      cases.push_back(c);
-      continue;
-    }
-    const nlohmann::json j = merge_runs(runs[fi]);
-    const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();  // measured steps only
-    const double measured = quantile(it, 0.5);
-    const traces::Report mr = traces::read_report(dir + "/measured.json");
-    std::vector<traces::Report> rank_reports;
-    for (int r = 0; r < o.ranks; ++r) rank_reports.push_back(traces::read_report(dir + "/ranks/rank" + std::to_string(r) + ".json"));
-    const nlohmann::json ranks_measured = rank_breakdown(rank_reports);
-    nlohmann::json busy;
-    for (const char* st : kRankStreams) {
-      const auto* ps = predicted.stream(st);
-      const auto* ms = mr.stream(st);
-      if (!ps && !ms) continue;
-      const double pb = ps ? ps->busy.seconds() : 0, mb = ms ? ms->busy.seconds() : 0;
-      busy[st] = {{"predicted_s", pb}, {"measured_s", mb}, {"error", rel_error(pb, mb)}};
-    }
-    nlohmann::json memory;
-    const std::map<std::string, std::string> measured_field = {
-        {"gpu", "peak_device_bytes"}, {"pinned", "peak_pinned_bytes"}, {"pageable", "peak_pageable_bytes"}};
-    // The device: the runtime's tensors replayed through the caching allocator's model in the
-    // simulated schedule (sim/offload/analytic/runtime_memory.h); the plan's own bytes beside it.
-    const sim::offload::RuntimeMemory rm = sim::offload::predict_runtime_memory(sr.best_plan.plan, predicted);
-    for (const auto& [pool, field] : measured_field) {
-      const auto* pp = predicted.pool(pool);
-      const int64_t plan_b = pp ? pp->peak.n : 0, mb = j.at(field).get<int64_t>();
-      const int64_t pb = pool == "gpu" ? rm.allocated_peak_bytes : plan_b;
-      memory[pool] = {{"predicted_bytes", pb}, {"measured_bytes", mb},
-                      {"error", rel_error(static_cast<double>(pb), static_cast<double>(mb))}};
-      if (pool == "gpu")
-        memory[pool].update({{"plan_bytes", plan_b},
-                             {"plan_error", rel_error(static_cast<double>(plan_b), static_cast<double>(mb))},
-                             {"predicted_reserved_bytes", rm.reserved_peak_bytes},
-                             // the same tensors in rank 0's measured schedule: separates the
-                             // schedule's error from the tensors'
-                             {"predicted_in_measured_schedule_bytes",
-                              sim::offload::predict_runtime_memory(sr.best_plan.plan, mr).allocated_peak_bytes}});
-    }
-    const int64_t analytic = sr.best.analytic_peak_gpu_bytes;
-    memory["gpu"]["analytic_bytes"] = analytic;
-    memory["gpu"]["analytic_error"] =
-        rel_error(static_cast<double>(analytic), static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
-    memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
-    // Each rank at its own speed (its probes beside the measured steps against the rank profile's
-    // reference probes), simulated alone; the ranks meet at every collective, so the step is the
-    // slowest rank's (sim/calib/speed_scaled_prediction.h).
-    const traces::OpProfile* speed_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
-    if (speed_profile && j.contains("rank_probes")) {
-      const ProbeSpeeds reference = probe_references(speed_profile->provenance());
-      SpeedScaledPredictor predictor(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile,
-                                     rank_profile ? contention : sim::contention_rules_from_profile(speed_profile->provenance()));
-      nlohmann::json per_rank = nlohmann::json::array();
-      std::vector<ResourceScales> rank_scales;
-      double slowest = 0;
-      for (const auto& steps : j["rank_probes"]) {
-        std::vector<double> gemm, copy, adam;
-        for (const auto& p : steps) {  // the measured steps (merge_runs left out the warm-ups)
-          gemm.push_back(0.5 * (p["gemm_before_gflops"].get<double>() + p["gemm_after_gflops"].get<double>()));
-          copy.push_back(0.5 * (p["copy_before_GBps"].get<double>() + p["copy_after_GBps"].get<double>()));
-          adam.push_back(0.5 * (p["adam_before_mparams_per_s"].get<double>() + p["adam_after_mparams_per_s"].get<double>()));
+  // 4. The section judged on the runs so far (every added round judges it again).
+  auto evaluate = [&]() {
+    nlohmann::json s = section, judged = cases;
+    std::vector<double> inter_pred_s, inter_meas_s, launch_pred_s, launch_meas_s;
+    const std::vector<double> block_level = summed_level(rank_blocks);
+    std::vector<double> pred_s, meas_s, pred_gpu, meas_gpu, analytic_gpu, plan_gpu, speed_pred_s, speed_meas_s,
+        joint_pred_s, joint_meas_s, given_pred_s, given_meas_s, sensitivities, profile_blocks_pred_s,
+        profile_blocks_meas_s;
+    Groups step_groups;  // each case's measured steps, for the intervals
+    std::vector<std::vector<std::vector<double>>> step_levels;  // and its runs' block levels (run_levels)
+    for (size_t fi = 0; fi < found.size(); ++fi) {
+      Case& fc = found[fi];
+      const std::string& dir = fc.dir;
+      nlohmann::json c = fc.json;  // judged anew after every round
+      const sim::offload::SearchResult& sr = fc.search;
+      traces::Report predicted =
+          rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
+      // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
+      // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
+      double sensitivity = 0;
+      if (rank_profile && !block_level.empty()) {
+        constexpr double kBlockStep = 1.05;
+        const double profile_blocks_s = predicted.iteration.seconds();
+        RankBlocksPrediction at_blocks =
+            predict_at_rank_blocks(sr.best_plan.plan, *rank_machine, *rank_profile, contention, rank_blocks);
+        const double up = predict_at_rank_blocks(sr.best_plan.plan, *rank_machine, *rank_profile, contention,
+                                                 rank_blocks, kBlockStep).iteration_s;
+        sensitivity = (up / at_blocks.iteration_s - 1) / (kBlockStep - 1);
+        c["profile_blocks_predicted_s"] = profile_blocks_s;
+        c["at_rank_blocks"] = {{"ranks_s", at_blocks.rank_s}, {"slowest_rank", at_blocks.slowest},
+                               {"block_sensitivity", sensitivity}};
+        predicted = std::move(at_blocks.report);
+      }
+      const double predicted_s = predicted.iteration.seconds();
+      traces::write_report(predicted, dir + "/simulated.json");
+      c["knobs"] = sr.best.knobs.to_json();
+      c["predicted_s"] = predicted_s;
+      c["searched_s"] = sr.best.iteration_s;  // with the calibration's one-rank profile
+      if (!failed[fi].empty()) {
+        c["error"] = failed[fi];
+        judged.push_back(c);
+        continue;
+      }
+      const nlohmann::json j = merge_runs(runs[fi]);
+      const std::vector<double> it = j.at("iteration_s").get<std::vector<double>>();  // measured steps only
+      const double measured = quantile(it, 0.5);
+      const traces::Report mr = traces::read_report(dir + "/measured.json");
+      std::vector<traces::Report> rank_reports;
+      for (int r = 0; r < o.ranks; ++r) rank_reports.push_back(traces::read_report(dir + "/ranks/rank" + std::to_string(r) + ".json"));
+      const nlohmann::json ranks_measured = rank_breakdown(rank_reports);
+      nlohmann::json busy;
+      for (const char* st : kRankStreams) {
+        const auto* ps = predicted.stream(st);
+        const auto* ms = mr.stream(st);
+        if (!ps && !ms) continue;
+        const double pb = ps ? ps->busy.seconds() : 0, mb = ms ? ms->busy.seconds() : 0;
+        busy[st] = {{"predicted_s", pb}, {"measured_s", mb}, {"error", rel_error(pb, mb)}};
+      }
+      nlohmann::json memory;
+      const std::map<std::string, std::string> measured_field = {
+          {"gpu", "peak_device_bytes"}, {"pinned", "peak_pinned_bytes"}, {"pageable", "peak_pageable_bytes"}};
+      // The device: the runtime's tensors replayed through the caching allocator's model in the
+      // simulated schedule (sim/offload/analytic/runtime_memory.h); the plan's own bytes beside it.
+      const sim::offload::RuntimeMemory rm = sim::offload::predict_runtime_memory(sr.best_plan.plan, predicted);
+      for (const auto& [pool, field] : measured_field) {
+        const auto* pp = predicted.pool(pool);
+        const int64_t plan_b = pp ? pp->peak.n : 0, mb = j.at(field).get<int64_t>();
+        const int64_t pb = pool == "gpu" ? rm.allocated_peak_bytes : plan_b;
+        memory[pool] = {{"predicted_bytes", pb}, {"measured_bytes", mb},
+                        {"error", rel_error(static_cast<double>(pb), static_cast<double>(mb))}};
+        if (pool == "gpu")
+          memory[pool].update({{"plan_bytes", plan_b},
+                               {"plan_error", rel_error(static_cast<double>(plan_b), static_cast<double>(mb))},
+                               {"predicted_reserved_bytes", rm.reserved_peak_bytes},
+                               // the same tensors in rank 0's measured schedule: separates the
+                               // schedule's error from the tensors'
+                               {"predicted_in_measured_schedule_bytes",
+                                sim::offload::predict_runtime_memory(sr.best_plan.plan, mr).allocated_peak_bytes}});
+      }
+      const int64_t analytic = sr.best.analytic_peak_gpu_bytes;
+      memory["gpu"]["analytic_bytes"] = analytic;
+      memory["gpu"]["analytic_error"] =
+          rel_error(static_cast<double>(analytic), static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
+      memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
+      // Each rank at its own speed (its probes beside the measured steps against the rank profile's
+      // reference probes), simulated alone; the ranks meet at every collective, so the step is the
+      // slowest rank's (sim/calib/speed_scaled_prediction.h).
+      const traces::OpProfile* speed_profile = rank_profile ? rank_profile.get() : o.one_rank_profile;
+      if (speed_profile && j.contains("rank_probes")) {
+        const ProbeSpeeds reference = probe_references(speed_profile->provenance());
+        SpeedScaledPredictor predictor(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile,
+                                       rank_profile ? contention : sim::contention_rules_from_profile(speed_profile->provenance()));
+        nlohmann::json per_rank = nlohmann::json::array();
+        std::vector<ResourceScales> rank_scales;
+        double slowest = 0;
+        for (const auto& steps : j["rank_probes"]) {
+          std::vector<double> gemm, copy, adam;
+          for (const auto& p : steps) {  // the measured steps (merge_runs left out the warm-ups)
+            gemm.push_back(0.5 * (p["gemm_before_gflops"].get<double>() + p["gemm_after_gflops"].get<double>()));
+            copy.push_back(0.5 * (p["copy_before_GBps"].get<double>() + p["copy_after_GBps"].get<double>()));
+            adam.push_back(0.5 * (p["adam_before_mparams_per_s"].get<double>() + p["adam_after_mparams_per_s"].get<double>()));
+          }
+          if (gemm.empty() || reference.gemm_gflops <= 0 || reference.copy_gbps <= 0 || reference.adam_mparams_per_s <= 0)
+            break;
+          const ProbeSpeeds then{quantile(gemm, 0.5), quantile(copy, 0.5), quantile(adam, 0.5)};
+          const ResourceScales sc = scales_of(then, reference);
+          rank_scales.push_back(sc);
+          const double it_s = predictor.iteration_s(sc);
+          slowest = std::max(slowest, it_s);
+          per_rank.push_back({{"gemm_gflops", then.gemm_gflops}, {"copy_GBps", then.copy_gbps},
+                              {"adam_mparams_per_s", then.adam_mparams_per_s}, {"compute_scale", sc.compute},
+                              {"copy_scale", sc.copy}, {"cpu_scale", sc.cpu}, {"predicted_s", it_s}});
         }
-        if (gemm.empty() || reference.gemm_gflops <= 0 || reference.copy_gbps <= 0 || reference.adam_mparams_per_s <= 0)
-          break;
-        const ProbeSpeeds then{quantile(gemm, 0.5), quantile(copy, 0.5), quantile(adam, 0.5)};
-        const ResourceScales sc = scales_of(then, reference);
-        rank_scales.push_back(sc);
-        const double it_s = predictor.iteration_s(sc);
-        slowest = std::max(slowest, it_s);
-        per_rank.push_back({{"gemm_gflops", then.gemm_gflops}, {"copy_GBps", then.copy_gbps},
-                            {"adam_mparams_per_s", then.adam_mparams_per_s}, {"compute_scale", sc.compute},
-                            {"copy_scale", sc.copy}, {"cpu_scale", sc.cpu}, {"predicted_s", it_s}});
-      }
-      if (slowest > 0) {
-        c["at_rank_speeds"] = {{"ranks", per_rank}, {"predicted_s", slowest},
-                               {"iteration_error", rel_error(slowest, measured)}};
-        speed_pred_s.push_back(slowest);
-        speed_meas_s.push_back(measured);
-      }
-      if (static_cast<int>(rank_scales.size()) == o.ranks) {
-        const nlohmann::json joint =
-            joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile, rank_scales,
-                             j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0), ranks_measured);
-        c["joint"] = joint;
-        c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
-        joint_pred_s.push_back(joint["predicted_s"].get<double>());
-        joint_meas_s.push_back(measured);
-        if (joint.contains("at_measured_compute")) {
-          given_pred_s.push_back(joint["at_measured_compute"]["predicted_s"].get<double>());
-          given_meas_s.push_back(joint["at_measured_compute"]["measured_last_step_s"].get<double>());
+        if (slowest > 0) {
+          c["at_rank_speeds"] = {{"ranks", per_rank}, {"predicted_s", slowest},
+                                 {"iteration_error", rel_error(slowest, measured)}};
+          speed_pred_s.push_back(slowest);
+          speed_meas_s.push_back(measured);
+        }
+        if (static_cast<int>(rank_scales.size()) == o.ranks) {
+          const nlohmann::json joint =
+              joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile, rank_scales,
+                               j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0), ranks_measured);
+          c["joint"] = joint;
+          c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
+          joint_pred_s.push_back(joint["predicted_s"].get<double>());
+          joint_meas_s.push_back(measured);
+          if (joint.contains("at_measured_compute")) {
+            given_pred_s.push_back(joint["at_measured_compute"]["predicted_s"].get<double>());
+            given_meas_s.push_back(joint["at_measured_compute"]["measured_last_step_s"].get<double>());
+          }
         }
       }
+      if (!interleave_scales.empty() && interleave_index[fi] >= 0) {
+        const size_t k = static_cast<size_t>(interleave_index[fi]);
+        JointAtSpeeds joint(sr.best_plan.plan, rank_profile ? *rank_machine : m, time_profile,
+                            j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0));
+        c["interleaved"] = interleaved_prediction(
+            joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), interleave_scales[k]);
+        inter_pred_s.push_back(c["interleaved"]["predicted_s"].get<double>());
+        inter_meas_s.push_back(c["interleaved"]["measured_s"].get<double>());
+        c["interleaved_launch_speeds"] = interleaved_prediction(
+            joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), launch_scales[k]);
+        c["interleaved_launch_speeds"].erase("steps");
+        launch_pred_s.push_back(c["interleaved_launch_speeds"]["predicted_s"].get<double>());
+        launch_meas_s.push_back(c["interleaved_launch_speeds"]["measured_s"].get<double>());
+      }
+      c.update({{"measured_s", measured},
+                {"measured_steps_s", it},
+                {"rounds", runs[fi].size()},
+                {"iteration_error", rel_error(predicted_s, measured)},
+                {"busy", busy},
+                {"ranks_measured", ranks_measured},
+                {"memory", memory}});
+      pred_s.push_back(predicted_s);
+      meas_s.push_back(measured);
+      step_groups.push_back(it);
+      step_levels.push_back(run_levels[fi]);
+      sensitivities.push_back(sensitivity);
+      if (c.contains("profile_blocks_predicted_s")) {
+        profile_blocks_pred_s.push_back(c["profile_blocks_predicted_s"].get<double>());
+        profile_blocks_meas_s.push_back(measured);
+      }
+      pred_gpu.push_back(static_cast<double>(memory["gpu"]["predicted_bytes"].get<int64_t>()));
+      meas_gpu.push_back(static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
+      analytic_gpu.push_back(static_cast<double>(analytic));
+      plan_gpu.push_back(static_cast<double>(memory["gpu"]["plan_bytes"].get<int64_t>()));
+      judged.push_back(c);
     }
-    if (!interleave_scales.empty() && interleave_index[fi] >= 0) {
-      const size_t k = static_cast<size_t>(interleave_index[fi]);
-      JointAtSpeeds joint(sr.best_plan.plan, rank_profile ? *rank_machine : m, time_profile,
-                          j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0));
-      c["interleaved"] = interleaved_prediction(
-          joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), interleave_scales[k]);
-      inter_pred_s.push_back(c["interleaved"]["predicted_s"].get<double>());
-      inter_meas_s.push_back(c["interleaved"]["measured_s"].get<double>());
-      c["interleaved_launch_speeds"] = interleaved_prediction(
-          joint, interleaved["plans"][k]["iteration_s"].get<std::vector<double>>(), launch_scales[k]);
-      c["interleaved_launch_speeds"].erase("steps");
-      launch_pred_s.push_back(c["interleaved_launch_speeds"]["predicted_s"].get<double>());
-      launch_meas_s.push_back(c["interleaved_launch_speeds"]["measured_s"].get<double>());
+    s["cases"] = judged;
+    // Predicted iteration times against measured ones: {cases, MAPE, max error, Spearman}.
+    auto metrics = [](const std::vector<double>& p, const std::vector<double>& m) {
+      return nlohmann::json{{"cases", p.size()}, {"iteration_time_mape", mape(p, m)},
+                            {"iteration_time_max_error", max_relative_error(p, m)},
+                            {"spearman", p.size() > 1 ? spearman(p, m) : 0.0}};
+    };
+    if (!pred_s.empty()) {
+      s["metrics"] = metrics(pred_s, meas_s);
+      s["metrics"].update({{"peak_device_mape", mape(pred_gpu, meas_gpu)},
+                           {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
+                           {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
+                           {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}});
+      // The time criteria on 95 % intervals: whole sweeps resampled (every plan's step s of round r
+      // and the blocks after them) when every plan ran every round with block probes, else steps
+      // within each plan and the blocks' level as one more group (each plan moving by its sensitivity).
+      s.update(judge_rank_criteria(pred_s, sensitivities, block_level, step_groups,
+                                   s["metrics"]["peak_device_max_error"].get<double>(), o.bootstrap_resamples,
+                                   o.bootstrap_seed, rank_sweep_levels(step_levels)));
     }
-    c.update({{"measured_s", measured},
-              {"measured_steps_s", it},
-              {"rounds", runs[fi].size()},
-              {"iteration_error", rel_error(predicted_s, measured)},
-              {"busy", busy},
-              {"ranks_measured", ranks_measured},
-              {"memory", memory}});
-    pred_s.push_back(predicted_s);
-    meas_s.push_back(measured);
-    step_groups.push_back(it);
-    step_levels.push_back(run_levels[fi]);
-    sensitivities.push_back(sensitivity);
-    if (c.contains("profile_blocks_predicted_s")) {
-      profile_blocks_pred_s.push_back(c["profile_blocks_predicted_s"].get<double>());
-      profile_blocks_meas_s.push_back(measured);
+    if (!profile_blocks_pred_s.empty()) {
+      s["metrics_profile_blocks"] = metrics(profile_blocks_pred_s, profile_blocks_meas_s);
+      s["metrics_profile_blocks"]["what"] = "the same steps predicted with the rank profile's block entries "
+                                            "(rank 0's) instead of each rank's blocks beside its steps";
     }
-    pred_gpu.push_back(static_cast<double>(memory["gpu"]["predicted_bytes"].get<int64_t>()));
-    meas_gpu.push_back(static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
-    analytic_gpu.push_back(static_cast<double>(analytic));
-    plan_gpu.push_back(static_cast<double>(memory["gpu"]["plan_bytes"].get<int64_t>()));
-    cases.push_back(c);
-  }
-  section["cases"] = cases;
-  // Predicted iteration times against measured ones: {cases, MAPE, max error, Spearman}.
-  auto metrics = [](const std::vector<double>& p, const std::vector<double>& m) {
-    return nlohmann::json{{"cases", p.size()}, {"iteration_time_mape", mape(p, m)},
-                          {"iteration_time_max_error", max_relative_error(p, m)},
-                          {"spearman", p.size() > 1 ? spearman(p, m) : 0.0}};
+    if (!rank_blocks.empty()) {
+      // Each rank's blocks beside its steps against the rank profile's entries.
+      nlohmann::json blocks = nlohmann::json::array();
+      for (size_t r = 0; r < rank_blocks.size(); ++r)
+        for (const auto& [key, us] : rank_blocks[r].us) {
+          nlohmann::json b = {{"rank", r}, {"signature", key}, {"beside_steps_us", spread_of(us).to_json()}};
+          if (rank_profile)
+            for (const traces::OpProfileEntry& e : rank_profile->entries())
+              if (e.sig.key() == key) b["profile_us"] = e.us.mean;
+          blocks.push_back(b);
+        }
+      s["block_probes"] = {
+          {"samples", block_level.size()}, {"level_us", spread_of(block_level).to_json()}, {"blocks", blocks}};
+    }
+    if (!joint_pred_s.empty()) s["metrics_joint"] = metrics(joint_pred_s, joint_meas_s);
+    auto with_steps = [&](nlohmann::json j) { j["steps"] = o.interleave_steps; return j; };
+    if (!inter_pred_s.empty()) s["metrics_interleaved"] = with_steps(metrics(inter_pred_s, inter_meas_s));
+    if (!launch_pred_s.empty()) s["metrics_interleaved_launch_speeds"] = with_steps(metrics(launch_pred_s, launch_meas_s));
+    if (!given_pred_s.empty())
+      s["metrics_joint_at_measured_compute"] = {
+          {"cases", given_pred_s.size()},
+          {"iteration_time_mape", mape(given_pred_s, given_meas_s)},
+          {"iteration_time_max_error", max_relative_error(given_pred_s, given_meas_s)}};
+    if (!speed_pred_s.empty()) s["metrics_at_rank_speeds"] = metrics(speed_pred_s, speed_meas_s);
+    return s;
   };
-  if (!pred_s.empty()) {
-    section["metrics"] = metrics(pred_s, meas_s);
-    section["metrics"].update({{"peak_device_mape", mape(pred_gpu, meas_gpu)},
-                               {"peak_device_max_error", max_relative_error(pred_gpu, meas_gpu)},
-                               {"analytic_peak_device_mape", mape(analytic_gpu, meas_gpu)},
-                               {"plan_peak_device_mape", mape(plan_gpu, meas_gpu)}});
-    // The time criteria on 95 % intervals: whole sweeps resampled (every plan's step s of round r
-    // and the blocks after them) when every plan ran every round with block probes, else steps
-    // within each plan and the blocks' level as one more group (each plan moving by its sensitivity).
-    section.update(judge_rank_criteria(pred_s, sensitivities, block_level, step_groups,
-                                       section["metrics"]["peak_device_max_error"].get<double>(),
-                                       o.bootstrap_resamples, o.bootstrap_seed, rank_sweep_levels(step_levels)));
+  nlohmann::json judged = evaluate();
+  for (;;) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    if (!rank_criteria_undecided(judged) || !another_round_fits(elapsed, elapsed / done_rounds, o.budget_s)) break;
+    std::fprintf(stderr, "calibrate --ranks: after %d rounds a criterion is undecided; measuring another (%.0f of %.0f s)\n",
+                 done_rounds, elapsed, o.budget_s);
+    measure_round(done_rounds++);
+    judged = evaluate();
   }
-  if (!profile_blocks_pred_s.empty()) {
-    section["metrics_profile_blocks"] = metrics(profile_blocks_pred_s, profile_blocks_meas_s);
-    section["metrics_profile_blocks"]["what"] = "the same steps predicted with the rank profile's block entries "
-                                                "(rank 0's) instead of each rank's blocks beside its steps";
-  }
-  if (!rank_blocks.empty()) {
-    // Each rank's blocks beside its steps against the rank profile's entries.
-    nlohmann::json blocks = nlohmann::json::array();
-    for (size_t r = 0; r < rank_blocks.size(); ++r)
-      for (const auto& [key, us] : rank_blocks[r].us) {
-        nlohmann::json b = {{"rank", r}, {"signature", key}, {"beside_steps_us", spread_of(us).to_json()}};
-        if (rank_profile)
-          for (const traces::OpProfileEntry& e : rank_profile->entries())
-            if (e.sig.key() == key) b["profile_us"] = e.us.mean;
-        blocks.push_back(b);
-      }
-    section["block_probes"] = {{"samples", block_level.size()},
-                               {"level_us", spread_of(block_level).to_json()},
-                               {"blocks", blocks}};
-  }
-  if (!joint_pred_s.empty()) section["metrics_joint"] = metrics(joint_pred_s, joint_meas_s);
-  auto with_steps = [&](nlohmann::json j) { j["steps"] = o.interleave_steps; return j; };
-  if (!inter_pred_s.empty()) section["metrics_interleaved"] = with_steps(metrics(inter_pred_s, inter_meas_s));
-  if (!launch_pred_s.empty()) section["metrics_interleaved_launch_speeds"] = with_steps(metrics(launch_pred_s, launch_meas_s));
-  if (!given_pred_s.empty())
-    section["metrics_joint_at_measured_compute"] = {
-        {"cases", given_pred_s.size()},
-        {"iteration_time_mape", mape(given_pred_s, given_meas_s)},
-        {"iteration_time_max_error", max_relative_error(given_pred_s, given_meas_s)}};
-  if (!speed_pred_s.empty()) section["metrics_at_rank_speeds"] = metrics(speed_pred_s, speed_meas_s);
-  return section;
+  judged["rounds"] = done_rounds;
+  judged["budget_s"] = o.budget_s;
+  return judged;
 }
 
 void print_rank_cases(const nlohmann::json& s) {
@@ -584,6 +615,9 @@ void print_rank_cases(const nlohmann::json& s) {
                 human_bytes(g["measured_bytes"].get<int64_t>()).c_str(), 100 * g["error"].get<double>(),
                 100 * g["analytic_error"].get<double>());
   }
+  for (const auto& c : s.at("cases"))
+    if (c.contains("device_capacity"))
+      std::printf("  %-13s %s\n", c["system"].get<std::string>().c_str(), c["device_capacity"].get<std::string>().c_str());
   std::printf("where each rank's measured last step went (s): busy compute / h2d / d2h / cpu_optim; collectives: "
               "wait for the peer + transfer\n");
   for (const auto& c : s.at("cases")) {
@@ -720,6 +754,9 @@ void print_rank_cases(const nlohmann::json& s) {
               ci["spearman"][1].get<double>(), v["spearman"].get<std::string>().c_str(),
               v["peak_device_max_error"].get<std::string>().c_str(),
               s["criteria_met"].get<bool>() ? "all met" : "NOT all met (calibrate exits 3)");
+  if (s.contains("rounds"))
+    std::printf("%d-rank rounds: %d (more while a criterion is undecided, up to --rank-budget-s %.0f)\n",
+                s.at("ranks").get<int>(), s["rounds"].get<int>(), s.value("budget_s", 0.0));
 }
 
 }  // namespace protwin::cli

@@ -28,7 +28,10 @@ namespace protwin::cli {
 struct RankCalibrationOptions {
   int ranks = 2;
   int steps = 4;           // per run; the first is warm-up
-  int rounds = 3;          // runs of every plan, plan after plan (the measured steps: rounds x (steps - 1))
+  int rounds = 5;          // runs of every plan at least, plan after plan (measured steps: rounds x (steps - 1))
+  // Issue 23, session 18: after `rounds`, one more round at a time while a time criterion's interval
+  // straddles its target and the round fits: the section's measuring takes at most budget_s in all.
+  double budget_s = 0;
   double link_gbps = 0;    // the runtime's copy throttle (per rank and direction)
   double net_gbps = 1;     // the collectives' bus-bandwidth cap, and the machine's collective rate
   std::string out_dir;     // cases go into out_dir/ranks-<system>/

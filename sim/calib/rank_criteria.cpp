@@ -37,4 +37,12 @@ nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const s
 
 bool rank_criteria_met(const nlohmann::json& section) { return section.value("criteria_met", false); }
 
+bool rank_criteria_undecided(const nlohmann::json& section) {
+  if (!section.contains("verdicts")) return false;
+  const std::string undecided = verdict_text(Verdict::kUndecided);
+  for (const char* k : {"iteration_time_mape", "iteration_time_max_error", "spearman"})
+    if (section["verdicts"].value(k, "") == undecided) return true;
+  return false;
+}
+
 }  // namespace protwin::calib

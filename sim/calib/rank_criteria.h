@@ -27,6 +27,9 @@ nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const s
 
 // The section's criteria_met; false when it has none (not run, or no plan ran).
 bool rank_criteria_met(const nlohmann::json& section);
+// Whether a time criterion of the section is undecided (its interval straddles the target): more
+// rounds may settle it. False when the section has no verdicts.
+bool rank_criteria_undecided(const nlohmann::json& section);
 // calibrate's exit code when a --ranks criterion is missed (README: exit codes).
 inline constexpr int kRankCriteriaMissedExit = 3;
 

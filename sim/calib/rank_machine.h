@@ -16,4 +16,13 @@ namespace protwin::calib {
 
 hw::Machine machine_for_ranks(const hw::Machine& one_gpu, int ranks, double net_gbps);
 
+// A machine file one rank measured while all N ranks measured together (`mpirun -np N protwin
+// profile`, as calibrate --ranks takes it) holds that rank's share of the host: its DRAM bandwidth
+// and host-pass times are what one rank got with the others streaming beside it. The cost model
+// reads host figures as the whole host's and gives each of a host's N ranks 1/N of them (CPU Adam's
+// memory bound, casts, host passes), so the share is scaled back to the host: bandwidth x N,
+// host-pass ns per element / N. Without it a 2-rank FSDP step's CPU Adam was priced at half the
+// bandwidth its rank measured (issue 23, session 18).
+nlohmann::json host_from_rank_share(nlohmann::json rank_measured, int ranks);
+
 }  // namespace protwin::calib

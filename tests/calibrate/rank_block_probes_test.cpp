@@ -138,7 +138,7 @@ TEST_CASE("rank block probes: each rank is predicted at its own blocks, the step
         simulate(6, 1.05).iteration.seconds());
 }
 
-TEST_CASE("rank criteria: met only when every interval and every plan's device peak are, else calibrate exits 3") {
+TEST_CASE("rank criteria: met only when every interval and every plan's device peak are, else calibrate exits 3, another round only while undecided") {
   // Noiseless steps at the predictions: intervals [0, 0] and Spearman [1, 1] without a level.
   const std::vector<double> pred = {1.0, 2.0, 3.0};
   const Groups steps = {{1.0, 1.0, 1.0}, {2.0, 2.0, 2.0}, {3.0, 3.0, 3.0}};
@@ -161,6 +161,13 @@ TEST_CASE("rank criteria: met only when every interval and every plan's device p
   const nlohmann::json slow = judge_rank_criteria({1.2, 2.4, 3.6}, {1, 1, 1}, {}, steps, 0.0, 500, 1);
   CHECK(slow["verdicts"]["iteration_time_mape"] == "NOT met");
   CHECK_FALSE(rank_criteria_met(slow));
+  // Only the straddling interval asks calibrate for another round (--rank-budget-s); a miss or a
+  // peak beyond 5 % does not, nor does a section without verdicts.
+  CHECK(rank_criteria_undecided(level));
+  CHECK_FALSE(rank_criteria_undecided(met));
+  CHECK_FALSE(rank_criteria_undecided(slow));
+  CHECK_FALSE(rank_criteria_undecided(peak));
+  CHECK_FALSE(rank_criteria_undecided({{"error", "mpirun not found on PATH"}}));
   // A section that did not run (no mpirun) has no criteria: missed.
   CHECK_FALSE(rank_criteria_met({{"error", "mpirun not found on PATH"}}));
   CHECK(kRankCriteriaMissedExit == 3);

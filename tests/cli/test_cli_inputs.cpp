@@ -109,6 +109,8 @@ TEST_CASE("thread counts, the learning rate and non-finite numbers are refused n
           "--gpu-memory-GB inf");
   refused("calibrate --device-memory-MB inf", "--device-memory-MB inf: expected a finite number");
   refused("calibrate --link-GBps inf", "--link-GBps inf: expected a finite number");
+  refused("calibrate --rank-budget-s inf", "--rank-budget-s inf: expected a finite number");
+  refused("calibrate --rank-budget-s -1", "--rank-budget-s: expected a number >= 0, got -1");
   refused("machine rtx3090-server --set host_link.h2d.pinned_GBps=inf",
           "--set host_link.h2d.pinned_GBps: expected a finite number, got \"inf\"");
   if (!have_runtime()) return;  // profile and train run in protwin-rt
