@@ -74,7 +74,6 @@ struct CaseResult : CaseOutcome {  // the predicted and measured sides (sim/cali
   std::string measured_report;
   std::string error;                                         // runtime failure, if any
   double block_sensitivity = 0;           // d ln predicted / d ln the blocks' time
-  std::map<std::string, double> fitted_busy;
 };
 
 // The cases as the library's comparison sees them.
@@ -559,7 +558,6 @@ int run_calibrate(const std::vector<std::string>& args) {
       if (!r.error.empty()) continue;
       const SimulatedCase s = simulate_case(w, *fcost, r.c.knobs, contention());
       r.fitted_predicted_s = s.iteration_s;
-      r.fitted_busy = s.busy;
     }
     fit_json = {{"scales", scale},
                 {"train_cases", train.size()},
