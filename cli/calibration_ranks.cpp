@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/calib/calibration.h"
+#include "sim/calib/case_comparison.h"
 #include "cli/policy_options.h"
 #include "sim/calib/rank_block_probes.h"
 #include "sim/calib/rank_criteria.h"
@@ -54,8 +55,6 @@ std::string find_mpirun() {
   }
   return "";
 }
-
-double rel_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 
 constexpr int64_t kUncappedDevice = int64_t{1} << 40;  // 1 TiB: a byte-accounted cap no plan reaches
 
@@ -117,7 +116,7 @@ nlohmann::json joint_prediction(const traces::Plan& plan, const hw::Machine& bas
   }
   const double given = simulate_ranks(plan, base, profile, scales, compute_threads, wait_cpu_share).iteration_s;
   out["at_measured_compute"] = {
-      {"predicted_s", given}, {"measured_last_step_s", last_step}, {"error", rel_error(given, last_step)}};
+      {"predicted_s", given}, {"measured_last_step_s", last_step}, {"error", relative_error(given, last_step)}};
   return out;
 }
 
@@ -176,7 +175,7 @@ nlohmann::json interleaved_prediction(JointAtSpeeds& joint, const std::vector<do
   const double measured = quantile(at_ref, 0.5);
   return {{"predicted_s", reference},
           {"measured_s", measured},
-          {"iteration_error", rel_error(reference, measured)},
+          {"iteration_error", relative_error(reference, measured)},
           {"raw_median_s", quantile(raw, 0.5)},
           {"predicted_then_median_s", quantile(then_s, 0.5)},
           {"steps", steps}};
@@ -407,7 +406,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         const auto* ms = mr.stream(st);
         if (!ps && !ms) continue;
         const double pb = ps ? ps->busy.seconds() : 0, mb = ms ? ms->busy.seconds() : 0;
-        busy[st] = {{"predicted_s", pb}, {"measured_s", mb}, {"error", rel_error(pb, mb)}};
+        busy[st] = {{"predicted_s", pb}, {"measured_s", mb}, {"error", relative_error(pb, mb)}};
       }
       nlohmann::json memory;
       const std::map<std::string, std::string> measured_field = {
@@ -420,10 +419,10 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         const int64_t plan_b = pp ? pp->peak.n : 0, mb = j.at(field).get<int64_t>();
         const int64_t pb = pool == "gpu" ? rm.allocated_peak_bytes : plan_b;
         memory[pool] = {{"predicted_bytes", pb}, {"measured_bytes", mb},
-                        {"error", rel_error(static_cast<double>(pb), static_cast<double>(mb))}};
+                        {"error", relative_error(static_cast<double>(pb), static_cast<double>(mb))}};
         if (pool == "gpu")
           memory[pool].update({{"plan_bytes", plan_b},
-                               {"plan_error", rel_error(static_cast<double>(plan_b), static_cast<double>(mb))},
+                               {"plan_error", relative_error(static_cast<double>(plan_b), static_cast<double>(mb))},
                                {"predicted_reserved_bytes", rm.reserved_peak_bytes},
                                // the same tensors in rank 0's measured schedule: separates the
                                // schedule's error from the tensors'
@@ -433,7 +432,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       const int64_t analytic = sr.best.analytic_peak_gpu_bytes;
       memory["gpu"]["analytic_bytes"] = analytic;
       memory["gpu"]["analytic_error"] =
-          rel_error(static_cast<double>(analytic), static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
+          relative_error(static_cast<double>(analytic), static_cast<double>(j.at("peak_device_bytes").get<int64_t>()));
       memory["gpu"]["measured_reserved_bytes"] = j.at("peak_device_reserved_bytes");
       // Each rank at its own speed (its probes beside the measured steps against the rank profile's
       // reference probes), simulated alone; the ranks meet at every collective, so the step is the
@@ -466,7 +465,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
         }
         if (slowest > 0) {
           c["at_rank_speeds"] = {{"ranks", per_rank}, {"predicted_s", slowest},
-                                 {"iteration_error", rel_error(slowest, measured)}};
+                                 {"iteration_error", relative_error(slowest, measured)}};
           speed_pred_s.push_back(slowest);
           speed_meas_s.push_back(measured);
         }
@@ -475,7 +474,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
               joint_prediction(sr.best_plan.plan, rank_profile ? *rank_machine : m, speed_profile, rank_scales,
                                j.value("compute_threads", 1), j.value("wait_cpu_share", 0.0), ranks_measured);
           c["joint"] = joint;
-          c["joint"]["iteration_error"] = rel_error(joint["predicted_s"].get<double>(), measured);
+          c["joint"]["iteration_error"] = relative_error(joint["predicted_s"].get<double>(), measured);
           joint_pred_s.push_back(joint["predicted_s"].get<double>());
           joint_meas_s.push_back(measured);
           if (joint.contains("at_measured_compute")) {
@@ -501,7 +500,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       c.update({{"measured_s", measured},
                 {"measured_steps_s", it},
                 {"rounds", runs[fi].size()},
-                {"iteration_error", rel_error(predicted_s, measured)},
+                {"iteration_error", relative_error(predicted_s, measured)},
                 {"busy", busy},
                 {"ranks_measured", ranks_measured},
                 {"memory", memory}});
