@@ -201,7 +201,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   // The capacity: the all-resident (DDP) plan's peak decides the default.
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
-    const auto cost = hw::make_cost_model(with_capacity(machine, int64_t{1} << 40), profile ? &*profile : nullptr);
+    const auto cost = hw::make_cost_model(with_capacity(machine, kUncappedDeviceBytes), profile ? &*profile : nullptr);
     sim::offload::OffloadKnobs ddp = sim::offload::base_knobs("ddp");
     const sim::offload::Candidate c = sim::offload::evaluate(w, *cost, 1, ddp);
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);

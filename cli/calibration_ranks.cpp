@@ -56,8 +56,6 @@ std::string find_mpirun() {
   return "";
 }
 
-constexpr int64_t kUncappedDevice = int64_t{1} << 40;  // 1 TiB: a byte-accounted cap no plan reaches
-
 // The joint simulation of the ranks (sim/engine/joint_ranks.h): each rank's ops priced at its own
 // probed speeds, collectives as rendezvous, the machine's host cores (machine host.cores) shared by
 // every rank's compute threads (the run's split), CPU Adam thread and a rank polling in MPI while
@@ -228,7 +226,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       // A system that keeps every model state on each device (DDP) has no plan under a cap meant
       // to make plans offload: it is searched without one (the plan's pool says so) and measured
       // all the same, so every system's 2-GPU plan is checked.
-      sr = sim::offload::search_policy(w.model, *cost_of(with_capacity(m, kUncappedDevice)), so);
+      sr = sim::offload::search_policy(w.model, *cost_of(with_capacity(m, kUncappedDeviceBytes)), so);
       c["device_capacity"] = "uncapped: no plan of " + system + " fits the calibration's device";
     }
     if (!sr.found) {

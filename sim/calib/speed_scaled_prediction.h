@@ -8,6 +8,7 @@
 // only the part of the step that waits on a resource moves with that resource's probe.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +47,8 @@ ResourceScales scales_of(const ProbeSpeeds& then, const ProbeSpeeds& reference);
 hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& scale);
 // The machine with `bytes` of GPU memory (memory_bytes and usable_memory_bytes): calibrate's device.
 hw::Machine with_capacity(const hw::Machine& m, int64_t bytes);
+// 1 TiB: a byte-accounted device cap no plan reaches (the all-resident plan's peak; DDP on ranks).
+inline constexpr int64_t kUncappedDeviceBytes = int64_t{1} << 40;
 // The machine's host-link copy rates scaled from the profile's throttle (provenance link_GBps) to
 // `link_GBps` (unchanged without a profiled rate, or at the same).
 hw::Machine with_link(const hw::Machine& m, const traces::OpProfile* profile, double link_GBps);
