@@ -89,20 +89,73 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   return t;
 }
 
+namespace {
+// Each block's activation mode: its decoder layer's; the embedding and the head keep theirs.
+std::vector<ActMode> block_modes(const WorkloadTimes& t, const std::vector<ActMode>& layer_modes) {
+  std::vector<ActMode> mode(t.fwd_s.size(), ActMode::kNone);
+  for (size_t l = 0; l < layer_modes.size(); ++l) mode[static_cast<size_t>(t.layer_block[l])] = layer_modes[l];
+  return mode;
+}
+}  // namespace
+
+ActivationPeak activation_peak(const WorkloadTimes& t, int swap_spacing, const std::vector<ActMode>& layer_modes) {
+  const size_t nb = t.fwd_s.size();
+  const std::vector<ActMode> mode = block_modes(t, layer_modes);
+  const int lag = std::max(1, swap_spacing);
+  // Walked like the plan: in forward, block b holds what the blocks up to it keep, the swap-outs
+  // still in flight (SWAP layers of the lag - 1 blocks before it) and its own temporaries; in
+  // backward, what the blocks below keep, its own activations (recomputed or swapped in) and its
+  // temporaries.
+  auto kept_by = [&](size_t b) {
+    return mode[b] == ActMode::kNone ? t.saved[b] : mode[b] == ActMode::kCheckpoint ? t.ckpt[b] : 0;
+  };
+  auto swapped_at = [&](size_t b) { return mode[b] == ActMode::kSwap ? t.saved[b] : 0; };
+  ActivationPeak a;
+  int64_t kept_upto = 0, in_flight = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    if (b >= 1) in_flight += swapped_at(b - 1);  // the window of lag - 1 blocks moves on by one
+    if (b >= static_cast<size_t>(lag)) in_flight -= swapped_at(b - static_cast<size_t>(lag));
+    a.swapped_bytes += swapped_at(b);
+    kept_upto += kept_by(b);
+    a.gpu_bytes = std::max({a.gpu_bytes, kept_upto + in_flight + t.fwd_transient[b],
+                            kept_upto + (mode[b] == ActMode::kNone ? 0 : t.saved[b]) + t.bwd_transient[b]});
+  }
+  return a;
+}
+
+AnalyticEstimate analytic_peak(const WorkloadTimes& t, const OffloadKnobs& k, const ActivationPeak& act) {
+  AnalyticEstimate e;
+  const ModelStateBytes ms = model_state_bytes(t.state_sizes, k, t.optim_bytes_per_param);
+  int64_t states = ms.gpu;
+  const int first_host = std::max(0, k.n_persist);
+  if (k.offload && first_host < static_cast<int>(t.chunk_capacity.size())) {
+    // n_buffer buffers, as large as the largest non-persistent chunks [n_persist, n_chunks)
+    // (per-block layouts differ), and the fp32 staging of a fetch and of a gradient offload
+    // (host_fp32_params).
+    std::vector<int64_t> caps(t.chunk_capacity.begin() + first_host, t.chunk_capacity.end());
+    std::sort(caps.begin(), caps.end(), std::greater<>());
+    for (size_t i = 0; i < caps.size() && i < static_cast<size_t>(k.n_buffer); ++i) states += caps[i];
+    states += 2 * t.staging_bytes;
+  }
+  const double alpha = 1.0 + t.fragmentation;
+  e.peak_gpu_bytes = static_cast<int64_t>(alpha * static_cast<double>(states + act.gpu_bytes));
+  e.peak_pinned_bytes = ms.pinned + act.swapped_bytes;
+  e.peak_pageable_bytes = ms.pageable;
+  return e;
+}
+
 AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k,
                                    const std::vector<ActMode>& layer_modes) {
-  AnalyticEstimate e;
+  AnalyticEstimate e = analytic_peak(t, k, activation_peak(t, k.swap_spacing, layer_modes));
   const size_t nb = t.fwd_s.size();
   const int n_chunks = static_cast<int>(t.fetch_s.size());
   const int64_t n = t.gpus;
-  std::vector<ActMode> mode(nb, ActMode::kNone);
-  for (size_t l = 0; l < layer_modes.size(); ++l) mode[static_cast<size_t>(t.layer_block[l])] = layer_modes[l];
+  const std::vector<ActMode> mode = block_modes(t, layer_modes);
   auto persistent = [&](int c) { return !k.offload || c < k.n_persist; };
 
   // Which runs are fetched again in backward: all of the non-persistent chunks' runs except the
   // last n_buffer fetched in forward (buffer reuse).
-  int n_nonpersistent = 0, n_runs = 0;
-  for (int c = 0; c < n_chunks; ++c) n_nonpersistent += persistent(c) ? 0 : 1;
+  int n_runs = 0;
   for (const auto& r : t.runs) n_runs += persistent(r.chunk) ? 0 : 1;
   const int kept = k.buffer_reuse ? std::min(k.n_buffer, n_runs) : 0;
 
@@ -164,45 +217,6 @@ AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k
   e.iteration_s = k.cpu_adam_overlap
                       ? e.forward_s + std::max(e.backward_s + e.gpu_optim_s, e.cpu_optim_s) + upload
                       : e.forward_s + e.backward_s + e.gpu_optim_s + e.cpu_optim_s + upload;
-
-  // Peak GPU memory.
-  const ModelStateBytes ms = model_state_bytes(t.state_sizes, k, t.optim_bytes_per_param);
-  int64_t states = ms.gpu;
-  const int64_t pinned = ms.pinned, pageable = ms.pageable;
-  if (k.offload && n_nonpersistent > 0) {
-    // n_buffer buffers, as large as the largest non-persistent chunks (per-block layouts differ),
-    // and the fp32 staging of a fetch and of a gradient offload (host_fp32_params).
-    std::vector<int64_t> caps;
-    for (int c = 0; c < n_chunks; ++c)
-      if (!persistent(c)) caps.push_back(t.chunk_capacity[static_cast<size_t>(c)]);
-    std::sort(caps.begin(), caps.end(), std::greater<>());
-    for (size_t i = 0; i < caps.size() && i < static_cast<size_t>(k.n_buffer); ++i) states += caps[i];
-    states += 2 * t.staging_bytes;
-  }
-  // Activations, walked like the plan: in forward, block b holds what the blocks up to it keep,
-  // the swap-outs still in flight (SWAP layers of the lag - 1 blocks before it) and its own
-  // temporaries; in backward, what the blocks below keep, its own activations (recomputed or
-  // swapped in) and its temporaries.
-  auto kept_by = [&](size_t b) {
-    return mode[b] == ActMode::kNone ? t.saved[b] : mode[b] == ActMode::kCheckpoint ? t.ckpt[b] : 0;
-  };
-  int64_t swapped = 0, act_peak = 0, kept_below = 0;
-  std::vector<int64_t> kept_upto(nb, 0);
-  for (size_t b = 0; b < nb; ++b) {
-    if (mode[b] == ActMode::kSwap) swapped += t.saved[b];
-    int64_t in_flight = 0;
-    for (size_t j = b >= static_cast<size_t>(lag) ? b - static_cast<size_t>(lag) + 1 : 0; j < b; ++j)
-      if (mode[j] == ActMode::kSwap) in_flight += t.saved[j];
-    kept_upto[b] = kept_below + kept_by(b);
-    act_peak = std::max(act_peak, kept_upto[b] + in_flight + t.fwd_transient[b]);
-    kept_below = kept_upto[b];
-  }
-  for (size_t b = 0; b < nb; ++b)
-    act_peak = std::max(act_peak, kept_upto[b] + (mode[b] == ActMode::kNone ? 0 : t.saved[b]) + t.bwd_transient[b]);
-  const double alpha = 1.0 + t.fragmentation;
-  e.peak_gpu_bytes = static_cast<int64_t>(alpha * static_cast<double>(states + act_peak));
-  e.peak_pinned_bytes = pinned + swapped;
-  e.peak_pageable_bytes = pageable;
   return e;
 }
 

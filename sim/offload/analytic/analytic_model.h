@@ -69,5 +69,14 @@ struct AnalyticEstimate {
 
 AnalyticEstimate analytic_estimate(const WorkloadTimes& t, const OffloadKnobs& k,
                                    const std::vector<ActMode>& layer_modes);
+// The activations' part of the peaks, set by the layers' modes (n_swap, n_checkpoint) and the
+// swap spacing alone: the search keeps it for every n_persist and n_buffer.
+struct ActivationPeak {
+  int64_t gpu_bytes = 0;      // the largest activation total of any block (peak, above)
+  int64_t swapped_bytes = 0;  // in pinned memory
+};
+ActivationPeak activation_peak(const WorkloadTimes& t, int swap_spacing, const std::vector<ActMode>& layer_modes);
+// Only the peaks (the times stay 0) of setting k whose activations take `act`: the search's fit checks.
+AnalyticEstimate analytic_peak(const WorkloadTimes& t, const OffloadKnobs& k, const ActivationPeak& act);
 
 }  // namespace protwin::sim::offload

@@ -69,10 +69,10 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
   check_choice_knobs(k);
 }
 
-CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem,
-                                  const OffloadKnobs& k, const nlohmann::json& meta, int nodes) {
+CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem, const OffloadKnobs& k,
+                                  const nlohmann::json& meta, int nodes, const ChunkLayout* layout) {
   CompiledPlan out;
-  out.chunks = layout_for(w, k);
+  out.chunks = layout ? *layout : layout_for(w, k);
   check_knobs(w, out.chunks, k, gpus);
   PROTWIN_CHECK(nodes >= 1 && gpus % nodes == 0, "--nodes: ", gpus, " GPU(s) do not spread evenly over ", nodes,
                 " node(s)");

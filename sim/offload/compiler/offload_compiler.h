@@ -73,8 +73,9 @@ ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k);
 // Checks knob ranges against the workload (protwin::Error naming the knob and its valid range).
 void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnobs& k, int gpus);
 
-// `nodes`: the nodes the `gpus` ranks are spread over evenly (1: one node).
-CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& mem,
-                                  const OffloadKnobs& k, const nlohmann::json& meta = {}, int nodes = 1);
+// `nodes`: the nodes the `gpus` ranks are spread over evenly (1: one node); `layout`: layout_for(w, k)
+// when the caller has it already (the search packs once per batch), else packed here.
+CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& mem, const OffloadKnobs& k,
+                                  const nlohmann::json& meta = {}, int nodes = 1, const ChunkLayout* layout = nullptr);
 
 }  // namespace protwin::sim::offload

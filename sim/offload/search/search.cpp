@@ -7,6 +7,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "sim/distributed/evaluate_points.h"
@@ -148,7 +149,7 @@ std::pair<int, int> place_ranks(const hw::HardwareCostModel& cost, int gpus, int
 }
 
 Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
-                   CompiledPlan* plan_out, traces::Report* report_out, int nodes) {
+                   CompiledPlan* plan_out, traces::Report* report_out, int nodes, const ChunkLayout* layout) {
   Candidate c;
   c.knobs = k;
   c.batch = w.options.batch;
@@ -164,7 +165,7 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
                   ") does not fit: building the model needs ", gib(init.host_bytes), " of host memory per rank (the rank has ",
                   gib(cap.host_bytes), ") and ", gib(init.gpu_bytes), " of GPU memory (the GPU has ", gib(cap.gpu_bytes),
                   ")");
-    CompiledPlan plan = compile_offload_plan(w, gpus, cap, k, meta, nodes);
+    CompiledPlan plan = compile_offload_plan(w, gpus, cap, k, meta, nodes, layout);
     // The capacity check on the plan's memory bound under any schedule (DESIGN §3).
     const traces::ValidationResult v = traces::validate(plan.plan);
     for (const auto& p : v.pools)
@@ -268,6 +269,15 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     base.swap_spacing = swap_spacing_for(times);
 
     std::vector<Candidate> feasible;
+    // The peaks of k, its activations' part kept by (n_swap, n_checkpoint) for every n_persist and n_buffer.
+    std::vector<std::optional<ActivationPeak>> activations(static_cast<size_t>((layers + 1) * (layers + 1)));
+    auto peak = [&](const OffloadKnobs& k) {
+      std::optional<ActivationPeak> refused;  // block_layout throws for the pairs outside the table
+      const bool kept = k.n_swap >= 0 && k.n_checkpoint >= 0 && k.n_swap + k.n_checkpoint <= layers;
+      auto& a = kept ? activations[static_cast<size_t>(k.n_swap * (layers + 1) + k.n_checkpoint)] : refused;
+      if (!a) a = activation_peak(times, k.swap_spacing, block_layout(layers, k.n_swap, k.n_checkpoint, k.swap_spacing));
+      return analytic_peak(times, k, *a);
+    };
     auto consider = [&](OffloadKnobs k, bool count_prune) {
       const auto modes = block_layout(layers, k.n_swap, k.n_checkpoint, k.swap_spacing);
       const AnalyticEstimate e = analytic_estimate(times, k, modes);
@@ -307,8 +317,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
           int lo = 0, hi = layers - ns;
           k.n_checkpoint = hi;
           ++res.configurations;
-          const auto modes_hi = block_layout(layers, ns, hi, k.swap_spacing);
-          const AnalyticEstimate e_hi = analytic_estimate(times, k, modes_hi);
+          const AnalyticEstimate e_hi = peak(k);
           note_need(e_hi);
           if (!fits_memory(e_hi, cap)) {
             ++res.pruned;
@@ -317,9 +326,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
           while (lo < hi) {
             const int mid = (lo + hi) / 2;
             k.n_checkpoint = mid;
-            const auto m = block_layout(layers, ns, mid, k.swap_spacing);
-            const AnalyticEstimate e = analytic_estimate(times, k, m);
-            if (fits_memory(e, cap))
+            if (fits_memory(peak(k), cap))
               hi = mid;
             else
               lo = mid + 1;
@@ -377,12 +384,14 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
         pick.push_back(*it);
       }
     }
-    // Drop repeated picks (the top, the front and the per-swap bests overlap).
+    // Drop repeated picks (the top, the front and the per-swap bests overlap): every pick is `base`
+    // with the four knobs the loops set, so those tell two apart.
     {
+      auto knobs_set = [](const OffloadKnobs& k) { return std::tie(k.n_persist, k.n_buffer, k.n_swap, k.n_checkpoint); };
       std::vector<Candidate> unique;
       for (const auto& c : pick)
         if (std::none_of(unique.begin(), unique.end(),
-                         [&c](const Candidate& u) { return u.knobs.to_json() == c.knobs.to_json(); }))
+                         [&](const Candidate& u) { return knobs_set(u.knobs) == knobs_set(c.knobs); }))
           unique.push_back(c);
       pick = std::move(unique);
     }
@@ -400,7 +409,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       run_on_threads(picked, std::max(1, o.threads), [&](size_t i) {
         CompiledPlan plan;
         traces::Report report;
-        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, &plan, &report, o.nodes);
+        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, &plan, &report, o.nodes, &layout);
         done[i].analytic_s = pick[i].analytic_s;
         done[i].analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
         if (done[i].simulated) best_plan.offer(done[i].tokens_per_s, {first, i}, std::move(plan), std::move(report));
