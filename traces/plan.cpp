@@ -373,8 +373,10 @@ std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector
       // Tighten: streams are not independent. If a pivot stream has started op q, every ancestor
       // of q has ended, which raises the other streams' windows (e.g. a backward fetch on h2d
       // implies that the d2h release it waits for is done). Each pivot gives a sound bound;
-      // keep the smallest. Only for plans of policy size, where windows are short.
-      if (n <= kPivotMaxOps) {
+      // keep the smallest. Only for plans of policy size, where windows are short, and where the
+      // bound could still raise the high water (tightening only lowers it).
+      const bool may_raise = out[p].op_at_high_water < 0 || bound + initial > out[p].high_water.n;
+      if (n <= kPivotMaxOps && may_raise) {
         for (size_t piv = 0; piv < S; ++piv) {
           if (piv == own || !touches[piv] || hi[piv] - lo[piv] > kPivotMaxWindow) continue;
           int64_t best_start = INT64_MIN, best_end = INT64_MIN;
