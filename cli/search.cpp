@@ -88,7 +88,7 @@ int run_search(const std::vector<std::string>& args) {
               {"nodes", in.search.nodes},
               {"fits", true},
               {"ablation", vm.count("ablation") ? nlohmann::json(vm["ablation"].as<std::string>()) : nlohmann::json()},
-              {"chunks", r.best_plan.chunks.chunks.size()},
+              {"chunks", r.best_plan.chunks->chunks.size()},
               {"layers", in.model.layers},
               {"global_batch", b.batch * in.search.gpus},
               {"seq", r.best_plan.plan.meta.value("seq", 0)},
@@ -111,7 +111,7 @@ int run_search(const std::vector<std::string>& args) {
   std::printf("  knobs           chunk %s, n_persist %d, n_buffer %d, n_swap %d, n_checkpoint %d (of %lld chunks, %lld layers)\n",
               b.knobs.per_block_chunks ? "per block" : human_bytes(b.knobs.chunk_bytes).c_str(), b.knobs.n_persist,
               b.knobs.n_buffer, b.knobs.n_swap,
-              b.knobs.n_checkpoint, static_cast<long long>(r.best_plan.chunks.chunks.size()),
+              b.knobs.n_checkpoint, static_cast<long long>(r.best_plan.chunks->chunks.size()),
               static_cast<long long>(in.model.layers));
   std::printf("  peak memory     GPU %s (analytic %s), pinned %s, pageable %s\n", human_bytes(b.peak_gpu_bytes).c_str(),
               human_bytes(b.analytic_peak_gpu_bytes).c_str(), human_bytes(b.peak_pinned_bytes).c_str(),

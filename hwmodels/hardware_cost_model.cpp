@@ -225,9 +225,7 @@ HardwareCostModel::HardwareCostModel(Machine machine, ProfileLookup profile)
     }
   }
   if (kt.measured_on.empty() || kt.measured_on == machine_.name) {
-    table_ = std::make_shared<KernelTable>(
-        tables, [this](const traces::OpSignature& sig, double bytes) { return model_seconds(sig, bytes); },
-        KernelTable::Carry::kAbsolute, gemm_model_of(machine_));
+    set_kernel_tables(tables);
     return;
   }
   // Tables measured on another machine: their corrections to that machine's model carry over.

@@ -24,12 +24,6 @@ bool is_kind(const std::string& k) {
          std::end(kProvenanceKinds);
 }
 
-// True when `prefix` is `pointer` or one of its ancestors ("/a" covers "/a/b", not "/ab").
-bool covers(const std::string& prefix, const std::string& pointer) {
-  if (pointer.compare(0, prefix.size(), prefix) != 0) return false;
-  return pointer.size() == prefix.size() || pointer[prefix.size()] == '/';
-}
-
 nlohmann::json find_provenance(const nlohmann::json& prov, const std::string& pointer) {
   const nlohmann::json* best = nullptr;
   size_t best_len = 0;
@@ -43,19 +37,13 @@ nlohmann::json find_provenance(const nlohmann::json& prov, const std::string& po
   return best ? *best : nlohmann::json(nullptr);
 }
 
-std::string escape(const std::string& key) {
-  std::string out;
-  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
-}
-
 // Every number and boolean (the values a simulation depends on) needs a provenance entry.
 void check_leaves(const nlohmann::json& v, const std::string& pointer, const nlohmann::json& prov,
                   const std::string& source) {
   if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (pointer.empty() && (it.key() == "provenance" || it.key() == "version")) continue;
-      check_leaves(it.value(), pointer + "/" + escape(it.key()), prov, source);
+      check_leaves(it.value(), pointer + "/" + traces::pointer_token(it.key()), prov, source);
     }
   } else if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i)

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include <boost/algorithm/string/split.hpp>
+
 #include "traces/error.h"
+#include "traces/json_reader.h"
 
 namespace protwin::hw {
 
@@ -35,28 +38,6 @@ std::string nearest_keys(const nlohmann::json& obj, const std::string& key) {
   return out;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) return out;
-    start = pos + 1;
-  }
-}
-
-std::string escape(const std::string& key) {
-  std::string out;
-  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
-}
-
-bool covers(const std::string& prefix, const std::string& pointer) {
-  if (pointer.compare(0, prefix.size(), prefix) != 0) return false;
-  return pointer.size() == prefix.size() || pointer[prefix.size()] == '/';
-}
-
 void merge_into(nlohmann::json& base, const nlohmann::json& frag, const std::string& pointer,
                 bool top, std::vector<std::string>& replaced) {
   for (auto it = frag.begin(); it != frag.end(); ++it) {
@@ -65,7 +46,7 @@ void merge_into(nlohmann::json& base, const nlohmann::json& frag, const std::str
     if (top && (it.key() == "format" || it.key() == "version" || it.key() == "provenance" ||
                 it.key() == "generator" || it.key() == "raw"))
       continue;
-    const std::string p = pointer + "/" + escape(it.key());
+    const std::string p = pointer + "/" + traces::pointer_token(it.key());
     if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object()) {
       merge_into(base[it.key()], it.value(), p, false, replaced);
     } else {
@@ -77,6 +58,16 @@ void merge_into(nlohmann::json& base, const nlohmann::json& frag, const std::str
 
 }  // namespace
 
+std::vector<std::string> pieces(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  return boost::algorithm::split(out, s, [sep](char c) { return c == sep; });
+}
+
+bool covers(const std::string& prefix, const std::string& pointer) {
+  if (pointer.compare(0, prefix.size(), prefix) != 0) return false;
+  return pointer.size() == prefix.size() || pointer[prefix.size()] == '/';
+}
+
 void apply_override(nlohmann::json& machine_json, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   PROTWIN_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment,
@@ -84,7 +75,7 @@ void apply_override(nlohmann::json& machine_json, const std::string& assignment)
   const std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
   nlohmann::json* node = &machine_json;
   std::string walked, pointer;
-  for (const std::string& token : split(path, '.')) {
+  for (const std::string& token : pieces(path, '.')) {
     const std::string where = walked.empty() ? std::string("the machine") : walked;
     if (node->is_object()) {
       PROTWIN_CHECK(token != "provenance" && node->contains(token), "--set ", path, ": no field \"",
@@ -105,7 +96,7 @@ void apply_override(nlohmann::json& machine_json, const std::string& assignment)
                     "\"");
     }
     walked += (walked.empty() ? "" : ".") + token;
-    pointer += "/" + escape(token);
+    pointer += "/" + traces::pointer_token(token);
   }
   if (node->is_boolean()) {
     PROTWIN_CHECK(value == "true" || value == "false", "--set ", path,

@@ -3,10 +3,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace protwin::hw {
+
+// `s` split on `sep`, empty pieces kept ("1,,2" and "1," have one, for the caller to refuse).
+std::vector<std::string> pieces(const std::string& s, char sep);
+// True when `prefix` is `pointer` or one of its ancestors ("/a" covers "/a/b", not "/ab").
+bool covers(const std::string& prefix, const std::string& pointer);
 
 // Applies "dotted.path=value" to a machine document. Path tokens name object keys or array
 // indices; the target must already exist and hold a number (the value must be a finite number),

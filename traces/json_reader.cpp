@@ -12,9 +12,7 @@
 
 namespace protwin::traces {
 
-namespace {
-// JSON Pointer escaping (RFC 6901): '~' -> "~0", '/' -> "~1".
-std::string escape_token(const std::string& key) {
+std::string pointer_token(const std::string& key) {
   std::string out;
   for (char c : key) {
     if (c == '~') out += "~0";
@@ -23,8 +21,6 @@ std::string escape_token(const std::string& key) {
   }
   return out;
 }
-
-}  // namespace
 
 namespace {
 // Appends v's JSON text to `out`, stopping once `out` passes `budget` bytes: each level adds at
@@ -114,7 +110,7 @@ class CheckedSax : public nlohmann::json_sax<nlohmann::json> {
     std::string p;
     for (size_t i = 0; i + 1 < depth; ++i) {
       if (i == 12) return p + "/...";
-      p += "/" + (frames_[i].object ? escape_token(frames_[i].key) : std::to_string(frames_[i].index));
+      p += "/" + (frames_[i].object ? pointer_token(frames_[i].key) : std::to_string(frames_[i].index));
     }
     return p.empty() ? "/" : p;
   }
@@ -164,14 +160,14 @@ JsonNode JsonNode::at(const std::string& key) const {
   if (!value_->is_object()) fail("expected an object, got " + describe_json(*value_));
   auto it = value_->find(key);
   if (it == value_->end()) fail("missing required field \"" + key + "\"");
-  return JsonNode(&*it, file_, pointer_ + "/" + escape_token(key));
+  return JsonNode(&*it, file_, pointer_ + "/" + pointer_token(key));
 }
 
 std::optional<JsonNode> JsonNode::find(const std::string& key) const {
   if (!value_->is_object()) fail("expected an object, got " + describe_json(*value_));
   auto it = value_->find(key);
   if (it == value_->end()) return std::nullopt;
-  return JsonNode(&*it, file_, pointer_ + "/" + escape_token(key));
+  return JsonNode(&*it, file_, pointer_ + "/" + pointer_token(key));
 }
 
 size_t JsonNode::size() const {

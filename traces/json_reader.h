@@ -102,4 +102,7 @@ std::string utf8_prefix(const std::string& s, size_t max_bytes);
 // Name of a JSON value's type as users read it ("object", "string", ...).
 const char* json_type_name(const nlohmann::json& v);
 
+// `key` as one JSON-pointer token (RFC 6901: "~" written "~0", "/" written "~1").
+std::string pointer_token(const std::string& key);
+
 }  // namespace protwin::traces

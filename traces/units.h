@@ -56,13 +56,6 @@ inline SimTime ceil_ns(double ns) {
   return SimTime(up < 1 ? 1 : static_cast<int64_t>(up));
 }
 
-// Duration of moving `bytes` at `gb_per_s` (1 GB/s = 1 byte/ns), rounded up, at least 1 ns for a
-// non-empty transfer.
-inline SimTime transfer_time(double bytes, double gb_per_s) {
-  if (bytes <= 0) return SimTime(0);
-  return ceil_ns(bytes / gb_per_s);
-}
-
 // Seconds (double) to SimTime, rounded up so that no positive duration becomes zero.
 inline SimTime from_seconds(double s) { return ceil_ns(s * 1e9); }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/algorithm/string/join.hpp>
+
 #include "sim/offload/compiler/systems.h"
 #include "traces/error.h"
 #include "traces/json_reader.h"
@@ -64,23 +66,15 @@ void check_choice_knobs(const OffloadKnobs& k) {
 }
 
 namespace {
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // A string knob must be one of `allowed`; the error names the file and the JSON pointer.
 std::string one_of(const traces::JsonNode& root, const std::string& key, const std::string& fallback,
                    const std::vector<std::string>& allowed) {
   const std::string v = root.get_string(key, fallback);
   if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-    root.at(key).fail("expected one of " + joined(allowed) + ", got \"" + v + "\"");
+    root.at(key).fail("expected one of " + boost::algorithm::join(allowed, ", ") + ", got \"" + v + "\"");
   return v;
 }
-}  // namespace
 
-namespace {
 // Counts of chunks, buffers and layers: far above any model's (layers are at most 2^16), and small
 // enough that no sum of them overflows an int. Larger values are refused, never wrapped.
 constexpr int64_t kMaxKnobCount = int64_t{1} << 24;
@@ -103,7 +97,7 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
       "step_host_passes", "host_fp32_params", "pinned_alloc"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
-      root.at(it.key()).fail("unknown knob; known knobs: " + joined(known));
+      root.at(it.key()).fail("unknown knob; known knobs: " + boost::algorithm::join(known, ", "));
   k.chunk_bytes = root.has("chunk_bytes") ? root.get_int_in("chunk_bytes", 0, kMaxKnobBytes) : k.chunk_bytes;
   k.n_persist = count_knob(root, "n_persist", k.n_persist);
   k.n_buffer = count_knob(root, "n_buffer", k.n_buffer);

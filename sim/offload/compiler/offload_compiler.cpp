@@ -70,13 +70,13 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
 }
 
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& rank_mem, const OffloadKnobs& k,
-                                  const nlohmann::json& meta, int nodes, const ChunkLayout* layout) {
+                                  const nlohmann::json& meta, int nodes, std::shared_ptr<const ChunkLayout> layout) {
   CompiledPlan out;
-  out.chunks = layout ? *layout : layout_for(w, k);
-  check_knobs(w, out.chunks, k, gpus);
+  out.chunks = layout ? std::move(layout) : std::make_shared<const ChunkLayout>(layout_for(w, k));
+  check_knobs(w, *out.chunks, k, gpus);
   PROTWIN_CHECK(nodes >= 1 && gpus % nodes == 0, "--nodes: ", gpus, " GPU(s) do not spread evenly over ", nodes,
                 " node(s)");
-  const ChunkLayout& L = out.chunks;
+  const ChunkLayout& L = *out.chunks;
   const int n_chunks = static_cast<int>(L.chunks.size());
   const int n_blocks = static_cast<int>(w.blocks.size());
   const int64_t N = gpus;

@@ -31,6 +31,7 @@
 // chunk (the conservative reading of ProTrain's T_fwd + max(T_bwd + T_gpu_optim, T_cpu_optim)).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct RankMemory {
 
 struct CompiledPlan {
   traces::Plan plan;
-  ChunkLayout chunks;
+  std::shared_ptr<const ChunkLayout> chunks = std::make_shared<const ChunkLayout>();  // shared by the search's plans
   std::vector<ActMode> layer_modes;  // per decoder layer
 };
 
@@ -74,8 +75,9 @@ ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k);
 void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnobs& k, int gpus);
 
 // `nodes`: the nodes the `gpus` ranks are spread over evenly (1: one node); `layout`: layout_for(w, k)
-// when the caller has it already (the search packs once per batch), else packed here.
+// when the caller has it already (the search packs once), else packed here.
 CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory& mem, const OffloadKnobs& k,
-                                  const nlohmann::json& meta = {}, int nodes = 1, const ChunkLayout* layout = nullptr);
+                                  const nlohmann::json& meta = {}, int nodes = 1,
+                                  std::shared_ptr<const ChunkLayout> layout = nullptr);
 
 }  // namespace protwin::sim::offload

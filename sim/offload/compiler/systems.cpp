@@ -137,7 +137,7 @@ KnobSpace knob_space(const std::string& system, int n_chunks, int layers, int mi
     s.n_buffer = range(std::max(1, min_buffers), std::min(max_buffers, std::max(min_buffers, 4)));
     s.n_swap = {0};
     s.n_checkpoint = {0, layers};
-  } else if (system == "zero-offload") {
+  } else if (system == "zero-offload" || system == "ddp") {  // every chunk persistent
     s.n_persist = {n_chunks};
     s.n_buffer = {1};
     s.n_swap = {0};
@@ -152,11 +152,6 @@ KnobSpace knob_space(const std::string& system, int n_chunks, int layers, int mi
     s.n_buffer = {std::max(2, min_buffers)};
     s.n_swap = {0};
     s.n_checkpoint = {layers};
-  } else if (system == "ddp") {
-    s.n_persist = {n_chunks};
-    s.n_buffer = {1};
-    s.n_swap = {0};
-    s.n_checkpoint = {0, layers};
   }
   return s;
 }

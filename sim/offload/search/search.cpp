@@ -149,7 +149,8 @@ std::pair<int, int> place_ranks(const hw::HardwareCostModel& cost, int gpus, int
 }
 
 Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
-                   CompiledPlan* plan_out, traces::Report* report_out, int nodes, const ChunkLayout* layout) {
+                   CompiledPlan* plan_out, traces::Report* report_out, int nodes,
+                   std::shared_ptr<const ChunkLayout> layout) {
   Candidate c;
   c.knobs = k;
   c.batch = w.options.batch;
@@ -165,7 +166,7 @@ Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpu
                   ") does not fit: building the model needs ", gib(init.host_bytes), " of host memory per rank (the rank has ",
                   gib(cap.host_bytes), ") and ", gib(init.gpu_bytes), " of GPU memory (the GPU has ", gib(cap.gpu_bytes),
                   ")");
-    CompiledPlan plan = compile_offload_plan(w, gpus, cap, k, meta, nodes, layout);
+    CompiledPlan plan = compile_offload_plan(w, gpus, cap, k, meta, nodes, std::move(layout));
     // The capacity check on the plan's memory bound under any schedule (DESIGN §3).
     const traces::ValidationResult v = traces::validate(plan.plan);
     for (const auto& p : v.pools)
@@ -245,6 +246,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
   };
   std::vector<Candidate> simulated_all;
   BestPlan best_plan;
+  std::shared_ptr<const ChunkLayout> packed;  // the parameters' chunks: the same at every batch
   long step = 0;
   for (int64_t batch : batches) {
     if (o.progress) o.progress(step++, static_cast<long>(batches.size()));
@@ -252,7 +254,8 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     OffloadKnobs base = base_knobs(o.system);
     if (o.force_overlap >= 0) base.cpu_adam_overlap = o.force_overlap != 0;
     if (o.force_buffer_reuse >= 0) base.buffer_reuse = o.force_buffer_reuse != 0;
-    const ChunkLayout layout = layout_for(w, base);
+    if (!packed) packed = std::make_shared<const ChunkLayout>(layout_for(w, base));
+    const ChunkLayout& layout = *packed;
     if (!base.per_block_chunks) base.chunk_bytes = layout.chunk_bytes;
     const WorkloadTimes times = workload_times(w, layout, cost, o.gpus, base, o.nodes);
     const int n_chunks = static_cast<int>(layout.chunks.size());
@@ -409,7 +412,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       run_on_threads(picked, std::max(1, o.threads), [&](size_t i) {
         CompiledPlan plan;
         traces::Report report;
-        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, &plan, &report, o.nodes, &layout);
+        done[i] = evaluate(w, cost, o.gpus, pick[i].knobs, &plan, &report, o.nodes, packed);
         done[i].analytic_s = pick[i].analytic_s;
         done[i].analytic_peak_gpu_bytes = pick[i].analytic_peak_gpu_bytes;
         if (done[i].simulated) best_plan.offer(done[i].tokens_per_s, {first, i}, std::move(plan), std::move(report));

@@ -88,7 +88,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
 // gpus ranks spread over `nodes` nodes; `layout`: layout_for(w, k) if the caller has it.
 Candidate evaluate(const Workload& w, const hw::HardwareCostModel& cost, int gpus, const OffloadKnobs& k,
                    CompiledPlan* plan_out = nullptr, traces::Report* report_out = nullptr, int nodes = 1,
-                   const ChunkLayout* layout = nullptr);
+                   std::shared_ptr<const ChunkLayout> layout = nullptr);
 
 // The workload the options describe at one batch size (sequence, dtype, attention).
 Workload options_workload(const ModelSpec& model, const SearchOptions& o, int64_t batch);

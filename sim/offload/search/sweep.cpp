@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include <boost/algorithm/string/join.hpp>
-#include <boost/algorithm/string/split.hpp>
 
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
@@ -20,12 +19,6 @@
 namespace protwin::sim::offload {
 
 namespace {
-
-// Splits on `sep`, keeping empty pieces so "1,,2" and "1," can be refused.
-std::vector<std::string> pieces(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  return boost::algorithm::split(out, s, [sep](char c) { return c == sep; });
-}
 
 bool is_value(const std::string& v) {
   if (v == "true" || v == "false") return true;
@@ -40,7 +33,7 @@ using boost::algorithm::join;
 // "host.cores" -> "/host/cores" (keys hold neither '/' nor '~'; apply_override walked them).
 nlohmann::json::json_pointer pointer_of(const std::string& path) {
   std::string p;
-  for (const std::string& t : pieces(path, '.')) p += "/" + t;
+  for (const std::string& t : hw::pieces(path, '.')) p += "/" + t;
   return nlohmann::json::json_pointer(p);
 }
 
@@ -72,16 +65,16 @@ SweepAxis parse_sweep_axis(const std::string& arg) {
                 ": expected key=v1,v2,... (or key1+key2=v1,v2,... for linked keys), e.g. host.cores=12,24,48");
   SweepAxis a;
   const std::string lhs = arg.substr(0, eq), rhs = arg.substr(eq + 1);
-  a.keys = pieces(lhs, '+');
+  a.keys = hw::pieces(lhs, '+');
   std::set<std::string> seen;
   for (const auto& k : a.keys) {
     PROTWIN_CHECK(!k.empty(), "--set ", lhs, ": empty key; link keys as key1+key2");
     PROTWIN_CHECK(seen.insert(k).second, "--set ", lhs, ": key ", k, " is linked twice");
   }
   PROTWIN_CHECK(!rhs.empty(), "--set ", lhs, ": empty list of values; expected v1,v2,... after '='");
-  for (const std::string& item : pieces(rhs, ',')) {
+  for (const std::string& item : hw::pieces(rhs, ',')) {
     PROTWIN_CHECK(!item.empty(), "--set ", lhs, "=", rhs, ": empty value in the list; expected v1,v2,...");
-    std::vector<std::string> parts = pieces(item, ':');
+    std::vector<std::string> parts = hw::pieces(item, ':');
     PROTWIN_CHECK(parts.size() == 1 || parts.size() == a.keys.size(), "--set ", lhs, ": value '", item, "' has ",
                   parts.size(), " parts; expected one value for every key, or ", a.keys.size(),
                   " separated by ':' (one per key, in key order)");
@@ -169,7 +162,7 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
     const SearchResult s = search_policy(model, *cost, so);
     p.found = s.found;
     p.best = s.best;
-    p.chunks = static_cast<int64_t>(s.best_plan.chunks.chunks.size());
+    p.chunks = static_cast<int64_t>(s.best_plan.chunks->chunks.size());
     if (s.found)
       for (const auto& st : s.best_report.streams) p.stream_busy_s[st.name] = st.busy.seconds();
     p.configurations = s.configurations;

@@ -156,7 +156,7 @@ TEST_CASE("host bytes per parameter: 14 for chunk reuse (ProTrain, Gemini), 16 f
     k.pinned_alloc = "exact";
     const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
     int64_t elems = 0;
-    for (const auto& c : p.chunks.chunks) elems += c.used_elems;
+    for (const auto& c : p.chunks->chunks) elems += c.used_elems;
     INFO(system);
     CHECK(elems == 124439808);  // gpt2-small, tied embeddings counted once
     CHECK(host_bytes(p) == int64_t{per_param} * elems);
@@ -181,7 +181,7 @@ TEST_CASE("pinned memory through PyTorch's caching host allocator: every block r
     SECTION("DeepSpeed stage 3: per-parameter partitions, two flat fp16 buffers, fp32 sub-group grads") {
       const CompiledPlan p = compile_offload_plan(w, gpus, mem, base_knobs("deepspeed"));
       int64_t parts = 0, per_param_blocks = 0, chunk_host = 0;
-      for (const auto& c : p.chunks.chunks) {
+      for (const auto& c : p.chunks->chunks) {
         chunk_host += ((c.used_elems * 2 + gpus - 1) / gpus) + (c.used_elems * 6 + gpus - 1) / gpus +
                       (c.used_elems * 12 + gpus - 1) / gpus;
         for (const auto& t : c.tensors) {
@@ -198,7 +198,7 @@ TEST_CASE("pinned memory through PyTorch's caching host allocator: every block r
     SECTION("FSDP: each unit's fp32 flat parameter and fp32 CPU gradient pinned on their own") {
       const CompiledPlan p = compile_offload_plan(w, gpus, mem, base_knobs("fsdp"));
       int64_t slack = 0, chunk_host = 0;
-      for (const auto& c : p.chunks.chunks) {
+      for (const auto& c : p.chunks->chunks) {
         const int64_t fp32 = 4 * ((c.used_elems + gpus - 1) / gpus);  // fp32 shard of the flat parameter
         slack += 2 * (pow2_ceil(fp32) - fp32);
         // the fp32 parameter shard (the master), the fp32 gradient, Adam's m and v
@@ -223,7 +223,7 @@ TEST_CASE("DeepSpeed's step passes: an overflow scan, then per sub-group unscale
     REQUIRE(k.step_host_passes);
     const CompiledPlan p = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), k);
     int64_t params = 0;
-    for (const auto& c : p.chunks.chunks) params += (c.used_elems + gpus - 1) / gpus;
+    for (const auto& c : p.chunks->chunks) params += (c.used_elems + gpus - 1) / gpus;
     int64_t scan = 0, unscale = 0, copy = 0;
     SimTime passes;
     for (const auto& op : p.plan.ops) {
@@ -272,7 +272,7 @@ TEST_CASE("DeepSpeed's gradient path copies each gradient three times and blocks
   REQUIRE(k.grad_roundtrip);
   const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), k);
   int64_t used = 0;
-  for (const auto& c : p.chunks.chunks) used += c.used_elems * 2;
+  for (const auto& c : p.chunks->chunks) used += c.used_elems * 2;
   int64_t pinned_d2h = 0, pageable_d2h = 0, back = 0, cast = 0;
   std::vector<int> casts;
   for (const auto& op : p.plan.ops) {
@@ -326,7 +326,7 @@ TEST_CASE("FSDP moves fp32 over PCIe: each fetch and each gradient offload is 4 
     INFO(gpus << " GPU(s)");
     const CompiledPlan fsdp = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("fsdp"));
     std::map<int, int64_t> elems;
-    for (const auto& c : fsdp.chunks.chunks) elems[c.id] = (c.used_elems + gpus - 1) / gpus;
+    for (const auto& c : fsdp.chunks->chunks) elems[c.id] = (c.used_elems + gpus - 1) / gpus;
     int fetches = 0, offloads = 0;
     for (const auto& op : fsdp.plan.ops) {
       const std::string what = traces::to_string(op.sub_kind);
@@ -339,13 +339,13 @@ TEST_CASE("FSDP moves fp32 over PCIe: each fetch and each gradient offload is 4 
         if (m.pool == "gpu" && m.tensor < 0) staged += m.delta_bytes;
       CHECK(staged == 0);
     }
-    CHECK(fetches >= 2 * static_cast<int>(fsdp.chunks.chunks.size()) - 1);  // forward and backward
-    CHECK(offloads >= static_cast<int>(fsdp.chunks.chunks.size()));
+    CHECK(fetches >= 2 * static_cast<int>(fsdp.chunks->chunks.size()) - 1);  // forward and backward
+    CHECK(offloads >= static_cast<int>(fsdp.chunks->chunks.size()));
     // Any other system moves the chunk's dtype: 2 B per parameter.
     const CompiledPlan ds = compile_offload_plan(w, gpus, rank_memory(cost.machine(), gpus), base_knobs("deepspeed"));
     for (const auto& op : ds.plan.ops)
       if (op.kind == traces::OpKind::kH2D && op.sub_kind == traces::OpSubKind::kParamChunk)
-        CHECK(op.work.bytes == 2 * ((ds.chunks.chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus));
+        CHECK(op.work.bytes == 2 * ((ds.chunks->chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus));
   }
 }
 
@@ -354,12 +354,12 @@ TEST_CASE("per-block systems gather one block per chunk, each chunk sized to its
   const Workload w = workload("gpt2-small", 1);
   const CompiledPlan p = compile_offload_plan(w, 1, rank_memory(cost.machine(), 1), base_knobs("deepspeed"));
   // gpt2-small: the embedding (wte + wpe), 12 layers, the head's final norm (lm_head is tied).
-  REQUIRE(p.chunks.chunks.size() == 14);
+  REQUIRE(p.chunks->chunks.size() == 14);
   for (size_t b = 0; b < w.blocks.size(); ++b) {
     INFO(w.blocks[b].name);
-    REQUIRE(p.chunks.block_chunks[b].size() == 1);
-    const int c = p.chunks.block_chunks[b][0];
-    CHECK(p.chunks.chunks[static_cast<size_t>(c)].used_elems == w.blocks[b].param_count);
+    REQUIRE(p.chunks->block_chunks[b].size() == 1);
+    const int c = p.chunks->block_chunks[b][0];
+    CHECK(p.chunks->chunks[static_cast<size_t>(c)].used_elems == w.blocks[b].param_count);
     CHECK(p.plan.chunks[static_cast<size_t>(c)].bytes.n == 2 * w.blocks[b].param_count);
   }
   OffloadKnobs k = base_knobs("fsdp");
@@ -384,7 +384,7 @@ TEST_CASE("DeepSpeed 0.12.1's fetch: a blocking copy per parameter, and across r
         ++fetches;
         size_t blk = 0;
         while (blk < w.blocks.size() &&
-               (p.chunks.block_chunks[blk].empty() || p.chunks.block_chunks[blk][0] != op.chunk))
+               (p.chunks->block_chunks[blk].empty() || p.chunks->block_chunks[blk][0] != op.chunk))
           ++blk;
         REQUIRE(blk < w.blocks.size());
         CHECK(op.host.copies == static_cast<int64_t>(w.blocks[blk].params.size()) - 1);
@@ -515,7 +515,7 @@ TEST_CASE("on N GPUs a persistent chunk's device Adam updates its 1/N shard, whi
       if (op.kind == traces::OpKind::kReduceScatter) ++scatters;
       if (op.kind == traces::OpKind::kAdamDevice) {
         adam = op.id;
-        CHECK(op.work.params == (p.chunks.chunks[static_cast<size_t>(c)].used_elems + kGpus - 1) / kGpus);
+        CHECK(op.work.params == (p.chunks->chunks[static_cast<size_t>(c)].used_elems + kGpus - 1) / kGpus);
       }
       if (op.kind == traces::OpKind::kAllGather && adam >= 0 && std::count(op.deps.begin(), op.deps.end(), adam) == 1)
         ++gathers_after_adam;
@@ -570,7 +570,7 @@ TEST_CASE("Colossal-AI 0.3.3 Gemini's grad_handle: div_ and the inf/nan checks p
       ++reduces;
       CHECK(op.host.copies == 2);
       CHECK(op.host_sync);
-      const int64_t shard = (p.chunks.chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus;
+      const int64_t shard = (p.chunks->chunks[static_cast<size_t>(op.chunk)].used_elems + gpus - 1) / gpus;
       expected += static_cast<double>(shard) * (2 * e + 2 * (e + 1) + 2);
     }
     if (op.kind == traces::OpKind::kD2H && op.sub_kind == traces::OpSubKind::kGradChunk) {
@@ -584,7 +584,7 @@ TEST_CASE("Colossal-AI 0.3.3 Gemini's grad_handle: div_ and the inf/nan checks p
       if (op.kind == traces::OpKind::kBackward) b += static_cast<double>(op.work.bytes);
     return b;
   };
-  CHECK(reduces == static_cast<int>(p.chunks.chunks.size()));
+  CHECK(reduces == static_cast<int>(p.chunks->chunks.size()));
   CHECK(offloads >= 1);
   CHECK(backward_bytes(p) - backward_bytes(bare) == Approx(expected).margin(64));
   // The other systems' reduces carry no such work.

@@ -72,8 +72,8 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   for (const auto& op : cp.plan.ops) {
     if (op.kind == traces::OpKind::kH2D && op.sub_kind == traces::OpSubKind::kParamChunk) {
       // Each rank uploads its 1/16 shard of the chunk before the all-gather.
-      const auto& ch = cp.chunks.chunks[static_cast<size_t>(op.chunk)];
-      CHECK(op.work.bytes == ceil_div(ch.used_elems * cp.chunks.bytes_per_elem, int64_t{gpus}));
+      const auto& ch = cp.chunks->chunks[static_cast<size_t>(op.chunk)];
+      CHECK(op.work.bytes == ceil_div(ch.used_elems * cp.chunks->bytes_per_elem, int64_t{gpus}));
     }
     if (op.kind != traces::OpKind::kAllGather && op.kind != traces::OpKind::kReduceScatter) continue;
     ++collectives;
@@ -92,10 +92,10 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   CHECK(one.plan.nodes == 0);
   for (const auto& op : one.plan.ops) CHECK(op.group.ranks_per_node == 0);
   // The analytic model prices the fetch the same way: the shard's upload plus the ring.
-  const WorkloadTimes t = workload_times(w, cp.chunks, cost, gpus, k, nodes);
-  const auto& c0 = cp.chunks.chunks[0];
-  const double used = static_cast<double>(c0.used_elems * cp.chunks.bytes_per_elem);
-  const double shard = static_cast<double>(ceil_div(c0.used_elems * cp.chunks.bytes_per_elem, int64_t{gpus}));
+  const WorkloadTimes t = workload_times(w, *cp.chunks, cost, gpus, k, nodes);
+  const auto& c0 = cp.chunks->chunks[0];
+  const double used = static_cast<double>(c0.used_elems * cp.chunks->bytes_per_elem);
+  const double shard = static_cast<double>(ceil_div(c0.used_elems * cp.chunks->bytes_per_elem, int64_t{gpus}));
   CHECK(t.fetch_s[0] == Approx(cost.copy_seconds(shard, hw::CopyDirection::kH2D, true, false) +
                                cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1)));
   CHECK(cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1) >
