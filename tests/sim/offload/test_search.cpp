@@ -141,3 +141,26 @@ TEST_CASE("analytic model: persistent chunks' gradients are all-reduced, swap-in
   REQUIRE(up != Approx(down));
   CHECK(estimate(w, cost, 1, swap).backward_s == Approx(estimate(w, cost, 1, k).backward_s + up).epsilon(1e-12));
 }
+
+TEST_CASE("the activations' peak, walked by hand: kept bytes, swap-outs in flight within the spacing, temporaries") {
+  // Block 0 (embedding) keeps 10 B; layers 0..2 are blocks 1..3, modes swap, swap, none.
+  WorkloadTimes t;
+  t.fwd_s.assign(4, 0);
+  t.layer_block = {1, 2, 3};
+  t.saved = {10, 100, 200, 400};
+  t.ckpt = {0, 1, 2, 4};
+  t.fwd_transient = {5, 50, 60, 70};
+  t.bwd_transient = {7, 30, 20, 10};
+  const std::vector<ActMode> modes = {ActMode::kSwap, ActMode::kSwap, ActMode::kNone};
+  // Spacing 3: block 3's forward holds 10 + 400 kept, blocks 1 and 2 in flight (300), 70 temporary.
+  CHECK(activation_peak(t, 3, modes).gpu_bytes == 780);
+  CHECK(activation_peak(t, 2, modes).gpu_bytes == 680);  // only block 2 in flight
+  // Spacing 1: nothing in flight; block 3's forward 480 beats block 2's backward 10 + 200 + 20.
+  CHECK(activation_peak(t, 1, modes).gpu_bytes == 480);
+  CHECK(activation_peak(t, 1, modes).swapped_bytes == 300);
+  // Checkpointing layer 2 keeps 4 B in forward (84 there), but its backward recomputes all 400:
+  // 10 + 4 + 400 + 10.
+  const ActivationPeak ckpt = activation_peak(t, 1, {ActMode::kSwap, ActMode::kSwap, ActMode::kCheckpoint});
+  CHECK(ckpt.gpu_bytes == 424);
+  CHECK(ckpt.swapped_bytes == 300);
+}
