@@ -25,6 +25,7 @@
 #include "sim/calib/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/joint_ranks.h"
+#include "sim/engine/plan_simulator.h"
 #include "sim/offload/analytic/runtime_memory.h"
 #include "sim/offload/compiler/systems.h"
 #include "sim/offload/search/search.h"
@@ -364,7 +365,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       nlohmann::json c = fc.json;  // judged anew after every round
       const sim::offload::SearchResult& sr = fc.search;
       traces::Report predicted =
-          rank_cost ? sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, contention) : sr.best_report;
+          rank_cost ? sim::PlanSimulator(*rank_cost, contention).run(sr.best_plan.plan) : sr.best_report;
       // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
       // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
       double sensitivity = 0;
