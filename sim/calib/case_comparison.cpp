@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sim/calib/calibration.h"
+#include "sim/engine/plan_simulator.h"
 #include "sim/offload/analytic/runtime_memory.h"
 #include "traces/error.h"
 
@@ -18,7 +19,7 @@ SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel&
   SimulatedCase s;
   const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &s.plan, &s.report);
   PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
-  if (!contention.empty()) s.report = sim::simulate_with_contention(s.plan.plan, cost, contention);
+  if (!contention.empty()) s.report = sim::PlanSimulator(cost, contention).run(s.plan.plan);
   s.iteration_s = s.report.iteration.seconds();
   for (const char* st : kCaseStreams)
     if (const auto* r = s.report.stream(st)) s.busy[st] = r->busy.seconds();

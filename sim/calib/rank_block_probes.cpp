@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hwmodels/hardware_cost_model.h"
+#include "sim/engine/plan_simulator.h"
 #include "traces/error.h"
 
 namespace protwin::calib {
@@ -69,7 +70,7 @@ RankBlocksPrediction predict_at_rank_blocks(const traces::Plan& plan, const hw::
   for (size_t r = 0; r < ranks.size(); ++r) {
     traces::OpProfile p = with_block_probes(profile, ranks[r]);
     if (blocks_factor != 1) p = with_blocks_scaled(p, blocks_factor);
-    traces::Report rep = sim::simulate_with_contention(plan, *hw::make_cost_model(machine, &p), contention);
+    traces::Report rep = sim::PlanSimulator(*hw::make_cost_model(machine, &p), contention).run(plan);
     out.rank_s.push_back(rep.iteration.seconds());
     if (r == 0 || out.rank_s[r] > out.rank_s[out.slowest]) {
       out.slowest = r;

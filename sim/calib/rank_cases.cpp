@@ -12,6 +12,7 @@
 #include "sim/calib/rank_criteria.h"
 #include "sim/calib/sample_stats.h"
 #include "sim/engine/joint_ranks.h"
+#include "sim/engine/plan_simulator.h"
 #include "sim/offload/analytic/runtime_memory.h"
 
 namespace protwin::calib {
@@ -148,7 +149,7 @@ RankPlanPrediction predict_rank_plan(const sim::offload::SearchResult& searched,
   nlohmann::json& c = out.json;
   traces::Report& predicted = out.report;
   const traces::Plan& plan = searched.best_plan.plan;
-  predicted = p.rank_cost ? sim::simulate_with_contention(plan, *p.rank_cost, p.contention) : searched.best_report;
+  predicted = p.rank_cost ? sim::PlanSimulator(*p.rank_cost, p.contention).run(plan) : searched.best_report;
   // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
   // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
   if (p.rank_profile && !summed_level(rank_blocks).empty()) {

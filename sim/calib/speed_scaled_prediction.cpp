@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "sim/engine/plan_simulator.h"
 #include "traces/error.h"
 
 namespace protwin::calib {
@@ -89,7 +90,7 @@ double SpeedScaledPredictor::iteration_s(const ResourceScales& s) {
   const double c = unbin(std::get<0>(key)), l = unbin(std::get<1>(key)), a = unbin(std::get<2>(key));
   const hw::Machine m = scaled_machine(machine_, {{"compute", c}, {"h2d", l}, {"d2h", l}, {"cpu_optim", a}});
   const auto cost = hw::make_cost_model(m, profile_, c);
-  const double t = sim::simulate_with_contention(plan_, *cost, contention_).iteration.seconds();
+  const double t = sim::PlanSimulator(*cost, contention_).run(plan_).iteration.seconds();
   cache_[key] = t;
   return t;
 }

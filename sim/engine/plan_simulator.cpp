@@ -28,9 +28,12 @@ constexpr int64_t kPrioEnd = 0;
 constexpr int64_t kPrioTransfer = 1;
 constexpr int64_t kPrioDispatch = 2;
 
-// Payload = kind << 32 | op index.
+// Payload = version << 40 | kind << 32 | op index. The version tells a contended stream phase's
+// current end from the ends it had before its pace changed (Contended).
 enum EventKind : uint64_t { kDispatch = 0, kGranted = 1, kFixedDone = 2, kEnd = 3, kTransferDone = 4, kLaunched = 5 };
-constexpr uint64_t payload(EventKind kind, size_t op) { return (uint64_t{kind} << 32) | op; }
+constexpr uint64_t payload(EventKind kind, size_t op, uint32_t version = 0) {
+  return (uint64_t{version & 0xffffffu} << 40) | (uint64_t{kind} << 32) | op;
+}
 
 // Memory effects are packed as delta * kMaxPools + pool in one int64.
 constexpr int64_t kMaxPools = 64;  // = 1 << 6 (apply_mem shifts by 6)
@@ -103,6 +106,21 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
 
 enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
 
+// A stream slowed by contention rules (contention.h): the op in its stream phase, the work it has
+// left (ns at full pace), since when, at what slowdown, and the version of its scheduled end.
+struct Contended {
+  std::vector<int> rules;  // the rules that slow this stream
+  int64_t op = -1;         // slot of the op in its stream phase; -1: none
+  double work = 0;
+  int64_t since = 0;
+  double slowdown = 1;
+  uint32_t version = 0;  // of the scheduled end, in the payload's 24 bits; never 0 (0: not contended)
+  uint32_t next_version() {
+    version = version % 0xffffffu + 1;
+    return version;
+  }
+};
+
 // The slots of the ops a streamed run holds, by id: a table of pages of 1,024 ids each, a page
 // there while it holds an op. The held ids come in runs (a task's ops are numbered together), so
 // a few pages hold them all; the page list itself is 8 bytes per 1,024 ids of the plan.
@@ -149,9 +167,10 @@ class Run final : public Handler {
   // streamed: the source generates ops during the loop (it is told when ops start; each op's slot
   // is freed when it ends); otherwise every op is taken before the loop, op i in slot i.
   // any_order: records go to the sink as ops end, not in id order.
-  Run(OpSource& source, const hw::CostModel& cost, bool streamed, OpRecordSink sink, bool any_order)
-      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), any_order_(any_order),
-        sink_(std::move(sink)) {}
+  Run(OpSource& source, const hw::CostModel& cost, const std::vector<ContentionRule>& rules, bool streamed,
+      OpRecordSink sink, bool any_order)
+      : source_(source), header_(source.header()), cost_model_(cost), rules_(rules), streamed_(streamed),
+        any_order_(any_order), sink_(std::move(sink)) {}
   RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_live_rank_, peak_held_}; }
 
   traces::Report simulate();
@@ -199,6 +218,10 @@ class Run final : public Handler {
   void dispatch();
   void flush_ready();
   void begin(size_t i);
+  void schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version);
+  void running(size_t i, int delta);
+  void repace(size_t s);
+  double slowdown(size_t s) const;
   void after_fixed(size_t i);
   void finish(size_t i);
   void put_record(size_t i);
@@ -212,6 +235,7 @@ class Run final : public Handler {
   OpSource& source_;
   const traces::Plan& header_;
   const hw::CostModel& cost_model_;
+  const std::vector<ContentionRule>& rules_;
   const bool streamed_, any_order_;
   const OpRecordSink sink_;
   bool exhausted_ = false;
@@ -249,6 +273,11 @@ class Run final : public Handler {
   std::vector<int64_t> last_id_on_stream_;
   int last_stream_ = -1;
   std::vector<Route> routes_;  // distinct (links, cap) of the plan's transfers
+  // Contention (empty without rules): per stream, what slows it and the rules it is beside of;
+  // per rule, the stream it slows and how many of its beside streams run an op now.
+  std::vector<Contended> contended_;
+  std::vector<std::vector<int>> beside_of_;
+  std::vector<int> slowed_stream_, running_beside_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op's slot -> its CPU-work deps' ids
   bool has_hosts_ = false;     // some op has a host time or is CPU work
   std::vector<Host> hosts_;
@@ -275,6 +304,20 @@ void Run::init() {
   if (stream_names_.size() > kScanStreams)
     for (size_t i = stream_names_.size(); i-- > 0;) stream_index_[stream_names_[i]] = static_cast<int>(i);
   for (const auto& p : header_.pools) pool_names_.push_back(p.name);
+  if (!rules_.empty()) {  // rules of streams the plan does not have change nothing
+    contended_.resize(stream_names_.size());
+    beside_of_.resize(stream_names_.size());
+    running_beside_.assign(rules_.size(), 0);
+    slowed_stream_.assign(rules_.size(), -1);
+    for (size_t k = 0; k < rules_.size(); ++k) {
+      const int s = find_stream(rules_[k].stream);
+      if (s < 0) continue;
+      slowed_stream_[k] = s;
+      contended_[static_cast<size_t>(s)].rules.push_back(static_cast<int>(k));
+      for (const auto& b : rules_[k].beside)
+        if (const int bs = find_stream(b); bs >= 0) beside_of_[static_cast<size_t>(bs)].push_back(static_cast<int>(k));
+    }
+  }
   PROTWIN_CHECK(pool_names_.size() <= kMaxPools, "plan: at most ", kMaxPools, " pools, got ",
                 pool_names_.size());
   std::vector<LinkCapacity> caps;
@@ -702,17 +745,63 @@ void Run::begin(size_t i) {
   OpState& st = at(i);
   st.start = engine_.now().ns;
   apply_mem(i, false);
+  if (!contended_.empty()) running(i, +1);
   if (st.fixed == 0) {
     after_fixed(i);
-  } else {
-    const bool transfer = st.route >= 0;
-    const int64_t now = engine_.now().ns;
-    PROTWIN_CHECK(st.fixed <= kSimHorizonNs - now, traces::describe_op(header_, op(i)), ": takes ",
-                  SimTime(st.fixed).seconds(), " s from ", engine_.now().seconds(), " s on, past the simulator's "
-                  "horizon of 2^62 ns (146 years); the plan's work or the cost model's rates are out of range");
-    engine_.schedule(SimTime(now + st.fixed), transfer ? kPrioTransfer : kPrioEnd, this,
-                     payload(transfer ? kFixedDone : kEnd, i));
+    return;
   }
+  const EventKind done = st.route >= 0 ? kFixedDone : kEnd;
+  Contended* c = contended_.empty() ? nullptr : &contended_[static_cast<size_t>(st.stream)];
+  if (!c || c->rules.empty()) {
+    schedule_fixed(i, st.fixed, done, 0);
+    return;
+  }
+  c->op = static_cast<int64_t>(i);
+  c->work = static_cast<double>(st.fixed);
+  c->since = engine_.now().ns;
+  c->slowdown = slowdown(static_cast<size_t>(st.stream));
+  schedule_fixed(i, std::llround(c->work * c->slowdown), done, c->next_version());
+}
+
+void Run::schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version) {
+  const int64_t now = engine_.now().ns;
+  PROTWIN_CHECK(ns <= kSimHorizonNs - now, traces::describe_op(header_, op(i)), ": takes ", SimTime(ns).seconds(),
+                " s from ", engine_.now().seconds(), " s on, past the simulator's horizon of 2^62 ns (146 years); "
+                "the plan's work or the cost model's rates are out of range");
+  engine_.schedule(SimTime(now + ns), kind == kFixedDone ? kPrioTransfer : kPrioEnd, this, payload(kind, i, version));
+}
+
+// Op i starts (+1) or ends (-1) on its stream: the streams it slows change pace. Ops that take no
+// time slow nothing.
+void Run::running(size_t i, int delta) {
+  const OpState& st = at(i);
+  if (st.fixed == 0 && st.route < 0) return;
+  for (int k : beside_of_[static_cast<size_t>(st.stream)]) {
+    const int before = running_beside_[static_cast<size_t>(k)];
+    running_beside_[static_cast<size_t>(k)] += delta;
+    if ((before == 0) != (running_beside_[static_cast<size_t>(k)] == 0))
+      repace(static_cast<size_t>(slowed_stream_[static_cast<size_t>(k)]));
+  }
+}
+
+double Run::slowdown(size_t s) const {
+  double f = 1;
+  for (int k : contended_[s].rules)
+    if (running_beside_[static_cast<size_t>(k)] > 0) f += rules_[static_cast<size_t>(k)].slowdown - 1;
+  return f;
+}
+
+// Stream s's op in its stream phase goes at a new pace from now: the work done so far at the old
+// one, the rest at the new; its end moves (the old end's event is then stale).
+void Run::repace(size_t s) {
+  Contended& c = contended_[s];
+  if (c.op < 0) return;
+  const int64_t now = engine_.now().ns;
+  c.work = std::max(0.0, c.work - static_cast<double>(now - c.since) / c.slowdown);
+  c.since = now;
+  c.slowdown = slowdown(s);
+  const auto i = static_cast<size_t>(c.op);
+  schedule_fixed(i, std::llround(c.work * c.slowdown), at(i).route >= 0 ? kFixedDone : kEnd, c.next_version());
 }
 
 void Run::after_fixed(size_t i) {
@@ -731,6 +820,7 @@ void Run::finish(size_t i) {
   iteration_ = std::max(iteration_, now);
   apply_mem(i, true);
   const auto s = static_cast<size_t>(at(i).stream);
+  if (!contended_.empty()) running(i, -1);
   busy_[s] += now - at(i).start;
   ++stream_ops_[s];
   streams_[s].release();
@@ -804,7 +894,16 @@ void Run::deliver(traces::OpRecord&& r) {
 
 void Run::on_event(uint64_t p) {
   const size_t i = static_cast<size_t>(p & 0xffffffffu);
-  switch (static_cast<EventKind>(p >> 32)) {
+  const auto kind = static_cast<EventKind>((p >> 32) & 0xff);
+  if (const uint64_t version = p >> 40) {  // a contended stream phase's end: its latest, or one since moved?
+    Contended& c = contended_[static_cast<size_t>(at(i).stream)];  // (a streamed slot may hold another op now)
+    if (c.op != static_cast<int64_t>(i) || c.version != version) {
+      flush_ready();
+      return;
+    }
+    c.op = -1;
+  }
+  switch (kind) {
     case kDispatch: dispatch(); break;
     case kGranted: begin(i); break;
     case kFixedDone: after_fixed(i); break;
@@ -887,7 +986,7 @@ traces::Report Run::report() {
 
 traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) const {
   PlanOpSource source(plan);
-  Run run(source, *cost_, false, nullptr, false);
+  Run run(source, *cost_, contention_, false, nullptr, false);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;
@@ -895,7 +994,7 @@ traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) con
 
 traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink,
                                   bool any_order) const {
-  Run run(source, *cost_, true, sink, any_order);
+  Run run(source, *cost_, contention_, true, sink, any_order);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;

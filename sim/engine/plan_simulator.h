@@ -12,6 +12,8 @@
 //    launches it first; then at start its `at: start` memory effects apply, its stream phase's time
 //    passes, then its link transfer (if any) runs, shared max-min fairly with the other transfers;
 //    then its `at: end` effects apply and it ends.
+//  - With contention rules (contention.h), a stream phase's work goes slower while an op of the
+//    rule's other streams runs: its end moves whenever one of them starts or ends.
 //  - Report: per-op start/end, per-stream busy time (sum of op durations), per-pool step curve
 //    and peak (from plan.pools[i].initial). meta = {"source": "sim", "plan": plan.meta, "links"}.
 // Deterministic: the same plan and cost model give a byte-identical report_to_string().
@@ -31,8 +33,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hwmodels/cost_model.h"
+#include "sim/engine/contention.h"
 #include "traces/plan.h"
 #include "traces/report.h"
 
@@ -107,7 +112,8 @@ using OpRecordSink = std::function<void(const traces::OpRecord&)>;
 
 class PlanSimulator {
  public:
-  explicit PlanSimulator(const hw::CostModel& cost) : cost_(&cost) {}
+  explicit PlanSimulator(const hw::CostModel& cost, std::vector<ContentionRule> contention = {})
+      : cost_(&cost), contention_(std::move(contention)) {}
 
   // Throws protwin::Error naming the op for plans it cannot run: unknown stream or pool, bad dep
   // ids, a pool over capacity or below zero, a dependency cycle.
@@ -121,6 +127,7 @@ class PlanSimulator {
 
  private:
   const hw::CostModel* cost_;
+  std::vector<ContentionRule> contention_;
 };
 
 }  // namespace protwin::sim

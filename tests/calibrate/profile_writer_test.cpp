@@ -10,7 +10,7 @@
 #include "hwmodels/machine.h"
 #include "runtime/profile/host_measurements.h"
 #include "runtime/profile/profile_shapes.h"
-#include "sim/engine/contention.h"
+#include "sim/engine/plan_simulator.h"
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
 #include "tests/calibrate/chain_plan.h"
@@ -183,11 +183,11 @@ TEST_CASE("the runtime's own costs are host dispatch without a host thread: a ch
   const int n = 40;
   const traces::Plan plan = testing::compute_chain(n, 1e6);
   const auto cost_with = hw::make_cost_model(with, nullptr), cost_without = hw::make_cost_model(without, nullptr);
-  const traces::Report a = sim::simulate_with_contention(plan, *cost_with, {}), b = sim::simulate_with_contention(plan, *cost_without, {});
+  const traces::Report a = sim::PlanSimulator(*cost_with).run(plan), b = sim::PlanSimulator(*cost_without).run(plan);
   CHECK(a.iteration.ns - b.iteration.ns == n * 7000 + 300000);
   for (const traces::OpRecord& r : a.ops) CHECK_FALSE(r.launch.has_value());
   // Turned off with the section (--no-host-dispatch): as without.
   hw::Machine off = with;
   off.host_dispatch.enabled = false;
-  CHECK(sim::simulate_with_contention(plan, *hw::make_cost_model(off, nullptr), {}).iteration.ns == b.iteration.ns);
+  CHECK(sim::PlanSimulator(*hw::make_cost_model(off, nullptr)).run(plan).iteration.ns == b.iteration.ns);
 }

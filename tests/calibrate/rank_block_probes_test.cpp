@@ -11,6 +11,7 @@
 #include "sim/calib/rank_criteria.h"
 #include "sim/calib/rank_machine.h"
 #include "hwmodels/hardware_cost_model.h"
+#include "sim/engine/plan_simulator.h"
 #include "tests/runtime/plan_fixtures.h"
 #include "tests/calibrate/block_fixtures.h"
 #include "traces/block_signature.h"
@@ -119,7 +120,7 @@ TEST_CASE("rank block probes: each rank is predicted at its own blocks, the step
   // The simulator with the profile's blocks at the rank's medians.
   auto simulate = [&](double factor, double then = 1) {
     const traces::OpProfile p = with_blocks_scaled(with_blocks_scaled(profile, factor), then);
-    return sim::simulate_with_contention(plan, *hw::make_cost_model(m, &p), none);
+    return sim::PlanSimulator(*hw::make_cost_model(m, &p), none).run(plan);
   };
   CHECK(even.rank_s[0] == even.rank_s[1]);
   CHECK(even.slowest == 0);

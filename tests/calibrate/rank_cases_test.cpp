@@ -7,6 +7,7 @@
 #include "sim/calib/calibration.h"
 #include "sim/calib/rank_cases.h"
 #include "sim/calib/rank_machine.h"
+#include "sim/engine/plan_simulator.h"
 #include "sim/offload/analytic/runtime_memory.h"
 #include "sim/offload/compiler/systems.h"
 #include "sim/workload/model_spec.h"
@@ -66,7 +67,7 @@ TEST_CASE("a rank plan's prediction is the search's report, or the rank profile'
   CHECK(got.json.at("searched_s").get<double>() == sr.best.iteration_s);
   CHECK(got.json.at("knobs") == sim::offload::base_knobs("ddp").to_json());
   CHECK_FALSE(got.json.contains("at_rank_blocks"));
-  // With a rank profile: its cost model and contention rules, re-simulated (sim/engine/contention.h).
+  // With a rank profile: its cost model and contention rules (sim/engine/plan_simulator.h).
   const hw::Machine slow = scaled_machine(m, {{"compute", 1.5}, {"h2d", 1}, {"d2h", 1}, {"cpu_optim", 1}});
   const auto rank_cost = hw::make_cost_model(slow, &profile, 1.5);
   p.rank_profile = &profile;
@@ -75,7 +76,7 @@ TEST_CASE("a rank plan's prediction is the search's report, or the rank profile'
   p.contention = sim::contention_rules_from_profile(profile.provenance());
   REQUIRE_FALSE(p.contention.empty());
   got = predict_rank_plan(sr, p, {});
-  const double direct = sim::simulate_with_contention(sr.best_plan.plan, *rank_cost, p.contention).iteration.seconds();
+  const double direct = sim::PlanSimulator(*rank_cost, p.contention).run(sr.best_plan.plan).iteration.seconds();
   CHECK(got.json.at("predicted_s").get<double>() == direct);
   CHECK(direct > sr.best_report.iteration.seconds());  // compute 1.5x slower
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <unordered_map>
 
 #include "sim/engine/contention.h"
@@ -119,15 +118,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
     ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
     RunStats stats;
-    traces::Report report = simulate_with_contention(
-        [&](const hw::CostModel& c, const OpRecordSink& sink) {
-          stats = RunStats{};
-          traces::Report rep = PlanSimulator(c).run(plan.plan, &stats);
-          if (sink)
-            for (const auto& op : rep.ops) sink(op);
-          return rep;
-        },
-        cost, sm_rules(plan.plan), nullptr);
+    traces::Report report = PlanSimulator(cost, sm_rules(plan.plan)).run(plan.plan, &stats);
     r.options = plan.options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
@@ -144,32 +135,22 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
       while (const traces::Op* op = in_order.next()) writer.add(*op);
       writer.commit();
     }
-    // Each pass generates the ops anew; the last one run is measured.
-    std::unique_ptr<MegatronOpStream> stream;
-    std::unique_ptr<Measure4d> measure;
+    MegatronOpStream stream(model, o, pl, meta);
+    Measure4d measure(stream.plan());
     RunStats stats;
-    auto run = [&](const hw::CostModel& c, const OpRecordSink& sink) {
-      stream = std::make_unique<MegatronOpStream>(model, o, pl, meta);
-      measure = std::make_unique<Measure4d>(stream->plan());
-      stats = RunStats{};
-      // Records in any order: the Report and trace files spool them by id (traces::RecordSpool).
-      return PlanSimulator(c).run(*stream, &stats,
-                                  [&](const traces::OpRecord& op) {
-                                    measure->add(op);
-                                    if (sink) sink(op);
-                                  },
-                                  true);
-    };
-    // The header's streams name the rules; a stream is built for it only when the share is on
-    // (search-4d's layouts leave it off).
-    const std::vector<ContentionRule> rules =
-        cfg.collective_sms ? sm_rules(MegatronOpStream(model, o, pl, meta).header()) : std::vector<ContentionRule>{};
-    traces::Report report = simulate_with_contention(run, cost, rules, cfg.records);
-    r.options = stream->plan().options;
+    // Records in any order: the Report and trace files spool them by id (traces::RecordSpool).
+    traces::Report report = PlanSimulator(cost, sm_rules(stream.header()))
+                                .run(stream, &stats,
+                                     [&](const traces::OpRecord& op) {
+                                       measure.add(op);
+                                       if (cfg.records) cfg.records(op);
+                                     },
+                                     true);
+    r.options = stream.plan().options;
     r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
-    measure->finish(stream->plan(), report, static_cast<int64_t>(stats.ops), r);
+    measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
     if (cfg.records) r.report = std::move(report);
   }

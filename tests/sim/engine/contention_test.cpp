@@ -32,32 +32,59 @@ double length_us(const traces::Report& r, int op) {
 TEST_CASE("an op wholly beside the other stream runs slowdown times longer", "[engine][contention]") {
   const auto m = rates(kRates);
   const traces::Plan p = two_ops(300000);  // the copy takes 102 us: it covers the compute throughout
-  const traces::Report r = simulate_with_contention(p, m, {{"compute", {"copy"}, 1.5}});
+  const traces::Report r = PlanSimulator(m, {{"compute", {"copy"}, 1.5}}).run(p);
   CHECK(length_us(r, 0) == Approx(15.0).epsilon(1e-9));
   CHECK(length_us(r, 1) == Approx(102.0).epsilon(1e-9));  // no rule for the copy stream
 }
 
-TEST_CASE("a partly covered op settles at the fixed point L = T (1 + (s - 1) c / L)", "[engine][contention]") {
-  // The copy takes c = 2 us + 12000 B / 3 GB/s = 6 us from t = 0; the compute (T = 10 us alone) is
-  // slowed by s = 2 over the share c / L of its length L that the copy covers:
-  // L = T (1 + (s - 1) c / L)  =>  L^2 - T L - T (s - 1) c = 0.
+TEST_CASE("a partly covered op is slowed over the covered part only: L = T + c (1 - 1 / s)", "[engine][contention]") {
+  // The copy takes c = 2 us + 12000 B / 3 GB/s = 6 us from t = 0; the compute (T = 10 us alone)
+  // does c / s of its work while the copy runs, the rest at full pace after it.
   const auto m = rates(kRates);
   const traces::Plan p = two_ops(12000);
   const double T = 10, c = 6, s = 2;
-  const double L = (T + std::sqrt(T * T + 4 * T * (s - 1) * c)) / 2;
-  const traces::Report r = simulate_with_contention(p, m, {{"compute", {"copy"}, s}});
-  CHECK(length_us(r, 0) == Approx(L).epsilon(1e-3));
+  const traces::Report r = PlanSimulator(m, {{"compute", {"copy"}, s}}).run(p);
+  CHECK(length_us(r, 0) == Approx(T + c * (1 - 1 / s)).epsilon(1e-9));  // 13 us
   CHECK(length_us(r, 1) == Approx(c).epsilon(1e-9));
+}
+
+TEST_CASE("a beside op that starts and ends inside the slowed op moves its end twice", "[engine][contention]") {
+  // compute: 10 us from 0. The copy (2 us + 6000 B / 3 GB/s = 4 us) waits for a 4 us op on another
+  // stream: it runs [4, 8). The compute does 4 us of work by 4, 2 us over [4, 8) at half pace,
+  // and its last 4 us by 12.
+  const auto m = rates(R"({"format": "protwin.rates", "version": 1,
+    "streams": {"compute": {"tflops": 1}, "other": {"tflops": 1}, "copy": {"latency_us": 2, "GBps": 3}}})");
+  auto p = plan_with_streams({"compute", "other", "copy"});
+  add_op(p, "forward", "compute", {}, 1e7, 0);
+  const int first = add_op(p, "forward", "other", {}, 4e6, 0);
+  add_op(p, "h2d", "copy", {first}, 0, 6000);
+  const traces::Report r = PlanSimulator(m, {{"compute", {"copy"}, 2}}).run(p);
+  CHECK(r.ops[2].start.ns == 4000);
+  CHECK(r.ops[2].end.ns == 8000);
+  CHECK(r.ops[0].end.ns == 12000);
+}
+
+TEST_CASE("two streams that slow each other share the time they overlap", "[engine][contention]") {
+  // compute (10 us) runs at 1/2 beside CPU Adam, CPU Adam (20 us) at 1/1.5 beside compute, both
+  // from 0: compute ends at 20; Adam has done 20 / 1.5 us of its work by then and the rest at full
+  // pace, ending at 20 + 20 - 20 / 1.5.
+  const auto m = rates(R"({"format": "protwin.rates", "version": 1,
+    "streams": {"compute": {"tflops": 1}, "cpu_optim": {"tflops": 1}}})");
+  auto p = plan_with_streams({"compute", "cpu_optim"});
+  add_op(p, "forward", "compute", {}, 1e7, 0);
+  add_op(p, "forward", "cpu_optim", {}, 2e7, 0);
+  const traces::Report r = PlanSimulator(m, {{"compute", {"cpu_optim"}, 2}, {"cpu_optim", {"compute"}, 1.5}}).run(p);
+  CHECK(length_us(r, 0) == Approx(20.0).epsilon(1e-9));
+  CHECK(length_us(r, 1) == Approx(40.0 - 20.0 / 1.5).margin(1e-3));  // ns rounding
 }
 
 TEST_CASE("without rules the report is the plain simulation's, byte for byte", "[engine][contention]") {
   const auto m = rates(kRates);
   const traces::Plan p = two_ops(12000);
-  CHECK(traces::report_to_string(simulate_with_contention(p, m, {})) ==
-        traces::report_to_string(PlanSimulator(m).run(p)));
-  // Rules for streams that never overlap change nothing either.
-  const traces::Report r = simulate_with_contention(p, m, {{"compute", {"cpu_optim"}, 3}});
-  CHECK(length_us(r, 0) == Approx(10.0).epsilon(1e-9));
+  CHECK(traces::report_to_string(PlanSimulator(m, {}).run(p)) == traces::report_to_string(PlanSimulator(m).run(p)));
+  // Rules for streams that never overlap, or that the plan does not have, change nothing either.
+  const traces::Report r = PlanSimulator(m, {{"compute", {"cpu_optim"}, 3}, {"cpu_optim", {"copy"}, 3}}).run(p);
+  CHECK(traces::report_to_string(r) == traces::report_to_string(PlanSimulator(m).run(p)));
 }
 
 TEST_CASE("the rules come from an op profile's measured contention", "[engine][contention]") {
@@ -93,76 +120,23 @@ TEST_CASE("a rank profile's compute beside collectives slows compute under the c
   auto p = plan_with_streams({"compute", "collective"});
   add_op(p, "forward", "compute", {}, 1e7, 0);
   add_op(p, "all_gather", "collective", {}, 0, 300000);
-  const traces::Report r = simulate_with_contention(p, m, rules);
+  const traces::Report r = PlanSimulator(m, rules).run(p);
   CHECK(length_us(r, 0) == Approx(19.0).epsilon(1e-9));
   CHECK(length_us(r, 1) == Approx(102.0).epsilon(1e-9));
 }
 
-// The generated-ops form (simulate-4d's streamed plans): each pass re-runs the simulation.
-namespace {
-ContentionRun run_plan(const traces::Plan& p, int& runs) {
-  return [&p, &runs](const hw::CostModel& c, const OpRecordSink& sink) {
-    ++runs;
-    traces::Report r = PlanSimulator(c).run(p);
-    if (sink)
-      for (const auto& op : r.ops) sink(op);
-    return r;
-  };
-}
-}  // namespace
-
-TEST_CASE("re-run passes settle at the same fixed point as the plan's passes", "[engine][contention]") {
-  const auto m = rates(kRates);
-  const traces::Plan p = two_ops(12000);
-  const double T = 10, c = 6, s = 2;
-  const double L = (T + std::sqrt(T * T + 4 * T * (s - 1) * c)) / 2;
-  int runs = 0;
-  std::vector<traces::OpRecord> seen;
-  const traces::Report r = simulate_with_contention(run_plan(p, runs), m, {{"compute", {"copy"}, s}},
-                                                    [&](const traces::OpRecord& op) { seen.push_back(op); });
-  // The passes stop once the iteration moves by at most 0.1 % from one to the next: near, not at,
-  // the fixed point (0.3 % here, where each pass closes only about half the gap).
-  CHECK(length_us(r, 0) == Approx(L).epsilon(5e-3));
-  CHECK(length_us(r, 1) == Approx(c).epsilon(1e-9));
-  CHECK(runs <= 1 + 4 + 1);
-  // The plan form's passes settle on the same lengths.
-  CHECK(length_us(r, 0) == Approx(length_us(simulate_with_contention(p, m, {{"compute", {"copy"}, s}}), 0)).epsilon(5e-3));
-  // The caller's sink saw the returned run's records, once each.
-  REQUIRE(seen.size() == 2);
-  CHECK(seen[0].end.ns == r.ops[0].end.ns);
-}
-
-TEST_CASE("re-run passes out of passes: the report and a sink's records come from the same scales", "[engine][contention]") {
+TEST_CASE("generated ops (a streamed run) are slowed as the plan's are", "[engine][contention]") {
   const auto m = rates(kRates);
   const traces::Plan p = two_ops(12000);
   const std::vector<ContentionRule> rules = {{"compute", {"copy"}, 2}};
-  int runs = 0;
-  // One pass does not settle this plan (each pass closes about half the gap to the fixed point).
-  const traces::Report quiet = simulate_with_contention(run_plan(p, runs), m, rules, nullptr, 1);
-  CHECK(runs == 3);  // unstretched, one pass, then the run at the scales the pass left
+  PlanOpSource source(p);
   std::vector<traces::OpRecord> seen;
-  const traces::Report sunk =
-      simulate_with_contention(run_plan(p, runs), m, rules, [&](const traces::OpRecord& op) { seen.push_back(op); }, 1);
-  CHECK(traces::report_to_string(quiet) == traces::report_to_string(sunk));
+  PlanSimulator(m, rules).run(source, nullptr, [&](const traces::OpRecord& op) { seen.push_back(op); });
+  const traces::Report whole = PlanSimulator(m, rules).run(p);
   REQUIRE(seen.size() == 2);
-  CHECK(seen[0].end.ns == quiet.ops[0].end.ns);
-  // Not settled, so not the fixed point the test above reaches.
-  CHECK(length_us(quiet, 0) != Approx(length_us(simulate_with_contention(p, m, rules), 0)).epsilon(5e-3));
-}
-
-TEST_CASE("re-run passes: one simulation without the other stream's ops, two when they never overlap", "[engine][contention]") {
-  const auto m = rates(kRates);
-  auto p = plan_with_streams({"compute", "copy"});
-  add_op(p, "forward", "compute", {}, 1e7, 0);
-  int runs = 0;
-  traces::Report r = simulate_with_contention(run_plan(p, runs), m, {{"compute", {"copy"}, 2}}, nullptr);
-  CHECK(runs == 1);
-  CHECK(traces::report_to_string(r) == traces::report_to_string(PlanSimulator(m).run(p)));
-  add_op(p, "h2d", "copy", {0}, 0, 12000);  // after the compute: no overlap
-  runs = 0;
-  r = simulate_with_contention(run_plan(p, runs), m, {{"compute", {"copy"}, 2}}, nullptr);
-  CHECK(runs == 2);  // the copy's interval, then the compute's scale against it (1: settled)
-  CHECK(traces::report_to_string(r) == traces::report_to_string(PlanSimulator(m).run(p)));
+  CHECK(seen[0].end.ns == whole.ops[0].end.ns);
+  CHECK(seen[0].end.ns == 13000);
+  CHECK(seen[1].end.ns == whole.ops[1].end.ns);
 }
 
 TEST_CASE("a collective's CTAs take their SMs from the compute of the same rank", "[engine][contention]") {
@@ -189,9 +163,8 @@ TEST_CASE("a compute op wholly beside a collective runs sms / (sms - channels) t
   auto p = plan_with_streams({"compute", "dp_comm"});
   add_op(p, "forward", "compute", {}, 1e7, 0);
   add_op(p, "all_gather", "dp_comm", {}, 0, 300000);
-  int runs = 0;
   const auto rules = collective_sm_rules({"compute", "dp_comm"}, {"dp_comm"}, 108, 24);
-  const traces::Report r = simulate_with_contention(run_plan(p, runs), m, rules, nullptr);
+  const traces::Report r = PlanSimulator(m, rules).run(p);
   CHECK(length_us(r, 0) == Approx(10.0 * 108 / 84).margin(1e-3));  // ns rounding
   CHECK(length_us(r, 1) == Approx(102.0).epsilon(1e-9));
 }
