@@ -16,22 +16,16 @@ using namespace protwin::calib;
 
 namespace {
 
-const traces::OpSignature kGemm{"gemm", {1024, 768, 256}, "fp32"};
+using testing::kGemm;
 
 traces::OpProfile round_profile(double layer_us, double copies, double adam, double adam_beside, const std::string& note) {
-  traces::OpProfile p("emulated", "measured", "test");
+  traces::OpProfile p = testing::measured_profile({{testing::kLayer, layer_us}, {kGemm, 10.0}});
   p.set_provenance({{"kind", "measured"},
                     {"note", note},
                     {"contention",
                      {{"compute_slowdown_with_copies", copies},
                       {"compute_slowdown_with_adam", adam},
                       {"adam_slowdown_with_compute", adam_beside}}}});
-  for (const auto& [sig, us] : {std::make_pair(testing::kLayer, layer_us), std::make_pair(kGemm, 10.0)}) {
-    traces::OpProfileEntry e;
-    e.sig = sig;
-    e.us.add(us);
-    p.add(e);
-  }
   return p;
 }
 
