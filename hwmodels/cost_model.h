@@ -82,10 +82,6 @@ struct OpCost {
   const Phase* transfer() const { return at(index_of(PhaseOn::kLinks, PhaseOn::kLinks)); }
   SimTime stream_time() const { return stream() ? stream()->time : SimTime{}; }
   SimTime host_time() const { return host() ? host()->time : SimTime{}; }
-  // The stream's time times `s`, rounded to the nearest ns (contention, processor sharing).
-  void scale_stream_time(double s) {
-    if (Phase* p = stream()) p->time = SimTime{static_cast<int64_t>(static_cast<double>(p->time.ns) * s + 0.5)};
-  }
 
  private:
   int index_of(PhaseOn a, PhaseOn b) const {

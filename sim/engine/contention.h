@@ -11,6 +11,7 @@
 // slowed over that half only, and the schedule and the slowdowns come out of one simulation.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,17 @@ struct ContentionRule {
   std::string stream;
   std::vector<std::string> beside;
   double slowdown = 1;
+};
+
+// A host's cores shared by the CPU threads of several streams (processor sharing): while n threads
+// are runnable on `cores` cores and n > cores, every thread runs at cores / n of its speed. Counted:
+// each running op of a `threads` stream (slowed) or of a `load_threads` stream (loads the cores,
+// keeps its own time), and each stream waiting in a rendezvous: from the end of its kArrive op to
+// the start of its next op, `wait_threads` (sim/engine/joint_ranks.h: a rank polling in MPI).
+struct SharedCores {
+  int cores = 0;  // 0: not shared
+  std::map<std::string, double> threads, load_threads;
+  double wait_threads = 0;
 };
 
 // The rules of an op profile's provenance "contention" block: compute beside the copy streams

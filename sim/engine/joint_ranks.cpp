@@ -12,25 +12,18 @@ namespace {
 
 std::string rank_prefix(int r) { return "rank" + std::to_string(r) + "."; }
 
-// Every joint op's cost, priced once by its rank's model against the original plan; each pass
-// scales the stream time of CPU ops by their processor-sharing stretch.
+// Every joint op's cost, priced once by its rank's model against the original plan.
 class JointCostModel : public hw::CostModel {
  public:
   JointCostModel(std::vector<hw::LinkSpec> links, std::vector<hw::OpCost> costs, int queue_depth)
-      : links_(std::move(links)), costs_(std::move(costs)), scale_(costs_.size(), 1.0), queue_depth_(queue_depth) {}
+      : links_(std::move(links)), costs_(std::move(costs)), queue_depth_(queue_depth) {}
   std::vector<hw::LinkSpec> links() const override { return links_; }
   int launch_queue_depth() const override { return queue_depth_; }
-  hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override {
-    hw::OpCost c = costs_[static_cast<size_t>(op.id)];
-    c.scale_stream_time(scale_[static_cast<size_t>(op.id)]);
-    return c;
-  }
-  std::vector<double>& scale() { return scale_; }
+  hw::OpCost cost(const traces::Op& op, const traces::Plan&) const override { return costs_[static_cast<size_t>(op.id)]; }
 
  private:
   std::vector<hw::LinkSpec> links_;
   std::vector<hw::OpCost> costs_;
-  std::vector<double> scale_;
   int queue_depth_;
 };
 
@@ -107,47 +100,10 @@ Joint build_joint(const traces::Plan& plan, int R) {
   return j;
 }
 
-// Piecewise-constant runnable thread count; F(t) = integral of min(1, C / n) from the first change.
-class Sharing {
- public:
-  Sharing(std::vector<std::pair<int64_t, double>> changes, double cores) {
-    std::sort(changes.begin(), changes.end());
-    double n = 0, f = 0;  // f: the integral from the first change
-    int64_t t = changes.empty() ? 0 : changes.front().first;
-    t0_ = t;
-    for (const auto& [at, d] : changes) {
-      f += rate(n, cores) * static_cast<double>(at - t);
-      t = at;
-      n += d;
-      if (!at_.empty() && at_.back() == at) {
-        rate_.back() = rate(n, cores);
-        continue;
-      }
-      at_.push_back(at);
-      integral_.push_back(f);
-      rate_.push_back(rate(n, cores));
-    }
-  }
-  // Work done (in seconds of an unshared core) over [a, b).
-  double work(int64_t a, int64_t b) const { return F(b) - F(a); }
-
- private:
-  static double rate(double n, double cores) { return n > cores ? cores / n : 1.0; }
-  double F(int64_t t) const {
-    auto it = std::upper_bound(at_.begin(), at_.end(), t);
-    if (it == at_.begin()) return static_cast<double>(t - t0_);  // before any change: unshared
-    const size_t k = static_cast<size_t>(it - at_.begin()) - 1;
-    return integral_[k] + rate_[k] * static_cast<double>(t - at_[k]);
-  }
-  int64_t t0_ = 0;
-  std::vector<int64_t> at_;
-  std::vector<double> integral_, rate_;
-};
-
 }  // namespace
 
 JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<const hw::CostModel*>& ranks,
-                                const HostCores& cores, int passes) {
+                                const HostCores& cores) {
   PROTWIN_ASSERT(!ranks.empty(), "simulate_joint_ranks needs a cost model per rank");
   const int R = static_cast<int>(ranks.size());
   Joint j = build_joint(plan, R);
@@ -179,33 +135,15 @@ JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<cons
   }
   JointCostModel cost(links, std::move(costs), ranks.front()->launch_queue_depth());
 
-  traces::Report report = PlanSimulator(cost).run(j.plan);
-  for (int pass = 0; cores.cores > 0 && pass < passes; ++pass) {
-    std::vector<std::pair<int64_t, double>> changes;
-    auto busy = [&](int64_t a, int64_t b, double threads) {
-      if (b <= a || threads <= 0) return;
-      changes.emplace_back(a, threads);
-      changes.emplace_back(b, -threads);
-    };
-    for (const auto& o : report.ops) {
-      const auto id = static_cast<size_t>(o.id);
-      if (auto t = cores.threads.find(j.base[id]); t != cores.threads.end()) busy(o.start.ns, o.end.ns, t->second);
-      if (auto t = cores.load_threads.find(j.base[id]); t != cores.load_threads.end()) busy(o.start.ns, o.end.ns, t->second);
-      if (j.arrival[id] >= 0) busy(report.ops[static_cast<size_t>(j.arrival[id])].end.ns, o.start.ns, cores.wait_threads);
-    }
-    const Sharing sharing(std::move(changes), static_cast<double>(cores.cores));
-    for (const auto& o : report.ops) {
-      const auto id = static_cast<size_t>(o.id);
-      if (!cores.threads.count(j.base[id])) continue;
-      const int64_t len = o.end.ns - o.start.ns;
-      const double done = sharing.work(o.start.ns, o.end.ns);
-      // The base time stretched by the length the op took over the work it got done in the pass
-      // before (in seconds of an unshared core): at the fixed point it gets exactly its base
-      // time's work done.
-      cost.scale()[id] = len > 0 && done > 0 ? static_cast<double>(len) / done : 1.0;
-    }
-    report = PlanSimulator(cost).run(j.plan);
+  // The host's cores, shared by every rank's threads: the engine's (contention.h), per joint stream.
+  SharedCores shared;
+  shared.cores = cores.cores;
+  shared.wait_threads = cores.wait_threads;
+  for (int r = 0; r < R; ++r) {
+    for (const auto& [stream, n] : cores.threads) shared.threads[rank_prefix(r) + stream] = n;
+    for (const auto& [stream, n] : cores.load_threads) shared.load_threads[rank_prefix(r) + stream] = n;
   }
+  traces::Report report = PlanSimulator(cost, {}, std::move(shared)).run(j.plan);
 
   JointRanks out;
   out.rank_s.assign(static_cast<size_t>(R), 0);

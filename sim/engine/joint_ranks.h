@@ -11,10 +11,9 @@
 //    are runnable on C cores and n > C, each runs at C / n of its speed. Runnable: each busy op of
 //    a CPU stream (compute, cpu_optim: their thread counts), and each rank waiting in a collective
 //    (the MPI plugin polls with MPI_Test and naps, sim/distributed/poll_backoff.h: a fraction of a
-//    core, which the runtime measures, runtime/comm/wait_probe.h). The copy workers sleep at the link throttle and are not
-//    counted. As in contention.h the schedule and the slowdowns depend on each
-//    other: every pass stretches each CPU op by its length over the work it got done in the pass
-//    before (len / integral of min(1, C / n)), which at the fixed point is exact processor sharing.
+//    core, which the runtime measures, runtime/comm/wait_probe.h). The copy workers sleep at the
+//    link throttle and are not counted. The engine shares the cores as it runs (SharedCores in
+//    contention.h): an op's end moves whenever the runnable count changes.
 // Memory is not simulated here (the per-rank prediction is the single-rank simulation's).
 #pragma once
 
@@ -49,6 +48,6 @@ struct JointRanks {
 
 // `ranks`: one cost model per rank (at least one), each pricing `plan` as that rank runs it.
 JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<const hw::CostModel*>& ranks,
-                                const HostCores& cores, int passes = 8);
+                                const HostCores& cores);
 
 }  // namespace protwin::sim

@@ -106,10 +106,14 @@ int find_name(const std::vector<std::string>& names, const std::string& name) {
 
 enum HostFlag : uint8_t { kSync = 1, kCpuWork = 2, kCpuDep = 4 };
 
-// A stream slowed by contention rules (contention.h): the op in its stream phase, the work it has
-// left (ns at full pace), since when, at what slowdown, and the version of its scheduled end.
+// A stream slowed by contention rules or shared cores (contention.h): the op in its stream phase,
+// the work it has left (ns at full pace), since when, at what slowdown, and the version of its
+// scheduled end.
 struct Contended {
   std::vector<int> rules;  // the rules that slow this stream
+  double threads = 0;      // its running op's threads on the shared cores (slowed)
+  double load = 0;         // ... (not slowed)
+  bool waiting = false;    // waiting in a rendezvous (its kArrive op ended, its next op not started)
   int64_t op = -1;         // slot of the op in its stream phase; -1: none
   double work = 0;
   int64_t since = 0;
@@ -167,10 +171,10 @@ class Run final : public Handler {
   // streamed: the source generates ops during the loop (it is told when ops start; each op's slot
   // is freed when it ends); otherwise every op is taken before the loop, op i in slot i.
   // any_order: records go to the sink as ops end, not in id order.
-  Run(OpSource& source, const hw::CostModel& cost, const std::vector<ContentionRule>& rules, bool streamed,
-      OpRecordSink sink, bool any_order)
-      : source_(source), header_(source.header()), cost_model_(cost), rules_(rules), streamed_(streamed),
-        any_order_(any_order), sink_(std::move(sink)) {}
+  Run(OpSource& source, const hw::CostModel& cost, const std::vector<ContentionRule>& rules, const SharedCores& cores,
+      bool streamed, OpRecordSink sink, bool any_order)
+      : source_(source), header_(source.header()), cost_model_(cost), rules_(rules), cores_(cores),
+        streamed_(streamed), any_order_(any_order), sink_(std::move(sink)) {}
   RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_live_rank_, peak_held_}; }
 
   traces::Report simulate();
@@ -220,6 +224,7 @@ class Run final : public Handler {
   void begin(size_t i);
   void schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version);
   void running(size_t i, int delta);
+  void runnable(double delta);
   void repace(size_t s);
   double slowdown(size_t s) const;
   void after_fixed(size_t i);
@@ -236,6 +241,7 @@ class Run final : public Handler {
   const traces::Plan& header_;
   const hw::CostModel& cost_model_;
   const std::vector<ContentionRule>& rules_;
+  const SharedCores& cores_;
   const bool streamed_, any_order_;
   const OpRecordSink sink_;
   bool exhausted_ = false;
@@ -278,6 +284,8 @@ class Run final : public Handler {
   std::vector<Contended> contended_;
   std::vector<std::vector<int>> beside_of_;
   std::vector<int> slowed_stream_, running_beside_;
+  std::vector<int> sharing_;  // the streams whose ops the shared cores slow
+  double runnable_ = 0;       // threads runnable on the shared cores now
   std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op's slot -> its CPU-work deps' ids
   bool has_hosts_ = false;     // some op has a host time or is CPU work
   std::vector<Host> hosts_;
@@ -304,7 +312,7 @@ void Run::init() {
   if (stream_names_.size() > kScanStreams)
     for (size_t i = stream_names_.size(); i-- > 0;) stream_index_[stream_names_[i]] = static_cast<int>(i);
   for (const auto& p : header_.pools) pool_names_.push_back(p.name);
-  if (!rules_.empty()) {  // rules of streams the plan does not have change nothing
+  if (!rules_.empty() || cores_.cores > 0) {  // rules of streams the plan does not have change nothing
     contended_.resize(stream_names_.size());
     beside_of_.resize(stream_names_.size());
     running_beside_.assign(rules_.size(), 0);
@@ -316,6 +324,15 @@ void Run::init() {
       contended_[static_cast<size_t>(s)].rules.push_back(static_cast<int>(k));
       for (const auto& b : rules_[k].beside)
         if (const int bs = find_stream(b); bs >= 0) beside_of_[static_cast<size_t>(bs)].push_back(static_cast<int>(k));
+    }
+    if (cores_.cores > 0) {
+      for (const auto& [name, n] : cores_.threads)
+        if (const int s = find_stream(name); s >= 0 && n > 0) {
+          contended_[static_cast<size_t>(s)].threads = n;
+          sharing_.push_back(s);
+        }
+      for (const auto& [name, n] : cores_.load_threads)
+        if (const int s = find_stream(name); s >= 0) contended_[static_cast<size_t>(s)].load = n;
     }
   }
   PROTWIN_CHECK(pool_names_.size() <= kMaxPools, "plan: at most ", kMaxPools, " pools, got ",
@@ -752,7 +769,7 @@ void Run::begin(size_t i) {
   }
   const EventKind done = st.route >= 0 ? kFixedDone : kEnd;
   Contended* c = contended_.empty() ? nullptr : &contended_[static_cast<size_t>(st.stream)];
-  if (!c || c->rules.empty()) {
+  if (!c || (c->rules.empty() && c->threads == 0)) {
     schedule_fixed(i, st.fixed, done, 0);
     return;
   }
@@ -771,11 +788,22 @@ void Run::schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version)
   engine_.schedule(SimTime(now + ns), kind == kFixedDone ? kPrioTransfer : kPrioEnd, this, payload(kind, i, version));
 }
 
-// Op i starts (+1) or ends (-1) on its stream: the streams it slows change pace. Ops that take no
-// time slow nothing.
+// Op i starts (+1) or ends (-1) on its stream: the streams it slows change pace. A stream waits
+// in a rendezvous from its kArrive op's end to its next op's start. Ops that take no time slow
+// nothing.
 void Run::running(size_t i, int delta) {
   const OpState& st = at(i);
+  Contended& self = contended_[static_cast<size_t>(st.stream)];
+  if (delta > 0 && self.waiting) {
+    self.waiting = false;
+    runnable(-cores_.wait_threads);
+  }
+  if (delta < 0 && cores_.cores > 0 && cores_.wait_threads > 0 && op(i).kind == traces::OpKind::kArrive) {
+    self.waiting = true;
+    runnable(cores_.wait_threads);
+  }
   if (st.fixed == 0 && st.route < 0) return;
+  if (self.threads + self.load > 0) runnable(delta * (self.threads + self.load));
   for (int k : beside_of_[static_cast<size_t>(st.stream)]) {
     const int before = running_beside_[static_cast<size_t>(k)];
     running_beside_[static_cast<size_t>(k)] += delta;
@@ -784,10 +812,18 @@ void Run::running(size_t i, int delta) {
   }
 }
 
+// More or fewer threads runnable on the shared cores: every sharing stream's op changes pace.
+void Run::runnable(double delta) {
+  runnable_ += delta;
+  for (int s : sharing_) repace(static_cast<size_t>(s));
+}
+
 double Run::slowdown(size_t s) const {
   double f = 1;
   for (int k : contended_[s].rules)
     if (running_beside_[static_cast<size_t>(k)] > 0) f += rules_[static_cast<size_t>(k)].slowdown - 1;
+  const double cores = static_cast<double>(cores_.cores);
+  if (contended_[s].threads > 0 && runnable_ > cores) f *= runnable_ / cores;
   return f;
 }
 
@@ -986,7 +1022,7 @@ traces::Report Run::report() {
 
 traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) const {
   PlanOpSource source(plan);
-  Run run(source, *cost_, contention_, false, nullptr, false);
+  Run run(source, *cost_, contention_, cores_, false, nullptr, false);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;
@@ -994,7 +1030,7 @@ traces::Report PlanSimulator::run(const traces::Plan& plan, RunStats* stats) con
 
 traces::Report PlanSimulator::run(OpSource& source, RunStats* stats, const OpRecordSink& sink,
                                   bool any_order) const {
-  Run run(source, *cost_, contention_, true, sink, any_order);
+  Run run(source, *cost_, contention_, cores_, true, sink, any_order);
   traces::Report r = run.simulate();
   if (stats) *stats = run.stats();
   return r;

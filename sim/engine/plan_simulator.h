@@ -12,8 +12,9 @@
 //    launches it first; then at start its `at: start` memory effects apply, its stream phase's time
 //    passes, then its link transfer (if any) runs, shared max-min fairly with the other transfers;
 //    then its `at: end` effects apply and it ends.
-//  - With contention rules (contention.h), a stream phase's work goes slower while an op of the
-//    rule's other streams runs: its end moves whenever one of them starts or ends.
+//  - With contention rules or shared cores (contention.h), a stream phase's work goes slower while
+//    an op of the rule's other streams runs, or while more threads than cores are runnable: its
+//    end moves whenever its pace changes.
 //  - Report: per-op start/end, per-stream busy time (sum of op durations), per-pool step curve
 //    and peak (from plan.pools[i].initial). meta = {"source": "sim", "plan": plan.meta, "links"}.
 // Deterministic: the same plan and cost model give a byte-identical report_to_string().
@@ -112,8 +113,8 @@ using OpRecordSink = std::function<void(const traces::OpRecord&)>;
 
 class PlanSimulator {
  public:
-  explicit PlanSimulator(const hw::CostModel& cost, std::vector<ContentionRule> contention = {})
-      : cost_(&cost), contention_(std::move(contention)) {}
+  explicit PlanSimulator(const hw::CostModel& cost, std::vector<ContentionRule> contention = {}, SharedCores cores = {})
+      : cost_(&cost), contention_(std::move(contention)), cores_(std::move(cores)) {}
 
   // Throws protwin::Error naming the op for plans it cannot run: unknown stream or pool, bad dep
   // ids, a pool over capacity or below zero, a dependency cycle.
@@ -128,6 +129,7 @@ class PlanSimulator {
  private:
   const hw::CostModel* cost_;
   std::vector<ContentionRule> contention_;
+  SharedCores cores_;
 };
 
 }  // namespace protwin::sim

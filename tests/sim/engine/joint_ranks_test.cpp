@@ -90,24 +90,24 @@ TEST_CASE("joint ranks: the host's cores are shared by both ranks' CPU threads a
   const auto r0 = rank_rates(1), r1 = rank_rates(10);
   HostCores cores;
   cores.cores = 2;
-  const JointRanks j = simulate_joint_ranks(p, {&r0, &r1}, cores, 30);
+  const JointRanks j = simulate_joint_ranks(p, {&r0, &r1}, cores);
   for (const auto& o : j.report.ops) {
-    if (o.stream == "rank0.compute" || o.stream == "rank0.cpu_optim") CHECK(us(o.end - o.start) == Approx(15.5).epsilon(1e-3));
-    if (o.stream == "rank1.compute" || o.stream == "rank1.cpu_optim") CHECK(us(o.end - o.start) == Approx(2).epsilon(1e-3));
+    if (o.stream == "rank0.compute" || o.stream == "rank0.cpu_optim") CHECK(us(o.end - o.start) == Approx(15.5).epsilon(1e-6));
+    if (o.stream == "rank1.compute" || o.stream == "rank1.cpu_optim") CHECK(us(o.end - o.start) == Approx(2).epsilon(1e-6));
   }
-  CHECK(j.iteration_s * 1e6 == Approx(17.5).epsilon(1e-3));
-  CHECK(j.wait_s[1] * 1e6 == Approx(13.5).epsilon(1e-3));
+  CHECK(j.iteration_s * 1e6 == Approx(17.5).epsilon(1e-6));
+  CHECK(j.wait_s[1] * 1e6 == Approx(13.5).epsilon(1e-6));
   CHECK(j.wait_s[0] == Approx(0).margin(1e-9));
 
   SECTION("with as many cores as threads nothing slows down") {
     cores.cores = 4;
-    const JointRanks u = simulate_joint_ranks(p, {&r0, &r1}, cores, 30);
+    const JointRanks u = simulate_joint_ranks(p, {&r0, &r1}, cores);
     CHECK(u.iteration_s * 1e6 == Approx(12));
   }
   SECTION("a waiting rank that does not poll frees its core") {
     cores.wait_threads = 0;  // rank 0's two threads alone on two cores after t = 2 us
-    const JointRanks u = simulate_joint_ranks(p, {&r0, &r1}, cores, 30);
-    CHECK(u.rank_s[0] * 1e6 == Approx(2 + 9 + 2).epsilon(1e-3));  // 1 us of work by t = 2, 9 more
+    const JointRanks u = simulate_joint_ranks(p, {&r0, &r1}, cores);
+    CHECK(u.rank_s[0] * 1e6 == Approx(2 + 9 + 2).epsilon(1e-6));  // 1 us of work by t = 2, 9 more
   }
 }
 
@@ -123,9 +123,9 @@ TEST_CASE("joint ranks: a busy collective stream loads the cores without being s
     HostCores cores;
     cores.cores = 2;
     cores.load_threads = {{"collective", x}};
-    const JointRanks j = simulate_joint_ranks(p, {&m, &m}, cores, 30);
+    const JointRanks j = simulate_joint_ranks(p, {&m, &m}, cores);
     for (const auto& o : j.report.ops) {
-      if (o.kind == "forward") CHECK(us(o.end - o.start) == Approx(10 * (1 + x)).epsilon(1e-3));
+      if (o.kind == "forward") CHECK(us(o.end - o.start) == Approx(10 * (1 + x)).epsilon(1e-6));
       if (o.kind == "all_gather") CHECK(us(o.end - o.start) == Approx(102).epsilon(1e-9));
     }
   }
