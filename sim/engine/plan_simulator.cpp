@@ -173,8 +173,8 @@ class Run final : public Handler {
   // any_order: records go to the sink as ops end, not in id order.
   Run(OpSource& source, const hw::CostModel& cost, const std::vector<ContentionRule>& rules, const SharedCores& cores,
       bool streamed, OpRecordSink sink, bool any_order)
-      : source_(source), header_(source.header()), cost_model_(cost), rules_(rules), cores_(cores),
-        streamed_(streamed), any_order_(any_order), sink_(std::move(sink)) {}
+      : source_(source), header_(source.header()), cost_model_(cost), streamed_(streamed), any_order_(any_order),
+        sink_(std::move(sink)), rules_(rules), cores_(cores) {}
   RunStats stats() const { return {engine_.events_run(), loop_cpu_s_, gen_, peak_live_, peak_live_rank_, peak_held_}; }
 
   traces::Report simulate();
@@ -222,6 +222,7 @@ class Run final : public Handler {
   void dispatch();
   void flush_ready();
   void begin(size_t i);
+  void begin_contended(size_t i);
   void schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version);
   void running(size_t i, int delta);
   void runnable(double delta);
@@ -240,8 +241,6 @@ class Run final : public Handler {
   OpSource& source_;
   const traces::Plan& header_;
   const hw::CostModel& cost_model_;
-  const std::vector<ContentionRule>& rules_;
-  const SharedCores& cores_;
   const bool streamed_, any_order_;
   const OpRecordSink sink_;
   bool exhausted_ = false;
@@ -279,13 +278,6 @@ class Run final : public Handler {
   std::vector<int64_t> last_id_on_stream_;
   int last_stream_ = -1;
   std::vector<Route> routes_;  // distinct (links, cap) of the plan's transfers
-  // Contention (empty without rules): per stream, what slows it and the rules it is beside of;
-  // per rule, the stream it slows and how many of its beside streams run an op now.
-  std::vector<Contended> contended_;
-  std::vector<std::vector<int>> beside_of_;
-  std::vector<int> slowed_stream_, running_beside_;
-  std::vector<int> sharing_;  // the streams whose ops the shared cores slow
-  double runnable_ = 0;       // threads runnable on the shared cores now
   std::unordered_map<uint32_t, std::vector<uint32_t>> cpu_deps_;  // op's slot -> its CPU-work deps' ids
   bool has_hosts_ = false;     // some op has a host time or is CPU work
   std::vector<Host> hosts_;
@@ -304,6 +296,17 @@ class Run final : public Handler {
   size_t finished_ = 0;
   int64_t iteration_ = 0;
   std::vector<traces::OpRecord> records_;
+
+  // Contention (contended_ empty without rules or shared cores): per stream, what slows it and the
+  // rules it is beside of; per rule, the stream it slows and how many of its beside streams run an
+  // op now.
+  const std::vector<ContentionRule>& rules_;
+  const SharedCores& cores_;
+  std::vector<Contended> contended_;
+  std::vector<std::vector<int>> beside_of_;
+  std::vector<int> slowed_stream_, running_beside_;
+  std::vector<int> sharing_;  // the streams whose ops the shared cores slow
+  double runnable_ = 0;       // threads runnable on the shared cores now
 };
 
 void Run::init() {
@@ -762,22 +765,35 @@ void Run::begin(size_t i) {
   OpState& st = at(i);
   st.start = engine_.now().ns;
   apply_mem(i, false);
-  if (!contended_.empty()) running(i, +1);
+  if (!contended_.empty()) {
+    begin_contended(i);
+  } else if (st.fixed == 0) {
+    after_fixed(i);
+  } else {
+    schedule_fixed(i, st.fixed, st.route >= 0 ? kFixedDone : kEnd, 0);
+  }
+}
+
+// begin() in a run with contention rules or shared cores: the op may slow other streams, and its
+// own stream phase goes at its stream's pace.
+void Run::begin_contended(size_t i) {
+  running(i, +1);
+  const OpState& st = at(i);
   if (st.fixed == 0) {
     after_fixed(i);
     return;
   }
   const EventKind done = st.route >= 0 ? kFixedDone : kEnd;
-  Contended* c = contended_.empty() ? nullptr : &contended_[static_cast<size_t>(st.stream)];
-  if (!c || (c->rules.empty() && c->threads == 0)) {
+  Contended& c = contended_[static_cast<size_t>(st.stream)];
+  if (c.rules.empty() && c.threads == 0) {
     schedule_fixed(i, st.fixed, done, 0);
     return;
   }
-  c->op = static_cast<int64_t>(i);
-  c->work = static_cast<double>(st.fixed);
-  c->since = engine_.now().ns;
-  c->slowdown = slowdown(static_cast<size_t>(st.stream));
-  schedule_fixed(i, std::llround(c->work * c->slowdown), done, c->next_version());
+  c.op = static_cast<int64_t>(i);
+  c.work = static_cast<double>(st.fixed);
+  c.since = engine_.now().ns;
+  c.slowdown = slowdown(static_cast<size_t>(st.stream));
+  schedule_fixed(i, std::llround(c.work * c.slowdown), done, c.next_version());
 }
 
 void Run::schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version) {
