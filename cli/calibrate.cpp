@@ -21,6 +21,7 @@
 #include "sim/calib/block_probes.h"
 #include "sim/calib/calibration.h"
 #include "sim/calib/case_comparison.h"
+#include "sim/calib/case_prediction.h"
 #include "cli/calibration_ranks.h"
 #include "sim/calib/rank_criteria.h"
 #include "sim/calib/drift_rule.h"
@@ -208,7 +209,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }
   machine = with_link(with_capacity(machine, capacity), profile ? &*profile : nullptr, link);
-  auto cost = hw::make_cost_model(machine, profile ? &*profile : nullptr);
+  const auto cost = hw::make_cost_model(machine, profile ? &*profile : nullptr);
   traces::create_folders(out_dir, "-o");  // after every input is known good
 
   // 1. Cases.
@@ -238,9 +239,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   // steps per second of budget to the intervals that are still undecided.
   // Each profile also records the reference probe's speed while it ran (reference_probe).
   const bool reprofile = vm.count("no-reprofile") == 0;
-  std::vector<double> copies_slowdown, adam_slowdown, adam_beside_compute;
   std::vector<double> profile_probe, profile_copy_probe, profile_adam_probe;  // each profile's reference speeds
-  std::string profile_note;  // the first round's profile's note
   auto add_references = [&](const traces::OpProfile& p) {
     const ProbeSpeeds ref = probe_references(p.provenance());
     if (ref.gemm_gflops > 0) profile_probe.push_back(ref.gemm_gflops);
@@ -259,15 +258,10 @@ int run_calibrate(const std::vector<std::string>& args) {
     PROTWIN_CHECK(p.exit_code == 0, "calibrate: protwin-rt profile failed (exit ", p.exit_code, "); see ", out_dir,
                   "/runtime.log");
     const traces::OpProfile got = traces::OpProfile::load(out_dir + "/profile" + tag + ".json");
-    const nlohmann::json& c = got.provenance().at("contention");
-    copies_slowdown.push_back(c.at("compute_slowdown_with_copies").get<double>());
-    adam_slowdown.push_back(c.at("compute_slowdown_with_adam").get<double>());
-    adam_beside_compute.push_back(c.at("adam_slowdown_with_compute").get<double>());
     add_references(got);
     round_profiles.push_back(got);
     if (round == 0) {
       profile = got;
-      profile_note = got.provenance().value("note", "");
       machine = with_link(with_capacity(hw::load_machine(out_dir + "/machine" + tag + ".json"), capacity),
                           profile ? &*profile : nullptr, link);
     } else {
@@ -362,43 +356,24 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::string reference_source;
   std::optional<traces::OpProfile> profile_blocks;  // the pooled profile with the profiles' block medians
   auto predict = [&] {
-    if (reprofile) {
-      // The rounds' contention factors, each the median over rounds; the pooled op timings.
-      nlohmann::json prov = profile->provenance();
-      prov["contention"]["compute_slowdown_with_copies"] = quantile(copies_slowdown, 0.5);
-      prov["contention"]["compute_slowdown_with_adam"] = quantile(adam_slowdown, 0.5);
-      prov["contention"]["adam_slowdown_with_compute"] = quantile(adam_beside_compute, 0.5);
-      prov["note"] = profile_note + "; pooled over " + std::to_string(copies_slowdown.size()) +
-                     " profiles interleaved with protwin calibrate's rounds (contention: medians)";
-      profile->set_provenance(prov);
-      // Each block at the median of its runs beside the steps, sampled over the same stretch of
-      // time as the steps (sim/calib/block_probes.h); the profiles' medians stay for the record.
-      profile_blocks = traces::with_block_medians(*profile, round_profiles);
-      if (!block_probes.us.empty()) profile = with_block_probes(*profile, block_probes);
-      cost = hw::make_cost_model(machine, &*profile);
-    }
-    const traces::OpProfile kernels_only = profile ? traces::without_blocks(*profile) : traces::OpProfile();
-    const auto kernels_cost = hw::make_cost_model(machine, profile ? &kernels_only : nullptr);
-    // How much each prediction moves with the blocks' level (5 % up), and the prediction with the
-    // profiles' blocks instead of the steps' block probes.
-    constexpr double kBlockStep = 1.05;
+    // The rounds' contention medians and the blocks beside the steps (sim/calib/case_prediction.h).
+    if (reprofile) profile = pooled_profile(*profile, round_profiles, block_probes, &profile_blocks.emplace());
+    std::vector<sim::offload::OffloadKnobs> knobs;
+    for (const auto& r : results) knobs.push_back(r.c.knobs);
     const bool sampled_blocks = reprofile && !block_probes.us.empty();
-    const traces::OpProfile blocks_up = sampled_blocks ? with_blocks_scaled(*profile, kBlockStep) : traces::OpProfile();
-    const auto blocks_up_cost = hw::make_cost_model(machine, sampled_blocks ? &blocks_up : nullptr);
-    const auto profile_blocks_cost = hw::make_cost_model(machine, sampled_blocks ? &*profile_blocks : nullptr);
-    for (auto& r : results) {
-      const SimulatedCase s = simulate_case(w, *cost, r.c.knobs, contention());
-      r.kernels_predicted_s = simulate_case(w, *kernels_cost, r.c.knobs, contention()).iteration_s;
-      r.block_sensitivity = sampled_blocks ? (simulate_case(w, *blocks_up_cost, r.c.knobs, contention()).iteration_s /
-                                                  s.iteration_s - 1) / (kBlockStep - 1)
-                                           : 0;
-      r.profile_blocks_predicted_s =
-          sampled_blocks ? simulate_case(w, *profile_blocks_cost, r.c.knobs, contention()).iteration_s : s.iteration_s;
-      r.predicted_s = s.iteration_s;
-      r.pred_busy = s.busy;
-      r.pred_peak = s.peak;
-      r.sim_report = s.report;
-      r.plan = s.plan.plan;
+    std::vector<CasePrediction> predicted = predict_cases(w, machine, profile ? &*profile : nullptr,
+                                                          sampled_blocks ? &*profile_blocks : nullptr, knobs, contention());
+    for (size_t i = 0; i < results.size(); ++i) {
+      CaseResult& r = results[i];
+      CasePrediction& p = predicted[i];
+      r.kernels_predicted_s = p.kernels_predicted_s;
+      r.block_sensitivity = p.block_sensitivity;
+      r.profile_blocks_predicted_s = p.profile_blocks_predicted_s;
+      r.predicted_s = p.sim.iteration_s;
+      r.pred_busy = p.sim.busy;
+      r.pred_peak = p.sim.peak;
+      r.sim_report = std::move(p.sim.report);
+      r.plan = std::move(p.sim.plan.plan);
     }
   };
   // Which probe changes are corrected for (sim/calib/drift_rule.h): per probe, drift between steps and a

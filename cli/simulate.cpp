@@ -83,29 +83,13 @@ int run_simulate(const std::vector<std::string>& args) {
     PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
     pa.batch = std::to_string(batch);
     PolicyInputs in = resolve_policy_inputs(pa);
-    nlohmann::json policy = nlohmann::json::object();
-    std::string source = "--knob";
-    if (vm.count("policy")) {
-      policy = traces::JsonDocument::load(policy_path).json();
-      source = policy_path;
-    }
-    for (const auto& kv : knob_args) {
-      const size_t eq = kv.find('=');
-      PROTWIN_CHECK(eq != std::string::npos && eq > 0, "--knob '", kv, "': expected name=value");
-      const std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
-      // Numbers and true/false as JSON, anything else (system, cpu_adam_impl) as a string.
-      nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
-      policy[name] = v.is_discarded() || v.is_structured() || v.is_null() ? nlohmann::json(value) : v;
-      source += (source.empty() ? "" : " ") + kv;
-    }
-    const sim::offload::OffloadKnobs knobs = sim::offload::knobs_from_json(policy, source);
+    const nlohmann::json policy =
+        vm.count("policy") ? traces::JsonDocument::load(policy_path).json() : nlohmann::json::object();
     const sim::Workload w = sim::offload::options_workload(in.model, in.search, batch);
-    try {  // a knob out of range names where it came from: the policy file or --knob
-      sim::offload::check_knobs(w, sim::offload::layout_for(w, knobs), knobs, in.search.gpus);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
-      throw Error(source + ": " + e.what());
-    }
+    const sim::offload::OffloadKnobs knobs =
+        sim::offload::knobs_from_args(policy, policy_path, knob_args, [&](const sim::offload::OffloadKnobs& k) {
+          sim::offload::check_knobs(w, sim::offload::layout_for(w, k), k, in.search.gpus);
+        });
     sim::offload::CompiledPlan compiled;
     const sim::offload::Candidate c = sim::offload::evaluate(w, *in.cost, in.search.gpus, knobs, &compiled, &report, in.search.nodes);
     if (!c.simulated) throw Error(c.failure);

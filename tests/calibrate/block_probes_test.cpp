@@ -16,7 +16,7 @@ namespace {
 
 using testing::kHead;
 using testing::kLayer;
-const traces::OpSignature kGemm{"gemm", {1024, 768, 256}, "fp32"};
+using testing::kGemm;
 
 nlohmann::json interleave_json(const std::vector<double>& layer, const std::vector<double>& head) {
   return {{"block_probes",
@@ -24,15 +24,7 @@ nlohmann::json interleave_json(const std::vector<double>& layer, const std::vect
 }
 
 traces::OpProfile profile_of(double layer_us, double head_us, double gemm_us) {
-  traces::OpProfile p("emulated", "measured", "test");
-  for (const auto& [sig, us] : {std::make_pair(kLayer, layer_us), std::make_pair(kHead, head_us),
-                                std::make_pair(kGemm, gemm_us)}) {
-    traces::OpProfileEntry e;
-    e.sig = sig;
-    e.us.add(us);
-    p.add(e);
-  }
-  return p;
+  return testing::measured_profile({{kLayer, layer_us}, {kHead, head_us}, {kGemm, gemm_us}});
 }
 
 }  // namespace

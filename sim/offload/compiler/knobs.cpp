@@ -121,4 +121,28 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   return k;
 }
 
+OffloadKnobs knobs_from_args(nlohmann::json policy, const std::string& policy_source,
+                             const std::vector<std::string>& knob_args,
+                             const std::function<void(const OffloadKnobs&)>& check) {
+  std::string source = policy_source.empty() ? "--knob" : policy_source;
+  for (const auto& kv : knob_args) {
+    const size_t eq = kv.find('=');
+    PROTWIN_CHECK(eq != std::string::npos && eq > 0, "--knob '", kv, "': expected name=value");
+    const std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
+    // Numbers and true/false as JSON, anything else (system, cpu_adam_impl) as a string.
+    nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
+    policy[name] = v.is_discarded() || v.is_structured() || v.is_null() ? nlohmann::json(value) : v;
+    source += " " + kv;
+  }
+  const OffloadKnobs k = knobs_from_json(policy, source);
+  if (!check) return k;
+  try {  // a knob out of range names where it came from: the policy file or --knob
+    check(k);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    throw Error(source + ": " + e.what());
+  }
+  return k;
+}
+
 }  // namespace protwin::sim::offload

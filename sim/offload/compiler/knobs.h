@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,5 +80,15 @@ void check_choice_knobs(const OffloadKnobs& k);
 // A policy file: {"system": "protrain", "n_persist": 2, ...}. Unset knobs keep the system's
 // defaults; unknown keys and bad values are errors naming `source` and the JSON pointer.
 OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source);
+
+// The knobs of a command line: `policy` (a policy object read from `policy_source`, e.g. --policy's
+// file; an empty object and "" without one) with each "name=value" of `knob_args` (--knob) set over
+// it: numbers and true/false as JSON, anything else (system, cpu_adam_impl) as a string. `check`
+// (optional) runs the checks that need the workload, e.g. check_knobs. Every error names where the
+// knobs came from: the file or "--knob", then the --knob arguments ("pol.json n_persist=2: ...",
+// "--knob n_persist=x:/n_persist: ...").
+OffloadKnobs knobs_from_args(nlohmann::json policy, const std::string& policy_source,
+                             const std::vector<std::string>& knob_args,
+                             const std::function<void(const OffloadKnobs&)>& check = {});
 
 }  // namespace protwin::sim::offload

@@ -494,6 +494,31 @@ TEST_CASE("bad knobs name the knob and its valid range") {
   REQUIRE_THROWS_WITH(build_workload(find_model("gpt2-small"), o), Catch::Contains("--batch"));
 }
 
+TEST_CASE("knob arguments over a policy file: numbers as JSON, names as strings, errors name their source") {
+  const nlohmann::json policy = {{"system", "protrain"}, {"n_buffer", 3}, {"n_persist", 1}, {"cpu_adam_impl", "torch"}};
+  const OffloadKnobs k = knobs_from_args(policy, "pol.json", {"n_persist=2", "system=deepspeed", "prefetch=false"});
+  // DeepSpeed's switches (systems.cpp) with the file's n_buffer and cpu_adam_impl, --knob's n_persist
+  // and prefetch; every other knob at DeepSpeed's default.
+  nlohmann::json want = base_knobs("deepspeed").to_json();
+  want.update({{"n_buffer", 3}, {"n_persist", 2}, {"cpu_adam_impl", "torch"}, {"prefetch", false}});
+  CHECK(k.to_json() == want);
+  CHECK(k.per_block_chunks);
+  CHECK(k.host_grad_bytes == 6);
+  CHECK(k.n_persist == 2);
+  CHECK(k.n_buffer == 3);
+  // Without a file, "--knob" names them; a value that is no integer is kept as a string and refused.
+  CHECK(knobs_from_args(nlohmann::json::object(), "", {}).to_json() == OffloadKnobs{}.to_json());
+  REQUIRE_THROWS_WITH(knobs_from_args(nlohmann::json::object(), "", {"n_persist=x"}),
+                      "--knob n_persist=x:/n_persist: expected an integer, got string \"x\"");
+  REQUIRE_THROWS_WITH(knobs_from_args(policy, "pol.json", {"n_persist"}), "--knob 'n_persist': expected name=value");
+  // The checks that need the workload: their errors are prefixed with the same source.
+  const Workload w = workload("gpt2-small", 1);
+  auto check = [&](const OffloadKnobs& kn) { check_knobs(w, layout_for(w, kn), kn, 1); };
+  REQUIRE_THROWS_WITH(knobs_from_args(policy, "pol.json", {"n_persist=99"}, check),
+                      Catch::StartsWith("pol.json n_persist=99: knob n_persist=99: valid range is [0, "));
+  CHECK(knobs_from_args(nlohmann::json::object(), "", {"n_checkpoint=2"}, check).n_checkpoint == 2);
+}
+
 TEST_CASE("on N GPUs a persistent chunk's device Adam updates its 1/N shard, which an all_gather then completes") {
   const hw::HardwareCostModel cost(hw::load_machine("rtx3090-server"));
   const Workload w = workload("gpt2-small", 1);
