@@ -28,9 +28,11 @@ constexpr int64_t kPrioEnd = 0;
 constexpr int64_t kPrioTransfer = 1;
 constexpr int64_t kPrioDispatch = 2;
 
-// Payload = version << 40 | kind << 32 | op index. The version tells a contended stream phase's
-// current end from the ends it had before its pace changed (Contended).
-enum EventKind : uint64_t { kDispatch = 0, kGranted = 1, kFixedDone = 2, kEnd = 3, kTransferDone = 4, kLaunched = 5 };
+// Payload = version << 40 | kind << 32 | op index. kPaced: the end of a contended stream phase,
+// whose version tells its current end from the ends it had before its pace changed (Contended).
+enum EventKind : uint64_t {
+  kDispatch = 0, kGranted = 1, kFixedDone = 2, kEnd = 3, kTransferDone = 4, kLaunched = 5, kPaced = 6
+};
 constexpr uint64_t payload(EventKind kind, size_t op, uint32_t version = 0) {
   return (uint64_t{version & 0xffffffu} << 40) | (uint64_t{kind} << 32) | op;
 }
@@ -223,7 +225,8 @@ class Run final : public Handler {
   void flush_ready();
   void begin(size_t i);
   void begin_contended(size_t i);
-  void schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version);
+  void schedule_fixed(size_t i, int64_t ns, uint32_t version);
+  void paced_end(size_t i, uint64_t version);
   void running(size_t i, int delta);
   void runnable(double delta);
   void repace(size_t s);
@@ -770,7 +773,7 @@ void Run::begin(size_t i) {
   } else if (st.fixed == 0) {
     after_fixed(i);
   } else {
-    schedule_fixed(i, st.fixed, st.route >= 0 ? kFixedDone : kEnd, 0);
+    schedule_fixed(i, st.fixed, 0);
   }
 }
 
@@ -783,25 +786,36 @@ void Run::begin_contended(size_t i) {
     after_fixed(i);
     return;
   }
-  const EventKind done = st.route >= 0 ? kFixedDone : kEnd;
   Contended& c = contended_[static_cast<size_t>(st.stream)];
   if (c.rules.empty() && c.threads == 0) {
-    schedule_fixed(i, st.fixed, done, 0);
+    schedule_fixed(i, st.fixed, 0);
     return;
   }
   c.op = static_cast<int64_t>(i);
   c.work = static_cast<double>(st.fixed);
   c.since = engine_.now().ns;
   c.slowdown = slowdown(static_cast<size_t>(st.stream));
-  schedule_fixed(i, std::llround(c.work * c.slowdown), done, c.next_version());
+  schedule_fixed(i, std::llround(c.work * c.slowdown), c.next_version());
 }
 
-void Run::schedule_fixed(size_t i, int64_t ns, EventKind kind, uint32_t version) {
+// The end of op i's stream phase, `ns` from now (a contended one's with its version).
+void Run::schedule_fixed(size_t i, int64_t ns, uint32_t version) {
   const int64_t now = engine_.now().ns;
   PROTWIN_CHECK(ns <= kSimHorizonNs - now, traces::describe_op(header_, op(i)), ": takes ", SimTime(ns).seconds(),
                 " s from ", engine_.now().seconds(), " s on, past the simulator's horizon of 2^62 ns (146 years); "
                 "the plan's work or the cost model's rates are out of range");
-  engine_.schedule(SimTime(now + ns), kind == kFixedDone ? kPrioTransfer : kPrioEnd, this, payload(kind, i, version));
+  const bool transfer = at(i).route >= 0;
+  engine_.schedule(SimTime(now + ns), transfer ? kPrioTransfer : kPrioEnd, this,
+                   payload(version ? kPaced : transfer ? kFixedDone : kEnd, i, version));
+}
+
+// A contended stream phase's end: its latest (the phase is done), or one since moved (nothing).
+void Run::paced_end(size_t i, uint64_t version) {
+  Contended& c = contended_[static_cast<size_t>(at(i).stream)];  // (a streamed slot may hold another op now)
+  if (c.op != static_cast<int64_t>(i) || c.version != version) return;
+  c.op = -1;
+  if (at(i).route >= 0) after_fixed(i);
+  else finish(i);
 }
 
 // Op i starts (+1) or ends (-1) on its stream: the streams it slows change pace. A stream waits
@@ -853,7 +867,7 @@ void Run::repace(size_t s) {
   c.since = now;
   c.slowdown = slowdown(s);
   const auto i = static_cast<size_t>(c.op);
-  schedule_fixed(i, std::llround(c.work * c.slowdown), at(i).route >= 0 ? kFixedDone : kEnd, c.next_version());
+  schedule_fixed(i, std::llround(c.work * c.slowdown), c.next_version());
 }
 
 void Run::after_fixed(size_t i) {
@@ -946,22 +960,14 @@ void Run::deliver(traces::OpRecord&& r) {
 
 void Run::on_event(uint64_t p) {
   const size_t i = static_cast<size_t>(p & 0xffffffffu);
-  const auto kind = static_cast<EventKind>((p >> 32) & 0xff);
-  if (const uint64_t version = p >> 40) {  // a contended stream phase's end: its latest, or one since moved?
-    Contended& c = contended_[static_cast<size_t>(at(i).stream)];  // (a streamed slot may hold another op now)
-    if (c.op != static_cast<int64_t>(i) || c.version != version) {
-      flush_ready();
-      return;
-    }
-    c.op = -1;
-  }
-  switch (kind) {
+  switch (static_cast<EventKind>((p >> 32) & 0xff)) {
     case kDispatch: dispatch(); break;
     case kGranted: begin(i); break;
     case kFixedDone: after_fixed(i); break;
     case kEnd:
     case kTransferDone: finish(i); break;
     case kLaunched: launched(i); break;
+    case kPaced: paced_end(i, p >> 40); break;
   }
   flush_ready();
 }
