@@ -74,7 +74,7 @@ def load_config(here):
 # prediction: ignored too.
 QUICK = os.environ.get("PROTWIN_QUICK", "")
 QUICK_TOL = float(os.environ.get("PROTWIN_QUICK_TOL", "1e-6"))
-VOLATILE = {"wall_s", "total_wall_s", "seconds", "search_s", "search_seconds", "sweep_s", "peak_live_ops",
+VOLATILE = {"wall_s", "total_wall_s", "seconds", "search_s", "search_seconds", "sweep_s", "compare_s", "peak_live_ops",
             "peak_live_ops_per_stage"}
 
 
