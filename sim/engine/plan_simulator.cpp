@@ -120,11 +120,7 @@ struct Contended {
   double work = 0;
   int64_t since = 0;
   double slowdown = 1;
-  uint32_t version = 0;  // of the scheduled end, in the payload's 24 bits; never 0 (0: not contended)
-  uint32_t next_version() {
-    version = version % 0xffffffu + 1;
-    return version;
-  }
+  uint32_t version = 0;  // of its scheduled end (Run::next_version)
 };
 
 // The slots of the ops a streamed run holds, by id: a table of pages of 1,024 ids each, a page
@@ -229,6 +225,8 @@ class Run final : public Handler {
   void paced_end(size_t i, uint64_t version);
   void running(size_t i, int delta);
   void runnable(double delta);
+  uint32_t next_version(Contended& c);
+  int64_t paced_ns(size_t i, const Contended& c);
   void repace(size_t s);
   double slowdown(size_t s) const;
   void after_fixed(size_t i);
@@ -309,7 +307,8 @@ class Run final : public Handler {
   std::vector<std::vector<int>> beside_of_;
   std::vector<int> slowed_stream_, running_beside_;
   std::vector<int> sharing_;  // the streams whose ops the shared cores slow
-  double runnable_ = 0;       // threads runnable on the shared cores now
+  int64_t runnable_ = 0;      // threads runnable on the shared cores now, in millionths (no drift)
+  uint32_t pace_version_ = 0;  // the last version handed out, over all streams (see next_version)
 };
 
 void Run::init() {
@@ -795,7 +794,27 @@ void Run::begin_contended(size_t i) {
   c.work = static_cast<double>(st.fixed);
   c.since = engine_.now().ns;
   c.slowdown = slowdown(static_cast<size_t>(st.stream));
-  schedule_fixed(i, std::llround(c.work * c.slowdown), c.next_version());
+  schedule_fixed(i, paced_ns(i, c), next_version(c));
+}
+
+// The version of a contended phase's next end: one counter for the run, so a stale event can match
+// no other phase (a streamed run reuses an ended op's slot for an op of another stream); 24 bits,
+// never 0.
+uint32_t Run::next_version(Contended& c) {
+  pace_version_ = pace_version_ % 0xffffffu + 1;
+  c.version = pace_version_;
+  return c.version;
+}
+
+// The rest of a contended phase's work at its pace, in ns from now; past the horizon an error
+// naming the op (the product may not fit an int64).
+int64_t Run::paced_ns(size_t i, const Contended& c) {
+  const double ns = c.work * c.slowdown;
+  const double room = static_cast<double>(kSimHorizonNs - engine_.now().ns);
+  PROTWIN_CHECK(ns >= 0 && ns <= room, traces::describe_op(header_, op(i)), ": takes ", ns * 1e-9,
+                " s from ", engine_.now().seconds(), " s on at its contended pace, past the simulator's horizon "
+                "of 2^62 ns; the plan's work, the cost model's rates or the slowdowns are out of range");
+  return std::llround(ns);
 }
 
 // The end of op i's stream phase, `ns` from now (a contended one's with its version).
@@ -828,7 +847,7 @@ void Run::running(size_t i, int delta) {
     self.waiting = false;
     runnable(-cores_.wait_threads);
   }
-  if (delta < 0 && cores_.cores > 0 && cores_.wait_threads > 0 && op(i).kind == traces::OpKind::kArrive) {
+  if (delta < 0 && cores_.cores > 0 && cores_.wait_threads > 0 && (streamed_ ? kind_of_[i] : op_of_[i]->kind) == traces::OpKind::kArrive) {
     self.waiting = true;
     runnable(cores_.wait_threads);
   }
@@ -844,7 +863,7 @@ void Run::running(size_t i, int delta) {
 
 // More or fewer threads runnable on the shared cores: every sharing stream's op changes pace.
 void Run::runnable(double delta) {
-  runnable_ += delta;
+  runnable_ += std::llround(delta * 1e6);
   for (int s : sharing_) repace(static_cast<size_t>(s));
 }
 
@@ -852,8 +871,8 @@ double Run::slowdown(size_t s) const {
   double f = 1;
   for (int k : contended_[s].rules)
     if (running_beside_[static_cast<size_t>(k)] > 0) f += rules_[static_cast<size_t>(k)].slowdown - 1;
-  const double cores = static_cast<double>(cores_.cores);
-  if (contended_[s].threads > 0 && runnable_ > cores) f *= runnable_ / cores;
+  const int64_t cores = int64_t{cores_.cores} * 1000000;
+  if (contended_[s].threads > 0 && runnable_ > cores) f *= static_cast<double>(runnable_) / static_cast<double>(cores);
   return f;
 }
 
@@ -862,12 +881,14 @@ double Run::slowdown(size_t s) const {
 void Run::repace(size_t s) {
   Contended& c = contended_[s];
   if (c.op < 0) return;
+  const double pace = slowdown(s);
+  if (pace == c.slowdown) return;  // its end stands
   const int64_t now = engine_.now().ns;
   c.work = std::max(0.0, c.work - static_cast<double>(now - c.since) / c.slowdown);
   c.since = now;
-  c.slowdown = slowdown(s);
+  c.slowdown = pace;
   const auto i = static_cast<size_t>(c.op);
-  schedule_fixed(i, std::llround(c.work * c.slowdown), c.next_version());
+  schedule_fixed(i, paced_ns(i, c), next_version(c));
 }
 
 void Run::after_fixed(size_t i) {
