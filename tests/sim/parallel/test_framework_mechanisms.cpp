@@ -357,6 +357,34 @@ TEST_CASE("FSDP's own passes: shard casts before every gather, the gradient pass
   CHECK(off.plan.ops.size() + static_cast<size_t>(casts + passes) == p.plan.ops.size());
 }
 
+namespace {
+// A small GPT on `options`' layout at sequence 512, for the SM-share tests below.
+Simulate4dConfig sm_share_config(const MegatronOptions& options) {
+  Simulate4dConfig cfg;
+  cfg.options = options;
+  cfg.options.describe_ops = false;
+  cfg.options.seq = 512;
+  return cfg;
+}
+const char* const kSmShareModel = "gpt:hidden=2048,layers=4,heads=16,vocab=1000,max_positions=512";
+// The layout simulated without the share, with it (streamed) and with it as a whole plan.
+struct SmShareRuns {
+  Simulate4dResult off, on, whole;
+};
+SmShareRuns sm_share_runs(const hw::HardwareCostModel& cost, const MegatronOptions& options) {
+  Simulate4dConfig cfg = sm_share_config(options);
+  const ModelSpec model = resolve_model(kSmShareModel);
+  SmShareRuns r;
+  cfg.collective_sms = false;
+  r.off = simulate_4d(model, cost, cfg);
+  cfg.collective_sms = true;
+  r.on = simulate_4d(model, cost, cfg);
+  cfg.keep_report = true;
+  r.whole = simulate_4d(model, cost, cfg);
+  return r;
+}
+}  // namespace
+
 // The collectives' SM share (sim/engine/contention.h collective_sm_rules) in simulate_4d. Oracles:
 // bounds from the closed form (compute is stretched by at most sms / (sms - channels) over the
 // time the dp_comm stream was busy) and the simulation without it, exactly, when the machine has
@@ -366,17 +394,7 @@ TEST_CASE("FSDP: compute beside the gathers loses the SMs of NCCL's channels, wi
   hw::Machine m = hw::load_machine("hgx-h100");
   REQUIRE(m.intra_node.ring_channels == 24);
   const hw::HardwareCostModel cost(m);
-  Simulate4dConfig cfg;
-  cfg.options = layout(1, 1, 8, 2, "fsdp");
-  cfg.options.describe_ops = false;
-  const ModelSpec model = resolve_model("gpt:hidden=2048,layers=4,heads=16,vocab=1000,max_positions=512");
-  cfg.options.seq = 512;
-  cfg.collective_sms = false;
-  const Simulate4dResult off = simulate_4d(model, cost, cfg);
-  cfg.collective_sms = true;
-  const Simulate4dResult on = simulate_4d(model, cost, cfg);
-  cfg.keep_report = true;
-  const Simulate4dResult whole = simulate_4d(model, cost, cfg);
+  const auto [off, on, whole] = sm_share_runs(cost, layout(1, 1, 8, 2, "fsdp"));
   double dp_busy = 0;
   for (const auto& s : off.streams)
     if (s.name == "stage0.dp_comm") dp_busy = s.busy.seconds();
@@ -389,8 +407,8 @@ TEST_CASE("FSDP: compute beside the gathers loses the SMs of NCCL's channels, wi
 
   m.intra_node.ring_channels = 0;  // unknown: the simulation without it
   const hw::HardwareCostModel unknown(m);
-  cfg.keep_report = false;
-  CHECK(simulate_4d(model, unknown, cfg).iteration_s == off.iteration_s);
+  CHECK(simulate_4d(resolve_model(kSmShareModel), unknown, sm_share_config(layout(1, 1, 8, 2, "fsdp"))).iteration_s ==
+        off.iteration_s);
 }
 
 // With several pipeline stages, several compute streams are paced at once, and a streamed run hands
@@ -398,17 +416,7 @@ TEST_CASE("FSDP: compute beside the gathers loses the SMs of NCCL's channels, wi
 // (one version counter for the whole run). Oracle: the whole plan's run, stream by stream.
 TEST_CASE("collective SM share over pipeline stages: the streamed run equals the whole plan's", "[parallel][contention]") {
   const hw::HardwareCostModel cost(hw::load_machine("hgx-h100"));
-  Simulate4dConfig cfg;
-  cfg.options = layout(2, 2, 2, 4, "megatron-core");
-  cfg.options.describe_ops = false;
-  const ModelSpec model = resolve_model("gpt:hidden=2048,layers=4,heads=16,vocab=1000,max_positions=512");
-  cfg.options.seq = 512;
-  cfg.collective_sms = true;
-  const Simulate4dResult streamed = simulate_4d(model, cost, cfg);
-  cfg.keep_report = true;
-  const Simulate4dResult whole = simulate_4d(model, cost, cfg);
-  cfg.collective_sms = false;
-  const Simulate4dResult off = simulate_4d(model, cost, cfg);
+  const auto [off, streamed, whole] = sm_share_runs(cost, layout(2, 2, 2, 4, "megatron-core"));
   CHECK(whole.iteration_s > off.iteration_s);  // the share slows this layout
   CHECK(streamed.iteration_s == whole.iteration_s);
   REQUIRE(streamed.streams.size() == whole.streams.size());
