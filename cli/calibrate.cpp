@@ -165,8 +165,6 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(budget_s >= 0, "--budget-s: expected a number >= 0, got ", budget_s);
   PROTWIN_CHECK(bootstrap_resamples >= 100, "--bootstrap: expected at least 100 resamples, got ", bootstrap_resamples);
   PROTWIN_CHECK(link > 0, "--link-GBps: expected a number > 0, got ", link);
-  PROTWIN_CHECK(device_mb >= 0, "--device-memory-MB: expected a number >= 0, got ", device_mb);
-  PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
   PROTWIN_CHECK(ranks == 0 || (ranks >= 2 && ranks <= 64), "--ranks: expected 0 or 2 to 64, got ", ranks);
   PROTWIN_CHECK(rank_rounds >= 1 && rank_rounds <= 100, "--rank-rounds: expected 1 to 100, got ", rank_rounds);
   PROTWIN_CHECK(vm["rank-budget-s"].as<double>() >= 0, "--rank-budget-s: expected a number >= 0, got ",
@@ -222,9 +220,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   for (size_t i = 0; i < sel.cases.size(); ++i) {
     CaseResult r;
     r.c = sel.cases[i];
-    char d[32];
-    std::snprintf(d, sizeof d, "/case-%02zu", i);
-    r.dir = out_dir + d;
+    r.dir = out_dir + format("/case-%02zu", i);
     traces::create_folders(r.dir, "-o");
     const SimulatedCase s = simulate_case(w, *cost, r.c.knobs, contention());
     traces::write_plan(s.plan.plan, r.dir + "/plan.json");
@@ -491,15 +487,12 @@ int run_calibrate(const std::vector<std::string>& args) {
       say("budget of " + std::to_string(static_cast<int>(budget_s)) + " s spent: a criterion is still undecided");
       break;
     }
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "round %d: an interval straddles its target (MAPE %.1f-%.1f %%, max %.1f-%.1f %%, Spearman "
-                  "%.2f-%.2f, best gap %.1f-%.1f %%); measuring another round (%.0f of %.0f s)",
-                  done_rounds, 100 * norm_ci.interval[kMape].lo, 100 * norm_ci.interval[kMape].hi,
-                  100 * norm_ci.interval[kMaxError].lo, 100 * norm_ci.interval[kMaxError].hi,
-                  norm_ci.interval[kSpearman].lo, norm_ci.interval[kSpearman].hi, 100 * norm_ci.interval[kBestGap].lo,
-                  100 * norm_ci.interval[kBestGap].hi, elapsed, budget_s);
-    say(buf);
+    say(format("round %d: an interval straddles its target (MAPE %.1f-%.1f %%, max %.1f-%.1f %%, Spearman "
+               "%.2f-%.2f, best gap %.1f-%.1f %%); measuring another round (%.0f of %.0f s)",
+               done_rounds, 100 * norm_ci.interval[kMape].lo, 100 * norm_ci.interval[kMape].hi,
+               100 * norm_ci.interval[kMaxError].lo, 100 * norm_ci.interval[kMaxError].hi,
+               norm_ci.interval[kSpearman].lo, norm_ci.interval[kSpearman].hi, 100 * norm_ci.interval[kBestGap].lo,
+               100 * norm_ci.interval[kBestGap].hi, elapsed, budget_s));
   }
   bar.done();
   const Spread noise = spread_of(noise_samples);
@@ -751,11 +744,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                 lv.n, 100 * lv.relative);
     for (const auto& b : blocks_json) {
       std::string prof;
-      for (double x : b["profiles_us"]) {
-        char ms[32];
-        std::snprintf(ms, sizeof ms, "%s%.2f", prof.empty() ? "" : " / ", x / 1e3);
-        prof += ms;
-      }
+      for (double x : b["profiles_us"]) prof += format("%s%.2f", prof.empty() ? "" : " / ", x / 1e3);
       const auto& sp = b["beside_steps_us"];
       std::printf("                %-60s %8.2f ms (%.2f-%.2f) against %s ms\n", b["signature"].get<std::string>().c_str(),
                   sp["median"].get<double>() / 1e3, sp["p10"].get<double>() / 1e3, sp["p90"].get<double>() / 1e3,

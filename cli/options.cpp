@@ -147,6 +147,14 @@ bool given(const po::variables_map& vm, const std::string& flag) {
   return vm.count(flag) && !vm[flag].defaulted();
 }
 
+void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile) {
+  desc.add_options()("no-host-dispatch", po::bool_switch(&no_host_dispatch),
+                     "no host thread issuing the GPU work (the machine's host_dispatch section off)")
+      ("profile", po::value(&profile)->default_value(profile),
+       "measured op profile (protwin.profile: shipped name or file, 'none'): its entries price the ops "
+       "instead of the machine's curves (as in calibrate)");
+}
+
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
 

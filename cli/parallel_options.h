@@ -39,7 +39,4 @@ struct ParallelInputs {
 // Requires --model, --machine and --gbs.
 ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variables_map& vm);
 
-// printf into a std::string.
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-
 }  // namespace protwin::cli

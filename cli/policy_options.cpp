@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <tuple>
 
-#include "cli/host_dispatch_option.h"
 #include "hwmodels/cost_model_choice.h"
 #include "sim/offload/compiler/systems.h"
 #include "traces/error.h"
@@ -51,7 +50,6 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
     check_flag_range("batch", b);
     in.search.batch = b;
   }
-  PROTWIN_CHECK(a.seq >= 0, "--seq: expected a number >= 0, got ", a.seq);
   in.search.seq = a.seq;
   in.search.flash_attention = a.flash;
   in.search.hf_eager = a.hf_eager;
@@ -79,12 +77,10 @@ std::vector<std::string> parse_systems(const std::string& arg, const std::string
 }
 
 std::string human_bytes(int64_t bytes) {
-  char buf[64];
   const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  return buf;
+  if (b >= 1024.0 * 1024 * 1024) return format("%.2f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return format("%.1f MiB", b / (1024.0 * 1024));
+  return format("%lld B", static_cast<long long>(bytes));
 }
 
 }  // namespace protwin::cli

@@ -87,7 +87,6 @@ int run_search_4d(const std::vector<std::string>& args) {
     return 0;
   require(vm, "nodes");
   PROTWIN_CHECK(!vm.count("top") || top >= 1, "--top ", top, ": must be at least 1");
-  PROTWIN_CHECK(!vm.count("mbs-max") || mbs_max >= 1, "--mbs-max ", mbs_max, ": must be at least 1");
   ParallelInputs in = resolve_parallel_inputs(pa, vm);
   sim::parallel::Search4dOptions o;
   o.nodes = nodes;

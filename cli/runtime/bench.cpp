@@ -35,7 +35,6 @@ int bench_adam(const std::vector<std::string>& args) {
   const int64_t ram = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
   PROTWIN_CHECK(params <= ram / 16, "--params ", params, ": needs ", static_cast<double>(params) * 16 / (1 << 30),
                 " GiB (16 B per parameter), more than this machine's ", ram >> 30, " GiB of memory");
-  PROTWIN_CHECK(threads >= 1, "--threads: expected at least 1, got ", threads);
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
   const rt::AdamBenchResult r = rt::bench_adam(params, threads, repeat);
   if (vm.count("json")) {
@@ -83,7 +82,6 @@ int bench_stability(const std::vector<std::string>& args) {
     return 0;
   PROTWIN_CHECK(o.seconds > 0, "--seconds: expected a number > 0, got ", o.seconds);
   PROTWIN_CHECK(o.interval_s >= 0, "--interval: expected a number >= 0, got ", o.interval_s);
-  PROTWIN_CHECK(o.threads >= 1, "--threads: expected at least 1, got ", o.threads);
   const std::vector<double> g = rt::gemm_speed_samples(o);
   const calib::Spread s = calib::spread_of(g);
   if (vm.count("json")) {
