@@ -10,6 +10,7 @@
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
+#include "cli/summary.h"
 #include "sim/parallel/estimator/estimate_json.h"
 #include "sim/parallel/estimator/memory_estimate.h"
 #include "sim/parallel/search/parallel_search.h"
@@ -273,15 +274,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
             << "\n"
             << "enumerated " << r.enumerated << " layouts: " << r.fitting.size()
             << format(" fit under 80 %% (%.1f GiB), ", r.threshold_gib) << rejected << " rejected";
-  if (!r.rejected_by_reason.empty()) {
-    std::cout << " (";
-    bool first = true;
-    for (const auto& [key, n] : r.rejected_by_reason) {
-      std::cout << (first ? "" : ", ") << key << " " << n;
-      first = false;
-    }
-    std::cout << ")";
-  }
+  if (!r.rejected_by_reason.empty()) std::cout << " (" << counts_text(r.rejected_by_reason) << ")";
   std::cout << "\n";
   if (opt.method == sim::parallel::EstimateMethod::kZero)
     std::cout << "note: --method zero counts model states only; activations are not included\n";

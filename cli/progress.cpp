@@ -20,7 +20,6 @@ std::string clock_text(double seconds) {
 }
 }  // namespace
 
-bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
 void set_quiet(bool q) { g_quiet = q; }
 bool quiet() { return g_quiet; }
 
@@ -63,7 +62,7 @@ std::string written_size(const std::string& path) {
 Progress::Progress(std::string label, long total)
     : label_(std::move(label)),
       total_(total),
-      enabled_(total > 0 && !quiet() && stderr_is_tty()),
+      enabled_(total > 0 && !quiet() && ::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 

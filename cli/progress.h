@@ -12,9 +12,6 @@ namespace protwin::cli {
 
 inline constexpr double kProgressDelaySeconds = 2.0;
 
-// True when stderr is a terminal.
-bool stderr_is_tty();
-
 // --quiet (every subcommand accepts it): no progress line at all.
 void set_quiet(bool quiet);
 bool quiet();

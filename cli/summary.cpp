@@ -36,9 +36,13 @@ void print_report_summary(std::ostream& os, const traces::Report& r) {
 }
 
 std::string priced_by_line(const std::map<std::string, int64_t>& priced_by) {
-  std::string s = "ops priced by:";
-  for (const auto& [source, ops] : priced_by) s += (s.back() == ':' ? " " : ", ") + source + " " + std::to_string(ops);
-  return s + "\n";
+  return "ops priced by:" + (priced_by.empty() ? "" : " " + counts_text(priced_by)) + "\n";
+}
+
+std::string counts_text(const std::map<std::string, int64_t>& counts) {
+  std::string s;
+  for (const auto& [key, n] : counts) s += (s.empty() ? "" : ", ") + key + " " + std::to_string(n);
+  return s;
 }
 
 }  // namespace protwin::cli
