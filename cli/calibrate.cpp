@@ -104,8 +104,8 @@ nlohmann::json interval_json(const MetricsWithIntervals& m) {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
-  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 5, bootstrap_resamples = 2000;
-  double net_gbps = 1;
+  int cases = 12, steps = 4, threads = 2, rounds = 3, bootstrap_resamples = 2000;
+  RankCalibrationOptions ro;  // --ranks and the flags of its cases (cli/calibration_ranks.h)
   uint64_t bootstrap_seed = 1;
   double budget_s = 600;
   int64_t batch = 4, seq = 0;
@@ -137,16 +137,16 @@ int run_calibrate(const std::vector<std::string>& args) {
                        "while a criterion is undecided only measure")
       ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
-      ("ranks", po::value(&ranks)->default_value(0),
+      ("ranks", po::value(&ro.ranks)->default_value(0),
        "also run every system's plan for this many GPUs under mpirun -np (0: none; cli/calibration_ranks.h)")
-      ("net-GBps", po::value(&net_gbps)->default_value(net_gbps), "collective bandwidth cap of the --ranks cases")
+      ("net-GBps", po::value(&ro.net_gbps)->default_value(1), "collective bandwidth cap of the --ranks cases")
       ("no-rank-profile", "predict the --ranks cases with the one-rank profile instead of one the ranks take together")
-      ("rank-rounds", po::value(&rank_rounds)->default_value(rank_rounds),
+      ("rank-rounds", po::value(&ro.rounds)->default_value(ro.rounds),
        "runs of every --ranks plan at least, one plan after another (its steps sample the same stretches of load)")
-      ("rank-budget-s", po::value<double>()->default_value(300),
+      ("rank-budget-s", po::value(&ro.budget_s)->default_value(300),
        "keep adding --ranks rounds while a criterion's interval straddles its target, up to this many seconds of "
        "--ranks runs in all")
-      ("rank-interleave", po::value<int>()->default_value(0),
+      ("rank-interleave", po::value(&ro.interleave_steps)->default_value(0),
        "also run every --ranks plan in ONE mpirun launch, step by step, this many steps each (0: off), and predict "
        "each step at both ranks' probed speeds then (sim/calib/rank_step_speeds.h)")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
@@ -165,14 +165,14 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(budget_s >= 0, "--budget-s: expected a number >= 0, got ", budget_s);
   PROTWIN_CHECK(bootstrap_resamples >= 100, "--bootstrap: expected at least 100 resamples, got ", bootstrap_resamples);
   PROTWIN_CHECK(link > 0, "--link-GBps: expected a number > 0, got ", link);
-  PROTWIN_CHECK(ranks == 0 || (ranks >= 2 && ranks <= 64), "--ranks: expected 0 or 2 to 64, got ", ranks);
-  PROTWIN_CHECK(rank_rounds >= 1 && rank_rounds <= 100, "--rank-rounds: expected 1 to 100, got ", rank_rounds);
-  PROTWIN_CHECK(vm["rank-budget-s"].as<double>() >= 0, "--rank-budget-s: expected a number >= 0, got ",
-                vm["rank-budget-s"].as<double>());
-  const int rank_interleave = vm["rank-interleave"].as<int>();
-  PROTWIN_CHECK(rank_interleave == 0 || (rank_interleave >= 2 && rank_interleave <= 1000),
-                "--rank-interleave: expected 0 (off) or 2 to 1000 steps, got ", rank_interleave);
-  PROTWIN_CHECK(net_gbps >= 0.01 && net_gbps <= 10000, "--net-GBps: expected 0.01 to 10000, got ", net_gbps);
+  PROTWIN_CHECK(ro.ranks == 0 || (ro.ranks >= 2 && ro.ranks <= 64), "--ranks: expected 0 or 2 to 64, got ",
+                ro.ranks);
+  PROTWIN_CHECK(ro.rounds >= 1 && ro.rounds <= 100, "--rank-rounds: expected 1 to 100, got ", ro.rounds);
+  PROTWIN_CHECK(ro.budget_s >= 0, "--rank-budget-s: expected a number >= 0, got ", ro.budget_s);
+  PROTWIN_CHECK(ro.interleave_steps == 0 || (ro.interleave_steps >= 2 && ro.interleave_steps <= 1000),
+                "--rank-interleave: expected 0 (off) or 2 to 1000 steps, got ", ro.interleave_steps);
+  PROTWIN_CHECK(ro.net_gbps >= 0.01 && ro.net_gbps <= 10000, "--net-GBps: expected 0.01 to 10000, got ",
+                ro.net_gbps);
   const std::string rt = runtime_binary_path();
   PROTWIN_CHECK(!rt.empty(), "calibrate needs the LibTorch runtime (protwin-rt next to protwin), which was not built");
   const bool json_out = vm.count("json") > 0;
@@ -201,8 +201,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
     const auto cost = hw::make_cost_model(with_capacity(machine, kUncappedDeviceBytes), profile ? &*profile : nullptr);
-    sim::offload::OffloadKnobs ddp = sim::offload::base_knobs("ddp");
-    const sim::offload::Candidate c = sim::offload::evaluate(w, *cost, 1, ddp);
+    const sim::offload::Candidate c = sim::offload::evaluate(w, *cost, 1, sim::offload::base_knobs("ddp"));
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }
@@ -538,16 +537,10 @@ int run_calibrate(const std::vector<std::string>& args) {
 
   // 5b. --ranks: every system's N-GPU plan under mpirun.
   nlohmann::json rank_section;
-  if (ranks > 1) {
-    say("running every system's " + std::to_string(ranks) + "-GPU plan under mpirun...");
-    RankCalibrationOptions ro;
-    ro.ranks = ranks;
+  if (ro.ranks > 1) {
+    say("running every system's " + std::to_string(ro.ranks) + "-GPU plan under mpirun...");
     ro.steps = steps;
-    ro.rounds = rank_rounds;
-    ro.budget_s = vm["rank-budget-s"].as<double>();
-    ro.interleave_steps = vm["rank-interleave"].as<int>();
     ro.link_gbps = link;
-    ro.net_gbps = net_gbps;
     ro.out_dir = out_dir;
     ro.runtime = rt;
     ro.threads = threads;

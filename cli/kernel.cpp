@@ -34,12 +34,6 @@ std::vector<int64_t> parse_dims(const std::string& flag, const std::string& text
   return dims;
 }
 
-// Read + write passes of the --op kinds over their elements.
-double op_passes(const std::string& op) {
-  if (op == "add" || op == "swiglu") return 3;
-  return 2;
-}
-
 struct Query {
   hw::KernelTime time;
   double flops = 0, bytes = 0;
@@ -151,7 +145,8 @@ int run_kernel(const std::vector<std::string>& args) {
     require(vm, "elements");
     PROTWIN_CHECK(elements >= 1, "--elements: expected an integer >= 1, got ", elements);
     sig = traces::OpSignature{op == "add" ? "elementwise" : op, {elements}, dtype};
-    work_bytes = op_passes(op) * static_cast<double>(elements) * traces::dtype_bytes(dtype);
+    const double passes = op == "add" || op == "swiglu" ? 3 : 2;  // reads + writes over the elements
+    work_bytes = passes * static_cast<double>(elements) * traces::dtype_bytes(dtype);
     what = op + " of " + std::to_string(elements) + " elements";
   } else {
     require(vm, "bytes");

@@ -1,6 +1,6 @@
 #include "cli/policy_options.h"
 
-#include <cstdio>
+#include <charconv>
 #include <tuple>
 
 #include "hwmodels/cost_model_choice.h"
@@ -40,13 +40,10 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
     in.search.batch = 0;
   } else {
     long long b = 0;
-    size_t used = 0;
-    try {
-      b = std::stoll(a.batch, &used);
-    } catch (...) {
-      used = 0;
-    }
-    PROTWIN_CHECK(used == a.batch.size() && b >= 1, "--batch: expected a positive integer or 'auto', got '", a.batch, "'");
+    const char* end = a.batch.data() + a.batch.size();
+    const auto parsed = std::from_chars(a.batch.data(), end, b);
+    PROTWIN_CHECK(parsed.ec == std::errc() && parsed.ptr == end && b >= 1,
+                  "--batch: expected a positive integer or 'auto', got '", a.batch, "'");
     check_flag_range("batch", b);
     in.search.batch = b;
   }
