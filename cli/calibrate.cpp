@@ -479,8 +479,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     bar.tick();
     if (done_rounds < rounds) continue;
     evaluate();
-    const bool undecided = std::count(verdicts.begin(), verdicts.end(), Verdict::kUndecided) > 0;
-    if (!undecided) break;
+    if (std::count(verdicts.begin(), verdicts.end(), Verdict::kUndecided) == 0) break;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     if (!another_round_fits(elapsed, last_measure_s, budget_s)) {
       say("budget of " + std::to_string(static_cast<int>(budget_s)) + " s spent: a criterion is still undecided");
@@ -521,11 +520,8 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::map<std::string, double> scale = fit_stream_scales(outcomes(train));
     const hw::Machine fm = scaled_machine(machine, scale);
     const auto fcost = hw::make_cost_model(fm, profile ? &*profile : nullptr, scale["compute"]);
-    for (auto& r : results) {
-      if (!r.error.empty()) continue;
-      const SimulatedCase s = simulate_case(w, *fcost, r.c.knobs, contention());
-      r.fitted_predicted_s = s.iteration_s;
-    }
+    for (auto& r : results)
+      if (r.error.empty()) r.fitted_predicted_s = simulate_case(w, *fcost, r.c.knobs, contention()).iteration_s;
     fit_json = {{"scales", scale},
                 {"train_cases", train.size()},
                 {"held_out_cases", test.size()},

@@ -36,18 +36,8 @@ namespace {
 
 // mpirun on PATH, or "".
 std::string find_mpirun() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    const size_t end = dirs.find(':', start);
-    const std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const std::string p = (d.empty() ? "." : d) + "/mpirun";
-    if (::access(p.c_str(), X_OK) == 0) return p;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return "";
+  const ProcessResult p = run_process("/bin/sh", {"-c", "command -v mpirun"});
+  return p.exit_code == 0 ? p.out.substr(0, p.out.find('\n')) : "";
 }
 
 }  // namespace

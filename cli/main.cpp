@@ -26,10 +26,6 @@ std::map<std::string, Subcommand>& registry() {
   return r;
 }
 
-void print_line(const std::string& name, const std::string& summary) {
-  std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << summary << "\n";
-}
-
 void print_usage() {
   std::cout << "protwin: a digital twin of offloaded LLM training\n\n"
                "usage: protwin <subcommand> [options]   (protwin <subcommand> --help for more)\n\n"
@@ -54,7 +50,8 @@ void print_usage() {
       ::pclose(p);
     }
   }
-  for (const auto& [name, summary] : listed) print_line(name, summary);
+  for (const auto& [name, summary] : listed)
+    std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << summary << "\n";
   std::cout << "\nexit codes: 0 ok, 1 internal error, 2 user error\n";
 }
 }  // namespace

@@ -41,9 +41,7 @@ const FlagRange* range_of(const std::string& flag) {
 
 std::string number_text(double v) {
   if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  std::ostringstream os;
-  os << v;
-  return os.str();
+  return format("%g", v);  // as an ostream prints it
 }
 
 void check_number(const std::string& flag, double v, const std::string& text, bool integer) {

@@ -1,7 +1,6 @@
 // protwin bench adam|stability (runtime binary): protwin's CPU Adam against torch::optim::Adam, side
 // by side; how steady this machine's compute speed is. The simulator binary's `bench` hands both over.
 #include <cstdio>
-#include <iostream>
 
 #include <unistd.h>
 
@@ -99,17 +98,11 @@ int bench_stability(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `protwin bench` (cli/bench.cpp) lists every benchmark and hands these two over.
 int run_bench(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: protwin bench <what> [options]\n\nbenchmarks (runtime):\n"
-                 "  adam       protwin CPU Adam vs torch::optim::Adam (params/s, GB/s)\n"
-                 "  stability  how steady this machine's compute speed is (a fixed GEMM, sampled)\n";
-    if (args.empty()) throw Error("which benchmark? known: adam, stability\nhint: protwin bench adam");
-    return 0;
-  }
-  if (args[0] == "adam") return bench_adam(args);
-  if (args[0] == "stability") return bench_stability(args);
-  throw Error("unknown benchmark \"" + args[0] + "\"; known (runtime): adam, stability");
+  if (!args.empty() && args[0] == "adam") return bench_adam(args);
+  if (!args.empty() && args[0] == "stability") return bench_stability(args);
+  throw Error("the runtime's benchmarks are adam and stability\nhint: 'protwin bench --help' lists every benchmark");
 }
 
 }  // namespace
