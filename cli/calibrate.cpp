@@ -110,7 +110,6 @@ int run_calibrate(const std::vector<std::string>& args) {
   double budget_s = 600;
   int64_t batch = 4, seq = 0;
   double link = 0.25, device_mb = 0;
-  std::string plot_script;
   desc.add_options()
       ("model", po::value(&model_name)->default_value(model_name), "zoo name, spec file or inline spec (gpt2 or llama family)")
       ("cases", po::value(&cases)->default_value(cases), "number of plans to compare")
@@ -152,8 +151,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
        "folder for plans, reports, calibration.json and the plot (created, with its parents)")
-      ("plot", po::value(&plot_script), "plot script (default: plots/calibration.py when found)")
-      ("no-plot", "do not draw the plot")
+      ("no-plot", "do not draw the plot (plots/calibration.py, found in the working folder or above protwin)")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("protwin calibrate [--model gpt2-tiny] [--cases 12] [--link-GBps X] [--device-memory-MB M] "
@@ -659,9 +657,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   traces::write_file_atomic(json_path, out.dump(2) + "\n");
 
   if (!vm.count("no-plot")) {
-    std::string script = plot_script;
-    if (script.empty())
-      script = find_plot_script();
+    const std::string script = find_plot_script();
     if (!script.empty()) {
       const ProcessResult p = run_process("/usr/bin/python3", {script, json_path, "-o", out_dir + "/calibration.png"},
                                           out_dir + "/plot.log");

@@ -133,11 +133,8 @@ int run_estimate(const std::vector<std::string>& args) {
   const sim::ModelSpec spec = sim::resolve_model(model_name);
   if (!vm.count("seq")) cfg.seq = spec.default_seq;
   PROTWIN_CHECK(!vm.count("gpus") || cfg.gpus >= 1, "--gpus ", cfg.gpus, ": must be at least 1");
-  std::optional<double> memory;
-  if (vm.count("gpu-memory-GB")) {
-    PROTWIN_CHECK(gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
-    memory = gpu_mem;
-  }
+  PROTWIN_CHECK(!vm.count("gpu-memory-GB") || gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
+  const std::optional<double> memory = vm.count("gpu-memory-GB") ? std::optional<double>(gpu_mem) : std::nullopt;
   const sim::parallel::MemoryEstimate e = sim::parallel::estimate_memory(spec, cfg, opt);
 
   if (vm.count("json")) {
@@ -288,14 +285,12 @@ int run_estimate_search(const std::vector<std::string>& args) {
   }
   if (explain) {
     std::cout << "\nrejected:\n";
-    for (const auto& c : r.rejected) {
-      std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp;
-      if (c.mbs > 0) std::cout << " MBS " << c.mbs;
-      std::cout << ": " << c.reason << "\n";
-    }
-    for (const auto& c : r.over)
-      std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp << " MBS " << c.mbs << ": "
-                << c.reason << "\n";
+    for (const auto* rejected : {&r.rejected, &r.over})  // the layouts over 80 % all have an MBS
+      for (const auto& c : *rejected) {
+        std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp;
+        if (c.mbs > 0) std::cout << " MBS " << c.mbs;
+        std::cout << ": " << c.reason << "\n";
+      }
   }
   return 0;
 }

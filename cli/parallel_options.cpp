@@ -103,10 +103,8 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
                   g, "'");
     o.grad_bytes = traces::dtype_bytes(g);
   }
-  if (vm.count("gpu-memory-GB")) {
-    PROTWIN_CHECK(a.gpu_memory_gb > 0, "--gpu-memory-GB ", a.gpu_memory_gb, ": must be positive");
-    in.gpu_memory_gb = a.gpu_memory_gb;
-  }
+  PROTWIN_CHECK(!vm.count("gpu-memory-GB") || a.gpu_memory_gb > 0, "--gpu-memory-GB ", a.gpu_memory_gb,
+                ": must be positive");
   return in;
 }
 

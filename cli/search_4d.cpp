@@ -85,7 +85,7 @@ int run_search_4d(const std::vector<std::string>& args) {
   o.nodes = nodes;
   o.mbs_max = mbs_max;
   o.base = in.options;
-  o.gpu_memory_gb = in.gpu_memory_gb;
+  o.gpu_memory_gb = pa.gpu_memory_gb;
   o.threads = threads;
   o.uneven_stages = vm.count("uneven-stages") > 0;
   o.collective_sms = vm.count("collective-sms") > 0;
