@@ -22,20 +22,19 @@ namespace {
 
 using nlohmann::json;
 
-// The estimator switches shared by both subcommands.
+// The estimator switches shared by both subcommands: the numbers straight into the options, the
+// names parsed by to_options.
 struct SwitchFlags {
   std::string method = "fujii", recompute = "none", embedding_input = "authors";
   std::string zero_formula = "paper";
-  int zero_stage = 3;
-  double hidden_dropout = 0, attention_dropout = 0;
-  int64_t virtual_stages = 0, num_microbatches = 0, pad_vocab = 0;
+  sim::parallel::EstimateOptions o;
 };
 
 void add_switches(po::options_description& desc, SwitchFlags& f) {
   desc.add_options()
       ("method", po::value(&f.method)->default_value(f.method),
        "fujii | megatron | korthikanti | zero | fsdp (torch FSDP FULL_SHARD, DP only)")
-      ("zero-stage", po::value(&f.zero_stage)->default_value(f.zero_stage),
+      ("zero-stage", po::value(&f.o.zero_stage)->default_value(f.o.zero_stage),
        "ZeRO stage 0-3 (--method zero)")
       ("zero-formula", po::value(&f.zero_formula)->default_value(f.zero_formula),
        "paper (ZeRO paper) | deepspeed (DeepSpeed's estimators) (--method zero)")
@@ -45,37 +44,32 @@ void add_switches(po::options_description& desc, SwitchFlags& f) {
       ("no-flash-attn", "keep the s^2 attention-score activations")
       ("recompute", po::value(&f.recompute)->default_value(f.recompute),
        "none | selective | full")
-      ("hidden-dropout", po::value(&f.hidden_dropout)->default_value(0.0, "0"),
+      ("hidden-dropout", po::value(&f.o.hidden_dropout)->default_value(0.0, "0"),
        "hidden dropout probability (non-zero adds dropout masks)")
-      ("attention-dropout", po::value(&f.attention_dropout)->default_value(0.0, "0"),
+      ("attention-dropout", po::value(&f.o.attention_dropout)->default_value(0.0, "0"),
        "attention dropout probability")
-      ("virtual-stages", po::value(&f.virtual_stages),
+      ("virtual-stages", po::value(&f.o.virtual_stages),
        "interleaved 1F1B: model chunks per pipeline stage")
-      ("num-microbatches", po::value(&f.num_microbatches),
+      ("num-microbatches", po::value(&f.o.num_microbatches),
        "micro-batches per iteration (discounts activations when fewer than PP)")
-      ("pad-vocab", po::value(&f.pad_vocab)->default_value(0),
+      ("pad-vocab", po::value(&f.o.pad_vocab_multiple)->default_value(0),
        "pad the vocabulary to a multiple of this x TP, as Megatron does (128); 0 = off")
       ("embedding-input", po::value(&f.embedding_input)->default_value(f.embedding_input),
        "authors (8*s*b*h*p/t) | upstream (8*s*b*p/t)");
 }
 
 sim::parallel::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& vm) {
-  sim::parallel::EstimateOptions o;
+  sim::parallel::EstimateOptions o = f.o;
   o.method = sim::parallel::parse_method(f.method);
   o.recompute = sim::parallel::parse_recompute(f.recompute);
   o.distributed_optimizer = !vm.count("no-distributed-optimizer");
   o.fp32_grad_accum = !vm.count("no-fp32-grad-accum");
   o.sequence_parallel = !vm.count("no-sequence-parallel");
   o.flash_attention = !vm.count("no-flash-attn");
-  PROTWIN_CHECK(f.hidden_dropout >= 0 && f.hidden_dropout < 1, "--hidden-dropout ",
-                f.hidden_dropout, ": expected a probability in [0, 1)");
-  PROTWIN_CHECK(f.attention_dropout >= 0 && f.attention_dropout < 1, "--attention-dropout ",
-                f.attention_dropout, ": expected a probability in [0, 1)");
-  o.hidden_dropout = f.hidden_dropout;
-  o.attention_dropout = f.attention_dropout;
-  o.virtual_stages = f.virtual_stages;  // 0 unless given (parse_options checks the range)
-  o.num_microbatches = f.num_microbatches;
-  o.pad_vocab_multiple = f.pad_vocab;
+  PROTWIN_CHECK(o.hidden_dropout >= 0 && o.hidden_dropout < 1, "--hidden-dropout ",
+                o.hidden_dropout, ": expected a probability in [0, 1)");
+  PROTWIN_CHECK(o.attention_dropout >= 0 && o.attention_dropout < 1, "--attention-dropout ",
+                o.attention_dropout, ": expected a probability in [0, 1)");
   PROTWIN_CHECK(f.embedding_input == "authors" || f.embedding_input == "upstream",
                 "--embedding-input ", f.embedding_input, ": expected authors or upstream");
   o.embedding_input = f.embedding_input == "authors" ? sim::parallel::EmbeddingInputTerm::kAuthors
@@ -83,7 +77,6 @@ sim::parallel::EstimateOptions to_options(const SwitchFlags& f, const po::variab
   PROTWIN_CHECK(f.zero_formula == "paper" || f.zero_formula == "deepspeed", "--zero-formula ",
                 f.zero_formula, ": expected paper or deepspeed");
   o.zero_formula = f.zero_formula == "paper" ? sim::parallel::ZeroFormula::kPaper : sim::parallel::ZeroFormula::kDeepSpeed;
-  o.zero_stage = f.zero_stage;
   sim::parallel::check_estimate_options(o);
   return o;
 }

@@ -29,9 +29,14 @@ int run_machines(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_options("protwin machines [--json]", desc, args, vm)) return 0;
   nlohmann::json out = nlohmann::json::array();
+  std::string table;  // the same machines, a row each
   for (const auto& name : hw::machine_names()) {
     const hw::HardwareCostModel cm(hw::load_machine(name));
     const hw::Machine& m = cm.machine();
+    table += format("%-21s %-24s %3d %8.1f %11.3g %-16s %8.1f %6d %13.0f %4s\n", m.name.c_str(), m.gpu.name.c_str(),
+                    m.gpu.count, gib(m.gpu.memory_bytes), m.gpu.compute.at("bf16").sustained_tflops,
+                    m.host_link.name.c_str(), m.host_link.h2d.pinned_GBps, m.host.cores,
+                    cm.cpu_adam_params_per_s(m.gpu.count) * 1e-6, m.gpu.p2p ? "yes" : "no");
     out.push_back({{"name", m.name},
                    {"description", m.description},
                    {"gpu", m.gpu.name},
@@ -50,14 +55,7 @@ int run_machines(const std::vector<std::string>& args) {
   }
   std::printf("%-21s %-24s %3s %8s %11s %-16s %8s %6s %13s %4s\n", "NAME", "GPU", "N", "MEM_GiB",
               "BF16_TFLOPS", "HOST_LINK", "H2D_GBps", "CORES", "ADAM_Mparam/s", "P2P");
-  for (const auto& r : out) {
-    std::printf("%-21s %-24s %3d %8.1f %11.3g %-16s %8.1f %6d %13.0f %4s\n",
-                r["name"].get<std::string>().c_str(), r["gpu"].get<std::string>().c_str(),
-                r["gpu_count"].get<int>(), gib(r["gpu_memory_bytes"].get<int64_t>()),
-                r["bf16_sustained_tflops"].get<double>(), r["host_link"].get<std::string>().c_str(),
-                r["h2d_pinned_GBps"].get<double>(), r["host_cores"].get<int>(),
-                r["cpu_adam_params_per_s"].get<double>() * 1e-6, r["p2p"].get<bool>() ? "yes" : "no");
-  }
+  std::printf("%s", table.c_str());
   std::printf("\nbf16: sustained GEMM TFLOPS; ADAM: CPU Adam params/s per rank with all GPUs' ranks "
               "sharing the host.\n'protwin machine NAME' shows one machine with provenance.\n");
   return 0;
