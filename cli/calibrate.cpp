@@ -694,7 +694,6 @@ int run_calibrate(const std::vector<std::string>& args) {
                 human_bytes(static_cast<int64_t>(pg)).c_str(), human_bytes(static_cast<int64_t>(mg)).c_str(),
                 100 * relative_error(pg, mg), diagnosis(r, 0.10).c_str());
   }
-  auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
   const auto& ci = norm_ci.interval;
   std::printf("\nat the reference speed, with 95 %% bootstrap intervals (%s%s, %d resamples); a criterion is met "
               "when its whole interval is:\n",
@@ -759,7 +758,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                   "reference %.3g\n", name, sp.median, unit, 100 * sp.relative, sp.p10, sp.p90, ref);
   }
   std::printf("peak device     MAPE %.1f%% (<= 3%%: %s); peak host (pinned + pageable) MAPE %.1f%%\n",
-              100 * all.peak_mape, verdict(all.peak_mape <= 0.03), 100 * all.host_peak_mape);
+              100 * all.peak_mape, all.peak_mape <= 0.03 ? "met" : "NOT met", 100 * all.host_peak_mape);
   std::printf("                (measured: the caching allocator's high water; predicted: the runtime's tensors "
               "replayed in the simulated schedule; the plan's own bytes: MAPE %.1f%%)\n",
               100 * plan_bytes_mape(outcomes(ok)));
