@@ -220,7 +220,7 @@ nlohmann::json compare_rank_case(const sim::offload::SearchResult& searched, con
   if (speed_profile && j.contains("rank_probes")) {
     const ProbeSpeeds reference = probe_references(speed_profile->provenance());
     SpeedScaledPredictor predictor(plan, p.speed_machine(), speed_profile,
-                                   p.rank_profile ? p.contention : sim::contention_rules_from_profile(speed_profile->provenance()));
+                                   p.rank_profile ? p.contention : hw::contention_rules_from_profile(speed_profile->provenance()));
     nlohmann::json per_rank = nlohmann::json::array();
     std::vector<ResourceScales> rank_scales;
     double slowest = 0;
