@@ -220,11 +220,12 @@ class Run final : public Handler {
   void dispatch();
   void flush_ready();
   void begin(size_t i);
-  void begin_contended(size_t i);
+  // Out of line: the uncontended path of begin() and finish() stays small (no register spills).
+  [[gnu::noinline]] void begin_contended(size_t i);
   inline void schedule_fixed(size_t i, int64_t ns, uint32_t version);
   [[noreturn]] void fail_horizon(size_t i, double ns, const char* pace);
   void paced_end(size_t i, uint64_t version);
-  void running(size_t i, int delta);
+  [[gnu::noinline]] void running(size_t i, int delta);
   void runnable(double delta);
   uint32_t next_version(Contended& c);
   int64_t paced_ns(size_t i, const Contended& c);
