@@ -36,9 +36,7 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   in.profile = std::move(chosen.profile);
   in.cost = std::move(chosen.cost);
   std::tie(in.search.gpus, in.search.nodes) = sim::offload::place_ranks(*in.cost, a.gpus, a.nodes);
-  if (a.batch == "auto") {
-    in.search.batch = 0;
-  } else {
+  if (a.batch != "auto") {  // auto: batch 0, searched
     long long b = 0;
     const char* end = a.batch.data() + a.batch.size();
     const auto parsed = std::from_chars(a.batch.data(), end, b);

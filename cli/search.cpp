@@ -16,13 +16,13 @@ namespace {
 int run_search(const std::vector<std::string>& args) {
   po::options_description desc("options");
   PolicyArgs pa;
-  std::string system = "protrain", plan_out, trace_out;
+  std::string system = "protrain", plan_out, trace_out, ablation;
   desc.add_options()
       ("system", po::value(&system)->default_value("protrain"), "protrain, deepspeed, zero-offload, colossalai, fsdp, ddp")
       ("output,o", po::value(&plan_out), "write the best plan (protwin.plan JSON)")
       ("chrome-trace", po::value(&trace_out), "write the best plan's simulated Chrome trace")
       ("pareto", "also print the Pareto front (throughput vs GPU memory)")
-      ("ablation", po::value<std::string>(), "all-ckpt | no-persist | no-buffer-reuse | no-overlap: search with one ProTrain feature off")
+      ("ablation", po::value(&ablation), "all-ckpt | no-persist | no-buffer-reuse | no-overlap: search with one ProTrain feature off")
       ("json", "print JSON");
   add_policy_options(desc, pa);
   po::variables_map vm;
@@ -34,12 +34,12 @@ int run_search(const std::vector<std::string>& args) {
   in.search.system = system;
   sim::offload::find_system(system);
   if (vm.count("ablation")) {
-    const std::string a = vm["ablation"].as<std::string>();
-    if (a == "all-ckpt") in.search.all_checkpoint = true;
-    else if (a == "no-persist") in.search.fix_n_persist = 0;
-    else if (a == "no-buffer-reuse") in.search.force_buffer_reuse = 0;
-    else if (a == "no-overlap") in.search.force_overlap = 0;
-    else PROTWIN_CHECK(false, "--ablation: expected all-ckpt, no-persist, no-buffer-reuse or no-overlap, got '", a, "'");
+    if (ablation == "all-ckpt") in.search.all_checkpoint = true;
+    else if (ablation == "no-persist") in.search.fix_n_persist = 0;
+    else if (ablation == "no-buffer-reuse") in.search.force_buffer_reuse = 0;
+    else if (ablation == "no-overlap") in.search.force_overlap = 0;
+    else PROTWIN_CHECK(false, "--ablation: expected all-ckpt, no-persist, no-buffer-reuse or no-overlap, got '",
+                       ablation, "'");
   }
   Progress bar("searching " + system, in.search.batch > 0 ? 1 : 7);
   in.search.progress = [&](long done, long) { if (done > 0) bar.tick(); };
@@ -78,7 +78,7 @@ int run_search(const std::vector<std::string>& args) {
     nlohmann::json j = b;
     j.erase("bound_gpu_bytes");
     j.update(search);
-    j.update({{"ablation", vm.count("ablation") ? nlohmann::json(vm["ablation"].as<std::string>()) : nlohmann::json()},
+    j.update({{"ablation", vm.count("ablation") ? nlohmann::json(ablation) : nlohmann::json()},
               {"chunks", r.best_plan.chunks->chunks.size()},
               {"layers", in.model.layers},
               {"global_batch", b.batch * in.search.gpus},
