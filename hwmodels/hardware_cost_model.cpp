@@ -28,28 +28,8 @@ int elem_bytes(const std::string& dtype) {
   return b > 0 ? b : 4;
 }
 
-const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kBroadcast: return "broadcast";
-  }
-  return "all_reduce";
-}
-
 traces::OpSignature collective_sig(const std::string& kind, double bytes, int ranks, int ranks_per_node) {
   return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
-}
-
-bool collective_of(traces::OpKind k, CollectiveKind* out) {
-  switch (k) {
-    case traces::OpKind::kAllReduce: *out = CollectiveKind::kAllReduce; return true;
-    case traces::OpKind::kReduceScatter: *out = CollectiveKind::kReduceScatter; return true;
-    case traces::OpKind::kAllGather: *out = CollectiveKind::kAllGather; return true;
-    case traces::OpKind::kBroadcast: *out = CollectiveKind::kBroadcast; return true;
-    default: return false;
-  }
 }
 
 // A copy is pageable when op.pinned is false or, unset, a read tensor lives in "pageable".
@@ -68,6 +48,12 @@ double kernel_bytes(const traces::Kernel& k, bool backward) {
   if (k.bytes > 0) return k.bytes;
   const double passes = k.sig.kind == kk::kSwiglu ? (backward ? 5 : 3) : (backward ? 3 : 2);
   return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
+}
+
+// Ranks per node of a legacy inter-node group (group.inter_node without group.ranks_per_node) on
+// a machine with only a /network (collective_seconds with kInterNode).
+int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
+  return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
 // The op's time on its stream and what priced it; an op that costs nothing has no source.
@@ -93,10 +79,6 @@ std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& p) {
   if (p == "none") return nullptr;
   const bool file = p.find('/') != std::string::npos || (p.size() > 5 && p.substr(p.size() - 5) == ".json");
   return std::make_unique<const traces::OpProfile>(file ? traces::OpProfile::load(p) : traces::shipped_profile(p));
-}
-
-int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
-  return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
 // Priced kernels by their whole identity (signature, direction, work), so a search prices each
@@ -558,19 +540,10 @@ double HardwareCostModel::host_pass_seconds(traces::OpSubKind pass, double bytes
 }
 
 const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, CollectiveScope scope) const {
-  const CollectiveDomainSpec* d = &machine_.intra_node;
-  if (scope == CollectiveScope::kInterNode) {
-    PROTWIN_CHECK(machine_.inter_node.has_value(), "machine ", machine_.name,
-                  ": no /collectives/inter_node entry for an inter-node collective");
-    d = &*machine_.inter_node;
-  }
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return d->all_reduce;
-    case CollectiveKind::kReduceScatter: return d->reduce_scatter;
-    case CollectiveKind::kAllGather: return d->all_gather;
-    case CollectiveKind::kBroadcast: return d->broadcast;
-  }
-  PROTWIN_ASSERT(false, "unknown collective kind");
+  if (scope == CollectiveScope::kIntraNode) return spec_of(machine_.intra_node, kind);
+  PROTWIN_CHECK(machine_.inter_node.has_value(), "machine ", machine_.name,
+                ": no /collectives/inter_node entry for an inter-node collective");
+  return spec_of(*machine_.inter_node, kind);
 }
 
 KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const {
@@ -681,7 +654,7 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     return;
   }
   CollectiveKind kind;
-  if (collective_of(op.kind, &kind)) {
+  if (traces::is_collective(op.kind) && collective_from_string(traces::to_string(op.kind), &kind)) {
     const traces::CollectiveGroup& g = op.group;
     const int ranks = g.ranks > 0 ? g.ranks : plan.ranks();
     if (ranks <= 1 || bytes <= 0) return;

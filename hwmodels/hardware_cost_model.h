@@ -111,7 +111,8 @@ class HardwareCostModel : public CostModel {
   // (machine host_passes), each rank with its share of the host.
   double host_pass_seconds(traces::OpSubKind pass, double bytes, double elems, int ranks_sharing_host = 1) const;
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
-  // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
+  // on a machine with only a /network, kInterNode places the group on whole nodes (G per node) when
+  // it is a multiple of G larger than one node, else one rank per node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,
                             CollectiveScope scope = CollectiveScope::kIntraNode) const {
     return collective_priced(kind, bytes, ranks, scope).seconds;
@@ -170,10 +171,5 @@ std::unique_ptr<HardwareCostModel> make_cost_model(Machine machine, const traces
 // --profile: a shipped profile's name (traces/profiles/<name>.json), a file (a path with a '/' or
 // ending in .json), or "none" (nullptr). A bad file is an error naming it and the JSON pointer.
 std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& name_or_file);
-
-// Ranks per node of a legacy inter-node group (group.inter_node without
-// group.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the
-// group is a multiple of G larger than one node, else one rank per node.
-int inter_node_ranks_per_node(int ranks, int gpus_per_node);
 
 }  // namespace protwin::hw

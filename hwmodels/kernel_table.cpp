@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "traces/embedded_files.h"
 #include "traces/error.h"
@@ -60,19 +62,10 @@ std::vector<double> coords_of(const traces::OpSignature& sig, double bytes) {
 }  // namespace
 
 const char* kernel_source_name(KernelSource s) {
-  switch (s) {
-    case KernelSource::kProfile: return "profile";
-    case KernelSource::kMeasured: return "measured";
-    case KernelSource::kInterpolated: return "interpolated";
-    case KernelSource::kExtrapolated: return "extrapolated";
-    case KernelSource::kDerived: return "derived";
-    case KernelSource::kModel: return "model";
-    case KernelSource::kCurve: return "curve";
-    case KernelSource::kRates: return "rates";
-    case KernelSource::kMixed: return "mixed";
-    case KernelSource::kNone: return "none";
-  }
-  return "model";
+  static constexpr const char* kNames[] = {"profile", "measured", "interpolated", "extrapolated", "derived",
+                                           "model", "curve", "rates", "mixed", "none"};
+  static_assert(std::size(kNames) == static_cast<size_t>(KernelSource::kNone) + 1, "a name per KernelSource");
+  return kNames[static_cast<size_t>(s)];
 }
 
 bool KernelTable::flat(const traces::OpSignature& sig) const {
@@ -213,13 +206,6 @@ double KernelTable::dtype_shift(const traces::OpSignature& sig, const std::strin
                                                                            : -largest_log_ratio_.at(g);
 }
 
-std::vector<std::string> kernel_table_names() {
-  std::vector<std::string> names;
-  for (const auto& f : detail::embedded_kernel_tables()) names.push_back(f.name);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 const traces::OpProfile& kernel_table(const std::string& name) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<traces::OpProfile>> parsed;
@@ -232,8 +218,10 @@ const traces::OpProfile& kernel_table(const std::string& name) {
         traces::OpProfile::parse(f.text, "hwmodels/kernel_tables/" + name + ".json"));
     return *parsed.emplace(name, std::move(p)).first->second;
   }
+  std::set<std::string> names;  // sorted
+  for (const auto& f : detail::embedded_kernel_tables()) names.insert(f.name);
   std::string avail;
-  for (const auto& n : kernel_table_names()) avail += (avail.empty() ? "" : ", ") + n;
+  for (const auto& n : names) avail += (avail.empty() ? "" : ", ") + n;
   throw Error("kernel table \"" + name + "\": no such table (available: " + avail + ")");
 }
 

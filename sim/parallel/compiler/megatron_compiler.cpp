@@ -103,7 +103,7 @@ constexpr int kPrevCompute = -1;
 struct Step {
   int tmpl = 0;
   Role role = kCompute;
-  std::vector<int> deps;
+  std::vector<int> deps = {};
   bool exit = false;
 };
 using Program = std::vector<Step>;
@@ -145,7 +145,7 @@ class ProgramBuilder {
       const Section sec = seg.section;
       if (tp && sp_ && sec == Section::kColumn && prev != Section::kColumn) {
         flush(p, pending, kind, b, "before all-gather");
-        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input"), kCompute, {}, false});
+        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input")});
       }
       if (sec == Section::kAttention && pl_.sizes.cp > 1) {
         flush(p, pending, kind, b, "attention input");
@@ -157,13 +157,11 @@ class ProgramBuilder {
         flush(p, pending, kind, b, section_name(sec));
         // Without sequence parallelism: reduce_from_tensor_model_parallel_region, an all-reduce.
         p.push_back({sp_ ? tp_coll("reduce_scatter", kCompute, act_bytes_, "sequence-parallel output")
-                         : tp_coll("all_reduce", kCompute, act_bytes_, "row-parallel output"),
-                     kCompute, {}, false});
+                         : tp_coll("all_reduce", kCompute, act_bytes_, "row-parallel output")});
       }
       if (tp && sec == Section::kLoss) {
         flush(p, pending, kind, b, "loss");
-        p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics"),
-                     kCompute, {}, false});
+        p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics")});
       }
       prev = sec;
     }
@@ -182,7 +180,7 @@ class ProgramBuilder {
       const Section sec = seg.section;
       if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
         flush(p, pending, "backward", b, "before all-gather");
-        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient"), kCompute, {}, false});
+        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient")});
       }
       prev = sec;
       if (sec == Section::kAttention && selective) {
@@ -191,7 +189,7 @@ class ProgramBuilder {
         for (size_t i = 0; i < b.forward.size(); ++i)
           if (b.forward_tags[i].section == Section::kAttention) fwd.push_back(b.forward[i]);
         if (cp) ring(p, fwd, "recompute", b, false);
-        else p.push_back({bank_.compute("recompute", fwd, b.name, "attention"), kCompute, {}, false});
+        else p.push_back({bank_.compute("recompute", fwd, b.name, "attention")});
       }
       if (sec == Section::kAttention && cp) {
         flush(p, pending, "backward", b, "attention output gradient");
@@ -204,7 +202,7 @@ class ProgramBuilder {
         // linear's dX and dW, then the copy's backward all-reduces dX, synchronously.
         pending.insert(pending.end(), seg.kernels.begin(), seg.kernels.end());
         flush(p, pending, "backward", b, "column");
-        p.push_back({tp_coll("all_reduce", kCompute, act_bytes_, "input gradient"), kCompute, {}, false});
+        p.push_back({tp_coll("all_reduce", kCompute, act_bytes_, "input gradient")});
         continue;
       }
       if (tp && sec == Section::kColumn) {
@@ -215,10 +213,10 @@ class ProgramBuilder {
         for (size_t i = 0; i < seg.kernels.size(); ++i) (seg.weight_grad[i] ? dw : dx).push_back(seg.kernels[i]);
         const int ag = static_cast<int>(p.size());
         p.push_back({tp_coll("all_gather", kTpComm, act_bytes_, "input for the weight gradient"), kTpComm,
-                     {kPrevCompute}, false});
+                     {kPrevCompute}});
         const int x = static_cast<int>(p.size());
-        p.push_back({bank_.compute("backward", dx, b.name, "column dX"), kCompute, {}, false});
-        if (!dw.empty()) p.push_back({bank_.compute("backward", dw, b.name, "column dW"), kCompute, {ag}, false});
+        p.push_back({bank_.compute("backward", dx, b.name, "column dX")});
+        if (!dw.empty()) p.push_back({bank_.compute("backward", dw, b.name, "column dW"), kCompute, {ag}});
         p.push_back({tp_coll("reduce_scatter", kTpComm, act_bytes_, "input gradient"), kTpComm, {x}, true});
         continue;
       }
@@ -232,7 +230,7 @@ class ProgramBuilder {
   void flush(Program& p, std::vector<Kernel>& ks, const std::string& kind, const Block& b,
              const std::string& part) {
     if (ks.empty()) return;
-    p.push_back({bank_.compute(kind, ks, b.name, part), kCompute, {}, false});
+    p.push_back({bank_.compute(kind, ks, b.name, part)});
     ks.clear();
   }
 
@@ -262,10 +260,10 @@ class ProgramBuilder {
       int sr = -1;
       if (j + 1 < c) {
         sr = static_cast<int>(p.size());
-        p.push_back({sr_tmpl, kCpComm, j == 0 ? std::vector<int>{kPrevCompute} : std::vector<int>{prev_sr, prev_attn}, false});
+        p.push_back({sr_tmpl, kCpComm, j == 0 ? std::vector<int>{kPrevCompute} : std::vector<int>{prev_sr, prev_attn}});
       }
       prev_attn = static_cast<int>(p.size());
-      p.push_back({attn_tmpl, kCompute, prev_sr >= 0 ? std::vector<int>{prev_sr} : std::vector<int>{}, false});
+      p.push_back({attn_tmpl, kCompute, prev_sr >= 0 ? std::vector<int>{prev_sr} : std::vector<int>{}});
       prev_sr = sr;
     }
     if (backward)
@@ -546,6 +544,13 @@ class MegatronOpStream::Impl {
   void build_task(int s);
   void build_tail(int s);
   void build_tail_in_id_order();
+  // One piece of stage s's tail (its emit), built with the ids the skeleton gave it from `first` on.
+  template <class Emit>
+  void build_tail_piece(int s, int first, Emit emit) {
+    builder_.em.set_next_id(first);
+    emit();
+    add_span(s, first, kTailTask);
+  }
   // `id`, emitted by stage `s`'s skeleton, as a dependency of an op being built: promised to the
   // run unless that stage has built it.
   int dep_on(int s, int id) {
@@ -1026,35 +1031,18 @@ void MegatronOpStream::Impl::build_task(int s) {
 void MegatronOpStream::Impl::build_tail(int s) {
   while (!skel_done_) skeleton_step();
   const auto i = static_cast<size_t>(s);
-  builder_.em.set_next_id(tail_grads_first_[i]);
-  emit_tail_grads(builder_, s);
-  add_span(s, tail_grads_first_[i], kTailTask);
-  if (tied_ && s == 0) {
-    builder_.em.set_next_id(tied_first_);
-    emit_tied(builder_);
-    add_span(s, tied_first_, kTailTask);
-  }
-  builder_.em.set_next_id(tail_step_first_[i]);
-  emit_step(builder_, s);
-  add_span(s, tail_step_first_[i], kTailTask);
+  build_tail_piece(s, tail_grads_first_[i], [&] { emit_tail_grads(builder_, s); });
+  if (tied_ && s == 0) build_tail_piece(s, tied_first_, [&] { emit_tied(builder_); });
+  build_tail_piece(s, tail_step_first_[i], [&] { emit_step(builder_, s); });
   tail_built_[i] = true;
 }
 
 void MegatronOpStream::Impl::build_tail_in_id_order() {
+  for (int s = 0; s < p_; ++s)
+    build_tail_piece(s, tail_grads_first_[static_cast<size_t>(s)], [&] { emit_tail_grads(builder_, s); });
+  if (tied_) build_tail_piece(0, tied_first_, [&] { emit_tied(builder_); });
   for (int s = 0; s < p_; ++s) {
-    builder_.em.set_next_id(tail_grads_first_[static_cast<size_t>(s)]);
-    emit_tail_grads(builder_, s);
-    add_span(s, tail_grads_first_[static_cast<size_t>(s)], kTailTask);
-  }
-  if (tied_) {
-    builder_.em.set_next_id(tied_first_);
-    emit_tied(builder_);
-    add_span(0, tied_first_, kTailTask);
-  }
-  for (int s = 0; s < p_; ++s) {
-    builder_.em.set_next_id(tail_step_first_[static_cast<size_t>(s)]);
-    emit_step(builder_, s);
-    add_span(s, tail_step_first_[static_cast<size_t>(s)], kTailTask);
+    build_tail_piece(s, tail_step_first_[static_cast<size_t>(s)], [&] { emit_step(builder_, s); });
     tail_built_[static_cast<size_t>(s)] = true;
   }
 }
@@ -1062,8 +1050,7 @@ void MegatronOpStream::Impl::build_tail_in_id_order() {
 // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
 // start, in forward order; a bucket's first forward waits for it.
 void MegatronOpStream::Impl::emit_gathers(Track& tr) {
-  const MegatronOptions& o = o_;
-  if (!(dp_ops_ && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)) return;
+  if (!(dp_ops_ && o_.distributed_optimizer && o_.overlap_param_gather && !o_.fsdp)) return;
   for (int s = 0; s < p_; ++s) {
     auto& S = tr.st[static_cast<size_t>(s)];
     const int first = tr.em.next_id();
@@ -1075,7 +1062,6 @@ void MegatronOpStream::Impl::emit_gathers(Track& tr) {
 }
 
 void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
-  const MegatronOptions& o = o_;
   Emitter& em = tr.em;
   auto& S = tr.st[static_cast<size_t>(s)];
   auto& info = out.stages[static_cast<size_t>(s)];
@@ -1083,7 +1069,7 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
   const int vs = t.chunk * p_ + s;
   // The send this task waits for is waited for by this task only: the skeleton finds it among
   // the sends emitted, the builder has its id from the skeleton (the neighbour may not have built
-  // it yet).
+  // it yet). Scatter-gather then all-gathers the received slices.
   auto take = [&](std::unordered_map<int64_t, int>& sent, int from) {
     if (em.counting()) {
       auto it = sent.find(send_key(from, t.microbatch));
@@ -1093,49 +1079,39 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
       dep_on(from % p_, ids.send);
     }
     S.pending.push_back(ids.send);
+    if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
   };
-  // A send this task emits, for the skeleton's tasks that wait for it.
-  auto put = [&](std::unordered_map<int64_t, int>& sent, int id) {
+  // The send this task emits over the link to stage `link`, for the skeleton's tasks that wait for it.
+  auto put = [&](std::unordered_map<int64_t, int>& sent, int link, bool forward) {
+    std::vector<int> deps = S.pending;
+    deps.push_back(S.last_compute);
+    const int id = em.emit(S, info, p2p_tmpl(link, forward), kP2p, deps, -1);
     if (em.counting()) sent[send_key(vs, t.microbatch)] = id;
   };
-  if (o.fsdp) {
+  if (o_.fsdp) {
     emit_fsdp_task(tr, S, info, c, t.forward, t.microbatch);
     return;
   }
   if (t.forward) {
-    if (vs > 0) {
-      take(sent_fwd_, vs - 1);
-      if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
-    }
+    if (vs > 0) take(sent_fwd_, vs - 1);
     for (const Unit& u : c.units) {
       if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
         S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
       em.run(S, info, fwd_of(u), u.block);
     }
-    if (vs + 1 < n_vstages_) {
-      std::vector<int> deps = S.pending;
-      deps.push_back(S.last_compute);
-      put(sent_fwd_, em.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1));
-    }
+    if (vs + 1 < n_vstages_) put(sent_fwd_, s, true);
     return;
   }
-  if (vs + 1 < n_vstages_) {
-    take(sent_bwd_, vs + 1);
-    if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
-  }
+  if (vs + 1 < n_vstages_) take(sent_bwd_, vs + 1);
   const bool last_mb = t.microbatch == m_ - 1;
   for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
-    if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re_, it->block);
+    if (it->kind == BlockKind::kDecoder && o_.recompute == Recompute::kFull) em.run(S, info, layer_re_, it->block);
     em.run(S, info, bwd_of(*it), it->block);
-    if (o.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
-    if (dp_ops_ && o.overlap_grad_reduce && last_mb && it->bucket_end && !o.fsdp)
+    if (o_.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
+    if (dp_ops_ && o_.overlap_grad_reduce && last_mb && it->bucket_end && !o_.fsdp)
       em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
   }
-  if (vs > 0) {
-    std::vector<int> deps = S.pending;
-    deps.push_back(S.last_compute);
-    put(sent_bwd_, em.emit(S, info, p2p_tmpl((s + p_ - 1) % p_, false), kP2p, deps, -1));
-  }
+  if (vs > 0) put(sent_bwd_, (s + p_ - 1) % p_, false);
 }
 
 // FSDP FULL_SHARD, one micro-batch's forward or backward (one stage, one chunk). Sources
@@ -1151,7 +1127,6 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
 // op of the task before, as the OpSource contract allows).
 void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
                                             int64_t microbatch) {
-  const MegatronOptions& o = o_;
   Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
   const size_t n = u.size();
@@ -1180,9 +1155,9 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
   // The post-backward passes, then the reduce-scatter waiting for them (post-backward stream order).
   const auto reduce = [&](int64_t params, int block) {
     const double b = fsdp_bytes(params, microbatch > 0).post_backward;
-    if (o.fsdp_passes && b > 0)
+    if (o_.fsdp_passes && b > 0)
       em.emit(S, info,
-              fsdp_pass_tmpl("backward", params, b, o.grad_bytes, block, "FSDP post-backward gradient passes"),
+              fsdp_pass_tmpl("backward", params, b, o_.grad_bytes, block, "FSDP post-backward gradient passes"),
               kCompute, {}, block);
     em.emit(S, info, fsdp_reduce_tmpl(params), kDpComm, {S.last_compute}, -1);
   };
@@ -1193,7 +1168,7 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
       if (S.fsdp_gathered[r] < 0)
         S.fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {S.fsdp_fwd_done.back()}, -1);
       S.pending.push_back(S.fsdp_gathered[r]);
-      if (o.recompute == Recompute::kFull) em.run(S, info, layer_re_, u[r].block);
+      if (o_.recompute == Recompute::kFull) em.run(S, info, layer_re_, u[r].block);
     }
     em.run(S, info, bwd_of(u[r]), u[r].block);
     S.fsdp_bwd_done[r] = S.last_compute;
@@ -1210,9 +1185,8 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
 
 // Tail, stage s: the gradient buckets not reduced during backward.
 void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
-  const MegatronOptions& o = o_;
   auto& S = tr.st[static_cast<size_t>(s)];
-  if (!dp_ops_ || o.overlap_grad_reduce || o.fsdp) return;
+  if (!dp_ops_ || o_.overlap_grad_reduce || o_.fsdp) return;
   for (auto& c : S.chunks)
     for (auto& b : c.buckets)
       tr.em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
@@ -1221,7 +1195,6 @@ void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
 // Tail: Megatron all-reduces the word-embedding gradient between the first and the last stage
 // (an op of stage 0 that waits for the last stage's last compute op).
 void MegatronOpStream::Impl::emit_tied(Track& tr) {
-  const MegatronOptions& o = o_;
   const Placement& pl = out.placement;
   auto& S0 = tr.st.front();
   GroupPlacement g;
@@ -1229,7 +1202,7 @@ void MegatronOpStream::Impl::emit_tied(Track& tr) {
   g.size = 2;
   g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
   g.ranks_per_node = g.nodes == 2 ? 1 : 2;
-  const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, o.sizes.tp) * model_.hidden * o.grad_bytes,
+  const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, o_.sizes.tp) * model_.hidden * o_.grad_bytes,
                                    g, "tied embedding gradient");
   const int last = tr.em.counting() ? tr.st.back().last_compute : dep_on(p_ - 1, tied_last_stage_dep_);
   tr.em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, last}, -1);
@@ -1238,16 +1211,15 @@ void MegatronOpStream::Impl::emit_tied(Track& tr) {
 // Tail, stage s: the step (after the tied all-reduce on the first and last stage) and the
 // parameter gathers after it.
 void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
-  const MegatronOptions& o = o_;
   const Placement& pl = out.placement;
-  const ParallelSizes& z = o.sizes;
+  const ParallelSizes& z = o_.sizes;
   // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
   GroupPlacement mp;  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm
   mp.name = "mp";
   mp.size = z.tp * z.pp;
   mp.nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
   mp.ranks_per_node = std::max<int64_t>(1, mp.size / mp.nodes);
-  const bool fp16 = o.dtype == "fp16";
+  const bool fp16 = o_.dtype == "fp16";
   // Bytes per parameter of the step (0: the machine's fused device Adam):
   // - Megatron-LM: Adam 28 (fp32 p, g, m, v read; p, m, v written), the fp16/bf16 grads copied to
   //   fp32 main grads 6 (0 when they are already fp32), unscale with the inf check 8 (fp16 only),
@@ -1259,9 +1231,9 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
   //   4, the unconditional grad mul_ 8) = 92.
   double step_bpp = 0;
   std::string step_what;
-  const bool megatron_step = o.framework_step && !o.fsdp, composer_step = o.framework_step && o.fsdp;
+  const bool megatron_step = o_.framework_step && !o_.fsdp, composer_step = o_.framework_step && o_.fsdp;
   if (megatron_step) {
-    step_bpp = 28 + (o.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
+    step_bpp = 28 + (o_.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
     step_what = "Megatron Float16Optimizer step: main grads, unscale, grad norm, Adam, params copied back";
   } else if (composer_step) {
     step_bpp = 80 + 12;
@@ -1282,9 +1254,9 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
     deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
                        -1)};
   }
-  const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc_) : info.params;
+  const int64_t shard = o_.distributed_optimizer || o_.fsdp ? ceil_div(info.params, dpc_) : info.params;
   const int adam = tr.em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
-  if (dp_ops_ && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
+  if (dp_ops_ && o_.distributed_optimizer && !o_.overlap_param_gather && !o_.fsdp)
     for (auto& c : S.chunks)
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
         tr.em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);

@@ -94,12 +94,11 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     eo.method = EstimateMethod::kFsdp;
     eo.fsdp_param_bytes = o.dtype == "fp32" ? 4 : 2;
   }
-  check_constraints(model, pc, eo);
 
   Simulate4dResult r;
   r.model = model.name;
   r.machine = machine.name;
-  r.memory = estimate_memory(model, pc, eo);
+  r.memory = estimate_memory(model, pc, eo);  // checks the constraints first
   r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
                                           : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
   r.memory_limit_gib = 0.8 * r.gpu_memory_gb;
