@@ -1,7 +1,6 @@
 #include "hwmodels/collective_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
 
 #include "traces/error.h"

@@ -1,7 +1,6 @@
 #include "hwmodels/kernel_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "traces/error.h"

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <set>
 
 #include "traces/embedded_files.h"
@@ -70,8 +72,7 @@ const char* kernel_source_name(KernelSource s) {
 
 bool KernelTable::flat(const traces::OpSignature& sig) const {
   if (!gemm_.seconds || !(sig.kind == kk::kGemm || sig.kind == kk::kBmm)) return false;
-  double flops = 2;
-  for (int64_t d : sig.shape) flops *= static_cast<double>(d);
+  const double flops = std::accumulate(sig.shape.begin(), sig.shape.end(), 2.0, std::multiplies<>());
   const double t = gemm_.seconds(sig), sustained = gemm_.sustained_flops(sig.dtype);
   return std::isfinite(t) && t > 0 && sustained > 0 && flops / t >= gemm_.flat_fraction * sustained;
 }
@@ -100,11 +101,7 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
     }
   }
   for (auto& [name, points] : groups_) {
-    auto size = [](const Point& p) {
-      double s = 0;
-      for (double v : p.x) s += v;
-      return s;
-    };
+    auto size = [](const Point& p) { return std::accumulate(p.x.begin(), p.x.end(), 0.0); };
     double largest = 0;
     for (const Point& p : points) largest = std::max(largest, size(p));
     double ref = 0;

@@ -29,7 +29,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hwmodels/cost_model.h"

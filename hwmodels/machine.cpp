@@ -138,10 +138,8 @@ GpuSpec read_gpu(const JsonNode& n) {
   if (n.has("kernel_floor_us")) g.kernel_floor_us = n.get_positive_number("kernel_floor_us");
   if (auto a = n.find("attention")) {
     a->check_keys({"flash_fwd_tflops", "flash_bwd_tflops"});
-    GpuAttention att;
-    att.flash_fwd_tflops = a->get_positive_number("flash_fwd_tflops");
-    att.flash_bwd_tflops = a->get_positive_number("flash_bwd_tflops");
-    g.attention = att;
+    g.attention = GpuAttention{a->get_positive_number("flash_fwd_tflops"),
+                               a->get_positive_number("flash_bwd_tflops")};
   }
   g.allocator = read_allocator(n.at("allocator"));
   return g;

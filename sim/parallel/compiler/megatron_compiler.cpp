@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -329,21 +330,16 @@ class Emitter {
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     if (out_) {
-      // Only what prices it (typed), not a copy of the whole template: a 4D run builds millions.
-      Op op;
+      // The template is what prices the op (typed); its descriptive attrs are kept apart (a 4D run
+      // builds millions of ops), only plan files take them.
+      Op op = t;
       op.id = next_id_;
-      op.kind = t.kind;
       op.stream = st.streams[role];
       op.block = block;
       if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
       normalise_deps(deps);
       op.deps = std::move(deps);
-      op.work = t.work;
-      op.kernels = t.kernels;
-      op.group = t.group;
-      op.host_sync = t.host_sync;
-      op.bytes_per_param = t.bytes_per_param;
-      if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];  // only in plan files
+      if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
       (t.kind == traces::OpKind::kRecompute ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
@@ -554,7 +550,7 @@ class MegatronOpStream::Impl {
   // `id`, emitted by stage `s`'s skeleton, as a dependency of an op being built: promised to the
   // run unless that stage has built it.
   int dep_on(int s, int id) {
-    if (id >= 0 && id > last_built_[static_cast<size_t>(s)]) promised_.insert(id);
+    if (id >= 0 && id > prog(s).last_built) promised_.insert(id);
     return id;
   }
   void add_span(int s, int first, int64_t task);
@@ -562,8 +558,8 @@ class MegatronOpStream::Impl {
   // Stage s must have built `tasks` tasks (all of them and its tail, when that is more).
   void need(int s, int64_t tasks);
   bool unmet(int s) const {
-    const auto i = static_cast<size_t>(s);
-    return built_[i] < need_[i] || (tail_needed_[i] && !tail_built_[i]);
+    const Progress& g = prog_[static_cast<size_t>(s)];
+    return g.built < g.need || (g.tail_needed && !g.tail_built);
   }
   void update_unmet(int s, bool before) { unmet_ += static_cast<int>(unmet(s)) - static_cast<int>(before); }
 
@@ -580,24 +576,30 @@ class MegatronOpStream::Impl {
   bool handed_ = false;
   Track skel_, builder_;
 
+  // Per stage: where the skeleton and the builder are.
+  struct Progress {
+    int64_t skel_next = 0;                       // the skeleton's next task
+    std::deque<TaskIds> planned;                 // what it found for the builder, in task order
+    int tail_grads_first = -1, tail_step_first = -1;
+    int64_t built = 0, need = 0;                 // tasks the builder built, and must have built
+    bool tail_built = false, tail_needed = false;
+    int last_built = -1;                         // the last id the builder built
+    std::deque<Span> spans;
+  };
+  std::vector<Progress> prog_;
+  Progress& prog(int s) { return prog_[static_cast<size_t>(s)]; }
+
   // Skeleton: where its emission loop is, the sends emitted and not yet waited for
-  // ((virtual stage, micro-batch) -> op id), what it found for the builder.
-  std::vector<int64_t> skel_next_;
+  // ((virtual stage, micro-batch) -> op id).
   int cur_ = 0;
   bool progress_ = false, skel_done_ = false;
   std::unordered_map<int64_t, int> sent_fwd_, sent_bwd_;
   int64_t send_key(int vs, int64_t mb) const { return static_cast<int64_t>(vs) * m_ + mb; }
-  std::vector<std::deque<TaskIds>> planned_;                  // per stage, in task order
   std::deque<std::pair<int, int64_t>> skel_order_;            // id order: (stage, task) as emitted
-  std::vector<int> tail_grads_first_, tail_step_first_;       // per stage
   int tied_first_ = -1, tied_last_stage_dep_ = -1;
 
   // Builder.
-  std::vector<int64_t> built_, need_;
-  std::vector<bool> tail_built_, tail_needed_;
-  std::vector<int> last_built_;     // the last id each stage built
   int unmet_ = 0;                   // stages with unmet(s)
-  std::vector<std::deque<Span>> spans_;
   std::vector<int> stage_of_stream_;
   std::unordered_map<std::string, int> stage_of_host_;
   std::unordered_set<int> promised_;  // ids built ops wait for that are not built yet
@@ -706,14 +708,11 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   if (o.pad_vocab) model.vocab = padded_vocab(unpadded.vocab, 128, z.tp);
   const int n_vstages = p * v;
   // First layer of each virtual stage (and L at the end): L / (p v) each, or the uneven split.
+  const std::vector<int64_t> per_stage =
+      o.split.uneven() ? stage_layers(model.layers, p, o.split)
+                       : std::vector<int64_t>(static_cast<size_t>(n_vstages), model.layers / n_vstages);
   std::vector<int64_t> vstage_begin(static_cast<size_t>(n_vstages) + 1, 0);
-  {
-    const std::vector<int64_t> per_stage =
-        o.split.uneven() ? stage_layers(model.layers, p, o.split)
-                         : std::vector<int64_t>(static_cast<size_t>(n_vstages), model.layers / n_vstages);
-    for (int vs = 0; vs < n_vstages; ++vs)
-      vstage_begin[static_cast<size_t>(vs) + 1] = vstage_begin[static_cast<size_t>(vs)] + per_stage[static_cast<size_t>(vs)];
-  }
+  std::partial_sum(per_stage.begin(), per_stage.end(), vstage_begin.begin() + 1);
 
   WorkloadOptions wo;
   wo.batch = o.mbs;
@@ -772,14 +771,15 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
-    const std::string pre = "stage" + std::to_string(s) + ".";
-    for (int r = 0; r < kRoles; ++r) S.streams[r] = pre + kRoleNames[r];
-    plan.streams.push_back({S.streams[kCompute], {}});
-    if (z.tp > 1) plan.streams.push_back({S.streams[kTpComm], {}});
-    if (z.cp > 1) plan.streams.push_back({S.streams[kCpComm], {}});
-    if (dp_ops || tied || o.fsdp) plan.streams.push_back({S.streams[kDpComm], {}});
-    if (p > 1) plan.streams.push_back({S.streams[kP2p], {}});
+    const bool used[kRoles] = {true, z.tp > 1, z.cp > 1, dp_ops || tied || o.fsdp, p > 1};  // in the plan
+    for (int r = 0; r < kRoles; ++r) {
+      S.streams[r] = "stage" + std::to_string(s) + "." + kRoleNames[r];
+      if (!used[r]) continue;
+      plan.streams.push_back({S.streams[r], {}});
+      stage_of_stream_.push_back(s);
+    }
     out.stages[static_cast<size_t>(s)].compute_stream = S.streams[kCompute];
+    stage_of_host_[traces::host_of_stream(S.streams[kCompute])] = s;
   }
   const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
   const int64_t head_params =
@@ -827,9 +827,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
     for (const auto& c : S.chunks) {
       size_t per_mb = 2;
       for (const auto& u : c.units)
-        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd_.size() + emb_bwd_.size()
-                  : u.kind == BlockKind::kHead    ? head_fwd_.size() + head_bwd_.size()
-                                                  : layer_fwd_.size() + layer_re_.size() + layer_bwd_.size();
+        per_mb += fwd_of(u).size() + bwd_of(u).size() + (u.kind == BlockKind::kDecoder ? layer_re_.size() : 0);
       if (o.fsdp || o.local_ddp) per_mb += 3 * c.units.size() + 2;
       if (o.fsdp_passes) per_mb += 3 * c.units.size() + 2;  // the shard casts and post-backward passes
       expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 6;
@@ -837,7 +835,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
                 " micro-batches (GBS/(MBS*DP)) make a plan of about ", expected, " ops, more than the ",
                 kMaxPlanOps, " protwin simulates\nhint: raise --mbs or lower --gbs");
-  // Interleaved: m must be a multiple of p (pipeline_order's check and message).
+  // Interleaved: m must be a multiple of p (pipeline_task relies on it).
   PROTWIN_CHECK(v == 1 || m % p == 0, "--vpp ", v, ": the interleaved schedule needs the micro-batches (", m,
                 ") to be a multiple of PP ", p);
 
@@ -851,23 +849,8 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
         if (const int64_t root = fsdp_root_params(c.units); root > 0) add_fsdp_pass_sets(root);
       }
   model_ = model;
-  const auto np = static_cast<size_t>(p);
   builder_.st = skel_.st;
-  skel_next_.assign(np, 0);
-  planned_.resize(np);
-  tail_grads_first_.assign(np, -1);
-  tail_step_first_.assign(np, -1);
-  built_.assign(np, 0);
-  need_.assign(np, 0);
-  tail_built_.assign(np, false);
-  tail_needed_.assign(np, false);
-  last_built_.assign(np, -1);
-  spans_.resize(np);
-  for (const auto& s : plan.streams) {
-    const size_t dot = s.name.find('.');
-    stage_of_stream_.push_back(std::stoi(s.name.substr(5, dot - 5)));  // "stage<s>.<role>"
-  }
-  for (int s = 0; s < p; ++s) stage_of_host_[traces::host_of_stream(skel_.st[static_cast<size_t>(s)].streams[kCompute])] = s;
+  prog_.resize(static_cast<size_t>(p));
   // The parameter gathers come first in both: the builder's go to the run before it starts.
   emit_gathers(skel_);
   emit_gathers(builder_);
@@ -878,25 +861,25 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
 }
 
 void MegatronOpStream::Impl::need(int s, int64_t tasks) {
-  const auto i = static_cast<size_t>(s);
+  Progress& g = prog(s);
   const bool before = unmet(s);
   if (tasks >= tasks_per_stage_) {
-    tail_needed_[i] = true;
+    g.tail_needed = true;
     tasks = tasks_per_stage_;
   }
-  need_[i] = std::max(need_[i], tasks);
+  g.need = std::max(g.need, tasks);
   update_unmet(s, before);
 }
 
 void MegatronOpStream::Impl::add_span(int s, int first, int64_t task) {
   const int end = builder_.em.next_id();
   if (end == first) return;
-  if (!id_order_) spans_[static_cast<size_t>(s)].push_back({first, end, task, end - first});
-  last_built_[static_cast<size_t>(s)] = end - 1;
+  if (!id_order_) prog(s).spans.push_back({first, end, task, end - first});
+  prog(s).last_built = end - 1;
 }
 
 MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
-  auto& spans = spans_[static_cast<size_t>(s)];
+  auto& spans = prog(s).spans;
   for (auto it = spans.rbegin(); it != spans.rend(); ++it)
     if (it->first <= id && id < it->end) return &*it;
   PROTWIN_ASSERT(false, "op ", id, " of stage ", s, " is not among the ops the stream handed out");
@@ -913,7 +896,7 @@ void MegatronOpStream::Impl::starting(int id, int stream) {
 void MegatronOpStream::Impl::release(int id, int stream) {
   const int s = stage_of_stream_[static_cast<size_t>(stream)];
   --find_span(s, id)->unreleased;
-  auto& spans = spans_[static_cast<size_t>(s)];
+  auto& spans = prog(s).spans;
   while (!spans.empty() && spans.front().unreleased == 0) spans.pop_front();
 }
 
@@ -921,9 +904,9 @@ bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
   auto it = stage_of_host_.find(host);
   PROTWIN_ASSERT(it != stage_of_host_.end(), "no stage has host ", host);
   const int s = it->second;
-  const auto i = static_cast<size_t>(s);
-  if (tail_built_[i]) return false;
-  need(s, built_[i] + 1);
+  Progress& g = prog(s);
+  if (g.tail_built) return false;
+  need(s, g.built + 1);
   return true;
 }
 
@@ -955,10 +938,10 @@ bool MegatronOpStream::Impl::build_more() {
   for (int s = 0; s < p_ && pick < 0; ++s)
     if (unmet(s)) pick = s;
   for (int s = 0; s < p_ && pick < 0 && unmet_ == 0; ++s)
-    if (!tail_built_[static_cast<size_t>(s)]) pick = s;
+    if (!prog(s).tail_built) pick = s;
   if (pick < 0) return false;
   const bool before = unmet(pick);
-  if (built_[static_cast<size_t>(pick)] < tasks_per_stage_) build_task(pick);
+  if (prog(pick).built < tasks_per_stage_) build_task(pick);
   else build_tail(pick);
   update_unmet(pick, before);
   return true;
@@ -970,7 +953,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
   if (skel_done_) return false;
   for (;;) {
     const int s = cur_;
-    int64_t& i = skel_next_[static_cast<size_t>(s)];
+    int64_t& i = prog(s).skel_next;
     if (i < tasks_per_stage_) {
       const PipeTask t = pipeline_task(s, p_, v_, m_, i);
       const int vs = t.chunk * p_ + s;
@@ -980,7 +963,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
         TaskIds ids;
         ids.first = skel_.em.next_id();
         emit_task(skel_, s, t, ids);
-        planned_[static_cast<size_t>(s)].push_back(ids);
+        prog(s).planned.push_back(ids);
         if (id_order_) skel_order_.push_back({s, i});
         ++i;
         progress_ = true;
@@ -996,10 +979,9 @@ bool MegatronOpStream::Impl::skeleton_step() {
     break;
   }
   for (int s = 0; s < p_; ++s)
-    PROTWIN_ASSERT(skel_next_[static_cast<size_t>(s)] == tasks_per_stage_, "pipeline schedule of stage ", s,
-                   " deadlocks");
+    PROTWIN_ASSERT(prog(s).skel_next == tasks_per_stage_, "pipeline schedule of stage ", s, " deadlocks");
   for (int s = 0; s < p_; ++s) {
-    tail_grads_first_[static_cast<size_t>(s)] = skel_.em.next_id();
+    prog(s).tail_grads_first = skel_.em.next_id();
     emit_tail_grads(skel_, s);
   }
   if (tied_) {
@@ -1008,7 +990,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
     emit_tied(skel_);
   }
   for (int s = 0; s < p_; ++s) {
-    tail_step_first_[static_cast<size_t>(s)] = skel_.em.next_id();
+    prog(s).tail_step_first = skel_.em.next_id();
     emit_step(skel_, s);
   }
   skel_done_ = true;
@@ -1017,33 +999,33 @@ bool MegatronOpStream::Impl::skeleton_step() {
 }
 
 void MegatronOpStream::Impl::build_task(int s) {
-  const auto i = static_cast<size_t>(s);
-  while (planned_[i].empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
-  TaskIds ids = planned_[i].front();
-  planned_[i].pop_front();
-  const int64_t task = built_[i];
+  Progress& g = prog(s);
+  while (g.planned.empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
+  TaskIds ids = g.planned.front();
+  g.planned.pop_front();
+  const int64_t task = g.built;
   builder_.em.set_next_id(ids.first);
   emit_task(builder_, s, pipeline_task(s, p_, v_, m_, task), ids);
   add_span(s, ids.first, task);
-  ++built_[i];
+  ++g.built;
 }
 
 void MegatronOpStream::Impl::build_tail(int s) {
   while (!skel_done_) skeleton_step();
-  const auto i = static_cast<size_t>(s);
-  build_tail_piece(s, tail_grads_first_[i], [&] { emit_tail_grads(builder_, s); });
+  Progress& g = prog(s);
+  build_tail_piece(s, g.tail_grads_first, [&] { emit_tail_grads(builder_, s); });
   if (tied_ && s == 0) build_tail_piece(s, tied_first_, [&] { emit_tied(builder_); });
-  build_tail_piece(s, tail_step_first_[i], [&] { emit_step(builder_, s); });
-  tail_built_[i] = true;
+  build_tail_piece(s, g.tail_step_first, [&] { emit_step(builder_, s); });
+  g.tail_built = true;
 }
 
 void MegatronOpStream::Impl::build_tail_in_id_order() {
   for (int s = 0; s < p_; ++s)
-    build_tail_piece(s, tail_grads_first_[static_cast<size_t>(s)], [&] { emit_tail_grads(builder_, s); });
+    build_tail_piece(s, prog(s).tail_grads_first, [&] { emit_tail_grads(builder_, s); });
   if (tied_) build_tail_piece(0, tied_first_, [&] { emit_tied(builder_); });
   for (int s = 0; s < p_; ++s) {
-    build_tail_piece(s, tail_step_first_[static_cast<size_t>(s)], [&] { emit_step(builder_, s); });
-    tail_built_[static_cast<size_t>(s)] = true;
+    build_tail_piece(s, prog(s).tail_step_first, [&] { emit_step(builder_, s); });
+    prog(s).tail_built = true;
   }
 }
 
@@ -1197,11 +1179,8 @@ void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
 void MegatronOpStream::Impl::emit_tied(Track& tr) {
   const Placement& pl = out.placement;
   auto& S0 = tr.st.front();
-  GroupPlacement g;
-  g.name = "embedding";
-  g.size = 2;
-  g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
-  g.ranks_per_node = g.nodes == 2 ? 1 : 2;
+  const bool inter = pl.stage_link_inter_node.back();
+  const GroupPlacement g{"embedding", 2, inter ? 1 : 2, inter ? 2 : 1};  // name, size, ranks per node, nodes
   const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, o_.sizes.tp) * model_.hidden * o_.grad_bytes,
                                    g, "tied embedding gradient");
   const int last = tr.em.counting() ? tr.st.back().last_compute : dep_on(p_ - 1, tied_last_stage_dep_);
@@ -1214,11 +1193,9 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
   const Placement& pl = out.placement;
   const ParallelSizes& z = o_.sizes;
   // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
-  GroupPlacement mp;  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm
-  mp.name = "mp";
-  mp.size = z.tp * z.pp;
-  mp.nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
-  mp.ranks_per_node = std::max<int64_t>(1, mp.size / mp.nodes);
+  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm.
+  const int64_t mp_nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
+  const GroupPlacement mp{"mp", z.tp * z.pp, std::max<int64_t>(1, z.tp * z.pp / mp_nodes), mp_nodes};
   const bool fp16 = o_.dtype == "fp16";
   // Bytes per parameter of the step (0: the machine's fused device Adam):
   // - Megatron-LM: Adam 28 (fp32 p, g, m, v read; p, m, v written), the fp16/bf16 grads copied to

@@ -1,6 +1,5 @@
 #include "sim/parallel/estimator/memory_estimate.h"
 
-#include <algorithm>
 #include <iterator>
 
 #include "sim/parallel/estimator/estimate_methods.h"

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <unordered_map>
 
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
@@ -105,6 +103,7 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
   r.fits_80pct = r.memory.total_gib() <= r.memory_limit_gib;
 
   const Placement pl = place_groups(z, g, nodes);
+  r.placement = pl;
   const nlohmann::json meta = {{"machine", machine.name}};
   auto sm_rules = [&](const traces::Plan& header) {
     std::vector<std::string> names;
@@ -119,7 +118,6 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     RunStats stats;
     traces::Report report = PlanSimulator(cost, sm_rules(plan.plan)).run(plan.plan, &stats);
     r.options = plan.options;
-    r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     measure_4d(plan, report, r);
     r.priced_by = report.priced_by;
@@ -146,7 +144,6 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                                      },
                                      true);
     r.options = stream.plan().options;
-    r.placement = pl;
     r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
     measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
