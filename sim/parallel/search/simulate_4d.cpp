@@ -113,12 +113,11 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                ? collective_sm_rules(names, {"tp_comm", "dp_comm"}, machine.gpu.sms, machine.intra_node.ring_channels)
                : std::vector<ContentionRule>{};
   };
+  RunStats stats;
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
     ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
-    RunStats stats;
     traces::Report report = PlanSimulator(cost, sm_rules(plan.plan)).run(plan.plan, &stats);
     r.options = plan.options;
-    r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     measure_4d(plan, report, r);
     r.priced_by = report.priced_by;
     if (cfg.keep_report) r.report = std::move(report);
@@ -134,7 +133,6 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     }
     MegatronOpStream stream(model, o, pl, meta);
     Measure4d measure(stream.plan());
-    RunStats stats;
     // Records in any order: the Report and trace files spool them by id (traces::RecordSpool).
     traces::Report report = PlanSimulator(cost, sm_rules(stream.header()))
                                 .run(stream, &stats,
@@ -144,12 +142,12 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                                      },
                                      true);
     r.options = stream.plan().options;
-    r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
     measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
     if (cfg.records) r.report = std::move(report);
   }
+  r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
   r.peak_tflops = machine.gpu.compute.at(o.dtype).peak_tflops;
   r.mfu = r.peak_tflops > 0 ? r.tflops_per_gpu / r.peak_tflops : 0;
   return r;
