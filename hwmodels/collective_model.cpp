@@ -1,23 +1,18 @@
 #include "hwmodels/collective_model.h"
 
 #include <algorithm>
-#include <cmath>
+#include <iterator>
 
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::hw {
 
 namespace {
 
-const CollectiveSpec& spec_of(const CollectiveDomainSpec& d, CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return d.all_reduce;
-    case CollectiveKind::kReduceScatter: return d.reduce_scatter;
-    case CollectiveKind::kAllGather: return d.all_gather;
-    case CollectiveKind::kBroadcast: return d.broadcast;
-  }
-  PROTWIN_ASSERT(false, "unknown collective kind");
-}
+namespace kk = traces::kernel_kinds;
+constexpr const char* kCollectiveNames[] = {kk::kAllReduce, kk::kReduceScatter, kk::kAllGather,
+                                            kk::kBroadcast};  // by CollectiveKind
 
 int ceil_log2(int n) {
   int steps = 0;
@@ -34,13 +29,25 @@ int inter_node_steps(CollectiveKind kind, int nodes) {
 
 }  // namespace
 
+const char* collective_name(CollectiveKind kind) { return kCollectiveNames[static_cast<size_t>(kind)]; }
+
 bool collective_from_string(const std::string& name, CollectiveKind* kind) {
-  if (name == "all_reduce") *kind = CollectiveKind::kAllReduce;
-  else if (name == "reduce_scatter") *kind = CollectiveKind::kReduceScatter;
-  else if (name == "all_gather") *kind = CollectiveKind::kAllGather;
-  else if (name == "broadcast") *kind = CollectiveKind::kBroadcast;
-  else return false;
-  return true;
+  for (size_t k = 0; k < std::size(kCollectiveNames); ++k)
+    if (name == kCollectiveNames[k]) {
+      *kind = static_cast<CollectiveKind>(k);
+      return true;
+    }
+  return false;
+}
+
+const CollectiveSpec& spec_of(const CollectiveDomainSpec& d, CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return d.all_reduce;
+    case CollectiveKind::kReduceScatter: return d.reduce_scatter;
+    case CollectiveKind::kAllGather: return d.all_gather;
+    case CollectiveKind::kBroadcast: return d.broadcast;
+  }
+  PROTWIN_ASSERT(false, "unknown collective kind");
 }
 
 double collective_bus_bytes(CollectiveKind kind, double bytes, int ranks) {
@@ -72,12 +79,8 @@ void CollectiveModel::check_group(int ranks, int ranks_per_node) const {
                 "/collectives/inter_node entry");
 }
 
-const CollectiveSpec& CollectiveModel::intra_spec(CollectiveKind kind) const {
-  return spec_of(intra_, kind);
-}
-
 double CollectiveModel::intra_GBps(CollectiveKind kind, int ranks_per_node) const {
-  const double busbw = intra_spec(kind).busbw_GBps;
+  const double busbw = spec_of(intra_, kind).busbw_GBps;
   if (intra_.fabric == IntraFabric::kSwitch || ranks_per_node >= gpus_per_node_) return busbw;
   return busbw * (ranks_per_node - 1) / (gpus_per_node_ - 1);
 }
@@ -98,10 +101,10 @@ double CollectiveModel::bus_GBps(CollectiveKind kind, int ranks, int ranks_per_n
 
 double CollectiveModel::alpha_seconds(CollectiveKind kind, int ranks, int ranks_per_node) const {
   check_group(ranks, ranks_per_node);
-  if (ranks_per_node == ranks) return intra_spec(kind).alpha_us * 1e-6;
+  if (ranks_per_node == ranks) return spec_of(intra_, kind).alpha_us * 1e-6;
   if (!network_) return spec_of(*inter_, kind).alpha_us * 1e-6;
   const int steps = inter_node_steps(kind, ranks / ranks_per_node);
-  return (intra_spec(kind).alpha_us + steps * network_->hop_latency_us) * 1e-6;
+  return (spec_of(intra_, kind).alpha_us + steps * network_->hop_latency_us) * 1e-6;
 }
 
 double CollectiveModel::seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,

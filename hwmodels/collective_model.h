@@ -39,8 +39,11 @@ namespace protwin::hw {
 
 enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
 
-// "all_gather" -> kAllGather, ...; false if the name is not a collective.
+// kAllGather -> "all_gather", ...; and back (false if the name is not a collective).
+const char* collective_name(CollectiveKind kind);
 bool collective_from_string(const std::string& name, CollectiveKind* kind);
+// The domain's alpha and busbw of one kind.
+const CollectiveSpec& spec_of(const CollectiveDomainSpec& d, CollectiveKind kind);
 
 // Bytes each rank moves per direction for a collective over `ranks` ranks of a buffer of `bytes`,
 // in NCCL-tests busbw terms: 2(n-1)/n S for all-reduce, (n-1)/n S for all-gather and
@@ -67,7 +70,6 @@ class CollectiveModel {
 
  private:
   void check_group(int ranks, int ranks_per_node) const;
-  const CollectiveSpec& intra_spec(CollectiveKind kind) const;
   double intra_GBps(CollectiveKind kind, int ranks_per_node) const;
   double node_network_GBps(CollectiveKind kind) const;
 

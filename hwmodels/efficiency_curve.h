@@ -26,7 +26,6 @@ class EfficiencyCurve {
   double first_x() const { return x_.front(); }
   double first_y() const { return y_.front(); }
   double last_x() const { return x_.back(); }
-  double last_y() const { return y_.back(); }
   const std::vector<double>& xs() const { return x_; }
   const std::vector<double>& ys() const { return y_; }
 

@@ -28,28 +28,8 @@ int elem_bytes(const std::string& dtype) {
   return b > 0 ? b : 4;
 }
 
-const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kBroadcast: return "broadcast";
-  }
-  return "all_reduce";
-}
-
 traces::OpSignature collective_sig(const std::string& kind, double bytes, int ranks, int ranks_per_node) {
   return {kind, {std::llround(bytes), ranks, std::min(ranks_per_node, ranks)}, "int8"};
-}
-
-bool collective_of(traces::OpKind k, CollectiveKind* out) {
-  switch (k) {
-    case traces::OpKind::kAllReduce: *out = CollectiveKind::kAllReduce; return true;
-    case traces::OpKind::kReduceScatter: *out = CollectiveKind::kReduceScatter; return true;
-    case traces::OpKind::kAllGather: *out = CollectiveKind::kAllGather; return true;
-    case traces::OpKind::kBroadcast: *out = CollectiveKind::kBroadcast; return true;
-    default: return false;
-  }
 }
 
 // A copy is pageable when op.pinned is false or, unset, a read tensor lives in "pageable".
@@ -68,6 +48,12 @@ double kernel_bytes(const traces::Kernel& k, bool backward) {
   if (k.bytes > 0) return k.bytes;
   const double passes = k.sig.kind == kk::kSwiglu ? (backward ? 5 : 3) : (backward ? 3 : 2);
   return elements_of(k.sig.shape) * elem_bytes(k.sig.dtype) * passes;
+}
+
+// Ranks per node of a legacy inter-node group (group.inter_node without group.ranks_per_node) on
+// a machine with only a /network (collective_seconds with kInterNode).
+int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
+  return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
 // The op's time on its stream and what priced it; an op that costs nothing has no source.
@@ -109,10 +95,6 @@ std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& p) {
   if (p == "none") return nullptr;
   const bool file = p.find('/') != std::string::npos || (p.size() > 5 && p.substr(p.size() - 5) == ".json");
   return std::make_unique<const traces::OpProfile>(file ? traces::OpProfile::load(p) : traces::shipped_profile(p));
-}
-
-int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
-  return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
 
 // Priced kernels by their whole identity (signature, direction, work), so a search prices each
@@ -311,13 +293,11 @@ KernelTime HardwareCostModel::corrected_collective(const traces::OpSignature& si
 }
 
 KernelTime HardwareCostModel::corrected(const traces::OpSignature& sig, double bytes, double model_s) const {
-  if (table_) {
-    if (auto c = table_->correction(sig, bytes))
-      return {model_s * c->ratio, tables_derived_ ? KernelSource::kDerived
-                                  : c->exact      ? KernelSource::kMeasured
-                                  : c->extrapolated ? KernelSource::kExtrapolated
-                                                    : KernelSource::kInterpolated};
-  }
+  if (const auto c = table_ ? table_->correction(sig, bytes) : std::nullopt)
+    return {model_s * c->ratio, tables_derived_ ? KernelSource::kDerived
+                                : c->exact      ? KernelSource::kMeasured
+                                : c->extrapolated ? KernelSource::kExtrapolated
+                                                  : KernelSource::kInterpolated};
   return {model_s, KernelSource::kModel};
 }
 
@@ -387,10 +367,6 @@ double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, cons
   return std::max({t, t_bytes, machine_.gpu.launch_floor_us * 1e-6});
 }
 
-double HardwareCostModel::gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
-  return gemm_time(1, m, n, k, dtype).seconds;
-}
-
 double HardwareCostModel::memory_seconds(double bytes) const {
   const double floor = machine_.gpu.launch_floor_us * 1e-6;
   if (bytes <= 0) return floor;
@@ -409,11 +385,10 @@ double HardwareCostModel::attention_seconds(const std::vector<int64_t>& shape, c
   if (flash) {
     // FlashAttention-2 counts backward as 2.5x forward flops (5 GEMMs vs 2).
     const double flops = backward ? 2.5 * fwd_flops : fwd_flops;
-    double tflops;
-    if (machine_.gpu.attention)
-      tflops = backward ? machine_.gpu.attention->flash_bwd_tflops : machine_.gpu.attention->flash_fwd_tflops;
-    else
-      tflops = gemm_tflops(flops * 1e-9, dtype);  // no flash data: as fast as one GEMM of its size
+    const auto& att = machine_.gpu.attention;  // none: as fast as one GEMM of its size
+    const double tflops = !att      ? gemm_tflops(flops * 1e-9, dtype)
+                          : backward ? att->flash_bwd_tflops
+                                     : att->flash_fwd_tflops;
     return std::max(flops / (tflops * 1e12), machine_.gpu.launch_floor_us * 1e-6);
   }
   // Unfused: the batched GEMMs S = Q K^T and O = P V (backward dP = dO V^T, dV = P^T dO,
@@ -443,10 +418,6 @@ KernelTime HardwareCostModel::shaped_attention(const std::vector<int64_t>& shape
     total.source = std::max(total.source, p.source);  // the least trusted part names the whole
   }
   return total;
-}
-
-double HardwareCostModel::kernel_seconds(const traces::Kernel& k, bool backward) const {
-  return kernel_time(k, backward).seconds;
 }
 
 KernelTime HardwareCostModel::kernel_time(const traces::Kernel& k, bool backward) const {
@@ -546,13 +517,9 @@ double HardwareCostModel::cpu_adam_seconds(double params, int ranks_sharing_host
   return machine_.cpu_adam.fixed_overhead_us * 1e-6 + params / cpu_adam_params_per_s(ranks_sharing_host);
 }
 
-double HardwareCostModel::device_adam_seconds(double params) const {
-  return device_adam_seconds(params, machine_.gpu_adam.bytes_per_param);
-}
-
 double HardwareCostModel::device_adam_seconds(double params, double bytes_per_param) const {
   if (params <= 0) return 0;
-  return memory_seconds(params * bytes_per_param);
+  return memory_seconds(params * (bytes_per_param > 0 ? bytes_per_param : machine_.gpu_adam.bytes_per_param));
 }
 
 double HardwareCostModel::host_cast_seconds(double bytes, int ranks_sharing_host) const {
@@ -574,19 +541,10 @@ double HardwareCostModel::host_pass_seconds(traces::OpSubKind pass, double bytes
 }
 
 const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, CollectiveScope scope) const {
-  const CollectiveDomainSpec* d = &machine_.intra_node;
-  if (scope == CollectiveScope::kInterNode) {
-    PROTWIN_CHECK(machine_.inter_node.has_value(), "machine ", machine_.name,
-                  ": no /collectives/inter_node entry for an inter-node collective");
-    d = &*machine_.inter_node;
-  }
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return d->all_reduce;
-    case CollectiveKind::kReduceScatter: return d->reduce_scatter;
-    case CollectiveKind::kAllGather: return d->all_gather;
-    case CollectiveKind::kBroadcast: return d->broadcast;
-  }
-  PROTWIN_ASSERT(false, "unknown collective kind");
+  if (scope == CollectiveScope::kIntraNode) return spec_of(machine_.intra_node, kind);
+  PROTWIN_CHECK(machine_.inter_node.has_value(), "machine ", machine_.name,
+                ": no /collectives/inter_node entry for an inter-node collective");
+  return spec_of(*machine_.inter_node, kind);
 }
 
 KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const {
@@ -628,8 +586,6 @@ OpCost HardwareCostModel::cost(const traces::Op& op, const traces::Plan& plan) c
     stream.time += from_seconds((h.runtime_op_us + (op.id == 0 ? h.runtime_step_us : 0)) * 1e-6);
   return c;
 }
-
-int HardwareCostModel::launch_queue_depth() const { return machine_.host_dispatch.launch_queue_depth; }
 
 // What the rank's host thread spends issuing `op` (machine host_dispatch): every kernel is one
 // eager ATen op (dispatch, with autograd recording in forward and recompute; an autograd-engine
@@ -697,7 +653,7 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     return;
   }
   CollectiveKind kind;
-  if (collective_of(op.kind, &kind)) {
+  if (traces::is_collective(op.kind) && collective_from_string(traces::to_string(op.kind), &kind)) {
     const traces::CollectiveGroup& g = op.group;
     const int ranks = g.ranks > 0 ? g.ranks : plan.ranks();
     if (ranks <= 1 || bytes <= 0) return;
@@ -729,27 +685,22 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     priced(c, send_recv_priced(bytes, op.group.inter_node));
     return;
   }
-  if (op.kind == traces::OpKind::kAdamCpu) {
+  if (traces::is_cpu_work(op.kind)) {  // CPU Adam and CPU passes over host memory, on the rank's share of it
     const int ranks = plan.ranks_per_host(machine_.gpu.count);
-    double t = cpu_adam_seconds(static_cast<double>(op.work.params), ranks);
+    const double params = static_cast<double>(op.work.params);
+    double t = op.kind == traces::OpKind::kHostCast   ? host_cast_seconds(bytes, ranks)
+               : op.kind == traces::OpKind::kHostPass ? host_pass_seconds(op.sub_kind, bytes, params, ranks)
+                                                      : cpu_adam_seconds(params, ranks);
     // FSDP's torch.optim.Adam on CPU tensors is slower than the SIMD CPU Adam (hardware.md §3.5).
-    if (op.sub_kind == traces::OpSubKind::kTorch) t *= machine_.cpu_adam.torch_slowdown;
+    if (op.kind == traces::OpKind::kAdamCpu && op.sub_kind == traces::OpSubKind::kTorch)
+      t *= machine_.cpu_adam.torch_slowdown;
     priced(c, {t, KernelSource::kCurve});
-    return;
-  }
-  if (op.kind == traces::OpKind::kHostCast || op.kind == traces::OpKind::kHostPass) {  // CPU passes over host memory
-    const int ranks = plan.ranks_per_host(machine_.gpu.count);
-    priced(c, {op.kind == traces::OpKind::kHostCast
-                    ? host_cast_seconds(bytes, ranks)
-                    : host_pass_seconds(op.sub_kind, bytes, static_cast<double>(op.work.params), ranks),
-                KernelSource::kCurve});
     return;
   }
   if (op.kind == traces::OpKind::kAdamDevice) {
     // bytes_per_param: the step as a framework's code does it (its passes over grads, states and
     // params); else the machine's fused device Adam.
-    const double bpp = op.bytes_per_param > 0 ? op.bytes_per_param : machine_.gpu_adam.bytes_per_param;
-    priced(c, {device_adam_seconds(static_cast<double>(op.work.params), bpp), KernelSource::kCurve});
+    priced(c, {device_adam_seconds(static_cast<double>(op.work.params), op.bytes_per_param), KernelSource::kCurve});
     return;
   }
   if (op.kind == traces::OpKind::kAlloc || op.kind == traces::OpKind::kFree || op.kind == traces::OpKind::kArrive) return;

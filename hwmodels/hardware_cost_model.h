@@ -66,12 +66,14 @@ class HardwareCostModel : public CostModel {
   // With the machine's host_dispatch section (DESIGN §4) the cost also says what the host thread
   // spends issuing the op, a phase on its host thread before its stream's (add_host_phase).
   OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
-  int launch_queue_depth() const override;
+  int launch_queue_depth() const override { return machine_.host_dispatch.launch_queue_depth; }
   const std::vector<ContentionRule>& contention() const override { return contention_; }
   void set_contention(std::vector<ContentionRule> rules) { contention_ = std::move(rules); }
 
   // Direct functions for analytic models; all return seconds.
-  double gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
+  double gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
+    return gemm_time(1, m, n, k, dtype).seconds;
+  }
   // Achieved TFLOPS of one GEMM call of `gflop` (the curve, or sustained above it).
   double gemm_tflops(double gflop, const std::string& dtype) const;
   double memory_seconds(double bytes) const;
@@ -81,7 +83,9 @@ class HardwareCostModel : public CostModel {
                            bool backward) const;
   // One run of a kernel (profile first); `backward` selects the backward of attention kernels
   // and, for memory-bound kernels without explicit bytes, the backward traffic.
-  double kernel_seconds(const traces::Kernel& k, bool backward = false) const;
+  double kernel_seconds(const traces::Kernel& k, bool backward = false) const {
+    return kernel_time(k, backward).seconds;
+  }
   // The same with where the time came from.
   KernelTime kernel_time(const traces::Kernel& k, bool backward = false) const;
   // The sum of a kernel set's kernels (count x kernel_time), memoised per distinct set.
@@ -103,9 +107,9 @@ class HardwareCostModel : public CostModel {
   double copy_seconds(double bytes, CopyDirection dir, bool pinned, bool both_directions) const;
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
-  double device_adam_seconds(double params) const;
-  // The same step moving `bytes_per_param` (a framework's own passes, counted from its code).
-  double device_adam_seconds(double params, double bytes_per_param) const;
+  // The device optimizer step over `params`: the machine's fused device Adam, or with
+  // bytes_per_param > 0 a step moving that much (a framework's own passes, counted from its code).
+  double device_adam_seconds(double params, double bytes_per_param = 0) const;
   // A CPU pass over `bytes` of host memory (a dtype cast), at the rank's share of DRAM bandwidth.
   double host_cast_seconds(double bytes, int ranks_sharing_host = 1) const;
   // One host_pass op (sub-kind overflow_scan | unscale | fp16_copy) over `elems` fp32 elements
@@ -113,7 +117,8 @@ class HardwareCostModel : public CostModel {
   // (machine host_passes), each rank with its share of the host.
   double host_pass_seconds(traces::OpSubKind pass, double bytes, double elems, int ranks_sharing_host = 1) const;
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
-  // on a machine with only a /network, kInterNode places the group as inter_node_ranks_per_node.
+  // on a machine with only a /network, kInterNode places the group on whole nodes (G per node) when
+  // it is a multiple of G larger than one node, else one rank per node.
   double collective_seconds(CollectiveKind kind, double bytes, int ranks,
                             CollectiveScope scope = CollectiveScope::kIntraNode) const {
     return collective_priced(kind, bytes, ranks, scope).seconds;
@@ -181,10 +186,5 @@ std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& name
 // took together, compute beside the rank's collective stream ("compute_slowdown_with_collectives");
 // empty when it has none.
 std::vector<ContentionRule> contention_rules_from_profile(const nlohmann::json& provenance);
-
-// Ranks per node of a legacy inter-node group (group.inter_node without
-// group.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the
-// group is a multiple of G larger than one node, else one rank per node.
-int inter_node_ranks_per_node(int ranks, int gpus_per_node);
 
 }  // namespace protwin::hw

@@ -1,11 +1,11 @@
 #include "hwmodels/kernel_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "traces/error.h"
 #include "traces/op_signature.h"
+#include "traces/units.h"
 
 namespace protwin::hw {
 
@@ -30,15 +30,14 @@ double tile_efficiency(const Tile& t) {
   return eff(static_cast<double>(t.m), static_cast<double>(t.n)) / eff(256, 128);
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The floor every kernel pays on the GPU (gpu.kernel_floor_us, else launch_floor_us).
+double kernel_floor_seconds(const Machine& m) {
+  return (m.gpu.kernel_floor_us > 0 ? m.gpu.kernel_floor_us : m.gpu.launch_floor_us) * 1e-6;
+}
 
 }  // namespace
 
 bool has_shape_model(const Machine& m) { return m.gpu.sms > 0; }
-
-double kernel_floor_seconds(const Machine& m) {
-  return (m.gpu.kernel_floor_us > 0 ? m.gpu.kernel_floor_us : m.gpu.launch_floor_us) * 1e-6;
-}
 
 double memory_model_seconds(const Machine& m, double bytes) {
   return kernel_floor_seconds(m) + std::max(0.0, bytes) / (m.gpu.hbm_achievable_GBps * 1e9);

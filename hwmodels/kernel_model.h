@@ -26,7 +26,5 @@ double gemm_model_seconds(const Machine& m, int64_t batch, int64_t rows, int64_t
                           const std::string& dtype);
 // Seconds of one memory-bound kernel moving `bytes` (read + written).
 double memory_model_seconds(const Machine& m, double bytes);
-// The floor every kernel pays on the GPU (gpu.kernel_floor_us, else launch_floor_us).
-double kernel_floor_seconds(const Machine& m);
 
 }  // namespace protwin::hw

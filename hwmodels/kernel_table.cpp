@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <numeric>
+#include <set>
 
 #include "traces/embedded_files.h"
 #include "traces/error.h"
@@ -60,25 +64,15 @@ std::vector<double> coords_of(const traces::OpSignature& sig, double bytes) {
 }  // namespace
 
 const char* kernel_source_name(KernelSource s) {
-  switch (s) {
-    case KernelSource::kProfile: return "profile";
-    case KernelSource::kMeasured: return "measured";
-    case KernelSource::kInterpolated: return "interpolated";
-    case KernelSource::kExtrapolated: return "extrapolated";
-    case KernelSource::kDerived: return "derived";
-    case KernelSource::kModel: return "model";
-    case KernelSource::kCurve: return "curve";
-    case KernelSource::kRates: return "rates";
-    case KernelSource::kMixed: return "mixed";
-    case KernelSource::kNone: return "none";
-  }
-  return "model";
+  static constexpr const char* kNames[] = {"profile", "measured", "interpolated", "extrapolated", "derived",
+                                           "model", "curve", "rates", "mixed", "none"};
+  static_assert(std::size(kNames) == static_cast<size_t>(KernelSource::kNone) + 1, "a name per KernelSource");
+  return kNames[static_cast<size_t>(s)];
 }
 
 bool KernelTable::flat(const traces::OpSignature& sig) const {
   if (!gemm_.seconds || !(sig.kind == kk::kGemm || sig.kind == kk::kBmm)) return false;
-  double flops = 2;
-  for (int64_t d : sig.shape) flops *= static_cast<double>(d);
+  const double flops = std::accumulate(sig.shape.begin(), sig.shape.end(), 2.0, std::multiplies<>());
   const double t = gemm_.seconds(sig), sustained = gemm_.sustained_flops(sig.dtype);
   return std::isfinite(t) && t > 0 && sustained > 0 && flops / t >= gemm_.flat_fraction * sustained;
 }
@@ -107,11 +101,7 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
     }
   }
   for (auto& [name, points] : groups_) {
-    auto size = [](const Point& p) {
-      double s = 0;
-      for (double v : p.x) s += v;
-      return s;
-    };
+    auto size = [](const Point& p) { return std::accumulate(p.x.begin(), p.x.end(), 0.0); };
     double largest = 0;
     for (const Point& p : points) largest = std::max(largest, size(p));
     double ref = 0;
@@ -213,13 +203,6 @@ double KernelTable::dtype_shift(const traces::OpSignature& sig, const std::strin
                                                                            : -largest_log_ratio_.at(g);
 }
 
-std::vector<std::string> kernel_table_names() {
-  std::vector<std::string> names;
-  for (const auto& f : detail::embedded_kernel_tables()) names.push_back(f.name);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 const traces::OpProfile& kernel_table(const std::string& name) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<traces::OpProfile>> parsed;
@@ -232,8 +215,10 @@ const traces::OpProfile& kernel_table(const std::string& name) {
         traces::OpProfile::parse(f.text, "hwmodels/kernel_tables/" + name + ".json"));
     return *parsed.emplace(name, std::move(p)).first->second;
   }
+  std::set<std::string> names;  // sorted
+  for (const auto& f : detail::embedded_kernel_tables()) names.insert(f.name);
   std::string avail;
-  for (const auto& n : kernel_table_names()) avail += (avail.empty() ? "" : ", ") + n;
+  for (const auto& n : names) avail += (avail.empty() ? "" : ", ") + n;
   throw Error("kernel table \"" + name + "\": no such table (available: " + avail + ")");
 }
 

@@ -29,7 +29,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hwmodels/cost_model.h"
@@ -107,8 +106,7 @@ class KernelTable {
   size_t points_ = 0;
 };
 
-// Names of the embedded tables, sorted; one table by name (parsed once), errors list the names.
-std::vector<std::string> kernel_table_names();
+// One embedded table by name (parsed once); an unknown name is an error listing the names.
 const traces::OpProfile& kernel_table(const std::string& name);
 
 }  // namespace protwin::hw

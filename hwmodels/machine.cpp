@@ -6,11 +6,17 @@
 #include "hwmodels/machine_edit.h"
 #include "traces/error.h"
 #include "traces/file_io.h"
+#include "traces/embedded_files.h"
 #include "traces/json_reader.h"
 
 namespace protwin::hw {
 
 using traces::JsonNode;
+
+namespace detail {
+// Compiled in at build time from hwmodels/machines/*.json (hwmodels/machines.cmake).
+const std::vector<traces::EmbeddedFile>& embedded_machines();
+}  // namespace detail
 
 namespace {
 
@@ -132,10 +138,8 @@ GpuSpec read_gpu(const JsonNode& n) {
   if (n.has("kernel_floor_us")) g.kernel_floor_us = n.get_positive_number("kernel_floor_us");
   if (auto a = n.find("attention")) {
     a->check_keys({"flash_fwd_tflops", "flash_bwd_tflops"});
-    GpuAttention att;
-    att.flash_fwd_tflops = a->get_positive_number("flash_fwd_tflops");
-    att.flash_bwd_tflops = a->get_positive_number("flash_bwd_tflops");
-    g.attention = att;
+    g.attention = GpuAttention{a->get_positive_number("flash_fwd_tflops"),
+                               a->get_positive_number("flash_bwd_tflops")};
   }
   g.allocator = read_allocator(n.at("allocator"));
   return g;
@@ -231,7 +235,7 @@ HostDispatchSpec read_host_dispatch(const JsonNode& n) {
                 "collective_call_us", "optimizer_launch_us", "module_hook_us", "launch_queue_depth", "host_thread",
                 "runtime_op_us", "runtime_step_us"});
   HostDispatchSpec h;
-  h.enabled = n.has("enabled") ? n.at("enabled").as_bool() : true;
+  h.enabled = n.get_bool("enabled", true);
   h.eager_op_us = n.get_nonneg_number("eager_op_us");
   h.eager_op_autograd_us = n.get_nonneg_number("eager_op_autograd_us");
   h.backward_op_us = n.get_nonneg_number("backward_op_us");
@@ -241,13 +245,26 @@ HostDispatchSpec read_host_dispatch(const JsonNode& n) {
   h.optimizer_launch_us = n.get_nonneg_number("optimizer_launch_us");
   h.module_hook_us = n.get_nonneg_number("module_hook_us");
   h.launch_queue_depth = static_cast<int>(n.get_int_in("launch_queue_depth", 1, 1000000));
-  h.host_thread = n.has("host_thread") ? n.at("host_thread").as_bool() : true;
+  h.host_thread = n.get_bool("host_thread", true);
   h.runtime_op_us = n.has("runtime_op_us") ? n.get_nonneg_number("runtime_op_us") : 0;
   h.runtime_step_us = n.has("runtime_step_us") ? n.get_nonneg_number("runtime_step_us") : 0;
   return h;
 }
 
 }  // namespace
+
+std::vector<std::string> machine_names() {
+  std::vector<std::string> out;
+  for (const auto& f : detail::embedded_machines()) out.push_back(f.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const char* embedded_machine_json(const std::string& name) {
+  for (const auto& f : detail::embedded_machines())
+    if (name == f.name) return f.text;
+  return nullptr;
+}
 
 nlohmann::json Machine::provenance_of(const std::string& pointer) const {
   return json.contains("provenance") ? find_provenance(json["provenance"], pointer) : nullptr;
@@ -301,9 +318,9 @@ Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   if (auto net = root.find("network")) m.network = read_network(*net);
   if (auto kt = root.find("kernel_tables")) {
     kt->check_keys({"enabled", "names", "measured_on", "flat_regime", "memory_regime"});
-    if (kt->has("enabled")) m.kernel_tables.enabled = kt->at("enabled").as_bool();
-    if (kt->has("flat_regime")) m.kernel_tables.flat_regime = kt->at("flat_regime").as_bool();
-    if (kt->has("memory_regime")) m.kernel_tables.memory_regime = kt->at("memory_regime").as_bool();
+    m.kernel_tables.enabled = kt->get_bool("enabled", true);
+    m.kernel_tables.flat_regime = kt->get_bool("flat_regime", true);
+    m.kernel_tables.memory_regime = kt->get_bool("memory_regime", true);
     const JsonNode names = kt->at("names");
     for (size_t i = 0; i < names.size(); ++i) m.kernel_tables.names.push_back(names.at(i).as_string());
     m.kernel_tables.measured_on = kt->get_string("measured_on", "");

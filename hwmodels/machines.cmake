@@ -6,7 +6,6 @@ target_sources(protwin_hw PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/efficiency_curve.cpp
   ${CMAKE_CURRENT_LIST_DIR}/machine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/machine_edit.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/machine_registry.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hardware_cost_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cost_model_choice.cpp)

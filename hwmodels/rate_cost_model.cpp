@@ -1,7 +1,6 @@
 #include "hwmodels/rate_cost_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <set>
 
@@ -87,9 +86,7 @@ RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::strin
           known += (known.empty() ? "" : ", ") + m.links_[k].name;
         }
         if (index < 0) ln.fail("unknown link \"" + name + "\" (links: " + (known.empty() ? "none" : known) + ")");
-        for (int prev : r.links) {
-          if (prev == index) ln.fail("link \"" + name + "\" listed twice");
-        }
+        if (std::count(r.links.begin(), r.links.end(), index) > 0) ln.fail("link \"" + name + "\" listed twice");
         r.links.push_back(index);
       }
       if (s.has("GBps")) {
@@ -117,8 +114,7 @@ RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::strin
 }
 
 RateCostModel RateCostModel::load(const std::string& path) {
-  const traces::JsonDocument doc = traces::JsonDocument::load(path);
-  return from_json(doc.json(), path);
+  return from_json(traces::JsonDocument::load(path).json(), path);
 }
 
 const StreamRate& RateCostModel::rate_of(const std::string& stream) const {

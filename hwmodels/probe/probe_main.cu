@@ -70,22 +70,19 @@ void measure_gemm(const pp::ProbeOptions& o, cublasHandle_t h, cudaStream_t s, p
       size_t free_b = 0, total_b = 0;
       CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
       if (3 * bytes > free_b * 9 / 10) continue;  // does not fit: skip the point
-      void *A, *B, *C;
-      CUDA_OK(cudaMalloc(&A, bytes));
-      CUDA_OK(cudaMalloc(&B, bytes));
-      CUDA_OK(cudaMalloc(&C, bytes));
-      CUDA_OK(cudaMemset(A, 0, bytes));  // zeros: no denormal or NaN slow paths
-      CUDA_OK(cudaMemset(B, 0, bytes));
+      void* abc[3];  // A, B, C
+      for (void*& m : abc) {
+        CUDA_OK(cudaMalloc(&m, bytes));
+        CUDA_OK(cudaMemset(m, 0, bytes));  // zeros: no denormal or NaN slow paths
+      }
       const float alpha = 1, beta = 0;
       const int ni = static_cast<int>(n);
       const double sec = time_median(s, o.repeats, [&] {
-        CUBLAS_OK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &alpha, A, t, ni, B, t, ni,
-                               &beta, C, t, ni, c, CUBLAS_GEMM_DEFAULT));
+        CUBLAS_OK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &alpha, abc[0], t, ni, abc[1], t, ni,
+                               &beta, abc[2], t, ni, c, CUBLAS_GEMM_DEFAULT));
       });
       r.gemm.push_back({dtype, n, sec});
-      CUDA_OK(cudaFree(A));
-      CUDA_OK(cudaFree(B));
-      CUDA_OK(cudaFree(C));
+      for (void* m : abc) CUDA_OK(cudaFree(m));
     }
   }
 }
@@ -108,10 +105,8 @@ void measure_host_link(const pp::ProbeOptions& o, cudaStream_t s, pp::ProbeResul
   const std::vector<int64_t> sizes = pp::copy_sizes(o);
   const int64_t max = sizes.back();
   void *dev_a, *dev_b, *pin_a, *pin_b;
-  CUDA_OK(cudaMalloc(&dev_a, max));
-  CUDA_OK(cudaMalloc(&dev_b, max));
-  CUDA_OK(cudaMallocHost(&pin_a, max));
-  CUDA_OK(cudaMallocHost(&pin_b, max));
+  for (void** p : {&dev_a, &dev_b}) CUDA_OK(cudaMalloc(p, max));
+  for (void** p : {&pin_a, &pin_b}) CUDA_OK(cudaMallocHost(p, max));
   char* page = static_cast<char*>(std::malloc(max));
   PROTWIN_ASSERT(page, "malloc of ", max, " bytes failed");
   std::memset(page, 1, max);  // fault the pages in before timing
@@ -154,10 +149,8 @@ void measure_host_link(const pp::ProbeOptions& o, cudaStream_t s, pp::ProbeResul
   }
   CUDA_OK(cudaStreamDestroy(s2));
   std::free(page);
-  CUDA_OK(cudaFreeHost(pin_a));
-  CUDA_OK(cudaFreeHost(pin_b));
-  CUDA_OK(cudaFree(dev_a));
-  CUDA_OK(cudaFree(dev_b));
+  for (void* p : {pin_a, pin_b}) CUDA_OK(cudaFreeHost(p));
+  for (void* p : {dev_a, dev_b}) CUDA_OK(cudaFree(p));
 }
 
 void measure_launch(const pp::ProbeOptions& o, cudaStream_t s, pp::ProbeResults& r) {

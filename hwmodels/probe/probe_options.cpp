@@ -1,8 +1,9 @@
 #include "hwmodels/probe/probe_options.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+
+#include <boost/algorithm/string/split.hpp>
 
 #include "traces/error.h"
 
@@ -19,16 +20,10 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t min)
   return v;
 }
 
+// "a,,b" -> {"a", "", "b"}: an empty piece is kept, for parse_int to refuse.
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+  return boost::algorithm::split(out, s, [](char c) { return c == ','; });
 }
 
 }  // namespace

@@ -17,20 +17,16 @@ double best_GBps(const std::vector<CopyPoint>& pts) {
   return best;
 }
 
+bool by_bytes(const CopyPoint& a, const CopyPoint& b) { return a.bytes < b.bytes; }
+
 // Latency: time of the smallest copy (it is almost all fixed cost).
 double smallest_us(const std::vector<CopyPoint>& pts) {
-  if (pts.empty()) return 0;
-  const auto it = std::min_element(pts.begin(), pts.end(),
-                                   [](const CopyPoint& a, const CopyPoint& b) { return a.bytes < b.bytes; });
-  return it->seconds * 1e6;
+  return pts.empty() ? 0 : std::min_element(pts.begin(), pts.end(), by_bytes)->seconds * 1e6;
 }
 
 // Bandwidth of the largest copy: the rate used for chunk-sized transfers.
 double largest_GBps(const std::vector<CopyPoint>& pts) {
-  if (pts.empty()) return 0;
-  return std::max_element(pts.begin(), pts.end(),
-                          [](const CopyPoint& a, const CopyPoint& b) { return a.bytes < b.bytes; })
-      ->GBps();
+  return pts.empty() ? 0 : std::max_element(pts.begin(), pts.end(), by_bytes)->GBps();
 }
 
 nlohmann::json copy_points(const std::vector<CopyPoint>& pts) {
@@ -79,7 +75,7 @@ nlohmann::json machine_fragment(const ProbeResults& r) {
 
   if (!r.hbm.empty()) {
     std::vector<CopyPoint> pts = r.hbm;
-    std::sort(pts.begin(), pts.end(), [](const CopyPoint& a, const CopyPoint& b) { return a.bytes < b.bytes; });
+    std::sort(pts.begin(), pts.end(), by_bytes);
     nlohmann::json bytes = nlohmann::json::array(), gbps = nlohmann::json::array();
     for (const auto& p : pts) {
       bytes.push_back(p.bytes);
@@ -101,20 +97,16 @@ nlohmann::json machine_fragment(const ProbeResults& r) {
 
   nlohmann::json link = nlohmann::json::object();
   auto direction = [&](const std::string& dir) {
-    const auto pinned = r.host.find(dir + "_pinned"), pageable = r.host.find(dir + "_pageable");
-    if (pinned != r.host.end() && !pinned->second.empty()) {
-      link[dir]["pinned_GBps"] = largest_GBps(pinned->second);
-      link[dir]["pinned_latency_us"] = smallest_us(pinned->second);
-      measured("/host_link/" + dir + "/pinned_GBps", "cudaMemcpyAsync from/to cudaMallocHost memory, largest buffer");
-      measured("/host_link/" + dir + "/pinned_latency_us", "time of the smallest pinned copy");
+    for (const std::string memory : {"pinned", "pageable"}) {
+      const auto it = r.host.find(dir + "_" + memory);
+      if (it == r.host.end() || it->second.empty()) continue;
+      link[dir][memory + "_GBps"] = largest_GBps(it->second);
+      link[dir][memory + "_latency_us"] = smallest_us(it->second);
+      measured("/host_link/" + dir + "/" + memory + "_GBps", "cudaMemcpyAsync from/to " +
+               std::string(memory == "pinned" ? "cudaMallocHost" : "malloc") + " memory, largest buffer");
+      measured("/host_link/" + dir + "/" + memory + "_latency_us", "time of the smallest " + memory + " copy");
     }
-    if (pageable != r.host.end() && !pageable->second.empty()) {
-      link[dir]["pageable_GBps"] = largest_GBps(pageable->second);
-      link[dir]["pageable_latency_us"] = smallest_us(pageable->second);
-      measured("/host_link/" + dir + "/pageable_GBps", "cudaMemcpyAsync from/to malloc memory, largest buffer");
-      measured("/host_link/" + dir + "/pageable_latency_us", "time of the smallest pageable copy");
-    }
-    const auto duplex = r.host.find(dir + "_duplex");
+    const auto pinned = r.host.find(dir + "_pinned"), duplex = r.host.find(dir + "_duplex");
     if (pinned != r.host.end() && duplex != r.host.end() && !duplex->second.empty() &&
         largest_GBps(pinned->second) > 0) {
       link["duplex_fraction"][dir] = largest_GBps(duplex->second) / largest_GBps(pinned->second);

@@ -22,7 +22,7 @@ TEST_CASE("a what-if override (--set) replaces a field and marks it assumed", "[
                                                  "gpu.compute.bf16.gemm_curve.tflops.5=300"});
   CHECK(m.host_link.h2d.pinned_GBps == 32);
   CHECK_FALSE(m.gpu.p2p);
-  CHECK(m.gpu.compute.at("bf16").gemm_curve.last_y() == 300);
+  CHECK(m.gpu.compute.at("bf16").gemm_curve.ys().back() == 300);
   CHECK(m.provenance_of("/host_link/h2d/pinned_GBps") ==
         nlohmann::json({{"kind", "assumed"}, {"source", "--set host_link.h2d.pinned_GBps=32"}}));
   // The JSON round-trips: loading the dumped document gives the same machine.

@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -103,7 +104,7 @@ constexpr int kPrevCompute = -1;
 struct Step {
   int tmpl = 0;
   Role role = kCompute;
-  std::vector<int> deps;
+  std::vector<int> deps = {};
   bool exit = false;
 };
 using Program = std::vector<Step>;
@@ -145,7 +146,7 @@ class ProgramBuilder {
       const Section sec = seg.section;
       if (tp && sp_ && sec == Section::kColumn && prev != Section::kColumn) {
         flush(p, pending, kind, b, "before all-gather");
-        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input"), kCompute, {}, false});
+        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input")});
       }
       if (sec == Section::kAttention && pl_.sizes.cp > 1) {
         flush(p, pending, kind, b, "attention input");
@@ -157,13 +158,11 @@ class ProgramBuilder {
         flush(p, pending, kind, b, section_name(sec));
         // Without sequence parallelism: reduce_from_tensor_model_parallel_region, an all-reduce.
         p.push_back({sp_ ? tp_coll("reduce_scatter", kCompute, act_bytes_, "sequence-parallel output")
-                         : tp_coll("all_reduce", kCompute, act_bytes_, "row-parallel output"),
-                     kCompute, {}, false});
+                         : tp_coll("all_reduce", kCompute, act_bytes_, "row-parallel output")});
       }
       if (tp && sec == Section::kLoss) {
         flush(p, pending, kind, b, "loss");
-        p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics"),
-                     kCompute, {}, false});
+        p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics")});
       }
       prev = sec;
     }
@@ -182,7 +181,7 @@ class ProgramBuilder {
       const Section sec = seg.section;
       if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
         flush(p, pending, "backward", b, "before all-gather");
-        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient"), kCompute, {}, false});
+        p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient")});
       }
       prev = sec;
       if (sec == Section::kAttention && selective) {
@@ -191,7 +190,7 @@ class ProgramBuilder {
         for (size_t i = 0; i < b.forward.size(); ++i)
           if (b.forward_tags[i].section == Section::kAttention) fwd.push_back(b.forward[i]);
         if (cp) ring(p, fwd, "recompute", b, false);
-        else p.push_back({bank_.compute("recompute", fwd, b.name, "attention"), kCompute, {}, false});
+        else p.push_back({bank_.compute("recompute", fwd, b.name, "attention")});
       }
       if (sec == Section::kAttention && cp) {
         flush(p, pending, "backward", b, "attention output gradient");
@@ -204,7 +203,7 @@ class ProgramBuilder {
         // linear's dX and dW, then the copy's backward all-reduces dX, synchronously.
         pending.insert(pending.end(), seg.kernels.begin(), seg.kernels.end());
         flush(p, pending, "backward", b, "column");
-        p.push_back({tp_coll("all_reduce", kCompute, act_bytes_, "input gradient"), kCompute, {}, false});
+        p.push_back({tp_coll("all_reduce", kCompute, act_bytes_, "input gradient")});
         continue;
       }
       if (tp && sec == Section::kColumn) {
@@ -215,10 +214,10 @@ class ProgramBuilder {
         for (size_t i = 0; i < seg.kernels.size(); ++i) (seg.weight_grad[i] ? dw : dx).push_back(seg.kernels[i]);
         const int ag = static_cast<int>(p.size());
         p.push_back({tp_coll("all_gather", kTpComm, act_bytes_, "input for the weight gradient"), kTpComm,
-                     {kPrevCompute}, false});
+                     {kPrevCompute}});
         const int x = static_cast<int>(p.size());
-        p.push_back({bank_.compute("backward", dx, b.name, "column dX"), kCompute, {}, false});
-        if (!dw.empty()) p.push_back({bank_.compute("backward", dw, b.name, "column dW"), kCompute, {ag}, false});
+        p.push_back({bank_.compute("backward", dx, b.name, "column dX")});
+        if (!dw.empty()) p.push_back({bank_.compute("backward", dw, b.name, "column dW"), kCompute, {ag}});
         p.push_back({tp_coll("reduce_scatter", kTpComm, act_bytes_, "input gradient"), kTpComm, {x}, true});
         continue;
       }
@@ -232,7 +231,7 @@ class ProgramBuilder {
   void flush(Program& p, std::vector<Kernel>& ks, const std::string& kind, const Block& b,
              const std::string& part) {
     if (ks.empty()) return;
-    p.push_back({bank_.compute(kind, ks, b.name, part), kCompute, {}, false});
+    p.push_back({bank_.compute(kind, ks, b.name, part)});
     ks.clear();
   }
 
@@ -262,10 +261,10 @@ class ProgramBuilder {
       int sr = -1;
       if (j + 1 < c) {
         sr = static_cast<int>(p.size());
-        p.push_back({sr_tmpl, kCpComm, j == 0 ? std::vector<int>{kPrevCompute} : std::vector<int>{prev_sr, prev_attn}, false});
+        p.push_back({sr_tmpl, kCpComm, j == 0 ? std::vector<int>{kPrevCompute} : std::vector<int>{prev_sr, prev_attn}});
       }
       prev_attn = static_cast<int>(p.size());
-      p.push_back({attn_tmpl, kCompute, prev_sr >= 0 ? std::vector<int>{prev_sr} : std::vector<int>{}, false});
+      p.push_back({attn_tmpl, kCompute, prev_sr >= 0 ? std::vector<int>{prev_sr} : std::vector<int>{}});
       prev_sr = sr;
     }
     if (backward)
@@ -331,21 +330,16 @@ class Emitter {
   int emit(StageState& st, StageInfo& info, int tmpl, Role role, std::vector<int> deps, int block) {
     const Op& t = bank_.ops[static_cast<size_t>(tmpl)];
     if (out_) {
-      // Only what prices it (typed), not a copy of the whole template: a 4D run builds millions.
-      Op op;
+      // The template is what prices the op (typed); its descriptive attrs are kept apart (a 4D run
+      // builds millions of ops), only plan files take them.
+      Op op = t;
       op.id = next_id_;
-      op.kind = t.kind;
       op.stream = st.streams[role];
       op.block = block;
       if (role == kCompute) deps.insert(deps.end(), st.pending.begin(), st.pending.end());
       normalise_deps(deps);
       op.deps = std::move(deps);
-      op.work = t.work;
-      op.kernels = t.kernels;
-      op.group = t.group;
-      op.host_sync = t.host_sync;
-      op.bytes_per_param = t.bytes_per_param;
-      if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];  // only in plan files
+      if (describe_) op.attrs = bank_.attrs[static_cast<size_t>(tmpl)];
       out_->push_back(std::move(op));
     } else if (role == kCompute) {  // the stage's flops, counted once (by the skeleton)
       (t.kind == traces::OpKind::kRecompute ? info.recompute_matmul_flops : info.matmul_flops) += bank_.matmul[static_cast<size_t>(tmpl)];
@@ -546,10 +540,17 @@ class MegatronOpStream::Impl {
   void build_task(int s);
   void build_tail(int s);
   void build_tail_in_id_order();
+  // One piece of stage s's tail (its emit), built with the ids the skeleton gave it from `first` on.
+  template <class Emit>
+  void build_tail_piece(int s, int first, Emit emit) {
+    builder_.em.set_next_id(first);
+    emit();
+    add_span(s, first, kTailTask);
+  }
   // `id`, emitted by stage `s`'s skeleton, as a dependency of an op being built: promised to the
   // run unless that stage has built it.
   int dep_on(int s, int id) {
-    if (id >= 0 && id > last_built_[static_cast<size_t>(s)]) promised_.insert(id);
+    if (id >= 0 && id > prog(s).last_built) promised_.insert(id);
     return id;
   }
   void add_span(int s, int first, int64_t task);
@@ -557,8 +558,8 @@ class MegatronOpStream::Impl {
   // Stage s must have built `tasks` tasks (all of them and its tail, when that is more).
   void need(int s, int64_t tasks);
   bool unmet(int s) const {
-    const auto i = static_cast<size_t>(s);
-    return built_[i] < need_[i] || (tail_needed_[i] && !tail_built_[i]);
+    const Progress& g = prog_[static_cast<size_t>(s)];
+    return g.built < g.need || (g.tail_needed && !g.tail_built);
   }
   void update_unmet(int s, bool before) { unmet_ += static_cast<int>(unmet(s)) - static_cast<int>(before); }
 
@@ -575,24 +576,30 @@ class MegatronOpStream::Impl {
   bool handed_ = false;
   Track skel_, builder_;
 
+  // Per stage: where the skeleton and the builder are.
+  struct Progress {
+    int64_t skel_next = 0;                       // the skeleton's next task
+    std::deque<TaskIds> planned;                 // what it found for the builder, in task order
+    int tail_grads_first = -1, tail_step_first = -1;
+    int64_t built = 0, need = 0;                 // tasks the builder built, and must have built
+    bool tail_built = false, tail_needed = false;
+    int last_built = -1;                         // the last id the builder built
+    std::deque<Span> spans;
+  };
+  std::vector<Progress> prog_;
+  Progress& prog(int s) { return prog_[static_cast<size_t>(s)]; }
+
   // Skeleton: where its emission loop is, the sends emitted and not yet waited for
-  // ((virtual stage, micro-batch) -> op id), what it found for the builder.
-  std::vector<int64_t> skel_next_;
+  // ((virtual stage, micro-batch) -> op id).
   int cur_ = 0;
   bool progress_ = false, skel_done_ = false;
   std::unordered_map<int64_t, int> sent_fwd_, sent_bwd_;
   int64_t send_key(int vs, int64_t mb) const { return static_cast<int64_t>(vs) * m_ + mb; }
-  std::vector<std::deque<TaskIds>> planned_;                  // per stage, in task order
   std::deque<std::pair<int, int64_t>> skel_order_;            // id order: (stage, task) as emitted
-  std::vector<int> tail_grads_first_, tail_step_first_;       // per stage
   int tied_first_ = -1, tied_last_stage_dep_ = -1;
 
   // Builder.
-  std::vector<int64_t> built_, need_;
-  std::vector<bool> tail_built_, tail_needed_;
-  std::vector<int> last_built_;     // the last id each stage built
   int unmet_ = 0;                   // stages with unmet(s)
-  std::vector<std::deque<Span>> spans_;
   std::vector<int> stage_of_stream_;
   std::unordered_map<std::string, int> stage_of_host_;
   std::unordered_set<int> promised_;  // ids built ops wait for that are not built yet
@@ -701,14 +708,11 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   if (o.pad_vocab) model.vocab = padded_vocab(unpadded.vocab, 128, z.tp);
   const int n_vstages = p * v;
   // First layer of each virtual stage (and L at the end): L / (p v) each, or the uneven split.
+  const std::vector<int64_t> per_stage =
+      o.split.uneven() ? stage_layers(model.layers, p, o.split)
+                       : std::vector<int64_t>(static_cast<size_t>(n_vstages), model.layers / n_vstages);
   std::vector<int64_t> vstage_begin(static_cast<size_t>(n_vstages) + 1, 0);
-  {
-    const std::vector<int64_t> per_stage =
-        o.split.uneven() ? stage_layers(model.layers, p, o.split)
-                         : std::vector<int64_t>(static_cast<size_t>(n_vstages), model.layers / n_vstages);
-    for (int vs = 0; vs < n_vstages; ++vs)
-      vstage_begin[static_cast<size_t>(vs) + 1] = vstage_begin[static_cast<size_t>(vs)] + per_stage[static_cast<size_t>(vs)];
-  }
+  std::partial_sum(per_stage.begin(), per_stage.end(), vstage_begin.begin() + 1);
 
   WorkloadOptions wo;
   wo.batch = o.mbs;
@@ -767,14 +771,15 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
-    const std::string pre = "stage" + std::to_string(s) + ".";
-    for (int r = 0; r < kRoles; ++r) S.streams[r] = pre + kRoleNames[r];
-    plan.streams.push_back({S.streams[kCompute], {}});
-    if (z.tp > 1) plan.streams.push_back({S.streams[kTpComm], {}});
-    if (z.cp > 1) plan.streams.push_back({S.streams[kCpComm], {}});
-    if (dp_ops || tied || o.fsdp) plan.streams.push_back({S.streams[kDpComm], {}});
-    if (p > 1) plan.streams.push_back({S.streams[kP2p], {}});
+    const bool used[kRoles] = {true, z.tp > 1, z.cp > 1, dp_ops || tied || o.fsdp, p > 1};  // in the plan
+    for (int r = 0; r < kRoles; ++r) {
+      S.streams[r] = "stage" + std::to_string(s) + "." + kRoleNames[r];
+      if (!used[r]) continue;
+      plan.streams.push_back({S.streams[r], {}});
+      stage_of_stream_.push_back(s);
+    }
     out.stages[static_cast<size_t>(s)].compute_stream = S.streams[kCompute];
+    stage_of_host_[traces::host_of_stream(S.streams[kCompute])] = s;
   }
   const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
   const int64_t head_params =
@@ -822,9 +827,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
     for (const auto& c : S.chunks) {
       size_t per_mb = 2;
       for (const auto& u : c.units)
-        per_mb += u.kind == BlockKind::kEmbedding ? emb_fwd_.size() + emb_bwd_.size()
-                  : u.kind == BlockKind::kHead    ? head_fwd_.size() + head_bwd_.size()
-                                                  : layer_fwd_.size() + layer_re_.size() + layer_bwd_.size();
+        per_mb += fwd_of(u).size() + bwd_of(u).size() + (u.kind == BlockKind::kDecoder ? layer_re_.size() : 0);
       if (o.fsdp || o.local_ddp) per_mb += 3 * c.units.size() + 2;
       if (o.fsdp_passes) per_mb += 3 * c.units.size() + 2;  // the shard casts and post-backward passes
       expected += per_mb * static_cast<size_t>(m) + 3 * c.buckets.size() + 6;
@@ -832,7 +835,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   PROTWIN_CHECK(expected <= static_cast<size_t>(kMaxPlanOps), "--gbs ", o.gbs, ": ", m,
                 " micro-batches (GBS/(MBS*DP)) make a plan of about ", expected, " ops, more than the ",
                 kMaxPlanOps, " protwin simulates\nhint: raise --mbs or lower --gbs");
-  // Interleaved: m must be a multiple of p (pipeline_order's check and message).
+  // Interleaved: m must be a multiple of p (pipeline_task relies on it).
   PROTWIN_CHECK(v == 1 || m % p == 0, "--vpp ", v, ": the interleaved schedule needs the micro-batches (", m,
                 ") to be a multiple of PP ", p);
 
@@ -846,23 +849,8 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
         if (const int64_t root = fsdp_root_params(c.units); root > 0) add_fsdp_pass_sets(root);
       }
   model_ = model;
-  const auto np = static_cast<size_t>(p);
   builder_.st = skel_.st;
-  skel_next_.assign(np, 0);
-  planned_.resize(np);
-  tail_grads_first_.assign(np, -1);
-  tail_step_first_.assign(np, -1);
-  built_.assign(np, 0);
-  need_.assign(np, 0);
-  tail_built_.assign(np, false);
-  tail_needed_.assign(np, false);
-  last_built_.assign(np, -1);
-  spans_.resize(np);
-  for (const auto& s : plan.streams) {
-    const size_t dot = s.name.find('.');
-    stage_of_stream_.push_back(std::stoi(s.name.substr(5, dot - 5)));  // "stage<s>.<role>"
-  }
-  for (int s = 0; s < p; ++s) stage_of_host_[traces::host_of_stream(skel_.st[static_cast<size_t>(s)].streams[kCompute])] = s;
+  prog_.resize(static_cast<size_t>(p));
   // The parameter gathers come first in both: the builder's go to the run before it starts.
   emit_gathers(skel_);
   emit_gathers(builder_);
@@ -873,25 +861,25 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
 }
 
 void MegatronOpStream::Impl::need(int s, int64_t tasks) {
-  const auto i = static_cast<size_t>(s);
+  Progress& g = prog(s);
   const bool before = unmet(s);
   if (tasks >= tasks_per_stage_) {
-    tail_needed_[i] = true;
+    g.tail_needed = true;
     tasks = tasks_per_stage_;
   }
-  need_[i] = std::max(need_[i], tasks);
+  g.need = std::max(g.need, tasks);
   update_unmet(s, before);
 }
 
 void MegatronOpStream::Impl::add_span(int s, int first, int64_t task) {
   const int end = builder_.em.next_id();
   if (end == first) return;
-  if (!id_order_) spans_[static_cast<size_t>(s)].push_back({first, end, task, end - first});
-  last_built_[static_cast<size_t>(s)] = end - 1;
+  if (!id_order_) prog(s).spans.push_back({first, end, task, end - first});
+  prog(s).last_built = end - 1;
 }
 
 MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
-  auto& spans = spans_[static_cast<size_t>(s)];
+  auto& spans = prog(s).spans;
   for (auto it = spans.rbegin(); it != spans.rend(); ++it)
     if (it->first <= id && id < it->end) return &*it;
   PROTWIN_ASSERT(false, "op ", id, " of stage ", s, " is not among the ops the stream handed out");
@@ -908,7 +896,7 @@ void MegatronOpStream::Impl::starting(int id, int stream) {
 void MegatronOpStream::Impl::release(int id, int stream) {
   const int s = stage_of_stream_[static_cast<size_t>(stream)];
   --find_span(s, id)->unreleased;
-  auto& spans = spans_[static_cast<size_t>(s)];
+  auto& spans = prog(s).spans;
   while (!spans.empty() && spans.front().unreleased == 0) spans.pop_front();
 }
 
@@ -916,9 +904,9 @@ bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
   auto it = stage_of_host_.find(host);
   PROTWIN_ASSERT(it != stage_of_host_.end(), "no stage has host ", host);
   const int s = it->second;
-  const auto i = static_cast<size_t>(s);
-  if (tail_built_[i]) return false;
-  need(s, built_[i] + 1);
+  Progress& g = prog(s);
+  if (g.tail_built) return false;
+  need(s, g.built + 1);
   return true;
 }
 
@@ -950,10 +938,10 @@ bool MegatronOpStream::Impl::build_more() {
   for (int s = 0; s < p_ && pick < 0; ++s)
     if (unmet(s)) pick = s;
   for (int s = 0; s < p_ && pick < 0 && unmet_ == 0; ++s)
-    if (!tail_built_[static_cast<size_t>(s)]) pick = s;
+    if (!prog(s).tail_built) pick = s;
   if (pick < 0) return false;
   const bool before = unmet(pick);
-  if (built_[static_cast<size_t>(pick)] < tasks_per_stage_) build_task(pick);
+  if (prog(pick).built < tasks_per_stage_) build_task(pick);
   else build_tail(pick);
   update_unmet(pick, before);
   return true;
@@ -965,7 +953,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
   if (skel_done_) return false;
   for (;;) {
     const int s = cur_;
-    int64_t& i = skel_next_[static_cast<size_t>(s)];
+    int64_t& i = prog(s).skel_next;
     if (i < tasks_per_stage_) {
       const PipeTask t = pipeline_task(s, p_, v_, m_, i);
       const int vs = t.chunk * p_ + s;
@@ -975,7 +963,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
         TaskIds ids;
         ids.first = skel_.em.next_id();
         emit_task(skel_, s, t, ids);
-        planned_[static_cast<size_t>(s)].push_back(ids);
+        prog(s).planned.push_back(ids);
         if (id_order_) skel_order_.push_back({s, i});
         ++i;
         progress_ = true;
@@ -991,10 +979,9 @@ bool MegatronOpStream::Impl::skeleton_step() {
     break;
   }
   for (int s = 0; s < p_; ++s)
-    PROTWIN_ASSERT(skel_next_[static_cast<size_t>(s)] == tasks_per_stage_, "pipeline schedule of stage ", s,
-                   " deadlocks");
+    PROTWIN_ASSERT(prog(s).skel_next == tasks_per_stage_, "pipeline schedule of stage ", s, " deadlocks");
   for (int s = 0; s < p_; ++s) {
-    tail_grads_first_[static_cast<size_t>(s)] = skel_.em.next_id();
+    prog(s).tail_grads_first = skel_.em.next_id();
     emit_tail_grads(skel_, s);
   }
   if (tied_) {
@@ -1003,7 +990,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
     emit_tied(skel_);
   }
   for (int s = 0; s < p_; ++s) {
-    tail_step_first_[static_cast<size_t>(s)] = skel_.em.next_id();
+    prog(s).tail_step_first = skel_.em.next_id();
     emit_step(skel_, s);
   }
   skel_done_ = true;
@@ -1012,58 +999,40 @@ bool MegatronOpStream::Impl::skeleton_step() {
 }
 
 void MegatronOpStream::Impl::build_task(int s) {
-  const auto i = static_cast<size_t>(s);
-  while (planned_[i].empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
-  TaskIds ids = planned_[i].front();
-  planned_[i].pop_front();
-  const int64_t task = built_[i];
+  Progress& g = prog(s);
+  while (g.planned.empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
+  TaskIds ids = g.planned.front();
+  g.planned.pop_front();
+  const int64_t task = g.built;
   builder_.em.set_next_id(ids.first);
   emit_task(builder_, s, pipeline_task(s, p_, v_, m_, task), ids);
   add_span(s, ids.first, task);
-  ++built_[i];
+  ++g.built;
 }
 
 void MegatronOpStream::Impl::build_tail(int s) {
   while (!skel_done_) skeleton_step();
-  const auto i = static_cast<size_t>(s);
-  builder_.em.set_next_id(tail_grads_first_[i]);
-  emit_tail_grads(builder_, s);
-  add_span(s, tail_grads_first_[i], kTailTask);
-  if (tied_ && s == 0) {
-    builder_.em.set_next_id(tied_first_);
-    emit_tied(builder_);
-    add_span(s, tied_first_, kTailTask);
-  }
-  builder_.em.set_next_id(tail_step_first_[i]);
-  emit_step(builder_, s);
-  add_span(s, tail_step_first_[i], kTailTask);
-  tail_built_[i] = true;
+  Progress& g = prog(s);
+  build_tail_piece(s, g.tail_grads_first, [&] { emit_tail_grads(builder_, s); });
+  if (tied_ && s == 0) build_tail_piece(s, tied_first_, [&] { emit_tied(builder_); });
+  build_tail_piece(s, g.tail_step_first, [&] { emit_step(builder_, s); });
+  g.tail_built = true;
 }
 
 void MegatronOpStream::Impl::build_tail_in_id_order() {
+  for (int s = 0; s < p_; ++s)
+    build_tail_piece(s, prog(s).tail_grads_first, [&] { emit_tail_grads(builder_, s); });
+  if (tied_) build_tail_piece(0, tied_first_, [&] { emit_tied(builder_); });
   for (int s = 0; s < p_; ++s) {
-    builder_.em.set_next_id(tail_grads_first_[static_cast<size_t>(s)]);
-    emit_tail_grads(builder_, s);
-    add_span(s, tail_grads_first_[static_cast<size_t>(s)], kTailTask);
-  }
-  if (tied_) {
-    builder_.em.set_next_id(tied_first_);
-    emit_tied(builder_);
-    add_span(0, tied_first_, kTailTask);
-  }
-  for (int s = 0; s < p_; ++s) {
-    builder_.em.set_next_id(tail_step_first_[static_cast<size_t>(s)]);
-    emit_step(builder_, s);
-    add_span(s, tail_step_first_[static_cast<size_t>(s)], kTailTask);
-    tail_built_[static_cast<size_t>(s)] = true;
+    build_tail_piece(s, prog(s).tail_step_first, [&] { emit_step(builder_, s); });
+    prog(s).tail_built = true;
   }
 }
 
 // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
 // start, in forward order; a bucket's first forward waits for it.
 void MegatronOpStream::Impl::emit_gathers(Track& tr) {
-  const MegatronOptions& o = o_;
-  if (!(dp_ops_ && o.distributed_optimizer && o.overlap_param_gather && !o.fsdp)) return;
+  if (!(dp_ops_ && o_.distributed_optimizer && o_.overlap_param_gather && !o_.fsdp)) return;
   for (int s = 0; s < p_; ++s) {
     auto& S = tr.st[static_cast<size_t>(s)];
     const int first = tr.em.next_id();
@@ -1075,7 +1044,6 @@ void MegatronOpStream::Impl::emit_gathers(Track& tr) {
 }
 
 void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
-  const MegatronOptions& o = o_;
   Emitter& em = tr.em;
   auto& S = tr.st[static_cast<size_t>(s)];
   auto& info = out.stages[static_cast<size_t>(s)];
@@ -1083,7 +1051,7 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
   const int vs = t.chunk * p_ + s;
   // The send this task waits for is waited for by this task only: the skeleton finds it among
   // the sends emitted, the builder has its id from the skeleton (the neighbour may not have built
-  // it yet).
+  // it yet). Scatter-gather then all-gathers the received slices.
   auto take = [&](std::unordered_map<int64_t, int>& sent, int from) {
     if (em.counting()) {
       auto it = sent.find(send_key(from, t.microbatch));
@@ -1093,49 +1061,39 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
       dep_on(from % p_, ids.send);
     }
     S.pending.push_back(ids.send);
+    if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
   };
-  // A send this task emits, for the skeleton's tasks that wait for it.
-  auto put = [&](std::unordered_map<int64_t, int>& sent, int id) {
+  // The send this task emits over the link to stage `link`, for the skeleton's tasks that wait for it.
+  auto put = [&](std::unordered_map<int64_t, int>& sent, int link, bool forward) {
+    std::vector<int> deps = S.pending;
+    deps.push_back(S.last_compute);
+    const int id = em.emit(S, info, p2p_tmpl(link, forward), kP2p, deps, -1);
     if (em.counting()) sent[send_key(vs, t.microbatch)] = id;
   };
-  if (o.fsdp) {
+  if (o_.fsdp) {
     emit_fsdp_task(tr, S, info, c, t.forward, t.microbatch);
     return;
   }
   if (t.forward) {
-    if (vs > 0) {
-      take(sent_fwd_, vs - 1);
-      if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
-    }
+    if (vs > 0) take(sent_fwd_, vs - 1);
     for (const Unit& u : c.units) {
       if (t.microbatch == 0 && c.buckets[static_cast<size_t>(u.bucket)].gather_op >= 0)
         S.pending.push_back(c.buckets[static_cast<size_t>(u.bucket)].gather_op);
       em.run(S, info, fwd_of(u), u.block);
     }
-    if (vs + 1 < n_vstages_) {
-      std::vector<int> deps = S.pending;
-      deps.push_back(S.last_compute);
-      put(sent_fwd_, em.emit(S, info, p2p_tmpl(s, true), kP2p, deps, -1));
-    }
+    if (vs + 1 < n_vstages_) put(sent_fwd_, s, true);
     return;
   }
-  if (vs + 1 < n_vstages_) {
-    take(sent_bwd_, vs + 1);
-    if (p2p_gather_ >= 0) em.emit(S, info, p2p_gather_, kCompute, {}, -1);
-  }
+  if (vs + 1 < n_vstages_) take(sent_bwd_, vs + 1);
   const bool last_mb = t.microbatch == m_ - 1;
   for (auto it = c.units.rbegin(); it != c.units.rend(); ++it) {
-    if (it->kind == BlockKind::kDecoder && o.recompute == Recompute::kFull) em.run(S, info, layer_re_, it->block);
+    if (it->kind == BlockKind::kDecoder && o_.recompute == Recompute::kFull) em.run(S, info, layer_re_, it->block);
     em.run(S, info, bwd_of(*it), it->block);
-    if (o.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
-    if (dp_ops_ && o.overlap_grad_reduce && last_mb && it->bucket_end && !o.fsdp)
+    if (o_.local_ddp) em.emit(S, info, grad_accumulation_tmpl(*it), kCompute, {}, it->block);
+    if (dp_ops_ && o_.overlap_grad_reduce && last_mb && it->bucket_end && !o_.fsdp)
       em.emit(S, info, grad_tmpl(c.buckets[static_cast<size_t>(it->bucket)].params), kDpComm, {S.last_compute}, -1);
   }
-  if (vs > 0) {
-    std::vector<int> deps = S.pending;
-    deps.push_back(S.last_compute);
-    put(sent_bwd_, em.emit(S, info, p2p_tmpl((s + p_ - 1) % p_, false), kP2p, deps, -1));
-  }
+  if (vs > 0) put(sent_bwd_, (s + p_ - 1) % p_, false);
 }
 
 // FSDP FULL_SHARD, one micro-batch's forward or backward (one stage, one chunk). Sources
@@ -1151,7 +1109,6 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
 // op of the task before, as the OpSource contract allows).
 void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
                                             int64_t microbatch) {
-  const MegatronOptions& o = o_;
   Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
   const size_t n = u.size();
@@ -1180,9 +1137,9 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
   // The post-backward passes, then the reduce-scatter waiting for them (post-backward stream order).
   const auto reduce = [&](int64_t params, int block) {
     const double b = fsdp_bytes(params, microbatch > 0).post_backward;
-    if (o.fsdp_passes && b > 0)
+    if (o_.fsdp_passes && b > 0)
       em.emit(S, info,
-              fsdp_pass_tmpl("backward", params, b, o.grad_bytes, block, "FSDP post-backward gradient passes"),
+              fsdp_pass_tmpl("backward", params, b, o_.grad_bytes, block, "FSDP post-backward gradient passes"),
               kCompute, {}, block);
     em.emit(S, info, fsdp_reduce_tmpl(params), kDpComm, {S.last_compute}, -1);
   };
@@ -1193,7 +1150,7 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
       if (S.fsdp_gathered[r] < 0)
         S.fsdp_gathered[r] = em.emit(S, info, fsdp_gather_tmpl(u[r].params), kDpComm, {S.fsdp_fwd_done.back()}, -1);
       S.pending.push_back(S.fsdp_gathered[r]);
-      if (o.recompute == Recompute::kFull) em.run(S, info, layer_re_, u[r].block);
+      if (o_.recompute == Recompute::kFull) em.run(S, info, layer_re_, u[r].block);
     }
     em.run(S, info, bwd_of(u[r]), u[r].block);
     S.fsdp_bwd_done[r] = S.last_compute;
@@ -1210,9 +1167,8 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
 
 // Tail, stage s: the gradient buckets not reduced during backward.
 void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
-  const MegatronOptions& o = o_;
   auto& S = tr.st[static_cast<size_t>(s)];
-  if (!dp_ops_ || o.overlap_grad_reduce || o.fsdp) return;
+  if (!dp_ops_ || o_.overlap_grad_reduce || o_.fsdp) return;
   for (auto& c : S.chunks)
     for (auto& b : c.buckets)
       tr.em.emit(S, out.stages[static_cast<size_t>(s)], grad_tmpl(b.params), kDpComm, {S.last_compute}, -1);
@@ -1221,15 +1177,11 @@ void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
 // Tail: Megatron all-reduces the word-embedding gradient between the first and the last stage
 // (an op of stage 0 that waits for the last stage's last compute op).
 void MegatronOpStream::Impl::emit_tied(Track& tr) {
-  const MegatronOptions& o = o_;
   const Placement& pl = out.placement;
   auto& S0 = tr.st.front();
-  GroupPlacement g;
-  g.name = "embedding";
-  g.size = 2;
-  g.nodes = pl.stage_link_inter_node.back() ? 2 : 1;
-  g.ranks_per_node = g.nodes == 2 ? 1 : 2;
-  const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, o.sizes.tp) * model_.hidden * o.grad_bytes,
+  const bool inter = pl.stage_link_inter_node.back();
+  const GroupPlacement g{"embedding", 2, inter ? 1 : 2, inter ? 2 : 1};  // name, size, ranks per node, nodes
+  const int tmpl = bank.collective("all_reduce", kDpComm, ceil_div(model_.vocab, o_.sizes.tp) * model_.hidden * o_.grad_bytes,
                                    g, "tied embedding gradient");
   const int last = tr.em.counting() ? tr.st.back().last_compute : dep_on(p_ - 1, tied_last_stage_dep_);
   tr.em.emit(S0, out.stages.front(), tmpl, kDpComm, {S0.last_compute, last}, -1);
@@ -1238,16 +1190,13 @@ void MegatronOpStream::Impl::emit_tied(Track& tr) {
 // Tail, stage s: the step (after the tied all-reduce on the first and last stage) and the
 // parameter gathers after it.
 void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
-  const MegatronOptions& o = o_;
   const Placement& pl = out.placement;
-  const ParallelSizes& z = o.sizes;
+  const ParallelSizes& z = o_.sizes;
   // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
-  GroupPlacement mp;  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm
-  mp.name = "mp";
-  mp.size = z.tp * z.pp;
-  mp.nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
-  mp.ranks_per_node = std::max<int64_t>(1, mp.size / mp.nodes);
-  const bool fp16 = o.dtype == "fp16";
+  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm.
+  const int64_t mp_nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
+  const GroupPlacement mp{"mp", z.tp * z.pp, std::max<int64_t>(1, z.tp * z.pp / mp_nodes), mp_nodes};
+  const bool fp16 = o_.dtype == "fp16";
   // Bytes per parameter of the step (0: the machine's fused device Adam):
   // - Megatron-LM: Adam 28 (fp32 p, g, m, v read; p, m, v written), the fp16/bf16 grads copied to
   //   fp32 main grads 6 (0 when they are already fp32), unscale with the inf check 8 (fp16 only),
@@ -1259,9 +1208,9 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
   //   4, the unconditional grad mul_ 8) = 92.
   double step_bpp = 0;
   std::string step_what;
-  const bool megatron_step = o.framework_step && !o.fsdp, composer_step = o.framework_step && o.fsdp;
+  const bool megatron_step = o_.framework_step && !o_.fsdp, composer_step = o_.framework_step && o_.fsdp;
   if (megatron_step) {
-    step_bpp = 28 + (o.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
+    step_bpp = 28 + (o_.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
     step_what = "Megatron Float16Optimizer step: main grads, unscale, grad norm, Adam, params copied back";
   } else if (composer_step) {
     step_bpp = 80 + 12;
@@ -1282,9 +1231,9 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
     deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
                        -1)};
   }
-  const int64_t shard = o.distributed_optimizer || o.fsdp ? ceil_div(info.params, dpc_) : info.params;
+  const int64_t shard = o_.distributed_optimizer || o_.fsdp ? ceil_div(info.params, dpc_) : info.params;
   const int adam = tr.em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
-  if (dp_ops_ && o.distributed_optimizer && !o.overlap_param_gather && !o.fsdp)
+  if (dp_ops_ && o_.distributed_optimizer && !o_.overlap_param_gather && !o_.fsdp)
     for (auto& c : S.chunks)
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it)
         tr.em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);

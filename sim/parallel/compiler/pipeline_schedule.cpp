@@ -6,16 +6,6 @@
 
 namespace protwin::sim::parallel {
 
-std::vector<PipeTask> pipeline_order(int stage, int p, int v, int64_t m) {
-  PROTWIN_ASSERT(p >= 1 && v >= 1 && m >= 1 && stage >= 0 && stage < p, "bad pipeline shape");
-  PROTWIN_CHECK(v == 1 || m % p == 0, "--vpp ", v, ": the interleaved schedule needs the micro-batches (", m,
-                ") to be a multiple of PP ", p);
-  std::vector<PipeTask> order;
-  order.reserve(static_cast<size_t>(2 * m * v));
-  for (int64_t i = 0; i < 2 * m * v; ++i) order.push_back(pipeline_task(stage, p, v, m, i));
-  return order;
-}
-
 PipeTask pipeline_task(int stage, int p, int v, int64_t m, int64_t index) {
   PROTWIN_ASSERT(p >= 1 && v >= 1 && m >= 1 && stage >= 0 && stage < p && index >= 0 && index < 2 * m * v,
                  "bad pipeline task");

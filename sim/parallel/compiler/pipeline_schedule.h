@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace protwin::sim::parallel {
 
@@ -22,11 +21,8 @@ struct PipeTask {
   int64_t microbatch = 0;
 };
 
-// Throws protwin::Error (naming --vpp) when v > 1 and m is not a multiple of p.
-std::vector<PipeTask> pipeline_order(int stage, int p, int v, int64_t m);
-
-// Task `index` (0 <= index < 2 m v) of pipeline_order(stage, p, v, m), computed alone (a stage's
-// schedule without holding its 2 m v tasks). Does not check m against p.
+// Task `index` (0 <= index < 2 m v) of stage `stage`'s schedule, computed alone (a stage's
+// schedule without holding its 2 m v tasks). Does not check m against p (the compiler does).
 PipeTask pipeline_task(int stage, int p, int v, int64_t m, int64_t index);
 
 }  // namespace protwin::sim::parallel

@@ -1,6 +1,6 @@
 #include "sim/parallel/estimator/memory_estimate.h"
 
-#include <algorithm>
+#include <iterator>
 
 #include "sim/parallel/estimator/estimate_methods.h"
 #include "sim/parallel/estimator/parallel_constraints.h"
@@ -8,36 +8,25 @@
 
 namespace protwin::sim::parallel {
 
-const char* method_name(EstimateMethod m) {
-  switch (m) {
-    case EstimateMethod::kFujii: return "fujii";
-    case EstimateMethod::kMegatron: return "megatron";
-    case EstimateMethod::kKorthikanti: return "korthikanti";
-    case EstimateMethod::kZero: return "zero";
-    case EstimateMethod::kFsdp: return "fsdp";
-  }
-  return "?";
-}
+// Names by enum value.
+constexpr const char* kMethodNames[] = {"fujii", "megatron", "korthikanti", "zero", "fsdp"};
+constexpr const char* kRecomputeNames[] = {"none", "selective", "full"};
+static_assert(std::size(kMethodNames) == static_cast<size_t>(EstimateMethod::kFsdp) + 1, "a name per method");
+static_assert(std::size(kRecomputeNames) == static_cast<size_t>(Recompute::kFull) + 1, "a name per granularity");
+
+const char* method_name(EstimateMethod m) { return kMethodNames[static_cast<size_t>(m)]; }
 
 EstimateMethod parse_method(const std::string& s, const std::string& flag) {
-  for (auto m : {EstimateMethod::kFujii, EstimateMethod::kMegatron, EstimateMethod::kKorthikanti,
-                 EstimateMethod::kZero, EstimateMethod::kFsdp})
-    if (s == method_name(m)) return m;
+  for (size_t i = 0; i < std::size(kMethodNames); ++i)
+    if (s == kMethodNames[i]) return static_cast<EstimateMethod>(i);
   throw Error(flag + " " + s + ": unknown method; expected fujii, megatron, korthikanti, zero or fsdp");
 }
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
+const char* recompute_name(Recompute r) { return kRecomputeNames[static_cast<size_t>(r)]; }
 
 Recompute parse_recompute(const std::string& s, const std::string& flag) {
-  for (auto r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
-    if (s == recompute_name(r)) return r;
+  for (size_t i = 0; i < std::size(kRecomputeNames); ++i)
+    if (s == kRecomputeNames[i]) return static_cast<Recompute>(i);
   throw Error(flag + " " + s + ": unknown recompute granularity; expected none, selective or full");
 }
 

@@ -1,5 +1,7 @@
 #include "sim/parallel/estimator/parallel_constraints.h"
 
+#include <iterator>
+
 #include "traces/error.h"
 
 namespace protwin::sim::parallel {
@@ -7,20 +9,11 @@ namespace protwin::sim::parallel {
 using protwin::detail::concat;
 
 const char* constraint_key(ConstraintKind k) {
-  switch (k) {
-    case ConstraintKind::kPositive: return "positive";
-    case ConstraintKind::kModelSize: return "model_size";
-    case ConstraintKind::kLayersPp: return "layers_pp";
-    case ConstraintKind::kHeadsTp: return "heads_tp";
-    case ConstraintKind::kKvHeadsTp: return "kv_heads_tp";
-    case ConstraintKind::kSeqCp: return "seq_cp";
-    case ConstraintKind::kVirtualStages: return "virtual_stages";
-    case ConstraintKind::kGbsMbsDp: return "gbs_mbs_dp";
-    case ConstraintKind::kWorldSize: return "world_size";
-    case ConstraintKind::kTpCpPerNode: return "tp_cp_per_node";
-    case ConstraintKind::kFsdpDpOnly: return "fsdp_dp_only";
-  }
-  return "?";
+  static constexpr const char* kKeys[] = {"positive", "model_size", "layers_pp", "heads_tp", "kv_heads_tp",
+                                          "seq_cp", "virtual_stages", "gbs_mbs_dp", "world_size",
+                                          "tp_cp_per_node", "fsdp_dp_only"};
+  static_assert(std::size(kKeys) == static_cast<size_t>(ConstraintKind::kFsdpDpOnly) + 1, "a key per kind");
+  return kKeys[static_cast<size_t>(k)];
 }
 
 int64_t world_size(int64_t tp, int64_t cp, int64_t pp, int64_t dp) {

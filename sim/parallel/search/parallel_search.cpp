@@ -52,11 +52,12 @@ ParallelSearchResult search_parallel_configs(const ModelSpec& model, const Searc
 
   ParallelSearchResult r;
   r.threshold_gib = space.fit_fraction * space.gpu_memory_gb;
-  auto reject = [&r](SearchCandidate c, std::string key, std::string why) {
+  // A candidate set aside (rejected, or over the threshold), counted by its reason.
+  auto set_aside = [&r](std::vector<SearchCandidate>& to, SearchCandidate c, std::string key, std::string why) {
     c.reason_key = std::move(key);
     c.reason = std::move(why);
     ++r.rejected_by_reason[c.reason_key];
-    r.rejected.push_back(std::move(c));
+    to.push_back(std::move(c));
   };
 
   // PP sizes: the divisors of L (even split), and with uneven_stages those with one-short ends.
@@ -74,23 +75,23 @@ ParallelSearchResult search_parallel_configs(const ModelSpec& model, const Searc
         SearchCandidate base;
         base.tp = tp, base.cp = cp, base.pp = pp, base.split = split;
         if (tp * cp > space.gpus_per_node) {
-          reject(base, constraint_key(ConstraintKind::kTpCpPerNode),
-                 concat("--tp ", tp, " --cp ", cp, ": TP*CP ", tp * cp, " exceeds ",
-                        space.gpus_per_node, " GPUs per node"));
+          set_aside(r.rejected, base, constraint_key(ConstraintKind::kTpCpPerNode),
+                    concat("--tp ", tp, " --cp ", cp, ": TP*CP ", tp * cp, " exceeds ",
+                           space.gpus_per_node, " GPUs per node"));
           continue;
         }
         const int64_t mp = tp * cp * pp;
         if (space.gpus % mp != 0) {
-          reject(base, constraint_key(ConstraintKind::kWorldSize),
-                 concat("--gpus ", space.gpus, ": not divisible by TP*CP*PP = ", tp, "*", cp, "*",
-                        pp, " = ", mp));
+          set_aside(r.rejected, base, constraint_key(ConstraintKind::kWorldSize),
+                    concat("--gpus ", space.gpus, ": not divisible by TP*CP*PP = ", tp, "*", cp, "*",
+                           pp, " = ", mp));
           continue;
         }
         base.dp = space.gpus / mp;
         if (base.dp > space.gbs) {
-          reject(base, constraint_key(ConstraintKind::kGbsMbsDp),
-                 concat("--gbs ", space.gbs, ": global batch ", space.gbs, " is smaller than DP ",
-                        base.dp));
+          set_aside(r.rejected, base, constraint_key(ConstraintKind::kGbsMbsDp),
+                    concat("--gbs ", space.gbs, ": global batch ", space.gbs, " is smaller than DP ",
+                           base.dp));
           continue;
         }
         // MBS = 1, 2, 4, ... while MBS*DP <= GBS (by exponent: no overflow for any GBS).
@@ -102,7 +103,7 @@ ParallelSearchResult search_parallel_configs(const ModelSpec& model, const Searc
           cfg.seq = space.seq, cfg.mbs = mbs, cfg.tp = tp, cfg.cp = cp, cfg.pp = pp;
           cfg.dp = c.dp, cfg.gbs = space.gbs, cfg.gpus = space.gpus, cfg.split = split;
           if (auto v = find_violation(model, cfg, opt)) {
-            reject(c, constraint_key(v->kind), v->message);
+            set_aside(r.rejected, c, constraint_key(v->kind), v->message);
             continue;
           }
           c.feasible = true;
@@ -112,11 +113,9 @@ ParallelSearchResult search_parallel_configs(const ModelSpec& model, const Searc
             c.fits = true;
             r.fitting.push_back(std::move(c));
           } else {
-            c.reason_key = "over_80pct";
-            c.reason = concat("total ", gib_text(total), " GiB > ", space.fit_fraction, " * ",
-                              space.gpu_memory_gb, " = ", gib_text(r.threshold_gib), " GiB");
-            ++r.rejected_by_reason[c.reason_key];
-            r.over.push_back(std::move(c));
+            set_aside(r.over, std::move(c), "over_80pct",
+                      concat("total ", gib_text(total), " GiB > ", space.fit_fraction, " * ", space.gpu_memory_gb,
+                             " = ", gib_text(r.threshold_gib), " GiB"));
           }
         }
       }

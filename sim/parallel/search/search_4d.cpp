@@ -54,9 +54,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
       ++r.over_mbs_max;
       continue;
     }
-    Search4dRow row;
-    row.candidate = c;
-    rows.push_back(std::move(row));
+    rows.emplace_back().candidate = c;
   }
 
   const auto t0 = std::chrono::steady_clock::now();

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <unordered_map>
 
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
@@ -94,18 +92,18 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     eo.method = EstimateMethod::kFsdp;
     eo.fsdp_param_bytes = o.dtype == "fp32" ? 4 : 2;
   }
-  check_constraints(model, pc, eo);
 
   Simulate4dResult r;
   r.model = model.name;
   r.machine = machine.name;
-  r.memory = estimate_memory(model, pc, eo);
+  r.memory = estimate_memory(model, pc, eo);  // checks the constraints first
   r.gpu_memory_gb = cfg.gpu_memory_gb > 0 ? cfg.gpu_memory_gb
                                           : std::round(static_cast<double>(machine.gpu.memory_bytes) / MemoryEstimate::kGiB);
   r.memory_limit_gib = 0.8 * r.gpu_memory_gb;
   r.fits_80pct = r.memory.total_gib() <= r.memory_limit_gib;
 
   const Placement pl = place_groups(z, g, nodes);
+  r.placement = pl;
   const nlohmann::json meta = {{"machine", machine.name}};
   auto sm_rules = [&](const traces::Plan& header) {
     std::vector<std::string> names;
@@ -115,13 +113,11 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                ? collective_sm_rules(names, {"tp_comm", "dp_comm"}, machine.gpu.sms, machine.intra_node.ring_channels)
                : std::vector<ContentionRule>{};
   };
+  RunStats stats;
   if (cfg.keep_report || plan_out) {  // the whole plan and report, to be written out
     ParallelPlan plan = compile_megatron_plan(model, o, pl, meta);
-    RunStats stats;
     traces::Report report = PlanSimulator(cost, sm_rules(plan.plan)).run(plan.plan, &stats);
     r.options = plan.options;
-    r.placement = pl;
-    r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     measure_4d(plan, report, r);
     r.priced_by = report.priced_by;
     if (cfg.keep_report) r.report = std::move(report);
@@ -137,7 +133,6 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     }
     MegatronOpStream stream(model, o, pl, meta);
     Measure4d measure(stream.plan());
-    RunStats stats;
     // Records in any order: the Report and trace files spool them by id (traces::RecordSpool).
     traces::Report report = PlanSimulator(cost, sm_rules(stream.header()))
                                 .run(stream, &stats,
@@ -147,13 +142,12 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
                                      },
                                      true);
     r.options = stream.plan().options;
-    r.placement = pl;
-    r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
     r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
     measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
     if (cfg.records) r.report = std::move(report);
   }
+  r.peak_live_ops = static_cast<int64_t>(stats.peak_live_ops);
   r.peak_tflops = machine.gpu.compute.at(o.dtype).peak_tflops;
   r.mfu = r.peak_tflops > 0 ? r.tflops_per_gpu / r.peak_tflops : 0;
   return r;
