@@ -457,24 +457,13 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
 }  // namespace
 
 const char* section_name(Section s) {
-  switch (s) {
-    case Section::kShard: return "shard";
-    case Section::kColumn: return "column";
-    case Section::kAttention: return "attention";
-    case Section::kRow: return "row";
-    case Section::kEmbedding: return "embedding";
-    case Section::kLoss: return "loss";
-  }
-  return "?";
+  static const char* const kNames[] = {"shard", "column", "attention", "row", "embedding", "loss"};  // in order
+  return kNames[static_cast<size_t>(s)];
 }
 
 const char* block_kind_name(BlockKind k) {
-  switch (k) {
-    case BlockKind::kEmbedding: return "embedding";
-    case BlockKind::kDecoder: return "decoder";
-    case BlockKind::kHead: return "head";
-  }
-  return "?";
+  static const char* const kNames[] = {"embedding", "decoder", "head"};  // in BlockKind's order
+  return kNames[static_cast<size_t>(k)];
 }
 
 double total_flops(const std::vector<Kernel>& ks) {

@@ -83,7 +83,7 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     }
   }
   for (auto& r : t.runs) r.completes_grad = r.first_block == t.chunk_lowest_block[static_cast<size_t>(r.chunk)];
-  t.state_sizes = chunk_state_sizes(layout, n);
+  t.layout = layout;
   t.optim_bytes_per_param = optimizer_bytes_per_param(w.options.dtype);
   t.fragmentation = cost.machine().gpu.allocator.fragmentation_fraction;
   return t;
@@ -125,7 +125,7 @@ ActivationPeak activation_peak(const WorkloadTimes& t, int swap_spacing, const s
 
 AnalyticEstimate analytic_peak(const WorkloadTimes& t, const OffloadKnobs& k, const ActivationPeak& act) {
   AnalyticEstimate e;
-  const ModelStateBytes ms = model_state_bytes(t.state_sizes, k, t.optim_bytes_per_param);
+  const ModelStateBytes ms = model_state_bytes(t.layout, t.gpus, k, t.optim_bytes_per_param);
   int64_t states = ms.gpu;
   const int first_host = std::max(0, k.n_persist);
   if (k.offload && first_host < static_cast<int>(t.chunk_capacity.size())) {
