@@ -87,9 +87,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   plan.meta["knobs"] = k.to_json();
   plan.meta["chunk_bytes"] = L.chunk_bytes;
   plan.meta["n_chunks"] = n_chunks;
-  nlohmann::json modes = nlohmann::json::array();
-  for (ActMode m : out.layer_modes) modes.push_back(act_mode_name(m));
-  plan.meta["layer_modes"] = modes;
+  plan.meta["layer_modes"] = nlohmann::json::array();
+  for (ActMode m : out.layer_modes) plan.meta["layer_modes"].push_back(act_mode_name(m));
   plan.streams = {{"compute", {"gpu"}}, {"h2d", {"pinned"}}, {"d2h", {"gpu"}},
                   {"collective", {"gpu"}}, {"cpu_optim", {}}};
 
@@ -264,18 +263,15 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       fetch_of[ci] = -1;
     }
   }
-  // Buffers still holding a chunk at the end of forward: the last n_buffer fetched (if reused);
-  // every other buffer is freed when its run ends.
-  std::vector<bool> resident(static_cast<size_t>(n_chunks), false);
+  // Buffers still holding a chunk at the end of forward (on_gpu): the last n_buffer fetched (if
+  // reused); every other buffer is freed when its run ends.
+  std::vector<bool> on_gpu(static_cast<size_t>(n_chunks), false);
   const size_t n_fetched = fwd_fetched.size();
   const size_t n_keep = k.buffer_reuse ? std::min(n_fetched, static_cast<size_t>(k.n_buffer)) : 0;
   for (size_t kf = 0; kf < n_fetched; ++kf) {
     const size_t ci = static_cast<size_t>(fwd_fetched[kf]);
-    if (kf >= n_fetched - n_keep) {
-      resident[ci] = true;
-    } else {
-      b.mem(fwd_release[kf], "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
-    }
+    if (kf >= n_fetched - n_keep) on_gpu[ci] = true;
+    else b.mem(fwd_release[kf], "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
   }
 
   // ---------------- backward ----------------
@@ -287,8 +283,6 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<std::pair<int, int>> persistent_grad_ready;  // (op after which the grad is reduced, chunk)
   std::vector<int> grad_offloaded, offloaded_chunk;        // final gradient offloads, in order
   std::vector<int> bwd_op(static_cast<size_t>(n_blocks));
-  std::vector<bool> on_gpu(static_cast<size_t>(n_chunks), false);
-  for (int c = 0; c < n_chunks; ++c) on_gpu[static_cast<size_t>(c)] = resident[static_cast<size_t>(c)];
   int last_bwd = prev_compute;
   std::vector<int> adam_cpu_ops;
   std::vector<int> blocking_host_work;  // grad_roundtrip casts the next backward waits for
