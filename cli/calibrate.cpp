@@ -104,13 +104,12 @@ nlohmann::json interval_json(const MetricsWithIntervals& m) {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name = "gpt2-tiny", machine_name = "host-emulated", profile_name = "host-emulated", out_dir = "out/calibration";
-  int cases = 12, steps = 4, threads = 2, rounds = 3, ranks = 0, rank_rounds = 5, bootstrap_resamples = 2000;
-  double net_gbps = 1;
+  int cases = 12, steps = 4, threads = 2, rounds = 3, bootstrap_resamples = 2000;
+  RankCalibrationOptions ro;  // --ranks and the flags of its cases (cli/calibration_ranks.h)
   uint64_t bootstrap_seed = 1;
   double budget_s = 600;
   int64_t batch = 4, seq = 0;
   double link = 0.25, device_mb = 0;
-  std::string plot_script;
   desc.add_options()
       ("model", po::value(&model_name)->default_value(model_name), "zoo name, spec file or inline spec (gpt2 or llama family)")
       ("cases", po::value(&cases)->default_value(cases), "number of plans to compare")
@@ -137,23 +136,22 @@ int run_calibrate(const std::vector<std::string>& args) {
                        "while a criterion is undecided only measure")
       ("no-contention", "predict without the profile's measured contention (compute beside copies and CPU Adam)")
       ("fit", "fit one scale per stream on half of the cases; report the held-out half")
-      ("ranks", po::value(&ranks)->default_value(0),
+      ("ranks", po::value(&ro.ranks)->default_value(0),
        "also run every system's plan for this many GPUs under mpirun -np (0: none; cli/calibration_ranks.h)")
-      ("net-GBps", po::value(&net_gbps)->default_value(net_gbps), "collective bandwidth cap of the --ranks cases")
+      ("net-GBps", po::value(&ro.net_gbps)->default_value(1), "collective bandwidth cap of the --ranks cases")
       ("no-rank-profile", "predict the --ranks cases with the one-rank profile instead of one the ranks take together")
-      ("rank-rounds", po::value(&rank_rounds)->default_value(rank_rounds),
+      ("rank-rounds", po::value(&ro.rounds)->default_value(ro.rounds),
        "runs of every --ranks plan at least, one plan after another (its steps sample the same stretches of load)")
-      ("rank-budget-s", po::value<double>()->default_value(300),
+      ("rank-budget-s", po::value(&ro.budget_s)->default_value(300),
        "keep adding --ranks rounds while a criterion's interval straddles its target, up to this many seconds of "
        "--ranks runs in all")
-      ("rank-interleave", po::value<int>()->default_value(0),
+      ("rank-interleave", po::value(&ro.interleave_steps)->default_value(0),
        "also run every --ranks plan in ONE mpirun launch, step by step, this many steps each (0: off), and predict "
        "each step at both ranks' probed speeds then (sim/calib/rank_step_speeds.h)")
       ("threads", po::value(&threads)->default_value(threads), "threads for the search")
       ("output,o", po::value(&out_dir)->default_value(out_dir)->value_name("DIR"),
        "folder for plans, reports, calibration.json and the plot (created, with its parents)")
-      ("plot", po::value(&plot_script), "plot script (default: plots/calibration.py when found)")
-      ("no-plot", "do not draw the plot")
+      ("no-plot", "do not draw the plot (plots/calibration.py, found in the working folder or above protwin)")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse_options("protwin calibrate [--model gpt2-tiny] [--cases 12] [--link-GBps X] [--device-memory-MB M] "
@@ -165,16 +163,14 @@ int run_calibrate(const std::vector<std::string>& args) {
   PROTWIN_CHECK(budget_s >= 0, "--budget-s: expected a number >= 0, got ", budget_s);
   PROTWIN_CHECK(bootstrap_resamples >= 100, "--bootstrap: expected at least 100 resamples, got ", bootstrap_resamples);
   PROTWIN_CHECK(link > 0, "--link-GBps: expected a number > 0, got ", link);
-  PROTWIN_CHECK(device_mb >= 0, "--device-memory-MB: expected a number >= 0, got ", device_mb);
-  PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
-  PROTWIN_CHECK(ranks == 0 || (ranks >= 2 && ranks <= 64), "--ranks: expected 0 or 2 to 64, got ", ranks);
-  PROTWIN_CHECK(rank_rounds >= 1 && rank_rounds <= 100, "--rank-rounds: expected 1 to 100, got ", rank_rounds);
-  PROTWIN_CHECK(vm["rank-budget-s"].as<double>() >= 0, "--rank-budget-s: expected a number >= 0, got ",
-                vm["rank-budget-s"].as<double>());
-  const int rank_interleave = vm["rank-interleave"].as<int>();
-  PROTWIN_CHECK(rank_interleave == 0 || (rank_interleave >= 2 && rank_interleave <= 1000),
-                "--rank-interleave: expected 0 (off) or 2 to 1000 steps, got ", rank_interleave);
-  PROTWIN_CHECK(net_gbps >= 0.01 && net_gbps <= 10000, "--net-GBps: expected 0.01 to 10000, got ", net_gbps);
+  PROTWIN_CHECK(ro.ranks == 0 || (ro.ranks >= 2 && ro.ranks <= 64), "--ranks: expected 0 or 2 to 64, got ",
+                ro.ranks);
+  PROTWIN_CHECK(ro.rounds >= 1 && ro.rounds <= 100, "--rank-rounds: expected 1 to 100, got ", ro.rounds);
+  PROTWIN_CHECK(ro.budget_s >= 0, "--rank-budget-s: expected a number >= 0, got ", ro.budget_s);
+  PROTWIN_CHECK(ro.interleave_steps == 0 || (ro.interleave_steps >= 2 && ro.interleave_steps <= 1000),
+                "--rank-interleave: expected 0 (off) or 2 to 1000 steps, got ", ro.interleave_steps);
+  PROTWIN_CHECK(ro.net_gbps >= 0.01 && ro.net_gbps <= 10000, "--net-GBps: expected 0.01 to 10000, got ",
+                ro.net_gbps);
   const std::string rt = runtime_binary_path();
   PROTWIN_CHECK(!rt.empty(), "calibrate needs the LibTorch runtime (protwin-rt next to protwin), which was not built");
   const bool json_out = vm.count("json") > 0;
@@ -203,8 +199,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   int64_t capacity = static_cast<int64_t>(device_mb * 1024 * 1024);
   if (capacity == 0) {
     const auto cost = hw::make_cost_model(with_capacity(machine, kUncappedDeviceBytes), profile ? &*profile : nullptr);
-    sim::offload::OffloadKnobs ddp = sim::offload::base_knobs("ddp");
-    const sim::offload::Candidate c = sim::offload::evaluate(w, *cost, 1, ddp);
+    const sim::offload::Candidate c = sim::offload::evaluate(w, *cost, 1, sim::offload::base_knobs("ddp"));
     PROTWIN_CHECK(c.simulated, "calibrate: the all-resident plan of ", w.model.name, " does not simulate: ", c.failure);
     capacity = static_cast<int64_t>(0.6 * static_cast<double>(c.peak_gpu_bytes));
   }
@@ -222,9 +217,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   for (size_t i = 0; i < sel.cases.size(); ++i) {
     CaseResult r;
     r.c = sel.cases[i];
-    char d[32];
-    std::snprintf(d, sizeof d, "/case-%02zu", i);
-    r.dir = out_dir + d;
+    r.dir = out_dir + format("/case-%02zu", i);
     traces::create_folders(r.dir, "-o");
     const SimulatedCase s = simulate_case(w, *cost, r.c.knobs);
     traces::write_plan(s.plan.plan, r.dir + "/plan.json");
@@ -484,22 +477,18 @@ int run_calibrate(const std::vector<std::string>& args) {
     bar.tick();
     if (done_rounds < rounds) continue;
     evaluate();
-    const bool undecided = std::count(verdicts.begin(), verdicts.end(), Verdict::kUndecided) > 0;
-    if (!undecided) break;
+    if (std::count(verdicts.begin(), verdicts.end(), Verdict::kUndecided) == 0) break;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     if (!another_round_fits(elapsed, last_measure_s, budget_s)) {
       say("budget of " + std::to_string(static_cast<int>(budget_s)) + " s spent: a criterion is still undecided");
       break;
     }
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "round %d: an interval straddles its target (MAPE %.1f-%.1f %%, max %.1f-%.1f %%, Spearman "
-                  "%.2f-%.2f, best gap %.1f-%.1f %%); measuring another round (%.0f of %.0f s)",
-                  done_rounds, 100 * norm_ci.interval[kMape].lo, 100 * norm_ci.interval[kMape].hi,
-                  100 * norm_ci.interval[kMaxError].lo, 100 * norm_ci.interval[kMaxError].hi,
-                  norm_ci.interval[kSpearman].lo, norm_ci.interval[kSpearman].hi, 100 * norm_ci.interval[kBestGap].lo,
-                  100 * norm_ci.interval[kBestGap].hi, elapsed, budget_s);
-    say(buf);
+    say(format("round %d: an interval straddles its target (MAPE %.1f-%.1f %%, max %.1f-%.1f %%, Spearman "
+               "%.2f-%.2f, best gap %.1f-%.1f %%); measuring another round (%.0f of %.0f s)",
+               done_rounds, 100 * norm_ci.interval[kMape].lo, 100 * norm_ci.interval[kMape].hi,
+               100 * norm_ci.interval[kMaxError].lo, 100 * norm_ci.interval[kMaxError].hi,
+               norm_ci.interval[kSpearman].lo, norm_ci.interval[kSpearman].hi, 100 * norm_ci.interval[kBestGap].lo,
+               100 * norm_ci.interval[kBestGap].hi, elapsed, budget_s));
   }
   bar.done();
   const Spread noise = spread_of(noise_samples);
@@ -530,11 +519,8 @@ int run_calibrate(const std::vector<std::string>& args) {
     const hw::Machine fm = scaled_machine(machine, scale);
     const auto fcost = hw::make_cost_model(fm, profile ? &*profile : nullptr, scale["compute"]);
     fcost->set_contention(contention());
-    for (auto& r : results) {
-      if (!r.error.empty()) continue;
-      const SimulatedCase s = simulate_case(w, *fcost, r.c.knobs);
-      r.fitted_predicted_s = s.iteration_s;
-    }
+    for (auto& r : results)
+      if (r.error.empty()) r.fitted_predicted_s = simulate_case(w, *fcost, r.c.knobs).iteration_s;
     fit_json = {{"scales", scale},
                 {"train_cases", train.size()},
                 {"held_out_cases", test.size()},
@@ -546,16 +532,10 @@ int run_calibrate(const std::vector<std::string>& args) {
 
   // 5b. --ranks: every system's N-GPU plan under mpirun.
   nlohmann::json rank_section;
-  if (ranks > 1) {
-    say("running every system's " + std::to_string(ranks) + "-GPU plan under mpirun...");
-    RankCalibrationOptions ro;
-    ro.ranks = ranks;
+  if (ro.ranks > 1) {
+    say("running every system's " + std::to_string(ro.ranks) + "-GPU plan under mpirun...");
     ro.steps = steps;
-    ro.rounds = rank_rounds;
-    ro.budget_s = vm["rank-budget-s"].as<double>();
-    ro.interleave_steps = vm["rank-interleave"].as<int>();
     ro.link_gbps = link;
-    ro.net_gbps = net_gbps;
     ro.out_dir = out_dir;
     ro.runtime = rt;
     ro.threads = threads;
@@ -678,9 +658,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   traces::write_file_atomic(json_path, out.dump(2) + "\n");
 
   if (!vm.count("no-plot")) {
-    std::string script = plot_script;
-    if (script.empty())
-      script = find_plot_script();
+    const std::string script = find_plot_script();
     if (!script.empty()) {
       const ProcessResult p = run_process("/usr/bin/python3", {script, json_path, "-o", out_dir + "/calibration.png"},
                                           out_dir + "/plot.log");
@@ -717,7 +695,6 @@ int run_calibrate(const std::vector<std::string>& args) {
                 human_bytes(static_cast<int64_t>(pg)).c_str(), human_bytes(static_cast<int64_t>(mg)).c_str(),
                 100 * relative_error(pg, mg), diagnosis(r, 0.10).c_str());
   }
-  auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
   const auto& ci = norm_ci.interval;
   std::printf("\nat the reference speed, with 95 %% bootstrap intervals (%s%s, %d resamples); a criterion is met "
               "when its whole interval is:\n",
@@ -752,11 +729,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                 lv.n, 100 * lv.relative);
     for (const auto& b : blocks_json) {
       std::string prof;
-      for (double x : b["profiles_us"]) {
-        char ms[32];
-        std::snprintf(ms, sizeof ms, "%s%.2f", prof.empty() ? "" : " / ", x / 1e3);
-        prof += ms;
-      }
+      for (double x : b["profiles_us"]) prof += format("%s%.2f", prof.empty() ? "" : " / ", x / 1e3);
       const auto& sp = b["beside_steps_us"];
       std::printf("                %-60s %8.2f ms (%.2f-%.2f) against %s ms\n", b["signature"].get<std::string>().c_str(),
                   sp["median"].get<double>() / 1e3, sp["p10"].get<double>() / 1e3, sp["p90"].get<double>() / 1e3,
@@ -786,7 +759,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                   "reference %.3g\n", name, sp.median, unit, 100 * sp.relative, sp.p10, sp.p90, ref);
   }
   std::printf("peak device     MAPE %.1f%% (<= 3%%: %s); peak host (pinned + pageable) MAPE %.1f%%\n",
-              100 * all.peak_mape, verdict(all.peak_mape <= 0.03), 100 * all.host_peak_mape);
+              100 * all.peak_mape, all.peak_mape <= 0.03 ? "met" : "NOT met", 100 * all.host_peak_mape);
   std::printf("                (measured: the caching allocator's high water; predicted: the runtime's tensors "
               "replayed in the simulated schedule; the plan's own bytes: MAPE %.1f%%)\n",
               100 * plan_bytes_mape(outcomes(ok)));

@@ -36,18 +36,8 @@ namespace {
 
 // mpirun on PATH, or "".
 std::string find_mpirun() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    const size_t end = dirs.find(':', start);
-    const std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const std::string p = (d.empty() ? "." : d) + "/mpirun";
-    if (::access(p.c_str(), X_OK) == 0) return p;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return "";
+  const ProcessResult p = run_process("/bin/sh", {"-c", "command -v mpirun"});
+  return p.exit_code == 0 ? p.out.substr(0, p.out.find('\n')) : "";
 }
 
 }  // namespace
@@ -295,12 +285,8 @@ void print_rank_cases(const nlohmann::json& s) {
       continue;
     }
     std::string busy;
-    for (const char* st : kRankStreams) {
-      char b[24];
-      if (c["busy"].contains(st)) std::snprintf(b, sizeof b, " %+.0f%%", 100 * c["busy"][st]["error"].get<double>());
-      else std::snprintf(b, sizeof b, " -");
-      busy += b;
-    }
+    for (const char* st : kRankStreams)
+      busy += c["busy"].contains(st) ? format(" %+.0f%%", 100 * c["busy"][st]["error"].get<double>()) : " -";
     const auto& g = c["memory"]["gpu"];
     std::printf("%-13s %9.3f %9.3f %+6.1f%%  %-44s %10s %10s %+6.1f%% %+7.1f%%\n", sys.c_str(),
                 c["predicted_s"].get<double>(), c["measured_s"].get<double>(),
@@ -327,12 +313,10 @@ void print_rank_cases(const nlohmann::json& s) {
   for (const auto& c : s.at("cases")) {
     if (!c.contains("at_rank_speeds")) continue;
     std::string ranks;
-    for (const auto& r : c["at_rank_speeds"]["ranks"]) {
-      char b[96];
-      std::snprintf(b, sizeof b, "  %.3f s (compute x%.2f copy x%.2f cpu x%.2f)", r["predicted_s"].get<double>(),
-                    r["compute_scale"].get<double>(), r["copy_scale"].get<double>(), r["cpu_scale"].get<double>());
-      ranks += b;
-    }
+    for (const auto& r : c["at_rank_speeds"]["ranks"])
+      ranks += format("  %.3f s (compute x%.2f copy x%.2f cpu x%.2f)", r["predicted_s"].get<double>(),
+                      r["compute_scale"].get<double>(), r["copy_scale"].get<double>(),
+                      r["cpu_scale"].get<double>());
     std::printf("  %-13s at each rank's probed speed: slowest %.3f s (%+.1f%%); ranks:%s\n",
                 c["system"].get<std::string>().c_str(), c["at_rank_speeds"]["predicted_s"].get<double>(),
                 100 * c["at_rank_speeds"]["iteration_error"].get<double>(), ranks.c_str());
@@ -340,13 +324,10 @@ void print_rank_cases(const nlohmann::json& s) {
   for (const auto& c : s.at("cases")) {
     if (!c.contains("joint")) continue;
     std::string ranks;
-    for (const auto& r : c["joint"]["ranks"]) {
-      char b[96];
-      std::snprintf(b, sizeof b, "  rank %d %.3f s (compute %.3f, waits %.3f)", r["rank"].get<int>(),
-                    r["predicted_s"].get<double>(), r["compute_busy_s"].get<double>(),
-                    r["collective_wait_s"].get<double>());
-      ranks += b;
-    }
+    for (const auto& r : c["joint"]["ranks"])
+      ranks += format("  rank %d %.3f s (compute %.3f, waits %.3f)", r["rank"].get<int>(),
+                      r["predicted_s"].get<double>(), r["compute_busy_s"].get<double>(),
+                      r["collective_wait_s"].get<double>());
     std::printf("  %-13s joint simulation (rendezvous, %d shared cores, a waiting rank %.2f of a core): %.3f s "
                 "(%+.1f%%);%s\n",
                 c["system"].get<std::string>().c_str(), c["joint"]["host_cores"].get<int>(),

@@ -28,7 +28,6 @@ int run_capacity(const std::vector<std::string>& args) {
   if (!parse_options("protwin capacity --family gpt2 --machine H --gpus N [--nodes K] [--seq S] [--json]", desc, args, vm))
     return 0;
   PROTWIN_CHECK(family == "gpt2", "--family: only 'gpt2' is supported, got '", family, "'");
-  PROTWIN_CHECK(max_layers >= 1, "--max-layers: expected at least 1, got ", max_layers);
   // The family is scaled at batch 1 (the largest model that trains at all); a given model or
   // batch would be ignored, so it is refused.
   for (const char* flag : {"model", "batch"})

@@ -88,12 +88,12 @@ int run_compare(const std::vector<std::string>& args) {
       continue;
     }
     const auto& b = r.best;
-    char speedup[32] = "";
-    if (pt.found && r.system != "protrain") std::snprintf(speedup, sizeof speedup, "%.2fx", pt.best.tokens_per_s / b.tokens_per_s);
+    const std::string speedup =
+        pt.found && r.system != "protrain" ? format("%.2fx", pt.best.tokens_per_s / b.tokens_per_s) : "";
     std::printf("%-13s %11.1f %6lld %10.3f %9.3f %9.3f %9.3f %11s %11s  %s\n", r.system.c_str(), b.tokens_per_s,
                 static_cast<long long>(b.batch), b.iteration_s, b.forward_s, b.backward_s, b.exposed_optimizer_s,
                 human_bytes(b.peak_gpu_bytes).c_str(), human_bytes(b.peak_pinned_bytes + b.peak_pageable_bytes).c_str(),
-                speedup);
+                speedup.c_str());
   }
   if (pt.found) std::printf("\nProTrain's best plan: %s", priced_by_line(pt.best.priced_by).c_str());
   if (!trace_out.empty() && pt.found) std::printf("\nchrome trace of ProTrain's best plan: %s\n", trace_out.c_str());

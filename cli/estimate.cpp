@@ -5,13 +5,12 @@
 // optimal_setting_search.py does, compares it directly with totals in GiB (1024^3 bytes).
 #include <algorithm>
 #include <cstdio>
-#include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
+#include "cli/summary.h"
 #include "sim/parallel/estimator/estimate_json.h"
 #include "sim/parallel/estimator/memory_estimate.h"
 #include "sim/parallel/search/parallel_search.h"
@@ -23,20 +22,19 @@ namespace {
 
 using nlohmann::json;
 
-// The estimator switches shared by both subcommands.
+// The estimator switches shared by both subcommands: the numbers straight into the options, the
+// names parsed by to_options.
 struct SwitchFlags {
   std::string method = "fujii", recompute = "none", embedding_input = "authors";
   std::string zero_formula = "paper";
-  int zero_stage = 3;
-  double hidden_dropout = 0, attention_dropout = 0;
-  int64_t virtual_stages = 0, num_microbatches = 0, pad_vocab = 0;
+  sim::parallel::EstimateOptions o;
 };
 
 void add_switches(po::options_description& desc, SwitchFlags& f) {
   desc.add_options()
       ("method", po::value(&f.method)->default_value(f.method),
        "fujii | megatron | korthikanti | zero | fsdp (torch FSDP FULL_SHARD, DP only)")
-      ("zero-stage", po::value(&f.zero_stage)->default_value(f.zero_stage),
+      ("zero-stage", po::value(&f.o.zero_stage)->default_value(f.o.zero_stage),
        "ZeRO stage 0-3 (--method zero)")
       ("zero-formula", po::value(&f.zero_formula)->default_value(f.zero_formula),
        "paper (ZeRO paper) | deepspeed (DeepSpeed's estimators) (--method zero)")
@@ -46,45 +44,32 @@ void add_switches(po::options_description& desc, SwitchFlags& f) {
       ("no-flash-attn", "keep the s^2 attention-score activations")
       ("recompute", po::value(&f.recompute)->default_value(f.recompute),
        "none | selective | full")
-      ("hidden-dropout", po::value(&f.hidden_dropout)->default_value(0.0, "0"),
+      ("hidden-dropout", po::value(&f.o.hidden_dropout)->default_value(0.0, "0"),
        "hidden dropout probability (non-zero adds dropout masks)")
-      ("attention-dropout", po::value(&f.attention_dropout)->default_value(0.0, "0"),
+      ("attention-dropout", po::value(&f.o.attention_dropout)->default_value(0.0, "0"),
        "attention dropout probability")
-      ("virtual-stages", po::value(&f.virtual_stages),
+      ("virtual-stages", po::value(&f.o.virtual_stages),
        "interleaved 1F1B: model chunks per pipeline stage")
-      ("num-microbatches", po::value(&f.num_microbatches),
+      ("num-microbatches", po::value(&f.o.num_microbatches),
        "micro-batches per iteration (discounts activations when fewer than PP)")
-      ("pad-vocab", po::value(&f.pad_vocab)->default_value(0),
+      ("pad-vocab", po::value(&f.o.pad_vocab_multiple)->default_value(0),
        "pad the vocabulary to a multiple of this x TP, as Megatron does (128); 0 = off")
       ("embedding-input", po::value(&f.embedding_input)->default_value(f.embedding_input),
        "authors (8*s*b*h*p/t) | upstream (8*s*b*p/t)");
 }
 
 sim::parallel::EstimateOptions to_options(const SwitchFlags& f, const po::variables_map& vm) {
-  sim::parallel::EstimateOptions o;
+  sim::parallel::EstimateOptions o = f.o;
   o.method = sim::parallel::parse_method(f.method);
   o.recompute = sim::parallel::parse_recompute(f.recompute);
   o.distributed_optimizer = !vm.count("no-distributed-optimizer");
   o.fp32_grad_accum = !vm.count("no-fp32-grad-accum");
   o.sequence_parallel = !vm.count("no-sequence-parallel");
   o.flash_attention = !vm.count("no-flash-attn");
-  PROTWIN_CHECK(f.hidden_dropout >= 0 && f.hidden_dropout < 1, "--hidden-dropout ",
-                f.hidden_dropout, ": expected a probability in [0, 1)");
-  PROTWIN_CHECK(f.attention_dropout >= 0 && f.attention_dropout < 1, "--attention-dropout ",
-                f.attention_dropout, ": expected a probability in [0, 1)");
-  o.hidden_dropout = f.hidden_dropout;
-  o.attention_dropout = f.attention_dropout;
-  if (vm.count("virtual-stages")) {
-    PROTWIN_CHECK(f.virtual_stages >= 1, "--virtual-stages ", f.virtual_stages,
-                  ": must be at least 1");
-    o.virtual_stages = f.virtual_stages;
-  }
-  if (vm.count("num-microbatches")) {
-    PROTWIN_CHECK(f.num_microbatches >= 1, "--num-microbatches ", f.num_microbatches,
-                  ": must be at least 1");
-    o.num_microbatches = f.num_microbatches;
-  }
-  o.pad_vocab_multiple = f.pad_vocab;
+  PROTWIN_CHECK(o.hidden_dropout >= 0 && o.hidden_dropout < 1, "--hidden-dropout ",
+                o.hidden_dropout, ": expected a probability in [0, 1)");
+  PROTWIN_CHECK(o.attention_dropout >= 0 && o.attention_dropout < 1, "--attention-dropout ",
+                o.attention_dropout, ": expected a probability in [0, 1)");
   PROTWIN_CHECK(f.embedding_input == "authors" || f.embedding_input == "upstream",
                 "--embedding-input ", f.embedding_input, ": expected authors or upstream");
   o.embedding_input = f.embedding_input == "authors" ? sim::parallel::EmbeddingInputTerm::kAuthors
@@ -92,19 +77,8 @@ sim::parallel::EstimateOptions to_options(const SwitchFlags& f, const po::variab
   PROTWIN_CHECK(f.zero_formula == "paper" || f.zero_formula == "deepspeed", "--zero-formula ",
                 f.zero_formula, ": expected paper or deepspeed");
   o.zero_formula = f.zero_formula == "paper" ? sim::parallel::ZeroFormula::kPaper : sim::parallel::ZeroFormula::kDeepSpeed;
-  o.zero_stage = f.zero_stage;
   sim::parallel::check_estimate_options(o);
   return o;
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << v;
-  return os.str();
-}
-
-std::string pad(const std::string& s, size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
 const char* method_title(sim::parallel::EstimateMethod m) {
@@ -121,24 +95,23 @@ const char* method_title(sim::parallel::EstimateMethod m) {
 int run_estimate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   std::string model_name;
-  int64_t seq = 0, mbs = 1, tp = 1, cp = 1, pp = 1, dp = 1, gbs = 0, gpus = 0;
-  int64_t first_layers = 0, last_layers = 0;
+  sim::parallel::ParallelConfig cfg;
   double gpu_mem = 0;
   SwitchFlags sw;
   desc.add_options()
       ("model", po::value(&model_name), "zoo name, spec file or inline spec (e.g. llama3.1-8b)")
-      ("seq", po::value(&seq), "sequence length (default: the model's default_seq)")
-      ("mbs", po::value(&mbs)->default_value(1), "micro-batch size")
-      ("tp", po::value(&tp)->default_value(1), "tensor-parallel size (with sequence parallelism)")
-      ("cp", po::value(&cp)->default_value(1), "context-parallel size")
-      ("pp", po::value(&pp)->default_value(1), "pipeline-parallel size")
-      ("dp", po::value(&dp)->default_value(1), "data-parallel size")
-      ("first-stage-layers", po::value(&first_layers)->default_value(0),
+      ("seq", po::value(&cfg.seq), "sequence length (default: the model's default_seq)")
+      ("mbs", po::value(&cfg.mbs)->default_value(1), "micro-batch size")
+      ("tp", po::value(&cfg.tp)->default_value(1), "tensor-parallel size (with sequence parallelism)")
+      ("cp", po::value(&cfg.cp)->default_value(1), "context-parallel size")
+      ("pp", po::value(&cfg.pp)->default_value(1), "pipeline-parallel size")
+      ("dp", po::value(&cfg.dp)->default_value(1), "data-parallel size")
+      ("first-stage-layers", po::value(&cfg.split.first)->default_value(0),
        "decoder layers on the first pipeline stage, the others split the rest (0: even; fujii only)")
-      ("last-stage-layers", po::value(&last_layers)->default_value(0),
+      ("last-stage-layers", po::value(&cfg.split.last)->default_value(0),
        "decoder layers on the last pipeline stage (0: even); the estimate is then the largest stage's")
-      ("gbs", po::value(&gbs), "global batch size (checks GBS % (MBS*DP))")
-      ("gpus", po::value(&gpus), "total GPUs (checks TP*CP*PP*DP)")
+      ("gbs", po::value(&cfg.gbs), "global batch size (checks GBS % (MBS*DP))")
+      ("gpus", po::value(&cfg.gpus), "total GPUs (checks TP*CP*PP*DP)")
       ("gpu-memory-GB", po::value(&gpu_mem),
        "nominal GPU memory (40, 80, 94); compared with GiB totals as the authors do")
       ("json", "print JSON");
@@ -151,23 +124,10 @@ int run_estimate(const std::vector<std::string>& args) {
   require(vm, "model");
   const sim::parallel::EstimateOptions opt = to_options(sw, vm);
   const sim::ModelSpec spec = sim::resolve_model(model_name);
-  sim::parallel::ParallelConfig cfg;
-  cfg.seq = vm.count("seq") ? seq : spec.default_seq;
-  cfg.mbs = mbs, cfg.tp = tp, cfg.cp = cp, cfg.pp = pp, cfg.dp = dp;
-  cfg.split = {first_layers, last_layers};
-  if (vm.count("gbs")) {
-    PROTWIN_CHECK(gbs >= 1, "--gbs ", gbs, ": must be at least 1");
-    cfg.gbs = gbs;
-  }
-  if (vm.count("gpus")) {
-    PROTWIN_CHECK(gpus >= 1, "--gpus ", gpus, ": must be at least 1");
-    cfg.gpus = gpus;
-  }
-  std::optional<double> memory;
-  if (vm.count("gpu-memory-GB")) {
-    PROTWIN_CHECK(gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
-    memory = gpu_mem;
-  }
+  if (!vm.count("seq")) cfg.seq = spec.default_seq;
+  PROTWIN_CHECK(!vm.count("gpus") || cfg.gpus >= 1, "--gpus ", cfg.gpus, ": must be at least 1");
+  PROTWIN_CHECK(!vm.count("gpu-memory-GB") || gpu_mem > 0, "--gpu-memory-GB ", gpu_mem, ": must be positive");
+  const std::optional<double> memory = vm.count("gpu-memory-GB") ? std::optional<double>(gpu_mem) : std::nullopt;
   const sim::parallel::MemoryEstimate e = sim::parallel::estimate_memory(spec, cfg, opt);
 
   if (vm.count("json")) {
@@ -187,31 +147,27 @@ int run_estimate(const std::vector<std::string>& args) {
             << (cfg.split.uneven() ? "stage       " + std::to_string(e.stage) + " of an uneven split (" +
                                          std::to_string(e.stage_layers) + " layers), the largest\n"
                                    : std::string())
-            << "parameters  " << fixed(static_cast<double>(e.params_total) / 1e9, 3)
-            << " B total (V " << e.vocab_used << "), " << fixed(e.params_per_gpu / 1e9, 3)
-            << " B on this GPU, " << fixed(e.bytes_per_param, 3) << " bytes each\n\n"
+            << format("parameters  %.3f B total (V %lld), %.3f B on this GPU, %.3f bytes each\n\n",
+                      static_cast<double>(e.params_total) / 1e9, static_cast<long long>(e.vocab_used),
+                      e.params_per_gpu / 1e9, e.bytes_per_param)
             << "                                   GiB\n"
-            << "  weights + grads + optimizer " << pad(fixed(e.weights_grads_optimizer_gib(), 3), 10)
-            << "\n";
+            << format("  weights + grads + optimizer %10.3f\n", e.weights_grads_optimizer_gib());
   if (e.activations_included) {
-    std::cout << "  activations                 " << pad(fixed(e.activations_gib(), 3), 10) << "\n"
-              << "    transformer layers        " << pad(fixed(e.activation_layers_bytes / gib, 3), 10)
-              << "\n"
-              << "    embedding                 "
-              << pad(fixed(e.activation_embedding_bytes / gib, 3), 10) << "\n"
-              << "    output layer + loss       " << pad(fixed(e.activation_output_bytes / gib, 3), 10)
-              << "\n";
+    std::cout << format("  activations                 %10.3f\n", e.activations_gib())
+              << format("    transformer layers        %10.3f\n", e.activation_layers_bytes / gib)
+              << format("    embedding                 %10.3f\n", e.activation_embedding_bytes / gib)
+              << format("    output layer + loss       %10.3f\n", e.activation_output_bytes / gib);
     if (e.activation_schedule_factor != 1.0)
-      std::cout << "    (pipeline schedule factor " << fixed(e.activation_schedule_factor, 4) << ")\n";
+      std::cout << format("    (pipeline schedule factor %.4f)\n", e.activation_schedule_factor);
   } else {
     std::cout << "  activations                  not included\n";
   }
-  std::cout << "  total                       " << pad(fixed(e.total_gib(), 3), 10) << "\n";
+  std::cout << format("  total                       %10.3f\n", e.total_gib());
   if (memory) {
     const double limit = 0.8 * *memory;
     std::cout << "\nGPU memory  " << *memory << " GB nominal (compared as GiB, as the authors do): "
-              << fixed(100.0 * e.total_gib() / *memory, 1) << " % used; 80 % rule ("
-              << fixed(limit, 1) << " GiB): " << (e.total_gib() <= limit ? "fits" : "does NOT fit")
+              << format("%.1f %% used; 80 %% rule (%.1f GiB): ", 100.0 * e.total_gib() / *memory, limit)
+              << (e.total_gib() <= limit ? "fits" : "does NOT fit")
               << (e.activations_included ? "" : " (model states only)") << "\n";
   }
   for (const auto& n : e.notes) std::cout << "note: " << n << "\n";
@@ -219,13 +175,12 @@ int run_estimate(const std::vector<std::string>& args) {
 }
 
 void print_candidate_row(const sim::parallel::SearchCandidate& c, size_t rank, double memory) {
-  std::cout << pad(std::to_string(rank), 4) << pad(std::to_string(c.tp), 4)
-            << pad(std::to_string(c.cp), 4) << pad(std::to_string(c.pp), 4)
-            << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.mbs), 5)
-            << pad(fixed(c.estimate.weights_grads_optimizer_gib(), 2), 11)
-            << pad(c.estimate.activations_included ? fixed(c.estimate.activations_gib(), 2) : "-", 10)
-            << pad(fixed(c.estimate.total_gib(), 2), 10)
-            << pad(fixed(100.0 * c.estimate.total_gib() / memory, 1), 8) << "\n";
+  const auto& e = c.estimate;
+  std::cout << format("%4zu%4lld%4lld%4lld%6lld%5lld%11.2f", rank, static_cast<long long>(c.tp),
+                      static_cast<long long>(c.cp), static_cast<long long>(c.pp), static_cast<long long>(c.dp),
+                      static_cast<long long>(c.mbs), e.weights_grads_optimizer_gib())
+            << (e.activations_included ? format("%10.2f", e.activations_gib()) : format("%10s", "-"))
+            << format("%10.2f%8.1f\n", e.total_gib(), 100.0 * e.total_gib() / memory);
 }
 
 int run_estimate_search(const std::vector<std::string>& args) {
@@ -308,17 +263,8 @@ int run_estimate_search(const std::vector<std::string>& args) {
             << space.seq << ", GBS " << space.gbs << ", method " << sim::parallel::method_name(opt.method)
             << "\n"
             << "enumerated " << r.enumerated << " layouts: " << r.fitting.size()
-            << " fit under 80 % (" << fixed(r.threshold_gib, 1) << " GiB), " << rejected
-            << " rejected";
-  if (!r.rejected_by_reason.empty()) {
-    std::cout << " (";
-    bool first = true;
-    for (const auto& [key, n] : r.rejected_by_reason) {
-      std::cout << (first ? "" : ", ") << key << " " << n;
-      first = false;
-    }
-    std::cout << ")";
-  }
+            << format(" fit under 80 %% (%.1f GiB), ", r.threshold_gib) << rejected << " rejected";
+  if (!r.rejected_by_reason.empty()) std::cout << " (" << counts_text(r.rejected_by_reason) << ")";
   std::cout << "\n";
   if (opt.method == sim::parallel::EstimateMethod::kZero)
     std::cout << "note: --method zero counts model states only; activations are not included\n";
@@ -332,14 +278,12 @@ int run_estimate_search(const std::vector<std::string>& args) {
   }
   if (explain) {
     std::cout << "\nrejected:\n";
-    for (const auto& c : r.rejected) {
-      std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp;
-      if (c.mbs > 0) std::cout << " MBS " << c.mbs;
-      std::cout << ": " << c.reason << "\n";
-    }
-    for (const auto& c : r.over)
-      std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp << " MBS " << c.mbs << ": "
-                << c.reason << "\n";
+    for (const auto* rejected : {&r.rejected, &r.over})  // the layouts over 80 % all have an MBS
+      for (const auto& c : *rejected) {
+        std::cout << "  TP " << c.tp << " CP " << c.cp << " PP " << c.pp;
+        if (c.mbs > 0) std::cout << " MBS " << c.mbs;
+        std::cout << ": " << c.reason << "\n";
+      }
   }
   return 0;
 }

@@ -17,27 +17,21 @@
 namespace protwin::cli {
 namespace {
 
-std::vector<int64_t> parse_dims(const std::string& flag, const std::string& text, size_t min_n, size_t max_n) {
+// --gemm M,N,K or B,M,N,K.
+std::vector<int64_t> parse_gemm_dims(const std::string& text) {
   std::vector<int64_t> dims;
   std::stringstream ss(text);
   std::string part;
   while (std::getline(ss, part, ',')) {
     char* end = nullptr;
     const long long v = std::strtoll(part.c_str(), &end, 10);
-    PROTWIN_CHECK(!part.empty() && end && *end == '\0' && v >= 1 && v <= (1LL << 40), "--", flag,
-                  ": expected positive integers separated by commas, got \"", text, "\"");
+    PROTWIN_CHECK(!part.empty() && end && *end == '\0' && v >= 1 && v <= (1LL << 40),
+                  "--gemm: expected positive integers separated by commas, got \"", text, "\"");
     dims.push_back(v);
   }
-  PROTWIN_CHECK(dims.size() >= min_n && dims.size() <= max_n, "--", flag, ": expected ",
-                min_n == max_n ? std::to_string(min_n) : std::to_string(min_n) + " or " + std::to_string(max_n),
-                " dimensions (", min_n == 3 ? "M,N,K or B,M,N,K" : "", "), got \"", text, "\"");
+  PROTWIN_CHECK(dims.size() == 3 || dims.size() == 4, "--gemm: expected 3 or 4 dimensions (M,N,K or B,M,N,K), got \"",
+                text, "\"");
   return dims;
-}
-
-// Read + write passes of the --op kinds over their elements.
-double op_passes(const std::string& op) {
-  if (op == "add" || op == "swiglu") return 3;
-  return 2;
 }
 
 struct Query {
@@ -136,7 +130,7 @@ int run_kernel(const std::vector<std::string>& args) {
   double work_bytes = 0;
   std::string what;
   if (vm.count("gemm")) {
-    const std::vector<int64_t> d = parse_dims("gemm", gemm, 3, 4);
+    const std::vector<int64_t> d = parse_gemm_dims(gemm);
     sig = d.size() == 3 ? traces::OpSignature{"gemm", d, dtype} : traces::OpSignature{"bmm", d, dtype};
     const double b = d.size() == 4 ? static_cast<double>(d[0]) : 1.0;
     const size_t o = d.size() - 3;
@@ -151,7 +145,8 @@ int run_kernel(const std::vector<std::string>& args) {
     require(vm, "elements");
     PROTWIN_CHECK(elements >= 1, "--elements: expected an integer >= 1, got ", elements);
     sig = traces::OpSignature{op == "add" ? "elementwise" : op, {elements}, dtype};
-    work_bytes = op_passes(op) * static_cast<double>(elements) * traces::dtype_bytes(dtype);
+    const double passes = op == "add" || op == "swiglu" ? 3 : 2;  // reads + writes over the elements
+    work_bytes = passes * static_cast<double>(elements) * traces::dtype_bytes(dtype);
     what = op + " of " + std::to_string(elements) + " elements";
   } else {
     require(vm, "bytes");

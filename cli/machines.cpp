@@ -16,12 +16,6 @@
 namespace protwin::cli {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // At most `n` bytes of `s`, never splitting a UTF-8 sequence.
 std::string clip(const std::string& s, size_t n) {
   return s.size() <= n ? s : traces::utf8_prefix(s, n) + "...";
@@ -35,9 +29,14 @@ int run_machines(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_options("protwin machines [--json]", desc, args, vm)) return 0;
   nlohmann::json out = nlohmann::json::array();
+  std::string table;  // the same machines, a row each
   for (const auto& name : hw::machine_names()) {
     const hw::HardwareCostModel cm(hw::load_machine(name));
     const hw::Machine& m = cm.machine();
+    table += format("%-21s %-24s %3d %8.1f %11.3g %-16s %8.1f %6d %13.0f %4s\n", m.name.c_str(), m.gpu.name.c_str(),
+                    m.gpu.count, gib(m.gpu.memory_bytes), m.gpu.compute.at("bf16").sustained_tflops,
+                    m.host_link.name.c_str(), m.host_link.h2d.pinned_GBps, m.host.cores,
+                    cm.cpu_adam_params_per_s(m.gpu.count) * 1e-6, m.gpu.p2p ? "yes" : "no");
     out.push_back({{"name", m.name},
                    {"description", m.description},
                    {"gpu", m.gpu.name},
@@ -56,14 +55,7 @@ int run_machines(const std::vector<std::string>& args) {
   }
   std::printf("%-21s %-24s %3s %8s %11s %-16s %8s %6s %13s %4s\n", "NAME", "GPU", "N", "MEM_GiB",
               "BF16_TFLOPS", "HOST_LINK", "H2D_GBps", "CORES", "ADAM_Mparam/s", "P2P");
-  for (const auto& r : out) {
-    std::printf("%-21s %-24s %3d %8.1f %11.3g %-16s %8.1f %6d %13.0f %4s\n",
-                r["name"].get<std::string>().c_str(), r["gpu"].get<std::string>().c_str(),
-                r["gpu_count"].get<int>(), gib(r["gpu_memory_bytes"].get<int64_t>()),
-                r["bf16_sustained_tflops"].get<double>(), r["host_link"].get<std::string>().c_str(),
-                r["h2d_pinned_GBps"].get<double>(), r["host_cores"].get<int>(),
-                r["cpu_adam_params_per_s"].get<double>() * 1e-6, r["p2p"].get<bool>() ? "yes" : "no");
-  }
+  std::printf("%s", table.c_str());
   std::printf("\nbf16: sustained GEMM TFLOPS; ADAM: CPU Adam params/s per rank with all GPUs' ranks "
               "sharing the host.\n'protwin machine NAME' shows one machine with provenance.\n");
   return 0;
@@ -80,21 +72,19 @@ void print_machine(const hw::Machine& m) {
     rows.push_back({std::move(label), std::move(value), std::move(pointer)});
   };
   add("gpu", m.gpu.name + " x " + std::to_string(m.gpu.count), "/gpu/count");
-  add("gpu memory", fmt("%.1f GiB", gib(m.gpu.memory_bytes)), "/gpu/memory_bytes");
+  add("gpu memory", format("%.1f GiB", gib(m.gpu.memory_bytes)), "/gpu/memory_bytes");
   for (const auto& [dtype, c] : m.gpu.compute)
-    add(dtype + " TFLOPS peak / sustained",
-        fmt("%.1f", c.peak_tflops) + " / " + fmt("%.1f", c.sustained_tflops),
+    add(dtype + " TFLOPS peak / sustained", format("%.1f / %.1f", c.peak_tflops, c.sustained_tflops),
         "/gpu/compute/" + dtype + "/sustained_tflops");
-  add("HBM GB/s peak / achievable",
-      fmt("%.0f", m.gpu.hbm_peak_GBps) + " / " + fmt("%.0f", m.gpu.hbm_achievable_GBps),
+  add("HBM GB/s peak / achievable", format("%.0f / %.0f", m.gpu.hbm_peak_GBps, m.gpu.hbm_achievable_GBps),
       "/gpu/hbm/achievable_GBps");
-  add("launch floor", fmt("%.1f us", m.gpu.launch_floor_us), "/gpu/launch_floor_us");
+  add("launch floor", format("%.1f us", m.gpu.launch_floor_us), "/gpu/launch_floor_us");
   if (m.gpu.attention)
     add("flash attention fwd / bwd TFLOPS",
-        fmt("%.0f", m.gpu.attention->flash_fwd_tflops) + " / " + fmt("%.0f", m.gpu.attention->flash_bwd_tflops),
+        format("%.0f / %.0f", m.gpu.attention->flash_fwd_tflops, m.gpu.attention->flash_bwd_tflops),
         "/gpu/attention/flash_fwd_tflops");
   if (m.gpu.sms > 0)
-    add("SMs, kernel floor", std::to_string(m.gpu.sms) + fmt(", %.1f us", m.gpu.kernel_floor_us), "/gpu/sms");
+    add("SMs, kernel floor", format("%d, %.1f us", m.gpu.sms, m.gpu.kernel_floor_us), "/gpu/sms");
   if (!m.kernel_tables.names.empty()) {
     std::string names;
     for (const auto& n : m.kernel_tables.names) names += (names.empty() ? "" : ", ") + n;
@@ -103,42 +93,42 @@ void print_machine(const hw::Machine& m) {
   }
   add("GPU P2P", m.gpu.p2p ? "yes" : "no", "/gpu/p2p");
   add("host", m.host.cpu + ", " + std::to_string(m.host.cores) + " cores", "/host/cores");
-  add("host memory", fmt("%.0f GiB", gib(m.host.memory_bytes)), "/host/memory_bytes");
-  add("host DRAM GB/s", fmt("%.0f", m.host.dram_GBps), "/host/dram_GBps");
-  add("host link", m.host_link.name + fmt(", %.2f GB/s peak", m.host_link.peak_GBps), "/host_link/peak_GBps");
+  add("host memory", format("%.0f GiB", gib(m.host.memory_bytes)), "/host/memory_bytes");
+  add("host DRAM GB/s", format("%.0f", m.host.dram_GBps), "/host/dram_GBps");
+  add("host link", m.host_link.name + format(", %.2f GB/s peak", m.host_link.peak_GBps), "/host_link/peak_GBps");
   add("H2D pinned / pageable GB/s",
-      fmt("%.1f", m.host_link.h2d.pinned_GBps) + " / " + fmt("%.1f", m.host_link.h2d.pageable_GBps),
+      format("%.1f / %.1f", m.host_link.h2d.pinned_GBps, m.host_link.h2d.pageable_GBps),
       "/host_link/h2d/pinned_GBps");
   add("D2H pinned / pageable GB/s",
-      fmt("%.1f", m.host_link.d2h.pinned_GBps) + " / " + fmt("%.1f", m.host_link.d2h.pageable_GBps),
+      format("%.1f / %.1f", m.host_link.d2h.pinned_GBps, m.host_link.d2h.pageable_GBps),
       "/host_link/d2h/pinned_GBps");
   add("copy latency pinned / pageable",
-      fmt("%.0f", m.host_link.h2d.pinned_latency_us) + " / " + fmt("%.0f us", m.host_link.h2d.pageable_latency_us),
+      format("%.0f / %.0f us", m.host_link.h2d.pinned_latency_us, m.host_link.h2d.pageable_latency_us),
       "/host_link/h2d/pinned_latency_us");
   add("kept when both directions run",
-      fmt("H2D %.2f", m.host_link.duplex_fraction_h2d) + fmt(", D2H %.2f", m.host_link.duplex_fraction_d2h),
+      format("H2D %.2f, D2H %.2f", m.host_link.duplex_fraction_h2d, m.host_link.duplex_fraction_d2h),
       "/host_link/duplex_fraction");
   add("CPU Adam (one rank / all ranks)",
-      fmt("%.2f", cm.cpu_adam_params_per_s(1) * 1e-9) +
-          fmt(" / %.2f Gparam/s per rank", cm.cpu_adam_params_per_s(m.gpu.count) * 1e-9),
+      format("%.2f / %.2f Gparam/s per rank", cm.cpu_adam_params_per_s(1) * 1e-9,
+             cm.cpu_adam_params_per_s(m.gpu.count) * 1e-9),
       "/cpu_adam/per_core_params_per_s");
-  add("GPU Adam bytes/param", fmt("%.0f", m.gpu_adam.bytes_per_param), "/gpu_adam/bytes_per_param");
+  add("GPU Adam bytes/param", format("%.0f", m.gpu_adam.bytes_per_param), "/gpu_adam/bytes_per_param");
   add("all-reduce busbw, alpha",
-      fmt("%.0f GB/s", m.intra_node.all_reduce.busbw_GBps) + fmt(", %.0f us", m.intra_node.all_reduce.alpha_us) +
-          (m.intra_node.host_staged ? " (host-staged)" : ""),
+      format("%.0f GB/s, %.0f us%s", m.intra_node.all_reduce.busbw_GBps, m.intra_node.all_reduce.alpha_us,
+             m.intra_node.host_staged ? " (host-staged)" : ""),
       "/collectives/intra_node/all_reduce/busbw_GBps");
   add("all-gather busbw, alpha",
-      fmt("%.0f GB/s", m.intra_node.all_gather.busbw_GBps) + fmt(", %.0f us", m.intra_node.all_gather.alpha_us),
+      format("%.0f GB/s, %.0f us", m.intra_node.all_gather.busbw_GBps, m.intra_node.all_gather.alpha_us),
       "/collectives/intra_node/all_gather/busbw_GBps");
   if (m.inter_node)
     add("inter-node all-reduce busbw",
-        fmt("%.0f GB/s", m.inter_node->all_reduce.busbw_GBps), "/collectives/inter_node/all_reduce/busbw_GBps");
+        format("%.0f GB/s", m.inter_node->all_reduce.busbw_GBps), "/collectives/inter_node/all_reduce/busbw_GBps");
   if (m.network)
     add("network (per node)",
-        fmt("%.0f NICs", m.network->nics_per_node) + fmt(" x %.0f Gb/s", m.network->nic_Gbps) +
-            fmt(" = %.0f GB/s achieved", m.network->node_GBps()),
+        format("%d NICs x %.0f Gb/s = %.0f GB/s achieved", m.network->nics_per_node, m.network->nic_Gbps,
+               m.network->node_GBps()),
         "/network/nic_Gbps");
-  add("fragmentation fraction", fmt("%.2f", m.gpu.allocator.fragmentation_fraction),
+  add("fragmentation fraction", format("%.2f", m.gpu.allocator.fragmentation_fraction),
       "/gpu/allocator/fragmentation_fraction");
 
   std::printf("%s: %s\n(%s)\n\n", m.name.c_str(), m.description.c_str(), m.source.c_str());

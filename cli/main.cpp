@@ -14,6 +14,7 @@
 #ifdef PROTWIN_RUNTIME_BINARY
 #include "runtime/memory/host_allocator.h"
 #else
+#include "cli/runtime_process.h"
 #include "sim/distributed/evaluate_points.h"
 #endif
 
@@ -25,20 +26,7 @@ std::map<std::string, Subcommand>& registry() {
   return r;
 }
 
-// The sibling binary with the LibTorch subcommands (see cli/CMakeLists.txt), or "" if absent.
-std::string runtime_binary(const char* argv0) {
-  std::string self(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  self = n > 0 ? self.substr(0, static_cast<size_t>(n)) : std::string(argv0);
-  const std::string path = self.substr(0, self.rfind('/') + 1) + "protwin-rt";
-  return ::access(path.c_str(), X_OK) == 0 ? path : "";
-}
-
-void print_line(const std::string& name, const std::string& summary) {
-  std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << summary << "\n";
-}
-
-void print_usage(const char* argv0) {
+void print_usage() {
   std::cout << "protwin: a digital twin of offloaded LLM training\n\n"
                "usage: protwin <subcommand> [options]   (protwin <subcommand> --help for more)\n\n"
                "subcommands:\n";
@@ -48,9 +36,8 @@ void print_usage(const char* argv0) {
   // A name both binaries have (bench) is this binary's, whose summary covers both halves.
 #ifdef PROTWIN_RUNTIME_BINARY
   const std::string rt;
-  (void)argv0;
 #else
-  const std::string rt = runtime_binary(argv0);
+  const std::string rt = runtime_binary_path();
 #endif
   if (!rt.empty()) {
     if (FILE* p = ::popen((rt + " --list-subcommands").c_str(), "r")) {
@@ -63,23 +50,11 @@ void print_usage(const char* argv0) {
       ::pclose(p);
     }
   }
-  for (const auto& [name, summary] : listed) print_line(name, summary);
+  for (const auto& [name, summary] : listed)
+    std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << summary << "\n";
   std::cout << "\nexit codes: 0 ok, 1 internal error, 2 user error\n";
 }
 }  // namespace
-
-int run_runtime_binary(const std::vector<std::string>& args) {
-  const std::string rt = runtime_binary("protwin");
-  PROTWIN_CHECK(!rt.empty(), "this needs the LibTorch runtime, which was not built (LibTorch not found)");
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(rt.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::cout.flush();
-  ::execv(rt.c_str(), argv.data());
-  PROTWIN_CHECK(false, "cannot run ", rt);
-  return 1;
-}
 
 bool register_subcommand(const Subcommand& sub) {
   registry()[sub.name] = sub;
@@ -102,7 +77,7 @@ int main(int argc, char** argv) {
   }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
-    print_usage(argv[0]);
+    print_usage();
     return argc < 2 ? 2 : 0;
   }
   const std::string name = argv[1];
@@ -116,7 +91,7 @@ int main(int argc, char** argv) {
 #ifndef PROTWIN_RUNTIME_BINARY
   if (it == subs.end()) {
     // Not a simulator subcommand: the runtime binary may have it.
-    const std::string rt = runtime_binary(argv[0]);
+    const std::string rt = runtime_binary_path();
     if (!rt.empty()) {
       ::execv(rt.c_str(), argv);
       std::cerr << "protwin: cannot run " << rt << "\n";

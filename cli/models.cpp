@@ -23,12 +23,6 @@ std::string grouped(int64_t v) {
   return v < 0 ? "-" + out : out;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 std::string pad(const std::string& s, size_t w, bool right = false) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
@@ -69,13 +63,11 @@ int run_models(const std::vector<std::string>& args) {
 void print_block_row(const sim::Block& b, const std::string& label) {
   const double mib = 1024.0 * 1024.0;
   std::cout << pad(label, 16) << pad(grouped(b.param_count), 15, true)
-            << pad(fmt("%.2f", b.forward_flops() * 1e-9), 12, true)
-            << pad(fmt("%.2f", b.backward_flops() * 1e-9), 12, true)
-            << pad(fmt("%.1f", static_cast<double>(b.saved_bytes) / mib), 11, true)
-            << pad(fmt("%.1f", static_cast<double>(b.checkpoint_bytes) / mib), 10, true)
-            << pad(fmt("%.1f", static_cast<double>(b.forward_transient_bytes) / mib), 10, true)
-            << pad(fmt("%.1f", static_cast<double>(b.backward_transient_bytes) / mib), 10, true)
-            << "\n";
+            << format("%12.2f%12.2f%11.1f%10.1f%10.1f%10.1f\n", b.forward_flops() * 1e-9,
+                      b.backward_flops() * 1e-9, static_cast<double>(b.saved_bytes) / mib,
+                      static_cast<double>(b.checkpoint_bytes) / mib,
+                      static_cast<double>(b.forward_transient_bytes) / mib,
+                      static_cast<double>(b.backward_transient_bytes) / mib);
 }
 
 int run_model(const std::vector<std::string>& args) {
@@ -119,13 +111,11 @@ int run_model(const std::vector<std::string>& args) {
   std::cout << "workload:     batch " << w.options.batch << ", seq " << w.options.seq << ", "
             << w.options.dtype << (w.options.flash_attention ? ", flash attention" : ", unfused attention")
             << (w.options.dropout ? ", dropout" : "") << "\n";
-  std::cout << "flops/token:  " << fmt("%.4g", w.flops_per_token()) << " (forward + backward, no recompute)\n";
-  std::cout << "iteration:    " << fmt("%.4g", (w.forward_flops() + w.backward_flops()) * 1e-12)
-            << " TFLOP\n";
-  std::cout << "activations:  " << fmt("%.2f", static_cast<double>(w.activation_bytes_per_layer()) / mib)
-            << " MiB per layer kept, "
-            << fmt("%.2f", static_cast<double>(w.layer(0).checkpoint_bytes) / mib)
-            << " MiB checkpointed\n\n";
+  std::cout << "flops/token:  " << format("%.4g", w.flops_per_token()) << " (forward + backward, no recompute)\n";
+  std::cout << "iteration:    " << format("%.4g", (w.forward_flops() + w.backward_flops()) * 1e-12) << " TFLOP\n";
+  std::cout << format("activations:  %.2f MiB per layer kept, %.2f MiB checkpointed\n\n",
+                      static_cast<double>(w.activation_bytes_per_layer()) / mib,
+                      static_cast<double>(w.layer(0).checkpoint_bytes) / mib);
   std::cout << pad("block", 16) << pad("params", 15, true) << pad("fwd GFLOP", 12, true)
             << pad("bwd GFLOP", 12, true) << pad("saved MiB", 11, true) << pad("ckpt MiB", 10, true)
             << pad("fwd tmp", 10, true) << pad("bwd tmp", 10, true) << "\n";

@@ -41,9 +41,7 @@ const FlagRange* range_of(const std::string& flag) {
 
 std::string number_text(double v) {
   if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  std::ostringstream os;
-  os << v;
-  return os.str();
+  return format("%g", v);  // as an ostream prints it
 }
 
 void check_number(const std::string& flag, double v, const std::string& text, bool integer) {
@@ -145,6 +143,14 @@ void require(const po::variables_map& vm, const std::string& flag) {
 
 bool given(const po::variables_map& vm, const std::string& flag) {
   return vm.count(flag) && !vm[flag].defaulted();
+}
+
+void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile) {
+  desc.add_options()("no-host-dispatch", po::bool_switch(&no_host_dispatch),
+                     "no host thread issuing the GPU work (the machine's host_dispatch section off)")
+      ("profile", po::value(&profile)->default_value(profile),
+       "measured op profile (protwin.profile: shipped name or file, 'none'): its entries price the ops "
+       "instead of the machine's curves, its measured contention slows ops sharing the host's cores (as in calibrate)");
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }

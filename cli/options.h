@@ -41,6 +41,13 @@ void require(const po::variables_map& vm, const std::string& flag);
 // True when `flag` was given on the command line (not merely defaulted).
 bool given(const po::variables_map& vm, const std::string& flag);
 
+// The cost-model flags of every subcommand that simulates with a machine (what they choose:
+// hwmodels/cost_model_choice.h). --no-host-dispatch: no host thread issues the GPU work (the
+// machine's host_dispatch section is turned off), which gives the predictions of the simulator
+// before host dispatch (DESIGN §4). --profile: a measured op profile (shipped name or file,
+// hw::load_op_profile) whose entries win over the machine's curves.
+void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile);
+
 // Prints JSON (2-space indent) to stdout.
 void print_json(const nlohmann::json& j);
 

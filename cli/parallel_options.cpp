@@ -1,9 +1,5 @@
 #include "cli/parallel_options.h"
 
-#include <cstdarg>
-#include <cstdio>
-
-#include "cli/host_dispatch_option.h"
 #include "hwmodels/cost_model_choice.h"
 #include "traces/error.h"
 #include "traces/op_signature.h"
@@ -79,7 +75,6 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
   auto chosen = hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""});
   in.profile = std::move(chosen.profile);
   in.cost = std::move(chosen.cost);
-  PROTWIN_CHECK(a.seq >= 0, "--seq ", a.seq, ": must be at least 1 (0: the model's default)");
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");
   sim::parallel::MegatronOptions& o = in.options;
@@ -108,20 +103,9 @@ ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variable
                   g, "'");
     o.grad_bytes = traces::dtype_bytes(g);
   }
-  if (vm.count("gpu-memory-GB")) {
-    PROTWIN_CHECK(a.gpu_memory_gb > 0, "--gpu-memory-GB ", a.gpu_memory_gb, ": must be positive");
-    in.gpu_memory_gb = a.gpu_memory_gb;
-  }
+  PROTWIN_CHECK(!vm.count("gpu-memory-GB") || a.gpu_memory_gb > 0, "--gpu-memory-GB ", a.gpu_memory_gb,
+                ": must be positive");
   return in;
-}
-
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return buf;
 }
 
 }  // namespace protwin::cli

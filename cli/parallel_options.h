@@ -23,7 +23,7 @@ struct ParallelArgs {
   std::string recompute = "none", dtype = "bf16";
   std::string framework = "megatron-core", sequence_parallel, dropout, grad_reduce_dtype, vocab_parallel_loss, pad_vocab;
   std::string p2p_scatter_gather, p2p_sync, framework_step, local_ddp, bias_passes, fsdp_passes;  // on | off overrides of --framework
-  double gpu_memory_gb = 0;
+  double gpu_memory_gb = 0;  // --gpu-memory-GB; 0: the machine's, in GiB rounded
 };
 
 void add_parallel_options(po::options_description& desc, ParallelArgs& a);
@@ -33,13 +33,9 @@ struct ParallelInputs {
   std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
   std::unique_ptr<hw::HardwareCostModel> cost;
   sim::parallel::MegatronOptions options;  // sizes, mbs and vpp left for the caller
-  double gpu_memory_gb = 0;      // 0: from the machine
 };
 
 // Requires --model, --machine and --gbs.
 ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variables_map& vm);
-
-// printf into a std::string.
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace protwin::cli

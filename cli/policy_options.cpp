@@ -1,9 +1,8 @@
 #include "cli/policy_options.h"
 
-#include <cstdio>
+#include <charconv>
 #include <tuple>
 
-#include "cli/host_dispatch_option.h"
 #include "hwmodels/cost_model_choice.h"
 #include "sim/offload/compiler/systems.h"
 #include "traces/error.h"
@@ -37,21 +36,15 @@ PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
   in.profile = std::move(chosen.profile);
   in.cost = std::move(chosen.cost);
   std::tie(in.search.gpus, in.search.nodes) = sim::offload::place_ranks(*in.cost, a.gpus, a.nodes);
-  if (a.batch == "auto") {
-    in.search.batch = 0;
-  } else {
+  if (a.batch != "auto") {  // auto: batch 0, searched
     long long b = 0;
-    size_t used = 0;
-    try {
-      b = std::stoll(a.batch, &used);
-    } catch (...) {
-      used = 0;
-    }
-    PROTWIN_CHECK(used == a.batch.size() && b >= 1, "--batch: expected a positive integer or 'auto', got '", a.batch, "'");
+    const char* end = a.batch.data() + a.batch.size();
+    const auto parsed = std::from_chars(a.batch.data(), end, b);
+    PROTWIN_CHECK(parsed.ec == std::errc() && parsed.ptr == end && b >= 1,
+                  "--batch: expected a positive integer or 'auto', got '", a.batch, "'");
     check_flag_range("batch", b);
     in.search.batch = b;
   }
-  PROTWIN_CHECK(a.seq >= 0, "--seq: expected a number >= 0, got ", a.seq);
   in.search.seq = a.seq;
   in.search.flash_attention = a.flash;
   in.search.hf_eager = a.hf_eager;
@@ -79,12 +72,10 @@ std::vector<std::string> parse_systems(const std::string& arg, const std::string
 }
 
 std::string human_bytes(int64_t bytes) {
-  char buf[64];
   const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  return buf;
+  if (b >= 1024.0 * 1024 * 1024) return format("%.2f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return format("%.1f MiB", b / (1024.0 * 1024));
+  return format("%lld B", static_cast<long long>(bytes));
 }
 
 }  // namespace protwin::cli

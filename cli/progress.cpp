@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 
 namespace protwin::cli {
@@ -14,41 +15,43 @@ std::atomic<bool> g_quiet{false};
 
 std::string clock_text(double seconds) {
   const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
+  if (s >= 3600) return format("%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  return format("%ld:%02ld", s / 60, s % 60);
 }
 }  // namespace
 
-bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
 void set_quiet(bool q) { g_quiet = q; }
 bool quiet() { return g_quiet; }
 
 std::string progress_line(const std::string& label, long done, long total, double elapsed_s) {
   const long d = std::clamp(done, 0L, std::max(total, 0L));
   const long width = 20, filled = total > 0 ? d * width / total : 0, pct = total > 0 ? d * 100 / total : 0;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, " [%s%s] %3ld%% (%ld/%ld)", std::string(static_cast<size_t>(filled), '#').c_str(),
-                std::string(static_cast<size_t>(width - filled), '.').c_str(), pct, d, total);
-  std::string line = label + buf;
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.append(static_cast<size_t>(width - filled), '.');
+  std::string line = label + format(" [%s] %3ld%% (%ld/%ld)", bar.c_str(), pct, d, total);
   if (d > 0 && elapsed_s > 0) {
     const double rate = static_cast<double>(d) / elapsed_s;
-    std::snprintf(buf, sizeof buf, rate >= 10 ? "  %.0f/s" : "  %.2f/s", rate);
-    line += buf;
+    line += rate >= 10 ? format("  %.0f/s", rate) : format("  %.2f/s", rate);
     line += "  " + clock_text(static_cast<double>(total - d) / rate) + " left";
   }
   return line;
 }
 
-std::string file_size_text(long long bytes) {
-  char buf[32];
-  const double b = static_cast<double>(bytes);
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else if (b >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else std::snprintf(buf, sizeof buf, "%lld B", bytes);
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
   return buf;
+}
+
+std::string file_size_text(long long bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e9) return format("%.2f GB", b / 1e9);
+  if (b >= 1e6) return format("%.1f MB", b / 1e6);
+  if (b >= 1e3) return format("%.1f kB", b / 1e3);
+  return format("%lld B", bytes);
 }
 
 std::string written_size(const std::string& path) {
@@ -59,7 +62,7 @@ std::string written_size(const std::string& path) {
 Progress::Progress(std::string label, long total)
     : label_(std::move(label)),
       total_(total),
-      enabled_(total > 0 && !quiet() && stderr_is_tty()),
+      enabled_(total > 0 && !quiet() && ::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 

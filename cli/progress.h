@@ -1,6 +1,7 @@
 // One updating progress line on stderr for long quiet work (DESIGN §8): counts, rate and time
 // left. It appears only once the work has run for kProgressDelaySeconds, only when stderr is a
-// terminal, and never with --quiet, so short runs, pipes and logs stay clean.
+// terminal, and never with --quiet, so short runs, pipes and logs stay clean. Also the text
+// helpers it and the subcommands share (format, file sizes).
 #pragma once
 
 #include <chrono>
@@ -11,9 +12,6 @@ namespace protwin::cli {
 
 inline constexpr double kProgressDelaySeconds = 2.0;
 
-// True when stderr is a terminal.
-bool stderr_is_tty();
-
 // --quiet (every subcommand accepts it): no progress line at all.
 void set_quiet(bool quiet);
 bool quiet();
@@ -21,6 +19,9 @@ bool quiet();
 // "label [#####.........] 42% (21/50)  3.5/s  0:06 left": the line for `done` of `total` items
 // after `elapsed_s` seconds; the time left assumes the rate so far.
 std::string progress_line(const std::string& label, long done, long total, double elapsed_s);
+
+// printf into a std::string (at most 511 characters).
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // "216.4 MB" (decimal units, as file managers show sizes).
 std::string file_size_text(long long bytes);

@@ -4,15 +4,9 @@
 #include <string>
 
 #include "traces/error.h"
+#include "traces/kernel_kinds.h"
 
 namespace protwin::cli {
-namespace {
-
-bool is_collective(const std::string& kind) {
-  return kind == "all_gather" || kind == "reduce_scatter" || kind == "all_reduce" || kind == "broadcast";
-}
-
-}  // namespace
 
 nlohmann::json rank_breakdown(const std::vector<traces::Report>& reps) {
   nlohmann::json out = nlohmann::json::array();
@@ -33,7 +27,7 @@ nlohmann::json rank_breakdown(const std::vector<traces::Report>& reps) {
     for (const auto& st : r.streams) busy[st.name] = st.busy.seconds();
     int64_t wait = 0, transfer = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (!is_collective(r.ops[i].kind)) continue;
+      if (!traces::is_collective_kind(r.ops[i].kind)) continue;
       int64_t last = 0;  // when the last rank arrived at this collective
       for (size_t q = 0; q < reps.size(); ++q) last = std::max(last, base[q] + reps[q].ops[i].start.ns);
       const int64_t mine = base[k] + r.ops[i].start.ns, end = base[k] + r.ops[i].end.ns;

@@ -6,10 +6,25 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 
+#include "cli/subcommand.h"
 #include "traces/error.h"
 
 namespace protwin::cli {
+
+namespace {
+
+// execv(program, program args...); returns only when that fails.
+void exec(const std::string& program, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(program.c_str(), argv.data());
+}
+
+}  // namespace
 
 std::string runtime_binary_path() {
   std::string self(4096, '\0');
@@ -18,6 +33,15 @@ std::string runtime_binary_path() {
   self.resize(static_cast<size_t>(n));
   const std::string path = self.substr(0, self.rfind('/') + 1) + "protwin-rt";
   return ::access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+int run_runtime_binary(const std::vector<std::string>& args) {
+  const std::string rt = runtime_binary_path();
+  PROTWIN_CHECK(!rt.empty(), "this needs the LibTorch runtime, which was not built (LibTorch not found)");
+  std::cout.flush();
+  exec(rt, args);
+  PROTWIN_CHECK(false, "cannot run ", rt);
+  return 1;
 }
 
 ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
@@ -37,11 +61,7 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
         ::close(fd);
       }
     }
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(program.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(program.c_str(), argv.data());
+    exec(program, args);
     ::_exit(127);
   }
   ::close(out_pipe[1]);

@@ -16,13 +16,13 @@ namespace {
 int run_search(const std::vector<std::string>& args) {
   po::options_description desc("options");
   PolicyArgs pa;
-  std::string system = "protrain", plan_out, trace_out;
+  std::string system = "protrain", plan_out, trace_out, ablation;
   desc.add_options()
       ("system", po::value(&system)->default_value("protrain"), "protrain, deepspeed, zero-offload, colossalai, fsdp, ddp")
       ("output,o", po::value(&plan_out), "write the best plan (protwin.plan JSON)")
       ("chrome-trace", po::value(&trace_out), "write the best plan's simulated Chrome trace")
       ("pareto", "also print the Pareto front (throughput vs GPU memory)")
-      ("ablation", po::value<std::string>(), "all-ckpt | no-persist | no-buffer-reuse | no-overlap: search with one ProTrain feature off")
+      ("ablation", po::value(&ablation), "all-ckpt | no-persist | no-buffer-reuse | no-overlap: search with one ProTrain feature off")
       ("json", "print JSON");
   add_policy_options(desc, pa);
   po::variables_map vm;
@@ -34,44 +34,40 @@ int run_search(const std::vector<std::string>& args) {
   in.search.system = system;
   sim::offload::find_system(system);
   if (vm.count("ablation")) {
-    const std::string a = vm["ablation"].as<std::string>();
-    if (a == "all-ckpt") in.search.all_checkpoint = true;
-    else if (a == "no-persist") in.search.fix_n_persist = 0;
-    else if (a == "no-buffer-reuse") in.search.force_buffer_reuse = 0;
-    else if (a == "no-overlap") in.search.force_overlap = 0;
-    else PROTWIN_CHECK(false, "--ablation: expected all-ckpt, no-persist, no-buffer-reuse or no-overlap, got '", a, "'");
+    if (ablation == "all-ckpt") in.search.all_checkpoint = true;
+    else if (ablation == "no-persist") in.search.fix_n_persist = 0;
+    else if (ablation == "no-buffer-reuse") in.search.force_buffer_reuse = 0;
+    else if (ablation == "no-overlap") in.search.force_overlap = 0;
+    else PROTWIN_CHECK(false, "--ablation: expected all-ckpt, no-persist, no-buffer-reuse or no-overlap, got '",
+                       ablation, "'");
   }
   Progress bar("searching " + system, in.search.batch > 0 ? 1 : 7);
   in.search.progress = [&](long done, long) { if (done > 0) bar.tick(); };
   const sim::offload::SearchResult r = sim::offload::search_policy(in.model, *in.cost, in.search);
   bar.done();
   const sim::offload::RankMemory cap = sim::offload::rank_memory(in.cost->machine(), in.search.gpus, in.search.nodes);
+  // The fields of the JSON found or not, and the search's.
+  const nlohmann::json search = {{"system", system}, {"model", in.model.name}, {"machine", in.cost->machine().name},
+                                 {"gpus", in.search.gpus}, {"nodes", in.search.nodes}, {"fits", r.found},
+                                 {"configurations", r.configurations}, {"search_s", r.seconds}};
   if (!r.found && vm.count("json")) {
-    print_json({{"system", system},
-                {"model", in.model.name},
-                {"machine", in.cost->machine().name},
-                {"gpus", in.search.gpus},
-                {"nodes", in.search.nodes},
-                {"fits", false},
-                {"tokens_per_s", nullptr},
-                {"closest_needs", {{"gpu_bytes", r.smallest_peak_gpu_bytes}, {"host_bytes", r.smallest_host_bytes}}},
-                {"least_gpu_bytes", r.least_gpu_bytes},
-                {"least_host_bytes", r.least_host_bytes},
-                {"capacity", {{"gpu_bytes", cap.gpu_bytes}, {"host_bytes", cap.host_bytes}}},
-                {"configurations", r.configurations},
-                {"first_failure", r.first_failure},
-                {"search_s", r.seconds}});
+    nlohmann::json j = search;
+    j.update({{"tokens_per_s", nullptr},
+              {"closest_needs", {{"gpu_bytes", r.smallest_peak_gpu_bytes}, {"host_bytes", r.smallest_host_bytes}}},
+              {"least_gpu_bytes", r.least_gpu_bytes},
+              {"least_host_bytes", r.least_host_bytes},
+              {"capacity", {{"gpu_bytes", cap.gpu_bytes}, {"host_bytes", cap.host_bytes}}},
+              {"first_failure", r.first_failure}});
+    print_json(j);
     return 0;
   }
-  if (!r.found) {
-    PROTWIN_CHECK(false, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
-                  in.search.gpus, " GPU(s) under any ", system, " knob setting (", r.configurations,
-                  " settings tried); the smallest needs ", human_bytes(r.smallest_peak_gpu_bytes),
-                  " of GPU memory (the GPU has ", human_bytes(cap.gpu_bytes), ") and ",
-                  human_bytes(r.smallest_host_bytes), " of host memory per rank (the host has ",
-                  human_bytes(cap.host_bytes), " per rank)",
-                  r.first_failure.empty() ? "" : "\n  the closest settings were refused: " + r.first_failure);
-  }
+  PROTWIN_CHECK(r.found, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
+                in.search.gpus, " GPU(s) under any ", system, " knob setting (", r.configurations,
+                " settings tried); the smallest needs ", human_bytes(r.smallest_peak_gpu_bytes),
+                " of GPU memory (the GPU has ", human_bytes(cap.gpu_bytes), ") and ",
+                human_bytes(r.smallest_host_bytes), " of host memory per rank (the host has ",
+                human_bytes(cap.host_bytes), " per rank)",
+                r.first_failure.empty() ? "" : "\n  the closest settings were refused: " + r.first_failure);
   if (!plan_out.empty()) traces::write_plan(r.best_plan.plan, plan_out);
   if (!trace_out.empty()) traces::write_chrome_trace(r.best_report, trace_out);
   const auto& b = r.best;
@@ -81,22 +77,15 @@ int run_search(const std::vector<std::string>& args) {
     // The best candidate's own fields (knobs, times, memory, priced_by) and the search's.
     nlohmann::json j = b;
     j.erase("bound_gpu_bytes");
-    j.update({{"system", system},
-              {"model", in.model.name},
-              {"machine", in.cost->machine().name},
-              {"gpus", in.search.gpus},
-              {"nodes", in.search.nodes},
-              {"fits", true},
-              {"ablation", vm.count("ablation") ? nlohmann::json(vm["ablation"].as<std::string>()) : nlohmann::json()},
+    j.update(search);
+    j.update({{"ablation", vm.count("ablation") ? nlohmann::json(ablation) : nlohmann::json()},
               {"chunks", r.best_plan.chunks->chunks.size()},
               {"layers", in.model.layers},
               {"global_batch", b.batch * in.search.gpus},
               {"seq", r.best_plan.plan.meta.value("seq", 0)},
               {"layer_modes", r.best_plan.plan.meta["layer_modes"]},
-              {"configurations", r.configurations},
               {"pruned", r.pruned},
               {"simulated", r.simulated},
-              {"search_s", r.seconds},
               {"pareto", pareto}});
     print_json(j);
     return 0;

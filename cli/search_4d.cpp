@@ -7,6 +7,7 @@
 #include "cli/options.h"
 #include "cli/parallel_options.h"
 #include "cli/subcommand.h"
+#include "cli/summary.h"
 #include "sim/parallel/search/search_4d.h"
 #include "traces/error.h"
 
@@ -45,15 +46,7 @@ void print_search(std::ostream& os, const sim::parallel::Search4dResult& r, size
   if (r.over_mbs_max) os << ", " << r.over_mbs_max << " of them over --mbs-max";
   os << "; " << r.simulated << " simulated" << (r.failed ? format(", %lld refused", static_cast<long long>(r.failed)) : "")
      << format(" in %.2f s (%d threads)\n", r.seconds, threads);
-  if (!e.rejected_by_reason.empty()) {
-    os << "rejected:";
-    bool first = true;
-    for (const auto& [key, n] : e.rejected_by_reason) {
-      os << (first ? " " : ", ") << key << " " << n;
-      first = false;
-    }
-    os << "\n";
-  }
+  if (!e.rejected_by_reason.empty()) os << "rejected: " << counts_text(e.rejected_by_reason) << "\n";
   if (r.simulated > 0) print_ranked(os, r, top);
   for (const auto& row : r.ranked)
     if (!row.simulated)
@@ -87,13 +80,12 @@ int run_search_4d(const std::vector<std::string>& args) {
     return 0;
   require(vm, "nodes");
   PROTWIN_CHECK(!vm.count("top") || top >= 1, "--top ", top, ": must be at least 1");
-  PROTWIN_CHECK(!vm.count("mbs-max") || mbs_max >= 1, "--mbs-max ", mbs_max, ": must be at least 1");
   ParallelInputs in = resolve_parallel_inputs(pa, vm);
   sim::parallel::Search4dOptions o;
   o.nodes = nodes;
   o.mbs_max = mbs_max;
   o.base = in.options;
-  o.gpu_memory_gb = in.gpu_memory_gb;
+  o.gpu_memory_gb = pa.gpu_memory_gb;
   o.threads = threads;
   o.uneven_stages = vm.count("uneven-stages") > 0;
   o.collective_sms = vm.count("collective-sms") > 0;

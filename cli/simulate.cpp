@@ -4,7 +4,6 @@
 #include <iostream>
 #include <optional>
 
-#include "cli/host_dispatch_option.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"
@@ -80,7 +79,6 @@ int run_simulate(const std::vector<std::string>& args) {
   std::optional<sim::offload::Candidate> candidate;  // with --model: throughput and the time split
   if (vm.count("model")) {
     PROTWIN_CHECK(vm.count("machine"), "--machine is required with --model");
-    PROTWIN_CHECK(batch >= 1, "--batch: expected a positive integer, got ", batch);
     pa.batch = std::to_string(batch);
     PolicyInputs in = resolve_policy_inputs(pa);
     const nlohmann::json policy =

@@ -120,8 +120,7 @@ int run_simulate_4d(const std::vector<std::string>& args) {
   cfg.options.vpp = vpp;
   cfg.options.split = {first_layers, last_layers};
   cfg.nodes = nodes;
-  PROTWIN_CHECK(!vm.count("nodes") || nodes >= 1, "--nodes ", nodes, ": must be at least 1");
-  cfg.gpu_memory_gb = in.gpu_memory_gb;
+  cfg.gpu_memory_gb = pa.gpu_memory_gb;
   cfg.collective_sms = !vm.count("no-collective-sms");
   // Written as they come: the plan op by op as it is generated, the ops' records to a temporary
   // file as the simulation hands them out, the report and trace from it at the end.

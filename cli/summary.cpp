@@ -1,6 +1,6 @@
 #include "cli/summary.h"
 
-#include <cstdio>
+#include "cli/progress.h"
 
 namespace protwin::cli {
 
@@ -23,29 +23,26 @@ nlohmann::json report_summary_json(const traces::Report& r) {
 }
 
 void print_report_summary(std::ostream& os, const traces::Report& r) {
-  char line[256];
-  std::snprintf(line, sizeof line, "iteration time: %.6f s (%zu ops)\n\n", r.iteration.seconds(), r.ops.size());
-  os << line;
+  os << format("iteration time: %.6f s (%zu ops)\n\n", r.iteration.seconds(), r.ops.size());
   os << "stream          busy (s)     utilization   ops\n";
-  for (const auto& s : r.streams) {
-    std::snprintf(line, sizeof line, "%-14s %10.6f %12.1f %% %6lld\n", s.name.c_str(), s.busy.seconds(),
-                  100.0 * utilization(s, r), static_cast<long long>(s.ops));
-    os << line;
-  }
+  for (const auto& s : r.streams)
+    os << format("%-14s %10.6f %12.1f %% %6lld\n", s.name.c_str(), s.busy.seconds(), 100.0 * utilization(s, r),
+                 static_cast<long long>(s.ops));
   os << "\npool            peak (MiB)   capacity (MiB)   peak at (s)\n";
-  for (const auto& p : r.pools) {
-    std::snprintf(line, sizeof line, "%-14s %11.1f %16.1f %13.6f\n", p.name.c_str(),
-                  static_cast<double>(p.peak.n) / 1048576.0, static_cast<double>(p.capacity.n) / 1048576.0,
-                  p.peak_at.seconds());
-    os << line;
-  }
+  for (const auto& p : r.pools)
+    os << format("%-14s %11.1f %16.1f %13.6f\n", p.name.c_str(), static_cast<double>(p.peak.n) / 1048576.0,
+                 static_cast<double>(p.capacity.n) / 1048576.0, p.peak_at.seconds());
   os << "\n" << priced_by_line(r.priced_by);
 }
 
 std::string priced_by_line(const std::map<std::string, int64_t>& priced_by) {
-  std::string s = "ops priced by:";
-  for (const auto& [source, ops] : priced_by) s += (s.back() == ':' ? " " : ", ") + source + " " + std::to_string(ops);
-  return s + "\n";
+  return "ops priced by:" + (priced_by.empty() ? "" : " " + counts_text(priced_by)) + "\n";
+}
+
+std::string counts_text(const std::map<std::string, int64_t>& counts) {
+  std::string s;
+  for (const auto& [key, n] : counts) s += (s.empty() ? "" : ", ") + key + " " + std::to_string(n);
+  return s;
 }
 
 }  // namespace protwin::cli

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cli/host_dispatch_option.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
 #include "cli/subcommand.h"

@@ -67,33 +67,30 @@ int run_train(const std::vector<std::string>& args) {
   if (vm.count("block-probes")) o.block_probes = rt::plan_block_signatures(rp.plan);
   rt::TrainResult r;
   rt::run_or_abort_all(ranks, "protwin train", [&] { r = rt::train(rp, o); });
-  // Every rank's probes, gathered in rank order (every rank takes part in the all-gathers).
-  nlohmann::json rank_probes = nlohmann::json::array();
+  // Every rank's probes, [rank][step], gathered in rank order (every rank takes part in the all-gathers).
+  std::vector<nlohmann::json> rank_probes(static_cast<size_t>(ranks.size()), nlohmann::json::array());
   if (o.probes) {
-    std::vector<nlohmann::json> per_rank(static_cast<size_t>(ranks.size()), nlohmann::json::array());
     for (const rt::StepProbes& p : r.probes) {
       const std::pair<const char*, double> fields[] = {
           {"gemm_before_gflops", p.gemm_before}, {"gemm_after_gflops", p.gemm_after},
           {"copy_before_GBps", p.copy_before},   {"copy_after_GBps", p.copy_after},
           {"adam_before_mparams_per_s", p.adam_before}, {"adam_after_mparams_per_s", p.adam_after}};
-      std::vector<nlohmann::json> step(per_rank.size(), nlohmann::json::object());
+      std::vector<nlohmann::json> step(rank_probes.size(), nlohmann::json::object());
       for (const auto& [key, value] : fields) {
         const std::vector<double> all = ranks.all_gather(value);
         for (size_t k = 0; k < all.size(); ++k) step[k][key] = all[k];
       }
-      for (size_t k = 0; k < per_rank.size(); ++k) per_rank[k].push_back(step[k]);
+      for (size_t k = 0; k < rank_probes.size(); ++k) rank_probes[k].push_back(step[k]);
     }
-    for (auto& steps : per_rank) rank_probes.push_back(std::move(steps));
   }
   // Every rank's block probes, [rank][{signature, us}] (every rank takes part in the all-gathers).
-  nlohmann::json rank_block_probes = nlohmann::json::array();
+  std::vector<nlohmann::json> rank_block_probes(static_cast<size_t>(ranks.size()), nlohmann::json::array());
   if (!o.block_probes.empty()) {
-    std::vector<nlohmann::json> per_rank(static_cast<size_t>(ranks.size()), nlohmann::json::array());
     for (const rt::BlockProbeSeries& b : r.block_probes) {
       const std::vector<std::vector<double>> us = ranks.all_gather(b.us);
-      for (size_t k = 0; k < per_rank.size(); ++k) per_rank[k].push_back({{"signature", b.sig.key()}, {"us", us[k]}});
+      for (size_t k = 0; k < us.size(); ++k)
+        rank_block_probes[k].push_back({{"signature", b.sig.key()}, {"us", us[k]}});
     }
-    for (auto& blocks : per_rank) rank_block_probes.push_back(std::move(blocks));
   }
   // With the probes: the core a rank uses while it waits for a late peer (runtime/comm/wait_probe.h).
   const double wait_cpu_share = o.probes ? rt::measure_wait_cpu_share(ranks) : 0;

@@ -216,15 +216,17 @@ class Run final : public Handler {
   void resize_slots(size_t n);
   void take_cost(size_t i, const traces::Op& op);
   int32_t route_id(const hw::Phase& transfer, const traces::Op& op);
-  void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
+  // Flattened: the push inline at every op's end (GCC otherwise calls an outlined copy of it).
+  [[gnu::flatten]] void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
   void dispatch();
   void flush_ready();
   void begin(size_t i);
-  void begin_contended(size_t i);
+  // Out of line: the uncontended path of begin() and finish() stays small (no register spills).
+  [[gnu::noinline]] void begin_contended(size_t i);
   inline void schedule_fixed(size_t i, int64_t ns, uint32_t version);
   [[noreturn]] void fail_horizon(size_t i, double ns, const char* pace);
   void paced_end(size_t i, uint64_t version);
-  void running(size_t i, int delta);
+  [[gnu::noinline]] void running(size_t i, int delta);
   void runnable(double delta);
   uint32_t next_version(Contended& c);
   int64_t paced_ns(size_t i, const Contended& c);
