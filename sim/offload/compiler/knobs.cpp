@@ -68,8 +68,9 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   traces::JsonNode root(&j, file, "");
   if (!j.is_object()) root.fail("expected a policy object such as {\"system\": \"protrain\", \"n_persist\": 2}");
   OffloadKnobs k = base_knobs(one_of(root, "system", "protrain", system_names()));
+  const nlohmann::json knobs = OffloadKnobs{}.to_json();  // named: items() only refers to it
   std::vector<std::string> known = {"system"};
-  for (const auto& knob : OffloadKnobs{}.to_json().items()) known.push_back(knob.key());
+  for (const auto& knob : knobs.items()) known.push_back(knob.key());
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
       root.at(it.key()).fail("unknown knob; known knobs: " + boost::algorithm::join(known, ", "));
