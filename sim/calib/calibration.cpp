@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "sim/calib/sample_stats.h"
@@ -158,7 +159,7 @@ MetricsWithIntervals sweep_paired_metrics_with_intervals(const std::vector<doubl
     return quantile(v, 0.5);
   };
   std::vector<size_t> all(sweeps);
-  for (size_t k = 0; k < sweeps; ++k) all[k] = k;
+  std::iota(all.begin(), all.end(), size_t{0});
   const double point_level = sweep_levels.empty() ? 1.0 : level_at(all);
   PROTWIN_CHECK(point_level > 0, "calibrate: the blocks' level must be > 0, got ", point_level);
   std::vector<double> medians(predicted.size()), draw;
@@ -199,15 +200,6 @@ std::vector<size_t> round_plan_order(size_t plans, int round) {
   return order;
 }
 
-namespace {
-
-sim::offload::OffloadKnobs with(sim::offload::OffloadKnobs k, void (*edit)(sim::offload::OffloadKnobs&)) {
-  edit(k);
-  return k;
-}
-
-}  // namespace
-
 CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& cost, int count, int threads) {
   CaseSelection out;
   std::vector<CalibrationCase> pool;
@@ -236,26 +228,26 @@ CaseSelection select_cases(const sim::Workload& w, const hw::HardwareCostModel& 
     else out.skipped.push_back(std::string(sys) + " best: does not fit");
   }
   // Hand-picked variations around ProTrain's pick (or its defaults): each moves one knob.
-  const sim::offload::OffloadKnobs base = pt.found ? pt.best.knobs : sim::offload::base_knobs("protrain");
+  using sim::offload::OffloadKnobs;
+  const OffloadKnobs base = pt.found ? pt.best.knobs : sim::offload::base_knobs("protrain");
   const int layers = static_cast<int>(w.model.layers);
-  struct Hand { std::string label; sim::offload::OffloadKnobs k; };
-  std::vector<Hand> hand = {
-      {"hand: n_persist=0 n_buffer=2", with(base, [](sim::offload::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 2; })},
-      {"hand: n_persist=0 n_buffer=3", with(base, [](sim::offload::OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 3; })},
-      {"hand: all swap", base},
-      {"hand: all checkpoint", base},
-      {"hand: half swap half checkpoint", base},
-      {"hand: no prefetch", with(base, [](sim::offload::OffloadKnobs& k) { k.prefetch = false; })},
-      {"hand: adam after backward", with(base, [](sim::offload::OffloadKnobs& k) { k.cpu_adam_overlap = false; })},
-      {"hand: no buffer reuse", with(base, [](sim::offload::OffloadKnobs& k) { k.buffer_reuse = false; })},
-      {"hand: torch cpu adam", with(base, [](sim::offload::OffloadKnobs& k) { k.cpu_adam_impl = "torch"; })},
-      {"hand: per-block chunks", with(base, [](sim::offload::OffloadKnobs& k) { k.per_block_chunks = true; k.chunk_bytes = 0; })},
-      {"hand: n_persist=1 n_buffer=2 ckpt 2", with(base, [](sim::offload::OffloadKnobs& k) { k.n_persist = 1; k.n_buffer = 2; k.n_checkpoint = 2; k.n_swap = 0; })},
+  auto hand = [&](const std::string& what, const std::function<void(OffloadKnobs&)>& edit) {
+    OffloadKnobs k = base;
+    edit(k);
+    pool.push_back({"hand: " + what, k, "protrain"});
   };
-  hand[2].k.n_swap = layers, hand[2].k.n_checkpoint = 0;
-  hand[3].k.n_swap = 0, hand[3].k.n_checkpoint = layers;
-  hand[4].k.n_swap = layers / 2, hand[4].k.n_checkpoint = layers - layers / 2;
-  for (auto& h : hand) pool.push_back({h.label, h.k, "protrain"});
+  hand("n_persist=0 n_buffer=2", [](OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 2; });
+  hand("n_persist=0 n_buffer=3", [](OffloadKnobs& k) { k.n_persist = 0; k.n_buffer = 3; });
+  hand("all swap", [&](OffloadKnobs& k) { k.n_swap = layers; k.n_checkpoint = 0; });
+  hand("all checkpoint", [&](OffloadKnobs& k) { k.n_swap = 0; k.n_checkpoint = layers; });
+  hand("half swap half checkpoint", [&](OffloadKnobs& k) { k.n_swap = layers / 2; k.n_checkpoint = layers - layers / 2; });
+  hand("no prefetch", [](OffloadKnobs& k) { k.prefetch = false; });
+  hand("adam after backward", [](OffloadKnobs& k) { k.cpu_adam_overlap = false; });
+  hand("no buffer reuse", [](OffloadKnobs& k) { k.buffer_reuse = false; });
+  hand("torch cpu adam", [](OffloadKnobs& k) { k.cpu_adam_impl = "torch"; });
+  hand("per-block chunks", [](OffloadKnobs& k) { k.per_block_chunks = true; k.chunk_bytes = 0; });
+  hand("n_persist=1 n_buffer=2 ckpt 2",
+       [](OffloadKnobs& k) { k.n_persist = 1; k.n_buffer = 2; k.n_checkpoint = 2; k.n_swap = 0; });
 
   std::vector<std::string> seen;
   for (const auto& c : pool) {

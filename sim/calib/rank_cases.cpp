@@ -277,12 +277,13 @@ nlohmann::json rank_section_metrics(const nlohmann::json& cases,
       joint_pred_s, joint_meas_s, given_pred_s, given_meas_s, sensitivities, profile_blocks_pred_s,
       profile_blocks_meas_s, inter_pred_s, inter_meas_s, launch_pred_s, launch_meas_s;
   Groups step_groups;  // each case's measured steps, for the intervals
-  // A prediction of the case beside its measured time.
-  auto add = [](const nlohmann::json& c, const char* key, const char* measured_key, std::vector<double>& pred,
-                std::vector<double>& meas) {
+  // A prediction of the case, c[key]["predicted_s"], beside the time c[key][measured_key] (the
+  // case's measured time `measured` without a measured_key).
+  auto add = [](const nlohmann::json& c, const char* key, const char* measured_key, double measured,
+                std::vector<double>& pred, std::vector<double>& meas) {
     if (!c.contains(key)) return;
     pred.push_back(c[key]["predicted_s"].get<double>());
-    meas.push_back(c[key][measured_key].get<double>());
+    meas.push_back(measured_key ? c[key][measured_key].get<double>() : measured);
   };
   for (const nlohmann::json& c : cases) {
     if (c.contains("error")) continue;
@@ -295,17 +296,12 @@ nlohmann::json rank_section_metrics(const nlohmann::json& cases,
       profile_blocks_pred_s.push_back(c["profile_blocks_predicted_s"].get<double>());
       profile_blocks_meas_s.push_back(measured);
     }
-    if (c.contains("at_rank_speeds")) {
-      speed_pred_s.push_back(c["at_rank_speeds"]["predicted_s"].get<double>());
-      speed_meas_s.push_back(measured);
-    }
-    if (c.contains("joint")) {
-      joint_pred_s.push_back(c["joint"]["predicted_s"].get<double>());
-      joint_meas_s.push_back(measured);
-      add(c["joint"], "at_measured_compute", "measured_last_step_s", given_pred_s, given_meas_s);
-    }
-    add(c, "interleaved", "measured_s", inter_pred_s, inter_meas_s);
-    add(c, "interleaved_launch_speeds", "measured_s", launch_pred_s, launch_meas_s);
+    add(c, "at_rank_speeds", nullptr, measured, speed_pred_s, speed_meas_s);
+    add(c, "joint", nullptr, measured, joint_pred_s, joint_meas_s);
+    if (c.contains("joint"))
+      add(c["joint"], "at_measured_compute", "measured_last_step_s", 0, given_pred_s, given_meas_s);
+    add(c, "interleaved", "measured_s", 0, inter_pred_s, inter_meas_s);
+    add(c, "interleaved_launch_speeds", "measured_s", 0, launch_pred_s, launch_meas_s);
     const nlohmann::json& g = c.at("memory").at("gpu");
     pred_gpu.push_back(static_cast<double>(g.at("predicted_bytes").get<int64_t>()));
     meas_gpu.push_back(static_cast<double>(g.at("measured_bytes").get<int64_t>()));

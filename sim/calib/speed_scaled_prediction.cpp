@@ -45,8 +45,7 @@ ResourceScales scales_of(const ProbeSpeeds& then, const ProbeSpeeds& ref) {
 hw::Machine scaled_machine(const hw::Machine& base, const std::map<std::string, double>& s) {
   nlohmann::json j = base.json;
   const double c = s.at("compute");
-  for (auto& [dtype, d] : j["gpu"]["compute"].items()) {
-    (void)dtype;
+  for (auto& d : j["gpu"]["compute"]) {  // each dtype's rates
     d["peak_tflops"] = d["peak_tflops"].get<double>() / c;
     d["sustained_tflops"] = d["sustained_tflops"].get<double>() / c;
     if (d.contains("gemm_curve"))

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <map>
 
+#include "hwmodels/machine_edit.h"
 #include "sim/workload/zoo_data.h"
 #include "traces/error.h"
 #include "traces/json_reader.h"
@@ -50,13 +51,7 @@ nlohmann::json parse_inline(const std::string& spec, const std::string& where) {
   const size_t colon = spec.find(':');
   nlohmann::json j = nlohmann::json::object();
   j["family"] = spec.substr(0, colon);
-  const std::string body = spec.substr(colon + 1);
-  size_t pos = 0;
-  while (pos <= body.size() && !body.empty()) {
-    size_t comma = body.find(',', pos);
-    if (comma == std::string::npos) comma = body.size();
-    const std::string item = body.substr(pos, comma - pos);
-    pos = comma + 1;
+  for (const std::string& item : hw::pieces(spec.substr(colon + 1), ',')) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     PROTWIN_CHECK(eq != std::string::npos && eq > 0, where, ": expected key=value, got '", item, "'");

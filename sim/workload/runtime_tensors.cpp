@@ -41,11 +41,6 @@ std::vector<int64_t> live_curve(const TensorProgram& p) {
 }
 }  // namespace
 
-size_t TensorProgram::peak_index() const {
-  const std::vector<int64_t> c = live_curve(*this);
-  return c.empty() ? 0 : static_cast<size_t>(std::max_element(c.begin(), c.end()) - c.begin());
-}
-
 int64_t TensorProgram::peak_bytes() const {
   const std::vector<int64_t> c = live_curve(*this);
   return c.empty() ? 0 : *std::max_element(c.begin(), c.end());

@@ -38,10 +38,9 @@ struct TensorProgram {
 
   int alloc(int64_t bytes);
   void free(int tensor);
-  // Index of the event after which the live bytes (each rounded as the caching allocator rounds)
-  // are highest: the op holds that set while it runs.
-  size_t peak_index() const;
-  // Live bytes at that point and after the last event (rounded), for closed-form checks.
+  // The highest live bytes after any event (each tensor rounded as the caching allocator rounds):
+  // the set the op holds while it runs; and the live bytes after the last event. For closed-form
+  // checks.
   int64_t peak_bytes() const;
   int64_t kept_bytes() const;
 };

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "traces/error.h"
 #include "traces/kernel_kinds.h"
@@ -457,36 +458,23 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
 }  // namespace
 
 const char* section_name(Section s) {
-  switch (s) {
-    case Section::kShard: return "shard";
-    case Section::kColumn: return "column";
-    case Section::kAttention: return "attention";
-    case Section::kRow: return "row";
-    case Section::kEmbedding: return "embedding";
-    case Section::kLoss: return "loss";
-  }
-  return "?";
+  static const char* const kNames[] = {"shard", "column", "attention", "row", "embedding", "loss"};  // in order
+  return kNames[static_cast<size_t>(s)];
 }
 
 const char* block_kind_name(BlockKind k) {
-  switch (k) {
-    case BlockKind::kEmbedding: return "embedding";
-    case BlockKind::kDecoder: return "decoder";
-    case BlockKind::kHead: return "head";
-  }
-  return "?";
+  static const char* const kNames[] = {"embedding", "decoder", "head"};  // in BlockKind's order
+  return kNames[static_cast<size_t>(k)];
 }
 
 double total_flops(const std::vector<Kernel>& ks) {
-  double s = 0;
-  for (const auto& k : ks) s += k.flops * static_cast<double>(k.count);
-  return s;
+  return std::accumulate(ks.begin(), ks.end(), 0.0,
+                         [](double s, const Kernel& k) { return s + k.flops * static_cast<double>(k.count); });
 }
 
 double total_bytes(const std::vector<Kernel>& ks) {
-  double s = 0;
-  for (const auto& k : ks) s += k.bytes * static_cast<double>(k.count);
-  return s;
+  return std::accumulate(ks.begin(), ks.end(), 0.0,
+                         [](double s, const Kernel& k) { return s + k.bytes * static_cast<double>(k.count); });
 }
 
 double Block::forward_flops() const { return total_flops(forward); }
@@ -495,21 +483,18 @@ double Block::forward_bytes() const { return total_bytes(forward); }
 double Block::backward_bytes() const { return total_bytes(backward); }
 
 int64_t Workload::parameter_count() const {
-  int64_t n = 0;
-  for (const auto& b : blocks) n += b.param_count;
-  return n;
+  return std::accumulate(blocks.begin(), blocks.end(), int64_t{0},
+                         [](int64_t n, const Block& b) { return n + b.param_count; });
 }
 
 double Workload::forward_flops() const {
-  double s = 0;
-  for (const auto& b : blocks) s += b.forward_flops();
-  return s;
+  return std::accumulate(blocks.begin(), blocks.end(), 0.0,
+                         [](double s, const Block& b) { return s + b.forward_flops(); });
 }
 
 double Workload::backward_flops() const {
-  double s = 0;
-  for (const auto& b : blocks) s += b.backward_flops();
-  return s;
+  return std::accumulate(blocks.begin(), blocks.end(), 0.0,
+                         [](double s, const Block& b) { return s + b.backward_flops(); });
 }
 
 double Workload::flops_per_token() const {

@@ -14,14 +14,16 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   t.gpus = gpus;
   const size_t nb = w.blocks.size();
   t.layer_block.assign(static_cast<size_t>(w.model.layers), -1);
+  auto pinned_copy_s = [&](int64_t bytes, hw::CopyDirection d) {
+    return cost.copy_seconds(static_cast<double>(bytes), d, true, false);
+  };
   for (size_t b = 0; b < nb; ++b) {
     const Block& bl = w.blocks[b];
-    const double saved = static_cast<double>(bl.saved_bytes);
     t.fwd_s.push_back(cost.kernel_set_time(bl.forward, false).seconds);
     t.bwd_s.push_back(cost.kernel_set_time(bl.backward, true).seconds);
     t.rec_s.push_back(cost.kernel_set_time(bl.recompute, false).seconds);
-    t.swap_out_s.push_back(cost.copy_seconds(saved, hw::CopyDirection::kD2H, true, false));
-    t.swap_in_s.push_back(cost.copy_seconds(saved, hw::CopyDirection::kH2D, true, false));
+    t.swap_out_s.push_back(pinned_copy_s(bl.saved_bytes, hw::CopyDirection::kD2H));
+    t.swap_in_s.push_back(pinned_copy_s(bl.saved_bytes, hw::CopyDirection::kH2D));
     t.saved.push_back(bl.saved_bytes);
     t.ckpt.push_back(bl.checkpoint_bytes);
     t.fwd_transient.push_back(bl.forward_transient_bytes);
@@ -30,29 +32,23 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   }
   const int64_t n = gpus;
   const int ranks_on_host = std::min(gpus / std::max(1, nodes), std::max(1, cost.machine().gpu.count));
-  auto collective_s = [&](hw::CollectiveKind kind, double bytes) {
-    return nodes > 1 ? cost.collective_seconds(kind, bytes, gpus, gpus / nodes, 1) : cost.collective_seconds(kind, bytes, gpus);
+  auto collective_s = [&](hw::CollectiveKind kind, int64_t bytes) {  // 0 on one GPU
+    const double b = static_cast<double>(bytes);
+    if (gpus <= 1) return 0.0;
+    return nodes > 1 ? cost.collective_seconds(kind, b, gpus, gpus / nodes, 1) : cost.collective_seconds(kind, b, gpus);
   };
   for (const auto& c : layout.chunks) {
     const int64_t used = c.used_elems * layout.bytes_per_elem;
     const int64_t shard = ceil_div(used, n);
     const int64_t moved = host_param_shard(system, c.used_elems, shard, n);
     const double params = static_cast<double>(ceil_div(c.used_elems, n));
-    double fetch = cost.copy_seconds(static_cast<double>(moved), hw::CopyDirection::kH2D, true, false);
-    const double upload = cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false);
-    double reduce = 0, all_reduce = 0, gather = 0;
-    if (gpus > 1) {
-      gather = collective_s(hw::CollectiveKind::kAllGather, static_cast<double>(used));
-      reduce = collective_s(hw::CollectiveKind::kReduceScatter, static_cast<double>(used));
-      all_reduce = collective_s(hw::CollectiveKind::kAllReduce, static_cast<double>(used));
-    }
-    fetch += gather;
-    t.fetch_s.push_back(fetch);
-    t.upload_s.push_back(upload + gather);
-    t.offload_s.push_back(cost.copy_seconds(static_cast<double>(moved), hw::CopyDirection::kD2H, true, false));
-    t.reduce_s.push_back(reduce);
-    t.all_reduce_s.push_back(all_reduce);
-    t.grad_roundtrip_s.push_back(cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kH2D, true, false) +
+    const double gather = collective_s(hw::CollectiveKind::kAllGather, used);
+    t.fetch_s.push_back(pinned_copy_s(moved, hw::CopyDirection::kH2D) + gather);
+    t.upload_s.push_back(pinned_copy_s(shard, hw::CopyDirection::kH2D) + gather);
+    t.offload_s.push_back(pinned_copy_s(moved, hw::CopyDirection::kD2H));
+    t.reduce_s.push_back(collective_s(hw::CollectiveKind::kReduceScatter, used));
+    t.all_reduce_s.push_back(collective_s(hw::CollectiveKind::kAllReduce, used));
+    t.grad_roundtrip_s.push_back(pinned_copy_s(shard, hw::CopyDirection::kH2D) +
                                  cost.copy_seconds(static_cast<double>(shard), hw::CopyDirection::kD2H, false, false) +
                                  cost.host_cast_seconds(static_cast<double>(shard + shard * 4 / layout.bytes_per_elem),
                                                           ranks_on_host));
@@ -83,7 +79,7 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
     }
   }
   for (auto& r : t.runs) r.completes_grad = r.first_block == t.chunk_lowest_block[static_cast<size_t>(r.chunk)];
-  t.state_sizes = chunk_state_sizes(layout, n);
+  t.layout = layout;
   t.optim_bytes_per_param = optimizer_bytes_per_param(w.options.dtype);
   t.fragmentation = cost.machine().gpu.allocator.fragmentation_fraction;
   return t;
@@ -125,7 +121,7 @@ ActivationPeak activation_peak(const WorkloadTimes& t, int swap_spacing, const s
 
 AnalyticEstimate analytic_peak(const WorkloadTimes& t, const OffloadKnobs& k, const ActivationPeak& act) {
   AnalyticEstimate e;
-  const ModelStateBytes ms = model_state_bytes(t.state_sizes, k, t.optim_bytes_per_param);
+  const ModelStateBytes ms = model_state_bytes(t.layout, t.gpus, k, t.optim_bytes_per_param);
   int64_t states = ms.gpu;
   const int first_host = std::max(0, k.n_persist);
   if (k.offload && first_host < static_cast<int>(t.chunk_capacity.size())) {

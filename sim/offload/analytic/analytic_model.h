@@ -49,7 +49,7 @@ struct WorkloadTimes {
   std::vector<int> chunk_lowest_block;  // per chunk
   std::vector<int64_t> chunk_capacity;  // per chunk: its GPU buffer, bytes
   int64_t staging_bytes = 0;            // host_fp32_params: the largest fp32 staging tensor
-  ChunkStateSizes state_sizes;  // what model_state_bytes needs of the layout
+  ChunkLayout layout;           // what model_state_bytes needs
   int64_t optim_bytes_per_param = 12;
   double fragmentation = 0.1;
 };

@@ -28,16 +28,6 @@
 
 namespace protwin::sim::offload {
 
-// What the accounting needs of a chunk layout, computed once per (layout, ranks).
-struct ChunkStateSizes {
-  int64_t ranks = 1;
-  int bytes_per_elem = 2;
-  std::vector<int64_t> elems;                      // per chunk: parameter elements
-  std::vector<std::vector<int64_t>> param_numels;  // per chunk: each parameter's elements, in order
-};
-
-ChunkStateSizes chunk_state_sizes(const ChunkLayout& layout, int64_t ranks);
-
 struct ModelStateBytes {
   int64_t gpu = 0;           // persistent chunks (and everything, without offload)
   int64_t pinned = 0;        // host param shards and gradient storage, including pinned_slack
@@ -45,9 +35,9 @@ struct ModelStateBytes {
   int64_t pinned_slack = 0;  // what the pinned allocator reserves beyond the requested bytes
 };
 
-// One rank's model states under `k` (chunks [0, n_persist) persistent), with
-// `optim_bytes_per_param` bytes of optimizer state per parameter.
-ModelStateBytes model_state_bytes(const ChunkStateSizes& sizes, const OffloadKnobs& k,
+// One rank of `ranks` with chunks `layout`: its model states under `k` (chunks [0, n_persist)
+// persistent), with `optim_bytes_per_param` bytes of optimizer state per parameter.
+ModelStateBytes model_state_bytes(const ChunkLayout& layout, int64_t ranks, const OffloadKnobs& k,
                                   int64_t optim_bytes_per_param);
 
 // The bytes PyTorch's caching host allocator reserves for a pinned request of `bytes`.

@@ -7,12 +7,8 @@
 namespace protwin::sim::offload {
 
 const char* act_mode_name(ActMode m) {
-  switch (m) {
-    case ActMode::kNone: return "none";
-    case ActMode::kCheckpoint: return "ckpt";
-    case ActMode::kSwap: return "swap";
-  }
-  return "?";
+  static const char* const kNames[] = {"none", "ckpt", "swap"};  // in ActMode's order
+  return kNames[static_cast<size_t>(m)];
 }
 
 int effective_swap_spacing(int n_swap, int n_checkpoint, int swap_spacing) {

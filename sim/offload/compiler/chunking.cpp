@@ -18,6 +18,15 @@ int64_t ChunkLayout::capacity_bytes(int c) const {
 }
 
 namespace {
+// Starts a chunk of `capacity` elements at `block`.
+void open_chunk(ChunkLayout& out, int block, int64_t capacity) {
+  PackedChunk c;
+  c.id = static_cast<int>(out.chunks.size());
+  c.capacity_elems = capacity;
+  c.first_block = c.last_block = block;
+  out.chunks.push_back(std::move(c));
+}
+
 // Appends tensor `t` of `block` to the last chunk.
 void place(ChunkLayout& out, const ParamTensor& t, int block) {
   PackedChunk& c = out.chunks.back();
@@ -59,13 +68,6 @@ ChunkLayout pack_chunks(const std::vector<BlockParams>& layout, int64_t chunk_by
   out.bytes_per_elem = bytes_per_elem;
   out.chunk_elems = chunk_bytes / bytes_per_elem;
   out.block_chunks.resize(layout.size());
-  auto open_chunk = [&](int block) {
-    PackedChunk c;
-    c.id = static_cast<int>(out.chunks.size());
-    c.capacity_elems = out.chunk_elems;
-    c.first_block = c.last_block = block;
-    out.chunks.push_back(std::move(c));
-  };
   for (size_t b = 0; b < layout.size(); ++b) {
     const int block = static_cast<int>(b);
     const int64_t need = layout[b].count();
@@ -73,12 +75,12 @@ ChunkLayout pack_chunks(const std::vector<BlockParams>& layout, int64_t chunk_by
     // A block that does not fit the remainder starts a new chunk (if the current one is in use).
     if (out.chunks.empty() || (out.chunks.back().used_elems > 0 &&
                                out.chunks.back().used_elems + need > out.chunk_elems))
-      open_chunk(block);
+      open_chunk(out, block, out.chunk_elems);
     for (const auto& t : layout[b].tensors) {
       if (!t.tied_to.empty()) continue;  // shares the storage of an earlier tensor
       PROTWIN_CHECK(t.numel <= out.chunk_elems, "chunk_bytes ", chunk_bytes, ": parameter ", t.name, " (",
                     t.numel * bytes_per_elem, " bytes) does not fit in one chunk");
-      if (out.chunks.back().used_elems + t.numel > out.chunk_elems) open_chunk(block);
+      if (out.chunks.back().used_elems + t.numel > out.chunk_elems) open_chunk(out, block, out.chunk_elems);
       place(out, t, block);
     }
   }
@@ -94,11 +96,7 @@ ChunkLayout pack_per_block(const std::vector<BlockParams>& layout, int bytes_per
   for (size_t b = 0; b < layout.size(); ++b) {
     const int64_t need = layout[b].count();
     if (need == 0) continue;
-    PackedChunk c;
-    c.id = static_cast<int>(out.chunks.size());
-    c.capacity_elems = need;
-    c.first_block = c.last_block = static_cast<int>(b);
-    out.chunks.push_back(std::move(c));
+    open_chunk(out, static_cast<int>(b), need);
     for (const auto& t : layout[b].tensors)
       if (t.tied_to.empty()) place(out, t, static_cast<int>(b));  // tied tensors share an earlier slot
     out.chunk_elems = std::max(out.chunk_elems, need);

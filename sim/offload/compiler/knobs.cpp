@@ -11,27 +11,13 @@
 
 namespace protwin::sim::offload {
 
-nlohmann::json OffloadKnobs::to_json() const {
-  return {{"chunk_bytes", chunk_bytes},
-          {"n_persist", n_persist},
-          {"n_buffer", n_buffer},
-          {"n_swap", n_swap},
-          {"n_checkpoint", n_checkpoint},
-          {"swap_spacing", swap_spacing},
-          {"per_block_chunks", per_block_chunks},
-          {"prefetch", prefetch},
-          {"buffer_reuse", buffer_reuse},
-          {"cpu_adam_overlap", cpu_adam_overlap},
-          {"cpu_adam_impl", cpu_adam_impl},
-          {"persistent_gpu_adam", persistent_gpu_adam},
-          {"offload", offload},
-          {"grad_reuses_param_buffer", grad_reuses_param_buffer},
-          {"host_grad_bytes", host_grad_bytes},
-          {"grad_roundtrip", grad_roundtrip},
-          {"step_host_passes", step_host_passes},
-          {"host_fp32_params", host_fp32_params},
-          {"pinned_alloc", pinned_alloc}};
-}
+// Every knob under its member's name (host_work is set from the system, not a knob).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OffloadKnobs, chunk_bytes, n_persist, n_buffer, n_swap, n_checkpoint, swap_spacing,
+                                   per_block_chunks, prefetch, buffer_reuse, cpu_adam_overlap, cpu_adam_impl,
+                                   persistent_gpu_adam, offload, grad_reuses_param_buffer, host_grad_bytes,
+                                   grad_roundtrip, step_host_passes, host_fp32_params, pinned_alloc)
+
+nlohmann::json OffloadKnobs::to_json() const { return *this; }
 
 int64_t host_grad_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks) {
   return k.host_grad_bytes > 0 ? (chunk_elems * k.host_grad_bytes + ranks - 1) / ranks : shard;
@@ -41,28 +27,20 @@ int64_t host_param_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t sha
   return k.host_fp32_params ? std::max(shard, 4 * ceil_div(chunk_elems, ranks)) : shard;
 }
 
-const std::vector<std::string>& cpu_adam_impls() {
-  static const std::vector<std::string> kImpls = {"simd", "torch"};
-  return kImpls;
-}
-
-const std::vector<std::string>& pinned_allocs() {
-  static const std::vector<std::string> kAllocs = {"exact", "torch_per_chunk", "torch_flat"};
-  return kAllocs;
-}
-
 namespace {
+// The allowed values of the string knobs.
+const std::vector<std::string> kCpuAdamImpls = {"simd", "torch"};
+const std::vector<std::string> kPinnedAllocs = {"exact", "torch_per_chunk", "torch_flat"};
+
 void check_choice(const char* knob, const std::string& v, const std::vector<std::string>& allowed) {
-  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-  PROTWIN_CHECK(false, "knob ", knob, "=\"", v, "\": expected one of ", list);
+  PROTWIN_CHECK(std::find(allowed.begin(), allowed.end(), v) != allowed.end(), "knob ", knob, "=\"", v,
+                "\": expected one of \"", boost::algorithm::join(allowed, "\", \""), "\"");
 }
 }  // namespace
 
 void check_choice_knobs(const OffloadKnobs& k) {
-  check_choice("cpu_adam_impl", k.cpu_adam_impl, cpu_adam_impls());
-  check_choice("pinned_alloc", k.pinned_alloc, pinned_allocs());
+  check_choice("cpu_adam_impl", k.cpu_adam_impl, kCpuAdamImpls);
+  check_choice("pinned_alloc", k.pinned_alloc, kPinnedAllocs);
 }
 
 namespace {
@@ -90,11 +68,9 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   traces::JsonNode root(&j, file, "");
   if (!j.is_object()) root.fail("expected a policy object such as {\"system\": \"protrain\", \"n_persist\": 2}");
   OffloadKnobs k = base_knobs(one_of(root, "system", "protrain", system_names()));
-  const std::vector<std::string> known = {
-      "system", "chunk_bytes", "n_persist", "n_buffer", "n_swap", "n_checkpoint", "swap_spacing",
-      "per_block_chunks", "prefetch", "buffer_reuse", "cpu_adam_overlap", "cpu_adam_impl",
-      "persistent_gpu_adam", "offload", "grad_reuses_param_buffer", "host_grad_bytes", "grad_roundtrip",
-      "step_host_passes", "host_fp32_params", "pinned_alloc"};
+  const nlohmann::json knobs = OffloadKnobs{}.to_json();  // named: items() only refers to it
+  std::vector<std::string> known = {"system"};
+  for (const auto& knob : knobs.items()) known.push_back(knob.key());
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
       root.at(it.key()).fail("unknown knob; known knobs: " + boost::algorithm::join(known, ", "));
@@ -108,7 +84,7 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   k.prefetch = root.get_bool("prefetch", k.prefetch);
   k.buffer_reuse = root.get_bool("buffer_reuse", k.buffer_reuse);
   k.cpu_adam_overlap = root.get_bool("cpu_adam_overlap", k.cpu_adam_overlap);
-  k.cpu_adam_impl = one_of(root, "cpu_adam_impl", k.cpu_adam_impl, cpu_adam_impls());
+  k.cpu_adam_impl = one_of(root, "cpu_adam_impl", k.cpu_adam_impl, kCpuAdamImpls);
   k.persistent_gpu_adam = root.get_bool("persistent_gpu_adam", k.persistent_gpu_adam);
   k.offload = root.get_bool("offload", k.offload);
   k.grad_reuses_param_buffer = root.get_bool("grad_reuses_param_buffer", k.grad_reuses_param_buffer);
@@ -117,7 +93,7 @@ OffloadKnobs knobs_from_json(const nlohmann::json& j, const std::string& source)
   k.grad_roundtrip = root.get_bool("grad_roundtrip", k.grad_roundtrip);
   k.step_host_passes = root.get_bool("step_host_passes", k.step_host_passes);
   k.host_fp32_params = root.get_bool("host_fp32_params", k.host_fp32_params);
-  k.pinned_alloc = one_of(root, "pinned_alloc", k.pinned_alloc, pinned_allocs());
+  k.pinned_alloc = one_of(root, "pinned_alloc", k.pinned_alloc, kPinnedAllocs);
   return k;
 }
 

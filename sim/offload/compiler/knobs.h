@@ -70,11 +70,9 @@ int64_t host_grad_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shar
 // (`shard`).
 int64_t host_param_shard(const OffloadKnobs& k, int64_t chunk_elems, int64_t shard, int64_t ranks);
 
-// The names and allowed values of the string knobs, for checks and messages.
-const std::vector<std::string>& cpu_adam_impls();   // simd, torch
-const std::vector<std::string>& pinned_allocs();    // exact, torch_per_chunk, torch_flat
-// Refuses a cpu_adam_impl or pinned_alloc outside those lists, naming the knob and its values
-// (knobs set in code; knobs_from_json already checks a file's with its JSON pointer).
+// Refuses a cpu_adam_impl (simd, torch) or pinned_alloc (exact, torch_per_chunk, torch_flat) of
+// another value, naming the knob and its values (knobs set in code; knobs_from_json already checks
+// a file's with its JSON pointer).
 void check_choice_knobs(const OffloadKnobs& k);
 
 // A policy file: {"system": "protrain", "n_persist": 2, ...}. Unset knobs keep the system's

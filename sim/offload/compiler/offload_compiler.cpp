@@ -21,13 +21,6 @@ using traces::OpSubKind;
 // Chunks hold parameters in the compute dtype (fp16/bf16 for mixed precision, fp32 otherwise).
 int chunk_elem_bytes(const Workload& w) { return traces::dtype_bytes(w.options.dtype); }
 
-std::vector<BlockParams> block_params(const Workload& w) {
-  std::vector<BlockParams> out;
-  out.reserve(w.blocks.size());
-  for (const auto& b : w.blocks) out.push_back({b.name, b.params});
-  return out;
-}
-
 }  // namespace
 
 int64_t optimizer_bytes_per_param(const std::string& dtype) {
@@ -36,7 +29,7 @@ int64_t optimizer_bytes_per_param(const std::string& dtype) {
 }
 
 ChunkLayout layout_for(const Workload& w, const OffloadKnobs& k) {
-  const auto params = block_params(w);
+  const auto params = parameter_layout(w.model);  // the workload's blocks hold the same tensors
   if (k.per_block_chunks) {
     // One gather unit per block, sized to it (DeepSpeed fetches per submodule, FSDP per unit).
     PROTWIN_CHECK(k.chunk_bytes == 0, "knob chunk_bytes=", k.chunk_bytes,
@@ -63,9 +56,7 @@ void check_knobs(const Workload& w, const ChunkLayout& layout, const OffloadKnob
                   " (a block needs ", need, " chunk buffer(s) at once; ", n_chunks - k.n_persist,
                   " chunks are not persistent)");
   }
-  PROTWIN_CHECK(k.n_swap >= 0 && k.n_checkpoint >= 0 && k.n_swap + k.n_checkpoint <= layers,
-                "knobs n_swap=", k.n_swap, ", n_checkpoint=", k.n_checkpoint,
-                ": n_swap + n_checkpoint must be in [0, ", layers, "] (the number of layers)");
+  block_layout(layers, k.n_swap, k.n_checkpoint, k.swap_spacing);  // refuses n_swap + n_checkpoint > layers
   check_choice_knobs(k);
 }
 
@@ -96,9 +87,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   plan.meta["knobs"] = k.to_json();
   plan.meta["chunk_bytes"] = L.chunk_bytes;
   plan.meta["n_chunks"] = n_chunks;
-  nlohmann::json modes = nlohmann::json::array();
-  for (ActMode m : out.layer_modes) modes.push_back(act_mode_name(m));
-  plan.meta["layer_modes"] = modes;
+  plan.meta["layer_modes"] = nlohmann::json::array();
+  for (ActMode m : out.layer_modes) plan.meta["layer_modes"].push_back(act_mode_name(m));
   plan.streams = {{"compute", {"gpu"}}, {"h2d", {"pinned"}}, {"d2h", {"gpu"}},
                   {"collective", {"gpu"}}, {"cpu_optim", {}}};
 
@@ -121,8 +111,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks)),
       moved(static_cast<size_t>(n_chunks)), cap(static_cast<size_t>(n_chunks));
   std::vector<int> host_t(static_cast<size_t>(n_chunks)), gpu_t(static_cast<size_t>(n_chunks));
-  const ModelStateBytes states =
-      model_state_bytes(chunk_state_sizes(L, N), k, optimizer_bytes_per_param(w.options.dtype));
+  const ModelStateBytes states = model_state_bytes(L, N, k, optimizer_bytes_per_param(w.options.dtype));
   const int64_t gpu0 = states.gpu, pinned0 = states.pinned, pageable0 = states.pageable;
   plan.meta["pinned_slack_bytes"] = states.pinned_slack;
   for (int c = 0; c < n_chunks; ++c) {
@@ -274,18 +263,15 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       fetch_of[ci] = -1;
     }
   }
-  // Buffers still holding a chunk at the end of forward: the last n_buffer fetched (if reused);
-  // every other buffer is freed when its run ends.
-  std::vector<bool> resident(static_cast<size_t>(n_chunks), false);
+  // Buffers still holding a chunk at the end of forward (on_gpu): the last n_buffer fetched (if
+  // reused); every other buffer is freed when its run ends.
+  std::vector<bool> on_gpu(static_cast<size_t>(n_chunks), false);
   const size_t n_fetched = fwd_fetched.size();
   const size_t n_keep = k.buffer_reuse ? std::min(n_fetched, static_cast<size_t>(k.n_buffer)) : 0;
   for (size_t kf = 0; kf < n_fetched; ++kf) {
     const size_t ci = static_cast<size_t>(fwd_fetched[kf]);
-    if (kf >= n_fetched - n_keep) {
-      resident[ci] = true;
-    } else {
-      b.mem(fwd_release[kf], "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
-    }
+    if (kf >= n_fetched - n_keep) on_gpu[ci] = true;
+    else b.mem(fwd_release[kf], "gpu", -cap[ci], MemAt::kEnd, gpu_t[ci]);
   }
 
   // ---------------- backward ----------------
@@ -297,8 +283,6 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<std::pair<int, int>> persistent_grad_ready;  // (op after which the grad is reduced, chunk)
   std::vector<int> grad_offloaded, offloaded_chunk;        // final gradient offloads, in order
   std::vector<int> bwd_op(static_cast<size_t>(n_blocks));
-  std::vector<bool> on_gpu(static_cast<size_t>(n_chunks), false);
-  for (int c = 0; c < n_chunks; ++c) on_gpu[static_cast<size_t>(c)] = resident[static_cast<size_t>(c)];
   int last_bwd = prev_compute;
   std::vector<int> adam_cpu_ops;
   std::vector<int> blocking_host_work;  // grad_roundtrip casts the next backward waits for

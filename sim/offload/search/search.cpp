@@ -63,6 +63,17 @@ int swap_spacing_for(const WorkloadTimes& t) {
   return std::max(1, static_cast<int>(std::ceil(t.swap_out_s[mid] / t.fwd_s[mid])));
 }
 
+// The Pareto front of `cands` under key(c) = {memory, time}, both better when smaller: by
+// increasing memory (then time), each candidate faster than every one before it.
+template <class Key>
+std::vector<Candidate> pareto_front(std::vector<Candidate> cands, Key key) {
+  std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) { return key(a) < key(b); });
+  std::vector<Candidate> front;
+  for (const auto& c : cands)
+    if (front.empty() || key(c).second < key(front.back()).second) front.push_back(c);
+  return front;
+}
+
 // The plan and report of the best candidate simulated so far, offered by the threads as they
 // finish: the most tokens/s, on a tie the first in simulation order ({round's first index,
 // index in the round}), as the best is chosen from the candidates; so it is not simulated twice.
@@ -117,9 +128,7 @@ RankMemory rank_memory(const hw::Machine& m, int gpus, int nodes) {
   RankMemory r;
   r.gpu_bytes = m.gpu.usable_memory_bytes > 0 ? m.gpu.usable_memory_bytes : m.gpu.memory_bytes;
   const int ranks = std::max(1, std::min(gpus / std::max(1, nodes), std::max(1, m.gpu.count)));
-  r.pinned_bytes = m.host.memory_bytes / ranks;
-  r.pageable_bytes = m.host.memory_bytes / ranks;
-  r.host_bytes = m.host.memory_bytes / ranks;
+  r.pinned_bytes = r.pageable_bytes = r.host_bytes = m.host.memory_bytes / ranks;  // each pool up to the share
   return r;
 }
 
@@ -351,19 +360,8 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
     std::vector<Candidate> pick(feasible.begin(),
                                 feasible.begin() + std::min<size_t>(feasible.size(), static_cast<size_t>(o.simulate_top)));
     {
-      std::vector<Candidate> by_mem = feasible;
-      std::sort(by_mem.begin(), by_mem.end(), [](const Candidate& a, const Candidate& b) {
-        return a.analytic_peak_gpu_bytes != b.analytic_peak_gpu_bytes
-                   ? a.analytic_peak_gpu_bytes < b.analytic_peak_gpu_bytes
-                   : a.analytic_s < b.analytic_s;
-      });
-      std::vector<Candidate> front;
-      double best_t = std::numeric_limits<double>::max();
-      for (const auto& c : by_mem)
-        if (c.analytic_s < best_t) {
-          best_t = c.analytic_s;
-          front.push_back(c);
-        }
+      const std::vector<Candidate> front =
+          pareto_front(feasible, [](const Candidate& c) { return std::pair(c.analytic_peak_gpu_bytes, c.analytic_s); });
       const size_t keep = 8;
       for (size_t i = 0; i < front.size() && i < keep; ++i) {
         const size_t idx = front.size() <= keep ? i : i * (front.size() - 1) / (keep - 1);
@@ -443,16 +441,7 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       res.best = c;
       res.found = true;
     }
-  std::vector<Candidate> by_mem = simulated_all;
-  std::sort(by_mem.begin(), by_mem.end(), [](const Candidate& a, const Candidate& b) {
-    return a.peak_gpu_bytes != b.peak_gpu_bytes ? a.peak_gpu_bytes < b.peak_gpu_bytes : a.tokens_per_s > b.tokens_per_s;
-  });
-  double best_tps = 0;
-  for (const auto& c : by_mem)
-    if (c.tokens_per_s > best_tps) {
-      best_tps = c.tokens_per_s;
-      res.pareto.push_back(c);
-    }
+  res.pareto = pareto_front(simulated_all, [](const Candidate& c) { return std::pair(c.peak_gpu_bytes, -c.tokens_per_s); });
   if (res.found) {
     PROTWIN_ASSERT(best_plan.tokens_per_s == res.best.tokens_per_s, "the best plan kept is not the best candidate's");
     res.best_plan = std::move(best_plan.plan);

@@ -189,21 +189,18 @@ nlohmann::json sweep_to_json(const SweepResult& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : r.points) {
     nlohmann::json j = {{"set", p.set}, {"index", p.index}, {"system", p.system}};
-    if (p.found) {
-      const Candidate& b = p.best;
-      j.update({{"tokens_per_s", b.tokens_per_s}, {"iteration_s", b.iteration_s},
-                {"analytic_iteration_s", b.analytic_s}, {"forward_s", b.forward_s}, {"backward_s", b.backward_s},
-                {"exposed_optimizer_s", b.exposed_optimizer_s}, {"batch", b.batch}, {"knobs", b.knobs.to_json()},
-                {"chunks", p.chunks}, {"peak_gpu_bytes", b.peak_gpu_bytes},
-                {"analytic_peak_gpu_bytes", b.analytic_peak_gpu_bytes}, {"peak_pinned_bytes", b.peak_pinned_bytes},
-                {"peak_pageable_bytes", b.peak_pageable_bytes}, {"stream_busy_s", p.stream_busy_s},
-                {"priced_by", b.priced_by}});
-    } else {
-      for (const char* k : {"tokens_per_s", "iteration_s", "analytic_iteration_s", "forward_s", "backward_s",
-                            "exposed_optimizer_s", "batch", "knobs", "chunks", "peak_gpu_bytes",
-                            "analytic_peak_gpu_bytes", "peak_pinned_bytes", "peak_pageable_bytes", "stream_busy_s",
-                            "priced_by"})
-        j[k] = nullptr;
+    const Candidate& b = p.best;
+    nlohmann::json best = {{"tokens_per_s", b.tokens_per_s}, {"iteration_s", b.iteration_s},
+        {"analytic_iteration_s", b.analytic_s}, {"forward_s", b.forward_s}, {"backward_s", b.backward_s},
+        {"exposed_optimizer_s", b.exposed_optimizer_s}, {"batch", b.batch}, {"knobs", b.knobs.to_json()},
+        {"chunks", p.chunks}, {"peak_gpu_bytes", b.peak_gpu_bytes},
+        {"analytic_peak_gpu_bytes", b.analytic_peak_gpu_bytes}, {"peak_pinned_bytes", b.peak_pinned_bytes},
+        {"peak_pageable_bytes", b.peak_pageable_bytes}, {"stream_busy_s", p.stream_busy_s},
+        {"priced_by", b.priced_by}};
+    if (!p.found)  // the same keys, null
+      for (auto& v : best) v = nullptr;
+    j.update(best);
+    if (!p.found) {
       j["smallest_peak_gpu_bytes"] = p.smallest_peak_gpu_bytes;
       j["smallest_host_bytes"] = p.smallest_host_bytes;
     }
