@@ -196,7 +196,7 @@ int run_calibrate(const std::vector<std::string>& args) {
 
   // The profile's measured slowdowns of ops that share the emulated device's cores.
   auto contention = [&]() {
-    return profile && !vm.count("no-contention") ? sim::contention_rules_from_profile(profile->provenance())
+    return profile && !vm.count("no-contention") ? hw::contention_rules_from_profile(profile->provenance())
                                                  : std::vector<sim::ContentionRule>{};
   };
   // The capacity: the all-resident (DDP) plan's peak decides the default.
@@ -226,7 +226,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::snprintf(d, sizeof d, "/case-%02zu", i);
     r.dir = out_dir + d;
     traces::create_folders(r.dir, "-o");
-    const SimulatedCase s = simulate_case(w, *cost, r.c.knobs, contention());
+    const SimulatedCase s = simulate_case(w, *cost, r.c.knobs);
     traces::write_plan(s.plan.plan, r.dir + "/plan.json");
     results.push_back(std::move(r));
   }
@@ -529,9 +529,10 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::map<std::string, double> scale = fit_stream_scales(outcomes(train));
     const hw::Machine fm = scaled_machine(machine, scale);
     const auto fcost = hw::make_cost_model(fm, profile ? &*profile : nullptr, scale["compute"]);
+    fcost->set_contention(contention());
     for (auto& r : results) {
       if (!r.error.empty()) continue;
-      const SimulatedCase s = simulate_case(w, *fcost, r.c.knobs, contention());
+      const SimulatedCase s = simulate_case(w, *fcost, r.c.knobs);
       r.fitted_predicted_s = s.iteration_s;
     }
     fit_json = {{"scales", scale},

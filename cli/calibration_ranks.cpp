@@ -137,7 +137,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
     rank_machine = std::make_unique<hw::Machine>(pm);
     rank_cost = std::make_unique<hw::HardwareCostModel>(
         pm, [profile](const traces::OpSignature& sig) { return profile.lookup(sig); });
-    contention = sim::contention_rules_from_profile(profile.provenance());
+    contention = hw::contention_rules_from_profile(profile.provenance());
     section["profile"] = dir + "/profile-rank0.json";
   }
 

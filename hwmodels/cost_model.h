@@ -93,6 +93,14 @@ struct OpCost {
   const Phase* at(int k) const { return k < 0 ? nullptr : &phases[static_cast<size_t>(k)]; }
 };
 
+// Streams that slow each other on hardware no link models (sim/engine/contention.h): an op on
+// `stream` does its stream-phase work `slowdown` times slower while any op of `beside` runs.
+struct ContentionRule {
+  std::string stream;
+  std::vector<std::string> beside;
+  double slowdown = 1;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -102,6 +110,11 @@ class CostModel {
   // the CUDA driver's pending-launch queue, commonly measured at about 1024 entries (an
   // undocumented driver limit; machine files set it in host_dispatch.launch_queue_depth).
   virtual int launch_queue_depth() const { return 1024; }
+  // The contention rules the engine applies when given none (PlanSimulator): a measured profile's.
+  virtual const std::vector<ContentionRule>& contention() const {
+    static const std::vector<ContentionRule> none;
+    return none;
+  }
 };
 
 }  // namespace protwin::hw

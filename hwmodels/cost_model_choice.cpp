@@ -13,6 +13,7 @@ ChosenCostModel<HardwareCostModel> machine_cost_model(const CostModelChoice& c) 
     turn_off_host_dispatch(m.json);
   }
   out.cost = make_cost_model(std::move(m), out.profile.get());
+  if (out.profile) out.cost->set_contention(contention_rules_from_profile(out.profile->provenance()));
   return out;
 }
 

@@ -67,6 +67,8 @@ class HardwareCostModel : public CostModel {
   // spends issuing the op, a phase on its host thread before its stream's (add_host_phase).
   OpCost cost(const traces::Op& op, const traces::Plan& plan) const override;
   int launch_queue_depth() const override;
+  const std::vector<ContentionRule>& contention() const override { return contention_; }
+  void set_contention(std::vector<ContentionRule> rules) { contention_ = std::move(rules); }
 
   // Direct functions for analytic models; all return seconds.
   double gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
@@ -159,6 +161,7 @@ class HardwareCostModel : public CostModel {
   std::shared_ptr<const KernelTable> table_;
   bool tables_derived_ = false;
   std::shared_ptr<Memo> memo_;
+  std::vector<ContentionRule> contention_;
 };
 
 // The cost model of every simulating subcommand and of calibrate (issue 17): the machine's own
@@ -170,6 +173,14 @@ std::unique_ptr<HardwareCostModel> make_cost_model(Machine machine, const traces
 // --profile: a shipped profile's name (traces/profiles/<name>.json), a file (a path with a '/' or
 // ending in .json), or "none" (nullptr). A bad file is an error naming it and the JSON pointer.
 std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& name_or_file);
+
+// The rules of an op profile's provenance "contention" block (`protwin profile` measures them on the
+// emulated device, whose compute, copy workers and CPU Adam share the host's cores): compute beside
+// the copy streams ("compute_slowdown_with_copies") and beside CPU Adam ("compute_slowdown_with_adam"),
+// CPU Adam beside compute ("adam_slowdown_with_compute"), and in a profile the ranks of an N-rank run
+// took together, compute beside the rank's collective stream ("compute_slowdown_with_collectives");
+// empty when it has none.
+std::vector<ContentionRule> contention_rules_from_profile(const nlohmann::json& provenance);
 
 // Ranks per node of a legacy inter-node group (group.inter_node without
 // group.ranks_per_node) on a machine with only a /network: whole nodes (G per node) when the

@@ -14,12 +14,10 @@ namespace protwin::calib {
 
 double relative_error(double p, double m) { return m > 0 ? (p - m) / m : 0; }
 
-SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k,
-                            const std::vector<sim::ContentionRule>& contention) {
+SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k) {
   SimulatedCase s;
   const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &s.plan, &s.report);
   PROTWIN_CHECK(c.simulated, "calibrate: a selected plan no longer simulates: ", c.failure);
-  if (!contention.empty()) s.report = sim::PlanSimulator(cost, contention).run(s.plan.plan);
   s.iteration_s = s.report.iteration.seconds();
   for (const char* st : kCaseStreams)
     if (const auto* r = s.report.stream(st)) s.busy[st] = r->busy.seconds();

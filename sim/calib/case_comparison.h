@@ -35,12 +35,10 @@ struct SimulatedCase {
   traces::Report report;
   sim::offload::CompiledPlan plan;
 };
-// The plan of knobs `k`, simulated; with contention rules (the emulated device's measured
-// slowdowns of ops sharing its cores), re-simulated until the overlaps settle (sim/engine/contention.h).
-// The device peak is what the runtime's tensors reach in the caching allocator (issue 23,
+// The plan of knobs `k`, simulated with the cost model's contention rules (the emulated device's
+// measured slowdowns of ops sharing its cores, sim/engine/contention.h). The device peak is what the runtime's tensors reach in the caching allocator (issue 23,
 // sim/offload/analytic/runtime_memory.h); the plan's own bytes stay beside it as gpu_plan.
-SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k,
-                            const std::vector<sim::ContentionRule>& contention);
+SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k);
 
 // What calibrate compares in one case: the predictions and the measurement.
 struct CaseOutcome {

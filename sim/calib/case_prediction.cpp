@@ -38,17 +38,18 @@ std::vector<CasePrediction> predict_cases(const sim::Workload& w, const hw::Mach
   const traces::OpProfile blocks_up = sampled_blocks ? with_blocks_scaled(*profile, kBlockStep) : traces::OpProfile();
   const auto blocks_up_cost = hw::make_cost_model(machine, sampled_blocks ? &blocks_up : nullptr);
   const auto profile_blocks_cost = hw::make_cost_model(machine, sampled_blocks ? profile_blocks : nullptr);
+  for (const auto* c : {&cost, &kernels_cost, &blocks_up_cost, &profile_blocks_cost}) (*c)->set_contention(contention);
   std::vector<CasePrediction> out;
   for (const sim::offload::OffloadKnobs& k : cases) {
     CasePrediction p;
-    p.sim = simulate_case(w, *cost, k, contention);
-    p.kernels_predicted_s = simulate_case(w, *kernels_cost, k, contention).iteration_s;
+    p.sim = simulate_case(w, *cost, k);
+    p.kernels_predicted_s = simulate_case(w, *kernels_cost, k).iteration_s;
     p.block_sensitivity =
-        sampled_blocks ? (simulate_case(w, *blocks_up_cost, k, contention).iteration_s / p.sim.iteration_s - 1) /
+        sampled_blocks ? (simulate_case(w, *blocks_up_cost, k).iteration_s / p.sim.iteration_s - 1) /
                              (kBlockStep - 1)
                        : 0;
     p.profile_blocks_predicted_s =
-        sampled_blocks ? simulate_case(w, *profile_blocks_cost, k, contention).iteration_s : p.sim.iteration_s;
+        sampled_blocks ? simulate_case(w, *profile_blocks_cost, k).iteration_s : p.sim.iteration_s;
     out.push_back(std::move(p));
   }
   return out;

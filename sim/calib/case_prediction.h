@@ -36,7 +36,7 @@ struct CasePrediction {
 inline constexpr double kBlockStep = 1.05;
 
 // Each case (its knobs) of `w` on `machine`, priced by `profile` (null: the machine's curves) and
-// simulated by simulate_case with `contention`. `profile_blocks` (null when the blocks were not
+// simulated by simulate_case, every variant's cost model with the rules `contention`. `profile_blocks` (null when the blocks were not
 // sampled beside the steps) gives the sensitivity and the profile-blocks variant.
 std::vector<CasePrediction> predict_cases(const sim::Workload& w, const hw::Machine& machine,
                                           const traces::OpProfile* profile, const traces::OpProfile* profile_blocks,

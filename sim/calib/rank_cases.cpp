@@ -34,7 +34,7 @@ sim::JointRanks simulate_ranks(const traces::Plan& plan, const hw::Machine& base
     models.push_back(hw::make_cost_model(sm, profile, sc.compute));
     ranks.push_back(models.back().get());
   }
-  sim::HostCores cores;
+  sim::SharedCores cores;
   cores.cores = base.json.at("host").value("cores", 0);
   cores.threads = {{"compute", std::max(1, compute_threads)}, {"cpu_optim", 1}};  // ThreadSplit: Adam 1 thread
   cores.wait_threads = wait_cpu_share;  // measured by the run (train --probes: runtime/comm/wait_probe.h)
@@ -220,7 +220,7 @@ nlohmann::json compare_rank_case(const sim::offload::SearchResult& searched, con
   if (speed_profile && j.contains("rank_probes")) {
     const ProbeSpeeds reference = probe_references(speed_profile->provenance());
     SpeedScaledPredictor predictor(plan, p.speed_machine(), speed_profile,
-                                   p.rank_profile ? p.contention : sim::contention_rules_from_profile(speed_profile->provenance()));
+                                   p.rank_profile ? p.contention : hw::contention_rules_from_profile(speed_profile->provenance()));
     nlohmann::json per_rank = nlohmann::json::array();
     std::vector<ResourceScales> rank_scales;
     double slowest = 0;

@@ -15,16 +15,13 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "hwmodels/cost_model.h"
 
 namespace protwin::sim {
 
-// An op on `stream` runs `slowdown` times slower while any op of `beside` runs.
-struct ContentionRule {
-  std::string stream;
-  std::vector<std::string> beside;
-  double slowdown = 1;
-};
+// An op on `stream` runs `slowdown` times slower while any op of `beside` runs (a measured
+// profile's rules: hw::contention_rules_from_profile, held by its cost model).
+using hw::ContentionRule;
 
 // A host's cores shared by the CPU threads of several streams (processor sharing): while n threads
 // are runnable on `cores` cores and n > cores, every thread runs at cores / n of its speed. Counted:
@@ -36,13 +33,6 @@ struct SharedCores {
   std::map<std::string, double> threads, load_threads;
   double wait_threads = 0;
 };
-
-// The rules of an op profile's provenance "contention" block: compute beside the copy streams
-// ("compute_slowdown_with_copies") and beside CPU Adam ("compute_slowdown_with_adam"), CPU Adam
-// beside compute ("adam_slowdown_with_compute"), and in a profile the ranks of an N-rank run took
-// together, compute beside the rank's collective stream ("compute_slowdown_with_collectives"); empty
-// when it has none.
-std::vector<ContentionRule> contention_rules_from_profile(const nlohmann::json& provenance);
 
 // A GPU's collectives and its compute share the SMs: NCCL runs one CTA per ring channel, and a
 // GEMM's tiles leave no room beside them on an SM, so while a collective runs a compute kernel

@@ -34,10 +34,8 @@ class Engine {
   // Runs the next event, if any. Returns false when the queue was empty.
   bool step();
 
-  bool idle() const { return queue_.empty(); }
   // Time of the next event; SimTime::max() when idle.
   SimTime next_time() const { return queue_.empty() ? SimTime::max() : SimTime(queue_.top().time); }
-  size_t pending() const { return queue_.size(); }
   uint64_t events_run() const { return events_run_; }
   void reserve(size_t n) { queue_.reserve(n); }
 

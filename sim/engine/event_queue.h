@@ -53,12 +53,8 @@ inline bool runs_before(const Event& a, const Event& b) {
 class EventQueue {
  public:
   bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
   const Event& top() const { return heap_.front(); }
   void reserve(size_t n) { heap_.reserve(n); }
-  void clear() { heap_.clear(); }
-
-  void push(const Event& e) { push(e.time, e.key, e.handler, e.payload); }
 
   // The fields one by one: the new event is compared in registers and written once, at its final
   // slot (an Event built on the stack and copied in whole costs a store-forwarding stall).

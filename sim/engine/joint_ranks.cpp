@@ -103,7 +103,7 @@ Joint build_joint(const traces::Plan& plan, int R) {
 }  // namespace
 
 JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<const hw::CostModel*>& ranks,
-                                const HostCores& cores) {
+                                const SharedCores& cores) {
   PROTWIN_ASSERT(!ranks.empty(), "simulate_joint_ranks needs a cost model per rank");
   const int R = static_cast<int>(ranks.size());
   Joint j = build_joint(plan, R);
@@ -136,9 +136,7 @@ JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<cons
   JointCostModel cost(links, std::move(costs), ranks.front()->launch_queue_depth());
 
   // The host's cores, shared by every rank's threads: the engine's (contention.h), per joint stream.
-  SharedCores shared;
-  shared.cores = cores.cores;
-  shared.wait_threads = cores.wait_threads;
+  SharedCores shared{cores.cores, {}, {}, cores.wait_threads};
   for (int r = 0; r < R; ++r) {
     for (const auto& [stream, n] : cores.threads) shared.threads[rank_prefix(r) + stream] = n;
     for (const auto& [stream, n] : cores.load_threads) shared.load_threads[rank_prefix(r) + stream] = n;

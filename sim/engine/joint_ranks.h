@@ -17,26 +17,14 @@
 // Memory is not simulated here (the per-rank prediction is the single-rank simulation's).
 #pragma once
 
-#include <map>
-#include <string>
 #include <vector>
 
 #include "hwmodels/cost_model.h"
+#include "sim/engine/contention.h"
 #include "traces/plan.h"
 #include "traces/report.h"
 
 namespace protwin::sim {
-
-struct HostCores {
-  int cores = 0;  // the machine's cores shared by the ranks; 0: not shared (no slowdown)
-  // Threads a busy op of these streams keeps runnable (streams not listed: none).
-  std::map<std::string, double> threads = {{"compute", 1}, {"cpu_optim", 1}};
-  // Threads a busy op of these streams keeps runnable without being slowed itself: a rank's
-  // collective stream (its MPI copies, the sum, its polling), whose time is the collective probe's,
-  // taken with every rank's collectives at once.
-  std::map<std::string, double> load_threads;
-  double wait_threads = 1;  // runnable threads of a rank waiting for its peers in a collective
-};
 
 struct JointRanks {
   traces::Report report;          // the joint schedule (streams "rank<r>.<stream>")
@@ -47,7 +35,10 @@ struct JointRanks {
 };
 
 // `ranks`: one cost model per rank (at least one), each pricing `plan` as that rank runs it.
+// `cores`: the host's, shared by every rank's threads, its streams named as in `plan` (each rank's
+// copy counts): e.g. threads compute and cpu_optim, load_threads a rank's collective stream (its
+// MPI copies, the sum, its polling, whose time the collective probe took with every rank's at once).
 JointRanks simulate_joint_ranks(const traces::Plan& plan, const std::vector<const hw::CostModel*>& ranks,
-                                const HostCores& cores);
+                                const SharedCores& cores);
 
 }  // namespace protwin::sim

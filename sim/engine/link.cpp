@@ -74,12 +74,8 @@ void LinkNetwork::reallocate() {
   const size_t n = active_.size();
   if (n == 0) return;
   const size_t nl = links_.size();
-  for (size_t l = 0; l < nl; ++l) {
-    residual_[l] = links_[l].GBps;
-    unfrozen_[l] = 0;
-  }
+  for (size_t l = 0; l < nl; ++l) residual_[l] = links_[l].GBps;
   if (new_rate_.size() < n) new_rate_.resize(n);
-  std::fill(new_rate_.begin(), new_rate_.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
   // Fast path, the common case: every transfer has a cap and on every link the caps add up to
   // less than its capacity. Then progressive filling freezes each transfer exactly at its own cap
   // (at each level the lowest remaining cap is below every link's fair share), so the rates are
@@ -98,7 +94,11 @@ void LinkNetwork::reallocate() {
       return;
     }
   }
-  for (size_t l = 0; l < nl; ++l) residual_[l] = links_[l].GBps;
+  for (size_t l = 0; l < nl; ++l) {
+    residual_[l] = links_[l].GBps;
+    unfrozen_[l] = 0;
+  }
+  std::fill(new_rate_.begin(), new_rate_.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
   for (size_t k = 0; k < n; ++k) {
     Transfer& t = slots_[static_cast<size_t>(active_[k])];
     t.frozen = false;

@@ -216,14 +216,17 @@ class Run final : public Handler {
   void resize_slots(size_t n);
   void take_cost(size_t i, const traces::Op& op);
   int32_t route_id(const hw::Phase& transfer, const traces::Op& op);
-  void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
+  // Flattened: the push inline at every op's end (GCC otherwise calls an outlined copy of it).
+  [[gnu::flatten]] void make_ready(size_t i) { ready_.push_back(static_cast<uint32_t>(i)); }
   void dispatch();
   void flush_ready();
   void begin(size_t i);
-  void begin_contended(size_t i);
-  void schedule_fixed(size_t i, int64_t ns, uint32_t version);
+  // Out of line: the uncontended path of begin() and finish() stays small (no register spills).
+  [[gnu::noinline]] void begin_contended(size_t i);
+  inline void schedule_fixed(size_t i, int64_t ns, uint32_t version);
+  [[noreturn]] void fail_horizon(size_t i, double ns, const char* pace);
   void paced_end(size_t i, uint64_t version);
-  void running(size_t i, int delta);
+  [[gnu::noinline]] void running(size_t i, int delta);
   void runnable(double delta);
   uint32_t next_version(Contended& c);
   int64_t paced_ns(size_t i, const Contended& c);
@@ -806,26 +809,28 @@ uint32_t Run::next_version(Contended& c) {
   return c.version;
 }
 
-// The rest of a contended phase's work at its pace, in ns from now; past the horizon an error
-// naming the op (the product may not fit an int64).
+// The rest of a contended phase's work at its pace, in ns from now (the product may not fit an
+// int64: past the horizon it is an error naming the op).
 int64_t Run::paced_ns(size_t i, const Contended& c) {
   const double ns = c.work * c.slowdown;
-  const double room = static_cast<double>(kSimHorizonNs - engine_.now().ns);
-  PROTWIN_CHECK(ns >= 0 && ns <= room, traces::describe_op(header_, op(i)), ": takes ", ns * 1e-9,
-                " s from ", engine_.now().seconds(), " s on at its contended pace, past the simulator's horizon "
-                "of 2^62 ns; the plan's work, the cost model's rates or the slowdowns are out of range");
+  if (!(ns >= 0 && ns <= static_cast<double>(kSimHorizonNs - engine_.now().ns))) fail_horizon(i, ns, " at its contended pace");
   return std::llround(ns);
 }
 
-// The end of op i's stream phase, `ns` from now (a contended one's with its version).
+// The end of op i's stream phase, `ns` from now (a contended one's with its version). Inline and
+// without the error's formatting: every op with a stream phase passes here.
 void Run::schedule_fixed(size_t i, int64_t ns, uint32_t version) {
   const int64_t now = engine_.now().ns;
-  PROTWIN_CHECK(ns <= kSimHorizonNs - now, traces::describe_op(header_, op(i)), ": takes ", SimTime(ns).seconds(),
-                " s from ", engine_.now().seconds(), " s on, past the simulator's horizon of 2^62 ns (146 years); "
-                "the plan's work or the cost model's rates are out of range");
+  if (ns > kSimHorizonNs - now) fail_horizon(i, static_cast<double>(ns), "");
   const bool transfer = at(i).route >= 0;
   engine_.schedule(SimTime(now + ns), transfer ? kPrioTransfer : kPrioEnd, this,
                    payload(version ? kPaced : transfer ? kFixedDone : kEnd, i, version));
+}
+
+void Run::fail_horizon(size_t i, double ns, const char* pace) {
+  throw Error(detail::concat(traces::describe_op(header_, op(i)), ": takes ", ns * 1e-9, " s from ",
+                             engine_.now().seconds(), " s on", pace, ", past the simulator's horizon of 2^62 ns "
+                             "(146 years); the plan's work, the cost model's rates or the slowdowns are out of range"));
 }
 
 // A contended stream phase's end: its latest (the phase is done), or one since moved (nothing).
@@ -981,14 +986,14 @@ void Run::deliver(traces::OpRecord&& r) {
 
 void Run::on_event(uint64_t p) {
   const size_t i = static_cast<size_t>(p & 0xffffffffu);
-  switch (static_cast<EventKind>((p >> 32) & 0xff)) {
+  switch (p >> 32) {  // kind, and above it a kPaced event's version (never 0)
     case kDispatch: dispatch(); break;
     case kGranted: begin(i); break;
     case kFixedDone: after_fixed(i); break;
     case kEnd:
     case kTransferDone: finish(i); break;
     case kLaunched: launched(i); break;
-    case kPaced: paced_end(i, p >> 40); break;
+    default: paced_end(i, p >> 40); break;
   }
   flush_ready();
 }

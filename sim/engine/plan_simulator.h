@@ -113,7 +113,9 @@ using OpRecordSink = std::function<void(const traces::OpRecord&)>;
 
 class PlanSimulator {
  public:
-  explicit PlanSimulator(const hw::CostModel& cost, std::vector<ContentionRule> contention = {}, SharedCores cores = {})
+  // With the cost model's contention rules (a measured profile's; none for most models), or `contention`.
+  explicit PlanSimulator(const hw::CostModel& cost) : cost_(&cost), contention_(cost.contention()) {}
+  PlanSimulator(const hw::CostModel& cost, std::vector<ContentionRule> contention, SharedCores cores = {})
       : cost_(&cost), contention_(std::move(contention)), cores_(std::move(cores)) {}
 
   // Throws protwin::Error naming the op for plans it cannot run: unknown stream or pool, bad dep

@@ -65,13 +65,13 @@ TEST_CASE("each case's predictions are the direct simulations with the profile, 
   const sim::Workload w = sim::build_workload(sim::resolve_model("gpt2-tiny"), wo);
   const hw::Machine m = with_capacity(hw::load_machine("host-emulated"), kUncappedDeviceBytes);
   traces::OpProfile profile = *hw::load_op_profile("host-emulated");
-  const std::vector<sim::ContentionRule> rules = sim::contention_rules_from_profile(profile.provenance());
+  const std::vector<sim::ContentionRule> rules = hw::contention_rules_from_profile(profile.provenance());
   sim::offload::OffloadKnobs offload = sim::offload::base_knobs("protrain");
   offload.n_persist = 1;
   const std::vector<sim::offload::OffloadKnobs> knobs = {sim::offload::base_knobs("ddp"), offload};
   // Every block of the plans at 3 ms: whole-block entries the kernels-only variant leaves out.
   for (const auto& k : knobs) {
-    const SimulatedCase s = simulate_case(w, *hw::make_cost_model(m, &profile), k, {});
+    const SimulatedCase s = simulate_case(w, *hw::make_cost_model(m, &profile), k);
     for (const traces::Op& op : s.plan.plan.ops)
       if (const auto sig = traces::block_signature(s.plan.plan, op); sig && !profile.find(*sig)) {
         traces::OpProfileEntry e;
@@ -83,15 +83,20 @@ TEST_CASE("each case's predictions are the direct simulations with the profile, 
   const traces::OpProfile profile_blocks = with_blocks_scaled(profile, 2);
   const std::vector<CasePrediction> got = predict_cases(w, m, &profile, &profile_blocks, knobs, rules);
   REQUIRE(got.size() == 2);
+  auto with_rules = [&](const traces::OpProfile* p) {
+    auto cost = hw::make_cost_model(m, p);
+    cost->set_contention(rules);
+    return cost;
+  };
   auto direct = [&](const traces::OpProfile* p, const sim::offload::OffloadKnobs& k) {
-    return simulate_case(w, *hw::make_cost_model(m, p), k, rules).iteration_s;
+    return simulate_case(w, *with_rules(p), k).iteration_s;
   };
   const traces::OpProfile kernels = traces::without_blocks(profile), up = with_blocks_scaled(profile, kBlockStep);
   for (size_t i = 0; i < knobs.size(); ++i) {
     const CasePrediction& g = got[i];
     const double predicted = direct(&profile, knobs[i]);
     CHECK(g.sim.iteration_s == predicted);
-    CHECK(g.sim.busy == simulate_case(w, *hw::make_cost_model(m, &profile), knobs[i], rules).busy);
+    CHECK(g.sim.busy == simulate_case(w, *with_rules(&profile), knobs[i]).busy);
     CHECK(g.kernels_predicted_s == direct(&kernels, knobs[i]));
     CHECK(g.kernels_predicted_s != predicted);
     CHECK(g.profile_blocks_predicted_s == direct(&profile_blocks, knobs[i]));

@@ -94,7 +94,7 @@ TEST_CASE("simulate_case is the search's evaluation of the knobs, its device pea
   const sim::Workload w = runtime_workload(2);
   const hw::HardwareCostModel cost(capped(int64_t{1} << 40));
   const sim::offload::OffloadKnobs k = sim::offload::base_knobs("ddp");
-  const calib::SimulatedCase s = calib::simulate_case(w, cost, k, {});
+  const calib::SimulatedCase s = calib::simulate_case(w, cost, k);
   sim::offload::CompiledPlan plan;
   traces::Report report;
   const sim::offload::Candidate c = sim::offload::evaluate(w, cost, 1, k, &plan, &report);

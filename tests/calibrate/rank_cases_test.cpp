@@ -73,7 +73,7 @@ TEST_CASE("a rank plan's prediction is the search's report, or the rank profile'
   p.rank_profile = &profile;
   p.rank_machine = &slow;
   p.rank_cost = rank_cost.get();
-  p.contention = sim::contention_rules_from_profile(profile.provenance());
+  p.contention = hw::contention_rules_from_profile(profile.provenance());
   REQUIRE_FALSE(p.contention.empty());
   got = predict_rank_plan(sr, p, {});
   const double direct = sim::PlanSimulator(*rank_cost, p.contention).run(sr.best_plan.plan).iteration.seconds();
@@ -118,7 +118,7 @@ TEST_CASE("a rank case measured as predicted: no busy error, memory by the runti
   CHECK(c.at("memory").at("pinned").at("predicted_bytes").get<int64_t>() == predicted.pool("pinned")->peak.n);
   // Each rank alone at its speed: rank 0 the plain prediction, rank 1's compute twice as long and
   // the slowest (sim/calib/speed_scaled_prediction.h).
-  SpeedScaledPredictor direct(sr.best_plan.plan, m, &profile, sim::contention_rules_from_profile(profile.provenance()));
+  SpeedScaledPredictor direct(sr.best_plan.plan, m, &profile, hw::contention_rules_from_profile(profile.provenance()));
   const nlohmann::json& s = c.at("at_rank_speeds");
   CHECK(s.at("ranks")[0].at("compute_scale").get<double>() == 1);
   CHECK(s.at("ranks")[1].at("compute_scale").get<double>() == 2);

@@ -122,7 +122,7 @@ TEST_CASE("compute and copies drifting by different factors cancel at the refere
   const calib::ProbeSpeeds used{gemm.reference, copy.reference, adam.reference};
   const size_t timed = static_cast<size_t>(o.steps) - 1;
   const auto gemm_own = calib::step_speeds(gemm_b, gemm_a, 0);
-  const auto contention = sim::contention_rules_from_profile(prof.profile.provenance());
+  const auto contention = hw::contention_rules_from_profile(prof.profile.provenance());
   auto normalised = [&](size_t i, size_t s, calib::SpeedScaledPredictor& pred) {
     const size_t k = i * timed + s - 1;  // the step's index in the corrections
     const calib::ResourceScales sc = calib::scales_of({gemm.then[k], copy.then[k], adam.then[k]}, used);

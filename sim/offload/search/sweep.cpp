@@ -153,6 +153,7 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
         p.overrides.push_back(o.axes[i].keys[k] + "=" + o.axes[i].values[p.index[i]][k]);
     nlohmann::json doc;
     const auto cost = hw::make_cost_model(apply_all(machine_json, source, p.overrides, &doc), o.profile);
+    if (o.profile) cost->set_contention(hw::contention_rules_from_profile(o.profile->provenance()));
     p.set = nlohmann::json::object();
     for (const auto& a : o.axes)
       for (const auto& k : a.keys) p.set[k] = doc.at(pointer_of(k));

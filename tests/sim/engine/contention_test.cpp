@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "plan_builder.h"
+#include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/contention.h"
 #include "sim/engine/plan_simulator.h"
 #include "traces/report.h"
@@ -94,14 +95,14 @@ TEST_CASE("the rules come from an op profile's measured contention", "[engine][c
                                  {"compute_slowdown_with_adam", 1.96},
                                  {"adam_slowdown_with_compute", 1.26},
                                  {"copy_slowdown_with_compute", 0.97}}}};
-  const auto rules = contention_rules_from_profile(prov);
+  const auto rules = hw::contention_rules_from_profile(prov);
   REQUIRE(rules.size() == 3);
   CHECK(rules[0].stream == "compute");
   CHECK(rules[0].beside == std::vector<std::string>{"h2d", "d2h"});
   CHECK(rules[0].slowdown == 1.15);
   CHECK(rules[1].beside == std::vector<std::string>{"cpu_optim"});
   CHECK(rules[2].stream == "cpu_optim");
-  CHECK(contention_rules_from_profile({{"kind", "derived"}}).empty());  // GPU profiles have none
+  CHECK(hw::contention_rules_from_profile({{"kind", "derived"}}).empty());  // GPU profiles have none
 }
 
 // A rank profile (mpirun -np N protwin profile, issue 23) also measures compute beside the rank's
@@ -109,7 +110,7 @@ TEST_CASE("the rules come from an op profile's measured contention", "[engine][c
 TEST_CASE("a rank profile's compute beside collectives slows compute under the collective stream", "[engine][contention]") {
   const nlohmann::json prov = {{"kind", "measured"},
                                {"contention", {{"compute_slowdown_with_copies", 1.15}, {"compute_slowdown_with_collectives", 1.9}}}};
-  const auto rules = contention_rules_from_profile(prov);
+  const auto rules = hw::contention_rules_from_profile(prov);
   REQUIRE(rules.size() == 2);
   CHECK(rules[1].stream == "compute");
   CHECK(rules[1].beside == std::vector<std::string>{"collective"});

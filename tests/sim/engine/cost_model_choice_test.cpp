@@ -8,6 +8,7 @@
 
 #include "hwmodels/cost_model_choice.h"
 #include "plan_builder.h"
+#include "sim/engine/plan_simulator.h"
 #include "traces/error.h"
 
 using namespace protwin;
@@ -61,4 +62,27 @@ TEST_CASE("cost model choice: a machine wins over rates, with its overrides, hos
   CHECK(off.cost->machine().json["host_dispatch"]["enabled"] == false);
   REQUIRE(off.profile != nullptr);  // the shipped profile, which the model prices from
   CHECK(off.profile->entries().size() > 0);
+}
+
+TEST_CASE("cost model choice: a profile's contention rules go with its cost model, and the engine applies them unless told others") {
+  traces::Plan p = plan_with_streams({"compute", "h2d"});
+  add_op(p, "forward", "compute", {}, 1e12);
+  add_op(p, "h2d", "h2d", {}, 0, int64_t{1} << 28);  // beside the forward from t = 0
+  hw::CostModelChoice c;
+  c.machine = "host-emulated";
+  c.profile = "host-emulated";  // measured on the emulated device: compute 1.10x slower beside the copies
+  const auto chosen = hw::machine_cost_model(c);
+  const auto rules = hw::contention_rules_from_profile(chosen.profile->provenance());
+  REQUIRE(rules.size() == 3);
+  REQUIRE(chosen.cost->contention().size() == rules.size());
+  for (size_t k = 0; k < rules.size(); ++k) {
+    CHECK(chosen.cost->contention()[k].stream == rules[k].stream);
+    CHECK(chosen.cost->contention()[k].beside == rules[k].beside);
+    CHECK(chosen.cost->contention()[k].slowdown == rules[k].slowdown);
+  }
+  const SimTime by_default = sim::PlanSimulator(*chosen.cost).run(p).iteration;
+  CHECK(by_default == sim::PlanSimulator(*chosen.cost, rules).run(p).iteration);
+  CHECK(by_default > sim::PlanSimulator(*chosen.cost, {}).run(p).iteration);
+  c.profile = "none";  // no profile, no rules
+  CHECK(hw::machine_cost_model(c).cost->contention().empty());
 }

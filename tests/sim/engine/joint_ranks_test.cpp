@@ -41,7 +41,7 @@ TEST_CASE("joint ranks: identical ranks on unshared cores run as the single-rank
   const auto m = rank_rates(1);
   const traces::Plan p = sharded_step();
   const traces::Report one = PlanSimulator(m).run(p);
-  const JointRanks j = simulate_joint_ranks(p, {&m, &m}, HostCores{});
+  const JointRanks j = simulate_joint_ranks(p, {&m, &m}, SharedCores{});
   CHECK(j.iteration_s == Approx(one.iteration.seconds()).epsilon(1e-12));
   REQUIRE(j.rank_s.size() == 2);
   for (double r : j.rank_s) CHECK(r == Approx(one.iteration.seconds()).epsilon(1e-12));
@@ -67,7 +67,7 @@ TEST_CASE("joint ranks: a collective starts when the slower rank arrives, the fa
   // forward: 10 / 20 us -> ends at 13 / 23; all_gather (2 us + 4 us) on both from 23 to 29;
   // backward 20 / 40 us -> 49 / 69; reduce_scatter (2 + 2 us) on both 69..73; Adam 5 / 10 us.
   const auto fast = rank_rates(1), slow = rank_rates(0.5);
-  const JointRanks j = simulate_joint_ranks(sharded_step(), {&fast, &slow}, HostCores{});
+  const JointRanks j = simulate_joint_ranks(sharded_step(), {&fast, &slow}, SharedCores{});
   CHECK(j.rank_s[0] * 1e6 == Approx(78));
   CHECK(j.rank_s[1] * 1e6 == Approx(83));
   CHECK(j.iteration_s * 1e6 == Approx(83));
@@ -88,8 +88,7 @@ TEST_CASE("joint ranks: the host's cores are shared by both ranks' CPU threads a
   const int b = add_op(p, "adam_cpu", "cpu_optim", {}, 1e7);
   add_op(p, "all_reduce", "collective", {a, b});
   const auto r0 = rank_rates(1), r1 = rank_rates(10);
-  HostCores cores;
-  cores.cores = 2;
+  SharedCores cores{2, {{"compute", 1}, {"cpu_optim", 1}}, {}, 1};  // a waiting rank: 1 thread
   const JointRanks j = simulate_joint_ranks(p, {&r0, &r1}, cores);
   for (const auto& o : j.report.ops) {
     if (o.stream == "rank0.compute" || o.stream == "rank0.cpu_optim") CHECK(us(o.end - o.start) == Approx(15.5).epsilon(1e-6));
@@ -120,9 +119,7 @@ TEST_CASE("joint ranks: a busy collective stream loads the cores without being s
   add_op(p, "all_gather", "collective", {}, 0, 100000);
   const auto m = rank_rates(1);
   for (double x : {1.0, 0.5, 0.0}) {
-    HostCores cores;
-    cores.cores = 2;
-    cores.load_threads = {{"collective", x}};
+    const SharedCores cores{2, {{"compute", 1}}, {{"collective", x}}, 1};
     const JointRanks j = simulate_joint_ranks(p, {&m, &m}, cores);
     for (const auto& o : j.report.ops) {
       if (o.kind == "forward") CHECK(us(o.end - o.start) == Approx(10 * (1 + x)).epsilon(1e-6));
