@@ -71,7 +71,7 @@ for i in range(4):
     assert off == P
     chunks.append({"id": i, "bytes": C, "dtype": "fp16", "params": ps})
 plan = {
-  "format": "protwin.plan", "version": 1,
+  "format": "protwin.plan", "version": 4,
   "meta": {
     "description": "Example: a ProTrain-style prefetch pipeline of one iteration. 4 transformer blocks (d=2048, batch 8, seq 1024), one 128 MiB fp16 chunk per block, no persistent chunks, 2 GPU chunk buffers: uploads on h2d overlap forward compute; backward reuses the 2 chunks still resident, re-uploads the others, offloads gradients on d2h and runs CPU Adam per chunk while backward continues.",
     "model": "toy-gpt2-4block-d2048", "machine": "rtx3090-like (examples/rates.json)", "gpus": 1, "batch": 8, "seq": 1024,

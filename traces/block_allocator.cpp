@@ -61,7 +61,7 @@ const BlockAllocator::Block* BlockAllocator::allocate(size_t n) {
     pool.erase(it);
   } else {
     const size_t seg = segment_size(size);
-    if (capacity_ > 0 && reserved_.current + static_cast<int64_t>(seg) > capacity_) release_free_segments();
+    if (capacity_ > 0 && reserved_.current + static_cast<int64_t>(seg) > capacity_) empty_cache();
     PROTWIN_CHECK(capacity_ <= 0 || reserved_.current + static_cast<int64_t>(seg) <= capacity_, name_,
                   " memory: out of memory allocating ", n, " bytes (a ", seg, "-byte segment; ", reserved_.current,
                   " bytes reserved of the ", capacity_, "-byte capacity, ", allocated_.current, " allocated)");
@@ -96,7 +96,7 @@ void BlockAllocator::free(const Block* cb) {
   pool.insert(b);
 }
 
-void BlockAllocator::release_free_segments() {
+void BlockAllocator::empty_cache() {
   for (auto it = segments_.begin(); it != segments_.end();) {
     Block* b = *it;
     if (b->in_use || b->next != nullptr) {  // a block in use, or split: the segment is busy
@@ -110,8 +110,6 @@ void BlockAllocator::release_free_segments() {
     it = segments_.erase(it);
   }
 }
-
-void BlockAllocator::empty_cache() { release_free_segments(); }
 
 void BlockAllocator::reset_peaks() {
   allocated_.peak = allocated_.current;

@@ -87,7 +87,6 @@ class BlockAllocator {
     bool operator()(const Block* a, const Block* b) const;
   };
   using Pool = std::set<Block*, BySize>;
-  void release_free_segments();
   Block* split(Pool& pool, Block* b, size_t size);
 
   int64_t capacity_;

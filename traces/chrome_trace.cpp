@@ -20,23 +20,18 @@ void trace_events(const Report& report, const OpRecordVisitor& ops, Emit&& emit)
   const std::string process =
       report.meta.value("source", std::string("protwin")) == "runtime" ? "measured" : "simulated";
   emit({{"ph", "M"}, {"name", "process_name"}, {"pid", kPid}, {"args", {{"name", "protwin " + process}}}});
-  // One track (tid) per stream, in the Report's stream order.
-  std::map<std::string, int> tid;
-  for (size_t i = 0; i < report.streams.size(); ++i) {
-    const int t = static_cast<int>(i) + 1;
-    tid[report.streams[i].name] = t;
-    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t},
-          {"args", {{"name", report.streams[i].name}}}});
+  // One track (tid) per stream, in the Report's stream order, then one per host-dispatch thread
+  // (one per rank): the launches.
+  std::map<std::string, int> tid, host_tid;
+  int tracks = 0;
+  auto track = [&](std::map<std::string, int>& ids, const std::string& name) {
+    const int t = ++tracks;
+    ids[name] = t;
+    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t}, {"args", {{"name", name}}}});
     emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t}, {"args", {{"sort_index", t}}}});
-  }
-  // One track per host-dispatch thread (one per rank), after the streams: the launches.
-  std::map<std::string, int> host_tid;
-  for (size_t i = 0; i < report.hosts.size(); ++i) {
-    const int t = static_cast<int>(report.streams.size() + i) + 1;
-    host_tid[report.hosts[i].name] = t;
-    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", t}, {"args", {{"name", report.hosts[i].name}}}});
-    emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", t}, {"args", {{"sort_index", t}}}});
-  }
+  };
+  for (const auto& s : report.streams) track(tid, s.name);
+  for (const auto& h : report.hosts) track(host_tid, h.name);
   ops([&](const OpRecord& op) {
     auto it = tid.find(op.stream);
     const int t = it == tid.end() ? 0 : it->second;

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "traces/kineto_import.h"
 #include "traces/op_profile.h"
 
 namespace protwin::traces {
@@ -16,22 +17,6 @@ struct Span {
   const nlohmann::json* e;
   double end() const { return ts + dur; }
 };
-
-double num(const nlohmann::json& e, const char* key) {
-  const auto it = e.find(key);
-  return it != e.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-std::string str(const nlohmann::json& e, const char* key) {
-  const auto it = e.find(key);
-  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// pid/tid as written (a number or a name): the thread an event ran on.
-std::string thread_of(const nlohmann::json& e) {
-  const auto pid = e.find("pid"), tid = e.find("tid");
-  return (pid != e.end() ? pid->dump() : "") + "/" + (tid != e.end() ? tid->dump() : "");
-}
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
@@ -47,23 +32,23 @@ std::map<std::string, HostCostSample> host_dispatch_costs(const JsonNode& root) 
   // Correlation ids that reached a GPU kernel (the cuda_runtime -> kernel link of the ac2g flows).
   std::set<int64_t> kernel_ids;
   for (const auto& e : evs) {
-    if (e.is_object() && str(e, "cat") == "kernel" && e.contains("args") && e["args"].is_object())
-      kernel_ids.insert(static_cast<int64_t>(num(e["args"], "correlation")));
+    if (e.is_object() && event_string(e, "cat") == "kernel" && e.contains("args") && e["args"].is_object())
+      kernel_ids.insert(static_cast<int64_t>(event_number(e["args"], "correlation")));
   }
   std::unordered_map<std::string, std::vector<Span>> ops, launches;
   std::vector<double> launch_us, copy_us;
   for (const auto& e : evs) {
-    if (!e.is_object() || str(e, "ph") != "X") continue;
-    const std::string cat = str(e, "cat"), name = str(e, "name");
-    const Span s{num(e, "ts"), num(e, "dur"), &e};
+    if (!e.is_object() || event_string(e, "ph") != "X") continue;
+    const std::string cat = event_string(e, "cat"), name = event_string(e, "name");
+    const Span s{event_number(e, "ts"), event_number(e, "dur"), &e};
     if (cat == "cpu_op") {
-      ops[thread_of(e)].push_back(s);
+      ops[event_thread(e)].push_back(s);
     } else if (cat == "cuda_runtime" && starts_with(name, "cudaLaunchKernel")) {
       const bool reaches = e.contains("args") && e["args"].is_object() &&
-                           kernel_ids.count(static_cast<int64_t>(num(e["args"], "correlation")));
+                           kernel_ids.count(static_cast<int64_t>(event_number(e["args"], "correlation")));
       if (!reaches) continue;
       launch_us.push_back(s.dur);
-      launches[thread_of(e)].push_back(s);
+      launches[event_thread(e)].push_back(s);
     } else if (cat == "cuda_runtime" && name == "cudaMemcpyAsync") {
       copy_us.push_back(s.dur);
     }
@@ -81,7 +66,7 @@ std::map<std::string, HostCostSample> host_dispatch_costs(const JsonNode& root) 
     for (const Span& op : list) {
       if (op.ts < outer_end) continue;
       outer_end = op.end();
-      const std::string name = str(*op.e, "name");
+      const std::string name = event_string(*op.e, "name");
       if (starts_with(name, "c10d::")) collective_us.push_back(op.dur);
       auto first = std::lower_bound(ls.begin(), ls.end(), op.ts, [](const Span& s, double t) { return s.ts < t; });
       int inside = 0;

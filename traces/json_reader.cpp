@@ -230,13 +230,6 @@ double JsonNode::get_number(const std::string& key, double fallback) const {
   return n ? n->as_number() : fallback;
 }
 
-double JsonNode::get_nonneg_number(const std::string& key) const {
-  JsonNode n = at(key);
-  const double v = n.as_number();
-  if (!(v >= 0)) n.fail("expected a number >= 0, got " + describe_json(n.raw()));
-  return v;
-}
-
 double JsonNode::get_positive_number(const std::string& key) const {
   JsonNode n = at(key);
   const double v = n.as_number();
@@ -247,13 +240,6 @@ double JsonNode::get_positive_number(const std::string& key) const {
 int64_t JsonNode::get_int(const std::string& key, int64_t fallback) const {
   auto n = find(key);
   return n ? n->as_int() : fallback;
-}
-
-int64_t JsonNode::get_nonneg_int(const std::string& key) const {
-  JsonNode n = at(key);
-  const int64_t v = n.as_int();
-  if (v < 0) n.fail("expected an integer >= 0, got " + describe_json(n.raw()));
-  return v;
 }
 
 int64_t JsonNode::get_nonneg_int(const std::string& key, int64_t fallback) const {

@@ -5,6 +5,7 @@
 // and model specs never hand-write an error location.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,14 +56,14 @@ class JsonNode {
   std::string get_string(const std::string& key, const std::string& fallback) const;
   double get_number(const std::string& key) const { return at(key).as_number(); }
   double get_number(const std::string& key, double fallback) const;
-  double get_nonneg_number(const std::string& key) const;
+  double get_number_in(const std::string& key, double lo, double hi) const;  // lo <= v <= hi
+  int64_t get_int_in(const std::string& key, int64_t lo, int64_t hi) const;  // lo <= v <= hi
+  double get_nonneg_number(const std::string& key) const { return get_number_in(key, 0, HUGE_VAL); }
   double get_positive_number(const std::string& key) const;
   int64_t get_int(const std::string& key) const { return at(key).as_int(); }
   int64_t get_int(const std::string& key, int64_t fallback) const;
-  int64_t get_nonneg_int(const std::string& key) const;
+  int64_t get_nonneg_int(const std::string& key) const { return get_int_in(key, 0, INT64_MAX); }
   int64_t get_nonneg_int(const std::string& key, int64_t fallback) const;
-  double get_number_in(const std::string& key, double lo, double hi) const;  // lo <= v <= hi
-  int64_t get_int_in(const std::string& key, int64_t lo, int64_t hi) const;  // lo <= v <= hi
   bool get_bool(const std::string& key, bool fallback) const;
 
  private:

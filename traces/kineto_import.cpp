@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -24,11 +25,6 @@ std::string lower(std::string s) {
 }
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-std::string base_name(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 constexpr size_t kMaxTraceBytes = size_t{1} << 30;
 
@@ -68,34 +64,16 @@ struct Ev {
   double ts, dur;
 };
 
-double num(const nlohmann::json& e, const char* key) {
-  auto it = e.find(key);
-  return it != e.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-// A string member of an event checked by import_kineto ("" when absent).
-std::string member(const nlohmann::json& e, const char* key) {
-  const auto it = e.find(key);
-  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const nlohmann::json* arg(const nlohmann::json& e, const char* key) {
-  auto a = e.find("args");
-  if (a == e.end() || !a->is_object()) return nullptr;
-  auto it = a->find(key);
-  return it == a->end() ? nullptr : &*it;
-}
-
 // Innermost cpu_op around each cuda_runtime call, per thread, by a sweep over nested intervals.
 class LaunchingOps {
  public:
   void add_op(const nlohmann::json& e) {
-    threads_[thread_of(e)].ops.push_back({&e, num(e, "ts"), num(e, "dur")});
+    threads_[event_thread(e)].ops.push_back({&e, event_number(e, "ts"), event_number(e, "dur")});
   }
   void add_call(const nlohmann::json& e) {
-    const nlohmann::json* c = arg(e, "correlation");
+    const nlohmann::json* c = event_arg(e, "correlation");
     if (!c || !c->is_number_integer()) return;
-    threads_[thread_of(e)].calls.push_back({&e, num(e, "ts"), num(e, "dur")});
+    threads_[event_thread(e)].calls.push_back({&e, event_number(e, "ts"), event_number(e, "dur")});
   }
   void resolve() {
     for (auto& [tid, t] : threads_) {
@@ -115,7 +93,7 @@ class LaunchingOps {
         while (!stack.empty() && stack.back()->ts + stack.back()->dur < call.ts + call.dur)
           stack.pop_back();
         if (!stack.empty())
-          by_correlation_[(*arg(*call.j, "correlation")).get<int64_t>()] = stack.back()->j;
+          by_correlation_[(*event_arg(*call.j, "correlation")).get<int64_t>()] = stack.back()->j;
       }
     }
   }
@@ -128,10 +106,6 @@ class LaunchingOps {
   struct Thread {
     std::vector<Ev> ops, calls;
   };
-  static std::string thread_of(const nlohmann::json& e) {
-    auto pid = e.find("pid"), tid = e.find("tid");
-    return (pid != e.end() ? pid->dump() : "") + "/" + (tid != e.end() ? tid->dump() : "");
-  }
   std::map<std::string, Thread> threads_;
   std::unordered_map<int64_t, const nlohmann::json*> by_correlation_;
 };
@@ -148,7 +122,7 @@ bool int_dims(const nlohmann::json& d, std::vector<int64_t>& out) {
 }
 
 std::string op_dtype(const nlohmann::json& op) {
-  const nlohmann::json* types = arg(op, "Input type");
+  const nlohmann::json* types = event_arg(op, "Input type");
   if (!types || !types->is_array()) return "unknown";
   for (const auto& t : *types) {
     if (!t.is_string()) continue;
@@ -160,9 +134,9 @@ std::string op_dtype(const nlohmann::json& op) {
 
 // gemm {m, n, k} / bmm {b, m, n, k} from the launching ATen op, when its dims say so.
 bool gemm_shape(const nlohmann::json& op, std::string& kind, std::vector<int64_t>& shape) {
-  const nlohmann::json* dims = arg(op, "Input Dims");
+  const nlohmann::json* dims = event_arg(op, "Input Dims");
   if (!dims || !dims->is_array()) return false;
-  const std::string name = member(op, "name");
+  const std::string name = event_string(op, "name");
   size_t a_idx;
   if (name == "aten::mm" || name == "aten::bmm") a_idx = 0;
   else if (name == "aten::addmm" || name == "aten::baddbmm") a_idx = 1;
@@ -241,7 +215,7 @@ std::string device_name(const JsonNode& root, const nlohmann::json* first_gpu_ev
   if (props.size() == 0) return "unknown";  // size() fails naming the pointer unless an array
   int64_t want = 0;
   if (first_gpu_event) {
-    const nlohmann::json* d = arg(*first_gpu_event, "device");
+    const nlohmann::json* d = event_arg(*first_gpu_event, "device");
     if (d && d->is_number_integer()) want = d->get<int64_t>();
   }
   std::string first;
@@ -256,12 +230,29 @@ std::string device_name(const JsonNode& root, const nlohmann::json* first_gpu_ev
   return first;
 }
 
-// The string member `key` of an event ("" when absent); any other type fails naming the pointer.
-std::string event_string(const JsonNode& event, const char* key) {
-  return event.get_string(key, "");
+}  // namespace
+
+double event_number(const nlohmann::json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-}  // namespace
+std::string event_string(const nlohmann::json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const nlohmann::json* event_arg(const nlohmann::json& e, const char* key) {
+  auto a = e.find("args");
+  if (a == e.end() || !a->is_object()) return nullptr;
+  auto it = a->find(key);
+  return it == a->end() ? nullptr : &*it;
+}
+
+std::string event_thread(const nlohmann::json& e) {
+  auto pid = e.find("pid"), tid = e.find("tid");
+  return (pid != e.end() ? pid->dump() : "") + "/" + (tid != e.end() ? tid->dump() : "");
+}
 
 std::string read_file_maybe_gzip(const std::string& path) { return maybe_gunzip(read_file(path), path); }
 
@@ -353,25 +344,27 @@ std::string dtype_from_torch(const std::string& t) {
 
 OpProfile import_kineto(const std::string& path, const KinetoImportOptions& opts) {
   const JsonDocument doc = JsonDocument::parse(read_file_maybe_gzip(path), path);
-  return import_kineto(doc.root(), base_name(path), opts);
+  return import_kineto(doc.root(), std::filesystem::path(path).filename().string(), opts);
 }
 
 OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
                         const KinetoImportOptions& opts) {
   const JsonNode events = root.is_array() ? root : root.at("traceEvents");
   const size_t n = events.size();  // fails with "expected an array" when it is not one
-  const nlohmann::json& evs = events.raw();
 
   // Every event is an object whose ph, cat and name are strings, and a complete ("X") event of
-  // the categories read here has a duration >= 0 (its start, if any, is a number).
+  // the categories read here has a duration >= 0 (its start, if any, is a number). The cpu_ops
+  // and runtime calls go to `launching`, which finds the ATen op that launched each kernel.
+  LaunchingOps launching;
+  const nlohmann::json* first_gpu = nullptr;
   for (size_t i = 0; i < n; ++i) {
     const JsonNode e = events.at(i);
     if (!e.is_object())
       e.fail("expected a trace event object {\"ph\", \"cat\", \"name\", ...}, got " +
              std::string(json_type_name(e.raw())));
-    const std::string cat = event_string(e, "cat");
-    event_string(e, "name");
-    if (event_string(e, "ph") != "X") continue;
+    const std::string cat = e.get_string("cat", "");
+    e.get_string("name", "");
+    if (e.get_string("ph", "") != "X") continue;
     const bool timed = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cpu_op";
     if (timed && !(e.has("dur") && e.raw()["dur"].is_number()))
       e.fail("expected a \"dur\" number on a complete (\"X\") event");
@@ -383,35 +376,27 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
         if (auto id = e.find(key); id && !id->raw().is_number() && !id->raw().is_string())
           id->fail("expected a number or a string, got " + std::string(json_type_name(id->raw())));
     }
-  }
-
-  LaunchingOps launching;
-  const nlohmann::json* first_gpu = nullptr;
-  for (const auto& e : evs) {
-    if (member(e, "ph") != "X") continue;
-    const std::string cat = member(e, "cat");
-    if (cat == "cpu_op") launching.add_op(e);
-    else if (cat == "cuda_runtime") launching.add_call(e);
-    else if (!first_gpu && (cat == "kernel" || cat == "gpu_memcpy")) first_gpu = &e;
+    if (cat == "cpu_op") launching.add_op(e.raw());
+    else if (cat == "cuda_runtime") launching.add_call(e.raw());
+    else if (!first_gpu && (cat == "kernel" || cat == "gpu_memcpy")) first_gpu = &e.raw();
   }
   launching.resolve();
 
   const std::string source = opts.source.empty() ? "kineto:" + file_name : opts.source;
   Grouper gpu(source), cpu(source);
-  for (size_t i = 0; i < n; ++i) {
-    const nlohmann::json& e = evs[i];
-    if (member(e, "ph") != "X") continue;
-    const std::string cat = member(e, "cat");
+  for (const auto& e : events.raw()) {
+    if (event_string(e, "ph") != "X") continue;
+    const std::string cat = event_string(e, "cat");
     if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset" && cat != "cpu_op") continue;
     const double dur = e["dur"].get<double>();
-    const std::string name = member(e, "name");
+    const std::string name = event_string(e, "name");
 
     OpSignature sig;
     if (cat == "kernel") {
       const std::string shortname = short_kernel_name(name);
       sig.kind = kernel_kind(name);
       sig.dtype = kernel_dtype(name);
-      const nlohmann::json* corr = arg(e, "correlation");
+      const nlohmann::json* corr = event_arg(e, "correlation");
       const nlohmann::json* op =
           corr && corr->is_number_integer() ? launching.for_correlation(corr->get<int64_t>()) : nullptr;
       if (op && op_dtype(*op) != "unknown") sig.dtype = op_dtype(*op);
@@ -421,7 +406,7 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
       sig.kind = cat == "gpu_memset" ? "memset" : memcpy_kind(name);
       sig.dtype = "int8";
       std::optional<double> bytes;
-      const nlohmann::json* b = arg(e, "bytes");
+      const nlohmann::json* b = event_arg(e, "bytes");
       if (b && b->is_number_integer() && b->get<int64_t>() >= 0) {
         bytes = b->get<double>();
         sig.shape = {b->get<int64_t>()};
@@ -429,7 +414,7 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
       gpu.add(std::move(sig), dur, bytes, name, nullptr, nullptr);
     } else if (opts.cpu_ops) {
       sig.kind = "cpu:" + name;
-      const nlohmann::json* dims = arg(e, "Input Dims");
+      const nlohmann::json* dims = event_arg(e, "Input Dims");
       if (dims && dims->is_array()) {
         std::vector<int64_t> d;
         for (const auto& in : *dims) {
@@ -442,7 +427,7 @@ OpProfile import_kineto(const JsonNode& root, const std::string& file_name,
         }
       }
       sig.dtype = op_dtype(e);
-      cpu.add(std::move(sig), dur, std::nullopt, "", dims, arg(e, "Input type"));
+      cpu.add(std::move(sig), dur, std::nullopt, "", dims, event_arg(e, "Input type"));
     }
   }
 

@@ -47,4 +47,12 @@ std::string kernel_dtype(const std::string& kernel_name);
 // PyTorch's "Input type" strings ("float", "c10::Half", ...) to protwin dtypes, or "unknown".
 std::string dtype_from_torch(const std::string& torch_type);
 
+// A trace event's members as import_kineto (and traces/host_dispatch_import.cpp) read them: a
+// number (0 when absent), a string ("" when absent), a member of its "args" (nullptr when absent),
+// and the thread it ran on (pid/tid as written: a number or a name).
+double event_number(const nlohmann::json& e, const char* key);
+std::string event_string(const nlohmann::json& e, const char* key);
+const nlohmann::json* event_arg(const nlohmann::json& e, const char* key);
+std::string event_thread(const nlohmann::json& e);
+
 }  // namespace protwin::traces

@@ -52,9 +52,9 @@ std::string choice_field(const JsonNode& root, const std::string& key, const std
 // Meta's LLaMA reference code: hidden_dim = 256 * ceil((2/3 * 4h) / 256).
 int64_t llama_default_ffn(int64_t h) { return 256 * ((8 * h / 3 + 255) / 256); }
 
-}  // namespace
-
 std::string canonical_family(const std::string& f) { return f == "gpt" ? "gpt2" : f; }
+
+}  // namespace
 
 bool is_family(const std::string& f) {
   const std::string c = canonical_family(f);

@@ -41,8 +41,7 @@ struct ModelSpec {
   int64_t parameter_count() const;
 };
 
-// The spelling of a family the JSON accepts: "gpt" is "gpt2" (GPT-3 has the same architecture).
-std::string canonical_family(const std::string& family);
+// A family the JSON accepts ("gpt" is "gpt2": GPT-3 has the same architecture).
 bool is_family(const std::string& family);
 // The names model_from_json accepts.
 const std::vector<std::string>& model_fields();

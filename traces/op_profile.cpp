@@ -20,6 +20,12 @@ namespace {
 constexpr const char* kFormat = "protwin.profile";
 constexpr int64_t kVersion = 1;
 
+// The provenance kinds every hardware number uses.
+bool is_provenance_kind(const std::string& kind) {
+  return kind == "peak" || kind == "measured" || kind == "proxy" || kind == "derived" ||
+         kind == "assumed";
+}
+
 bool is_profile_dtype(const std::string& d) {
   return dtype_bytes(d) > 0 || d == "bool" || d == "uint8" || d == "unknown";
 }
@@ -134,20 +140,12 @@ double OpTimeStats::stddev() const {
   return std::sqrt(std::max(0.0, m2 / static_cast<double>(count)));
 }
 
-bool is_provenance_kind(const std::string& kind) {
-  return kind == "peak" || kind == "measured" || kind == "proxy" || kind == "derived" ||
-         kind == "assumed";
-}
-
 OpProfile::OpProfile(std::string device, std::string provenance_kind,
                      std::string provenance_source)
     : device_(std::move(device)),
       provenance_({{"kind", std::move(provenance_kind)}, {"source", std::move(provenance_source)}}) {}
 
-OpProfile OpProfile::load(const std::string& path) {
-  const JsonDocument doc = JsonDocument::load(path);
-  return from_json(doc.root());
-}
+OpProfile OpProfile::load(const std::string& path) { return parse(read_file(path), path); }
 
 OpProfile OpProfile::parse(const std::string& text, const std::string& name) {
   const JsonDocument doc = JsonDocument::parse(text, name);

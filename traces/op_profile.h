@@ -91,10 +91,6 @@ class OpProfile {
   std::unordered_map<std::string, size_t> index_;
 };
 
-// True for the provenance kinds every hardware number uses (peak, measured, proxy, derived,
-// assumed).
-bool is_provenance_kind(const std::string& kind);
-
 // Profiles shipped in traces/profiles/*.json, embedded at build time; named by file stem
 // ("rtx3090", "a100-sxm4-80gb", "a100-sxm4-80gb_kineto").
 std::vector<std::string> shipped_profile_names();

@@ -13,14 +13,11 @@ std::string OpSignature::key() const {
   return k;
 }
 
-nlohmann::json kernel_to_json(const Kernel& k) {
-  return {{"kind", k.sig.kind}, {"shape", k.sig.shape}, {"dtype", k.sig.dtype},
-          {"count", k.count},   {"flops", k.flops},     {"bytes", k.bytes}};
-}
-
 nlohmann::json kernel_set_to_json(const KernelSet& ks) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& k : ks) a.push_back(kernel_to_json(k));
+  for (const auto& k : ks)
+    a.push_back({{"kind", k.sig.kind}, {"shape", k.sig.shape}, {"dtype", k.sig.dtype},
+                 {"count", k.count},   {"flops", k.flops},     {"bytes", k.bytes}});
   return a;
 }
 

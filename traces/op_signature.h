@@ -46,7 +46,6 @@ struct Kernel {
 // The kernels one compute op runs, in order.
 using KernelSet = std::vector<Kernel>;
 
-nlohmann::json kernel_to_json(const Kernel& k);
 nlohmann::json kernel_set_to_json(const KernelSet& ks);  // read by traces/plan.cpp
 
 // Bytes per element of a dtype name ("fp32" 4, "fp16"/"bf16" 2, "int64" 8, ...); 0 if unknown.

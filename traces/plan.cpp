@@ -36,6 +36,24 @@ constexpr const char* kSubKinds[] = {"",        "param_chunk",   "activation", "
                                      "overflow_scan",  "unscale",    "fp16_copy",          "torch"};
 static_assert(std::size(kSubKinds) == static_cast<size_t>(OpSubKind::kTorch) + 1, "a name per OpSubKind");
 
+// The enum value whose name (names[i], from `first` on) is `s`.
+template <typename E, size_t N>
+bool enum_named(const char* const (&names)[N], size_t first, const std::string& s, E* out) {
+  for (size_t i = first; i < N; ++i)
+    if (s == names[i]) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  return false;
+}
+
+// "forward, backward, ..." for messages.
+std::string op_kinds_text() {
+  std::string out;
+  for (const char* k : kOpKinds) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
 std::vector<int> read_int_list(const JsonNode& n) {
   std::vector<int> out;
   out.reserve(n.size());
@@ -72,10 +90,8 @@ TensorSpec read_tensor(const JsonNode& n) {
   t.name = n.get_string("name", "");
   t.bytes = Bytes(n.get_int_in("bytes", 0, kMaxPlanBytes));
   t.dtype = n.get_string("dtype", "fp32");
-  bool ok = true;
   const std::string kind = n.get_string("kind", "other");
-  t.kind = tensor_kind_from_string(kind, &ok);
-  if (!ok)
+  if (!enum_named(kTensorKindNames, 0, kind, &t.kind))
     n.at("kind").fail("unknown tensor kind \"" + kind +
                       "\"; expected param_chunk, grad_chunk, optim_state, activation, buffer or other");
   t.home = n.get_string("home", "");
@@ -126,8 +142,7 @@ KernelSet read_kernel_set(const JsonNode& n) {
   return out;
 }
 
-// A collective's group {ranks, ranks_per_node, groups_per_node, scope}, each optional (older
-// plans say them in attrs).
+// A collective's group {ranks, ranks_per_node, groups_per_node, scope}, each optional.
 CollectiveGroup read_group(const JsonNode& g) {
   auto count = [&](const char* key, int64_t hi) { return g.has(key) ? static_cast<int>(g.get_int_in(key, 0, hi)) : 0; };
   const std::string scope = g.get_string("scope", "intra_node");
@@ -140,7 +155,7 @@ CollectiveGroup read_group(const JsonNode& g) {
 OpSubKind read_sub_kind(const JsonNode& n, OpKind kind) {
   const std::string s = n.as_string();
   OpSubKind sub;
-  if (!op_sub_kind_from_string(s, &sub) || !sub_kind_fits(kind, sub))
+  if (!enum_named(kSubKinds, 1, s, &sub) || !sub_kind_fits(kind, sub))
     n.fail("\"" + s + "\" is not a sub-kind of " + to_string(kind) + "; expected one of " + sub_kinds_text(kind));
   return sub;
 }
@@ -153,62 +168,24 @@ HostWork read_host_work(const JsonNode& n) {
   return {count("hooks"), count("eager_ops"), count("copies")};
 }
 
-// Version 4's typed sub-kind, host work and device-step fields (`at`: the op, or an older op's
-// attrs, whose keys are then erased from op.attrs). An older op's "what" outside copies and host
-// passes is a description and stays.
-void read_details(const JsonNode& at, Op& op, bool erase) {
-  const char* sub_key = erase ? (op.kind == OpKind::kAdamCpu ? "impl" : "what") : "sub_kind";
-  const bool has_sub = erase ? is_copy(op.kind) || op.kind == OpKind::kHostPass || op.kind == OpKind::kAdamCpu : true;
-  if (has_sub && at.has(sub_key)) {
-    const JsonNode v = at.at(sub_key);
-    // Version 1-3: CPU Adam's default implementation was named "simd".
-    if (!(erase && op.kind == OpKind::kAdamCpu && v.raw().is_string() && v.as_string() == "simd"))
-      op.sub_kind = read_sub_kind(v, op.kind);
-    if (erase) op.attrs.erase(sub_key);
-  }
-  if (auto h = at.find("host")) {
-    op.host = read_host_work(*h);
-    if (h->has("sync")) op.host_sync = h->get_bool("sync", false) || op.host_sync;
-    if (erase) op.attrs.erase("host");
-  }
-  if (at.has("host_sync")) {
-    op.host_sync = at.get_bool("host_sync", false) || op.host_sync;
-    if (erase) op.attrs.erase("host_sync");
-  }
-  if (at.has("launches")) {
-    op.launches = static_cast<uint16_t>(at.get_int_in("launches", 0, HostWork::kMax));
-    if (erase) op.attrs.erase("launches");
-  }
-  if (at.has("bytes_per_param")) {
-    op.bytes_per_param = at.get_nonneg_number("bytes_per_param");
-    if (erase) op.attrs.erase("bytes_per_param");
-  }
+// attrs only describe an op: a key that names what the simulator or the runtime reads (where plan
+// versions 1-3 kept it) is refused, not silently ignored.
+void check_attrs(const JsonNode& a, OpKind kind) {
+  if (a.has("dtype")) a.at("dtype").fail("an op's work is priced in the plan's dtype (meta.dtype); attrs.dtype is not read");
+  if ((is_copy(kind) || kind == OpKind::kHostPass) && a.has("what"))
+    a.at("what").fail("a version-4 op says what it moves as \"sub_kind\"");
+  for (const char* key : {"kernels", "pinned", "ranks", "ranks_per_node", "groups_per_node", "scope", "impl",
+                          "host", "host_sync", "launches", "bytes_per_param"})
+    if (a.has(key)) a.at(key).fail("a version-4 op says it as a typed field, not in attrs");
 }
 
-void read_typed_details(const JsonNode& n, int64_t version, Op& op) {
-  if (op.attrs.is_object()) {
-    const JsonNode a = n.at("attrs");
-    if (a.has("dtype")) a.at("dtype").fail("an op's work is priced in the plan's dtype (meta.dtype); attrs.dtype is not read");
-    if (version < 4) {
-      read_details(a, op, true);
-    } else {
-      for (const char* key : {"impl", "host", "host_sync", "launches", "bytes_per_param"})
-        if (a.has(key)) a.at(key).fail("a version-4 op says it as a typed field (\"" + std::string(key) + "\" beside \"kind\")");
-      if ((is_copy(op.kind) || op.kind == OpKind::kHostPass) && a.has("what"))
-        a.at("what").fail("a version-4 op says what it moves as \"sub_kind\"");
-    }
-  }
-  read_details(n, op, false);
-}
-
-// An op of `plan` (its chunks and kernel sets read); a version-1 or 2 op's attrs.kernels go into
-// the plan's kernel sets.
-Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
+// An op of `plan` (its chunks and kernel sets read).
+Op read_op(const JsonNode& n, const Plan& plan) {
   const size_t chunks = plan.chunks.size();
   Op op;
   op.id = static_cast<int>(n.get_int("id"));
   const std::string kind = n.get_string("kind");
-  if (!op_kind_from_string(kind, &op.kind))
+  if (!enum_named(kOpKinds, 0, kind, &op.kind))
     n.at("kind").fail("unknown op kind \"" + kind + "\"; expected one of " + op_kinds_text());
   op.stream = n.get_string("stream");
   op.block = static_cast<int>(n.get_int("block", -1));
@@ -241,26 +218,24 @@ Op read_op(const JsonNode& n, Plan& plan, int64_t version) {
       op.mem.push_back(me);
     }
   }
-  if (auto a = n.find("attrs")) op.attrs = a->raw();
-  if (op.attrs.is_object()) {  // older plans: the typed fields in attrs
-    const JsonNode a = n.at("attrs");
-    if (a.has("pinned")) op.pinned = a.get_bool("pinned", true);
-    op.group = read_group(a);
-    for (const char* key : {"pinned", "ranks", "ranks_per_node", "groups_per_node", "scope"}) op.attrs.erase(key);
+  if (auto a = n.find("attrs")) {
+    op.attrs = a->raw();
+    if (a->is_object()) check_attrs(*a, op.kind);
   }
   if (n.has("pinned")) op.pinned = n.get_bool("pinned", true);
   if (auto g = n.find("group")) op.group = read_group(*g);
-  read_typed_details(n, version, op);
-  if (op.attrs.is_object() && op.attrs.contains("kernels")) {
-    if (version >= 3) n.at("attrs").at("kernels").fail("a version-3 op names its kernels by index (\"kernels\": i into /kernel_sets)");
-    op.kernels = plan.add_kernel_set(read_kernel_set(n.at("attrs").at("kernels")));
-    op.attrs.erase("kernels");
-  } else if (n.has("kernels")) {
-    op.kernels = static_cast<int>(n.get_int_in("kernels", 0, static_cast<int64_t>(plan.kernel_sets.size()) - 1));
+  if (auto s = n.find("sub_kind")) op.sub_kind = read_sub_kind(*s, op.kind);
+  if (auto h = n.find("host")) {
+    op.host = read_host_work(*h);
+    op.host_sync = h->get_bool("sync", false);
   }
+  op.host_sync = n.get_bool("host_sync", false) || op.host_sync;
+  if (n.has("launches")) op.launches = static_cast<uint16_t>(n.get_int_in("launches", 0, HostWork::kMax));
+  if (n.has("bytes_per_param")) op.bytes_per_param = n.get_nonneg_number("bytes_per_param");
+  if (n.has("kernels"))
+    op.kernels = static_cast<int>(n.get_int_in("kernels", 0, static_cast<int64_t>(plan.kernel_sets.size()) - 1));
   return op;
 }
-
 
 // Max-prefix-sum segment tree: query(lo, hi) = max over k in [lo, hi] of prefix[k].
 class RangeMax {
@@ -283,10 +258,9 @@ class RangeMax {
   std::vector<int64_t> t_;
 };
 
-}  // namespace
-
 // A bound on each pool's bytes that holds for every schedule the dependencies and the in-order
-// streams allow, so that what the simulator or the runtime measures can never exceed it.
+// streams allow, so that what the simulator or the runtime measures can never exceed it
+// (validate()'s capacity check); `stream_of` maps each op to its stream index.
 // Each stream is a sequence of events (op start, op end). At the moment op i starts (or ends),
 // every stream s has completed some prefix of its events: at least up to the end of i's last
 // ancestor on s, at most up to just before the start of i's first descendant on s. Taking, for
@@ -417,6 +391,8 @@ std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector
   return out;
 }
 
+}  // namespace
+
 int Plan::stream_index(const std::string& name) const {
   for (size_t i = 0; i < streams.size(); ++i)
     if (streams[i].name == name) return static_cast<int>(i);
@@ -443,47 +419,17 @@ int Plan::pool_index(const std::string& name) const {
 
 const char* to_string(TensorKind k) { return kTensorKindNames[static_cast<int>(k)]; }
 
-TensorKind tensor_kind_from_string(const std::string& s, bool* ok) {
-  for (int i = 0; i < 6; ++i)
-    if (s == kTensorKindNames[i]) {
-      if (ok) *ok = true;
-      return static_cast<TensorKind>(i);
-    }
-  if (ok) *ok = false;
-  return TensorKind::kOther;
-}
-
 const char* to_string(OpKind k) { return kOpKinds[static_cast<size_t>(k)]; }
-
-// The enum value whose name (names[i], from `first` on) is `s`.
-template <typename E, size_t N>
-bool enum_named(const char* const (&names)[N], size_t first, const std::string& s, E* out) {
-  for (size_t i = first; i < N; ++i)
-    if (s == names[i]) {
-      *out = static_cast<E>(i);
-      return true;
-    }
-  return false;
-}
-
-bool op_kind_from_string(const std::string& s, OpKind* out) { return enum_named(kOpKinds, 0, s, out); }
 
 OpKind op_kind_named(const std::string& name) {
   OpKind k{};
-  PROTWIN_CHECK(op_kind_from_string(name, &k), "unknown op kind \"", name, "\"; expected one of ", op_kinds_text());
+  PROTWIN_CHECK(enum_named(kOpKinds, 0, name, &k), "unknown op kind \"", name, "\"; expected one of ", op_kinds_text());
   return k;
 }
 
 std::ostream& operator<<(std::ostream& os, OpKind k) { return os << to_string(k); }
 
-bool is_op_kind(const std::string& kind) {
-  OpKind k;
-  return op_kind_from_string(kind, &k);
-}
-
 const char* to_string(OpSubKind k) { return kSubKinds[static_cast<size_t>(k)]; }
-
-bool op_sub_kind_from_string(const std::string& s, OpSubKind* out) { return enum_named(kSubKinds, 1, s, out); }
 
 bool sub_kind_fits(OpKind kind, OpSubKind sub) {
   using S = OpSubKind;
@@ -518,12 +464,6 @@ nlohmann::json plan_meta_json(const Plan& plan) {
   return meta;
 }
 
-std::string op_kinds_text() {
-  std::string out;
-  for (const char* k : kOpKinds) out += (out.empty() ? "" : ", ") + std::string(k);
-  return out;
-}
-
 std::string describe_op(const Op& op) {
   return "plan op " + std::to_string(op.id) + " (" + to_string(op.kind) + ", stream " + op.stream + ")";
 }
@@ -542,9 +482,9 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   if (format != kPlanFormat)
     root.at("format").fail("expected \"" + std::string(kPlanFormat) + "\", got \"" + format + "\"");
   const int64_t version = root.get_int("version");
-  if (version < 1 || version > kPlanVersion)
-    root.at("version").fail("unsupported plan version " + std::to_string(version) +
-                            " (this protwin reads versions 1 to " + std::to_string(kPlanVersion) + ")");
+  if (version != kPlanVersion)
+    root.at("version").fail("unsupported plan version " + std::to_string(version) + " (this protwin reads version " +
+                            std::to_string(kPlanVersion) + ")\nhint: recompile the plan with this protwin: " + kPlanRecompile);
   Plan plan;
   if (auto meta = root.find("meta")) {
     if (!meta->is_object()) meta->fail("expected an object");
@@ -570,7 +510,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   plan.ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     JsonNode n = ops.at(i);
-    plan.ops.push_back(read_op(n, plan, version));
+    plan.ops.push_back(read_op(n, plan));
     if (plan.ops.back().id != static_cast<int>(i))
       n.at("id").fail("op ids must be dense and in order: expected " + std::to_string(i) +
                       ", got " + std::to_string(plan.ops.back().id));
@@ -786,7 +726,6 @@ ValidationResult validate(const Plan& plan) {
                         " (ops may only depend on earlier ops)");
     PROTWIN_CHECK(false, plan.source.empty() ? "plan" : plan.source, ": dependency cycle (deps together with in-order streams)");
   }
-  result.topological_order.assign(reverse_topo.rbegin(), reverse_topo.rend());
   // Ids must also be topologically ordered (DESIGN §3), so id order is a valid execution order.
   for (const Op& op : plan.ops)
     for (int d : op.deps)

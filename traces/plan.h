@@ -3,19 +3,16 @@
 // A Plan holds work (flops, bytes, params), never durations. The simulator and the runtime read
 // the same Plan; validate() is shared by both and runs before anything executes.
 //
-// JSON: {"format": "protwin.plan", "version": 3, "meta": {...}, "streams": [...],
+// JSON: {"format": "protwin.plan", "version": 4, "meta": {...}, "streams": [...],
 //        "tensors": [...], "chunks": [...], "kernel_sets": [[kernel, ...], ...], "ops": [...]}
-// Version 2 added each chunk's residency and optimizer placement (ChunkSpec); version 3 lists
-// each distinct kernel set once and a compute op names its set by index ("kernels": i) instead
-// of carrying attrs.kernels, and says a copy's "pinned" and a collective's "group" {ranks,
-// ranks_per_node, groups_per_node, scope} as typed fields. Version 4 types the rest of what the
-// simulator and the runtime read: an op's sub-kind ("sub_kind": what a copy moves, which host
-// pass, CPU Adam's implementation), its host work ("host" {hooks, eager_ops, copies},
+// Each distinct kernel set is listed once and a compute op names its set by index ("kernels": i).
+// Everything the simulator and the runtime read is a typed field: a chunk's residency and
+// optimizer placement (ChunkSpec), a copy's "pinned", a collective's "group" {ranks,
+// ranks_per_node, groups_per_node, scope}, an op's sub-kind ("sub_kind": what a copy moves, which
+// host pass, CPU Adam's implementation), its host work ("host" {hooks, eager_ops, copies},
 // "host_sync"), a device step's "launches" and "bytes_per_param", and the plan's ranks, nodes and
-// dtype (Plan::gpus/nodes/dtype, written in meta). Older files (and attrs written by hand) are read
-// as they are: attrs.kernels move into the table, attrs pinned, ranks, ranks_per_node,
-// groups_per_node, scope, what, impl, host, host_sync, launches and bytes_per_param into the typed
-// fields.
+// dtype (Plan::gpus/nodes/dtype, written in meta). An op's attrs only describe it. Only version 4
+// is read: an older file is refused with the command that writes it again (kPlanRecompile).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +33,11 @@ class AtomicFileWriter;
 class ArraySplicer;
 
 inline constexpr const char* kPlanFormat = "protwin.plan";
-inline constexpr int kPlanVersion = 4;  // written; 1 to 4 are read
+inline constexpr int kPlanVersion = 4;  // written and read (no other version is)
+// The commands that write a plan of this version (the hint of the errors that refuse a plan).
+inline constexpr const char* kPlanRecompile =
+    "protwin simulate --model M --machine H --policy knobs.json --plan-out plan.json (the old plan's meta names its "
+    "model, machine and knobs), or protwin search --model M --machine H -o plan.json";
 
 // The largest pool capacity, tensor and memory effect a Plan may hold (1 PiB); the sum of a pool's
 // effects is bounded too, so no memory walk overflows int64.
@@ -50,11 +51,8 @@ enum class OpKind : uint8_t {
   kArrive  // a rank's arrival at a collective's rendezvous (sim/engine/joint_ranks.h); costs nothing
 };
 const char* to_string(OpKind k);                        // "forward", "h2d", ...
-bool op_kind_from_string(const std::string& s, OpKind* out);
 OpKind op_kind_named(const std::string& name);          // throws protwin::Error for an unknown name
 std::ostream& operator<<(std::ostream& os, OpKind k);   // its name (test messages)
-bool is_op_kind(const std::string& kind);
-std::string op_kinds_text();  // "forward, backward, ..." for messages
 inline bool is_copy(OpKind k) { return k == OpKind::kH2D || k == OpKind::kD2H; }
 // all_gather, reduce_scatter, all_reduce, broadcast (send_recv is point to point).
 inline bool is_collective(OpKind k) {
@@ -65,7 +63,7 @@ inline bool is_rendezvous(OpKind k) { return is_collective(k) || k == OpKind::kS
 // Work of the host CPU, not issued to the GPU: CPU Adam and the passes over host memory.
 inline bool is_cpu_work(OpKind k) { return k == OpKind::kAdamCpu || k == OpKind::kHostCast || k == OpKind::kHostPass; }
 
-// What an op of a kind does more precisely (plan versions 1-3: attrs.what, attrs.impl):
+// What an op of a kind does more precisely:
 //  h2d: param_chunk, activation, updated_params (DeepSpeed's fp16 params after the CPU step),
 //       grad_roundtrip (Colossal-AI's gradient back to the device);
 //  d2h: activation, grad_chunk, partial_grad_chunk (not every block's gradient yet), grad_fp32
@@ -77,7 +75,6 @@ enum class OpSubKind : uint8_t {
   kOverflowScan, kUnscale, kFp16Copy, kTorch
 };
 const char* to_string(OpSubKind k);  // "" for kNone
-bool op_sub_kind_from_string(const std::string& s, OpSubKind* out);
 // Whether `sub` is a sub-kind of `kind` (kNone fits every kind).
 bool sub_kind_fits(OpKind kind, OpSubKind sub);
 // "param_chunk, activation, ..." of `kind` for messages.
@@ -120,9 +117,9 @@ struct ChunkSpec {
   Bytes bytes;                   // chunk capacity in bytes (all chunks of a plan usually equal)
   std::string dtype = "fp16";
   std::vector<ChunkParam> params;
-  // Version 2, what the runtime replays: whether the chunk stays on the GPU all iteration (else its
-  // home is host memory and it visits the GPU in a buffer), and where its optimizer step runs
-  // ("device" | "host"). Unset (std::nullopt, "") in version-1 files and hand-written plans.
+  // What the runtime replays: whether the chunk stays on the GPU all iteration (else its home is
+  // host memory and it visits the GPU in a buffer), and where its optimizer step runs ("device" |
+  // "host"). Unset (std::nullopt, "") in hand-written plans.
   std::optional<bool> resident;
   std::string optimizer;
 };
@@ -225,14 +222,8 @@ struct PoolHighWater {
 };
 
 struct ValidationResult {
-  std::vector<int> topological_order;   // a topological order of the op DAG (deps + stream order)
   std::vector<PoolHighWater> pools;     // each pool's high-water bound over all valid schedules
 };
-
-// For every pool, a bound on its bytes under any schedule the plan's dependencies and in-order
-// streams allow (so the simulator's and the runtime's peaks never exceed it); `stream_of` maps
-// each op to its stream index. validate() uses it for the capacity check.
-std::vector<PoolHighWater> memory_high_water(const Plan& plan, const std::vector<int>& stream_of);
 
 // Parses a Plan document; errors name `source` and the JSON pointer.
 Plan plan_from_json(const nlohmann::json& j, const std::string& source);
@@ -266,7 +257,7 @@ void check_op(const Plan& header, const Op& op, int stream);
 // Checks a plan before anything runs: ids dense and topologically ordered, streams, tensors and
 // pools exist, bytes non-negative, the dependency graph (deps + in-order streams) is a DAG,
 // tensors are resident where read (in id order), and no pool's high-water bound (under any
-// schedule the dependencies allow, see memory_high_water) exceeds its capacity. Throws
+// schedule the dependencies and in-order streams allow) exceeds its capacity. Throws
 // protwin::Error naming the op ("plan op 17 (h2d, stream h2d)") and the pool or tensor.
 ValidationResult validate(const Plan& plan);
 
@@ -276,6 +267,5 @@ std::string describe_op(const Op& op);
 std::string describe_op(const Plan& plan, const Op& op);
 
 const char* to_string(TensorKind k);
-TensorKind tensor_kind_from_string(const std::string& s, bool* ok);
 
 }  // namespace protwin::traces

@@ -1,10 +1,8 @@
 #include "traces/plan_placement.h"
 
 #include <algorithm>
-#include <memory>
 
 #include "traces/error.h"
-#include "traces/json_reader.h"
 
 namespace protwin::traces {
 
@@ -13,21 +11,13 @@ std::vector<ChunkPlacement> chunk_placement(const Plan& plan, const std::string&
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
     const ChunkSpec& ch = plan.chunks[c];
     const std::string where = source + ":/chunks/" + std::to_string(c);
-    if (ch.resident && !ch.optimizer.empty()) {
-      // A device step updates the chunk's device copy: a chunk that lives on the host has none.
-      PROTWIN_CHECK(*ch.resident || ch.optimizer != "device", where,
-                    "/optimizer: \"device\" needs \"resident\": true (a chunk off the device has no device copy to "
-                    "update); hint: recompile the plan");
-      out.push_back({*ch.resident, ch.optimizer == "device"});
-      continue;
-    }
-    PROTWIN_CHECK(plan.meta.contains("knobs"), where,
-                  ": no \"resident\" and \"optimizer\" (plan version 2) and no meta.knobs "
-                  "(version 1)\nhint: recompile the plan (protwin search -o, simulate --plan-out) to version 2");
-    const JsonNode k = JsonNode(&plan.meta, std::make_shared<const std::string>(source), "/meta").at("knobs");
-    const bool offload = k.at("offload").as_bool();
-    const bool resident = !offload || static_cast<int64_t>(c) < k.get_int("n_persist");
-    out.push_back({resident, resident && (k.at("persistent_gpu_adam").as_bool() || !offload)});
+    PROTWIN_CHECK(ch.resident && !ch.optimizer.empty(), where, ": no \"resident\" and \"optimizer\" (where the chunk "
+                  "lives and where its step runs)\nhint: recompile the plan with this protwin: ", kPlanRecompile);
+    // A device step updates the chunk's device copy: a chunk that lives on the host has none.
+    PROTWIN_CHECK(*ch.resident || ch.optimizer != "device", where,
+                  "/optimizer: \"device\" needs \"resident\": true (a chunk off the device has no device copy to "
+                  "update); hint: recompile the plan");
+    out.push_back({*ch.resident, ch.optimizer == "device"});
   }
   return out;
 }

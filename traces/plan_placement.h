@@ -17,8 +17,8 @@ struct ChunkPlacement {
   bool device_optimizer = true;  // its optimizer step runs on the device (else on the host)
 };
 
-// Per chunk: its "resident" and "optimizer" fields (plan version 2 on); a version-1 plan's from
-// meta.knobs (offload, n_persist, persistent_gpu_adam). Errors name `source:/chunks/i` or the knob.
+// Per chunk: its "resident" and "optimizer" fields; a chunk without them is refused. Errors name
+// `source:/chunks/i`.
 std::vector<ChunkPlacement> chunk_placement(const Plan& plan, const std::string& source);
 
 enum class LayerKeep { kAll, kInput, kSwapped };  // saved activations kept / checkpointed / swapped out

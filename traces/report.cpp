@@ -52,18 +52,15 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
     }
     r.ops.push_back(std::move(rec));
   }
-  JsonNode streams = root.at("streams");
-  for (size_t i = 0; i < streams.size(); ++i) {
-    JsonNode s = streams.at(i);
-    r.streams.push_back({s.get_string("name"), SimTime(s.get_nonneg_int("busy_ns")),
-                         s.get_nonneg_int("ops", 0)});
-  }
-  if (auto hosts = root.find("hosts")) {
-    for (size_t i = 0; i < hosts->size(); ++i) {
-      JsonNode h = hosts->at(i);
-      r.hosts.push_back({h.get_string("name"), SimTime(h.get_nonneg_int("busy_ns")), h.get_nonneg_int("ops", 0)});
+  // The streams' and the host threads' busy times: [{"name", "busy_ns", "ops"}].
+  auto read_busy = [](const JsonNode& list, std::vector<StreamRecord>& out) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const JsonNode s = list.at(i);
+      out.push_back({s.get_string("name"), SimTime(s.get_nonneg_int("busy_ns")), s.get_nonneg_int("ops", 0)});
     }
-  }
+  };
+  read_busy(root.at("streams"), r.streams);
+  if (auto hosts = root.find("hosts")) read_busy(*hosts, r.hosts);
   JsonNode pools = root.at("pools");
   for (size_t i = 0; i < pools.size(); ++i) {
     JsonNode p = pools.at(i);
@@ -106,9 +103,11 @@ nlohmann::json op_record_to_json(const OpRecord& o) {
 // The report without its ops ("ops": []).
 nlohmann::json report_frame(const Report& r) {
   using nlohmann::json;
-  json streams = json::array();
-  for (const auto& s : r.streams)
-    streams.push_back({{"name", s.name}, {"busy_ns", s.busy.ns}, {"ops", s.ops}});
+  auto busy = [](const std::vector<StreamRecord>& list) {
+    json out = json::array();
+    for (const auto& s : list) out.push_back({{"name", s.name}, {"busy_ns", s.busy.ns}, {"ops", s.ops}});
+    return out;
+  };
   json pools = json::array();
   for (const auto& p : r.pools) {
     json curve = json::array();
@@ -117,12 +116,9 @@ nlohmann::json report_frame(const Report& r) {
                      {"peak_at_ns", p.peak_at.ns}, {"curve", curve}});
   }
   json j = {{"format", kReportFormat}, {"version", kReportVersion}, {"meta", r.meta},
-            {"iteration_ns", r.iteration.ns}, {"ops", json::array()}, {"streams", streams}, {"pools", pools}};
-  if (!r.hosts.empty()) {
-    json hosts = json::array();
-    for (const auto& h : r.hosts) hosts.push_back({{"name", h.name}, {"busy_ns", h.busy.ns}, {"ops", h.ops}});
-    j["hosts"] = std::move(hosts);
-  }
+            {"iteration_ns", r.iteration.ns}, {"ops", json::array()}, {"streams", busy(r.streams)},
+            {"pools", pools}};
+  if (!r.hosts.empty()) j["hosts"] = busy(r.hosts);
   return j;
 }
 

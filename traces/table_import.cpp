@@ -369,19 +369,15 @@ struct Importer {
   }
 };
 
+// The project a format's tables come from ("" for a format import_table does not know).
 std::string default_source(const std::string& format) {
   if (format == "vidur") return "microsoft/vidur";
   if (format == "neusight") return "sitar-lab/NeuSight";
   if (format == "llmcompass") return "PrincetonUniversity/LLMCompass";
-  return "NVIDIA/nccl-tests";
+  return format == "nccl-tests" ? "NVIDIA/nccl-tests" : "";
 }
 
 }  // namespace
-
-const std::vector<std::string>& table_formats() {
-  static const std::vector<std::string> kFormats = {"vidur", "neusight", "llmcompass", "nccl-tests"};
-  return kFormats;
-}
 
 OpProfile import_table(const std::vector<std::string>& paths, const TableImportOptions& opts) {
   std::vector<TableBytes> tables;
@@ -390,9 +386,8 @@ OpProfile import_table(const std::vector<std::string>& paths, const TableImportO
 }
 
 OpProfile import_table(const std::vector<TableBytes>& tables, const TableImportOptions& opts_in) {
-  const auto& formats = table_formats();
-  PROTWIN_CHECK(std::find(formats.begin(), formats.end(), opts_in.format) != formats.end(), "--format: expected ",
-                "vidur, neusight, llmcompass or nccl-tests, got \"", opts_in.format, "\"");
+  PROTWIN_CHECK(!default_source(opts_in.format).empty(), "--format: expected vidur, neusight, llmcompass or "
+                "nccl-tests, got \"", opts_in.format, "\"");
   PROTWIN_CHECK(opts_in.ranks >= 0, "--ranks: expected an integer >= 0, got ", opts_in.ranks);
   PROTWIN_CHECK(opts_in.per_octave >= 0 && opts_in.per_octave <= 1000,
                 "--per-octave: expected an integer in [0, 1000], got ", opts_in.per_octave);

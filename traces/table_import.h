@@ -53,7 +53,4 @@ struct TableBytes {
 // import_table on tables already read (the fuzz target's entry point).
 OpProfile import_table(const std::vector<TableBytes>& tables, const TableImportOptions& opts);
 
-// The formats import_table knows.
-const std::vector<std::string>& table_formats();
-
 }  // namespace protwin::traces

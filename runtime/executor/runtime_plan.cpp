@@ -117,7 +117,7 @@ RuntimePlan make_runtime_plan(traces::Plan plan, const std::string& source, int 
                   " fp32 elements");
     rp.chunks.chunk_numel.push_back(used);
   }
-  // Where each chunk lives and where its step runs: its own fields, else a version-1 plan's knobs.
+  // Where each chunk lives and where its step runs: its own fields (traces/plan_placement.h).
   for (const traces::ChunkPlacement& c : traces::chunk_placement(plan, source)) {
     rp.chunks.device_resident.push_back(c.resident);
     rp.chunks.device_optimizer.push_back(c.device_optimizer);

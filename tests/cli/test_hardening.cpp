@@ -37,7 +37,7 @@ std::string write(const std::string& name, const std::string& text) {
 TEST_CASE("deeply nested JSON is refused by every reader, not a stack overflow", "[cli][hardening]") {
   const int n = 100000;  // the 200 KB file
   const std::string nest = std::string(n, '[') + std::string(n, ']');
-  const std::string plan = write("deep.plan.json", "{\"format\":\"protwin.plan\",\"version\":1,\"meta\":{},\"streams\":[],"
+  const std::string plan = write("deep.plan.json", "{\"format\":\"protwin.plan\",\"version\":4,\"meta\":{},\"streams\":[],"
                                                    "\"tensors\":[],\"chunks\":[],\"ops\":[" + nest + "]}");
   refused("validate --plan " + plan, plan + ":/ops/0/0/0/0/0/0/0/0/0/0/0/...: nested deeper than 256 levels");
   const std::string deep = write("deep.json", "{\"a\":" + nest + "}");
@@ -111,11 +111,20 @@ TEST_CASE("messages name the flag, the file and the pointer", "[cli][hardening]"
   const std::string null_version = write("null_version.plan.json", p.dump());
   CHECK(refused("validate --plan " + null_version, null_version + ":/version: expected an integer, got null\n")
             .find("null null") == std::string::npos);
+  // A plan of an older version (here version 1, its kernels in attrs) is refused with the command
+  // that writes it again, and that command's plan reads.
+  const std::string v1 = kSrc + "/tests/fuzz/corpus/plan/version-1.json";
+  refused("validate --plan " + v1, v1 + ":/version: unsupported plan version 1 (this protwin reads version 4)\n"
+                                        "hint: recompile the plan with this protwin: protwin simulate --model M "
+                                        "--machine H --policy knobs.json --plan-out plan.json");
+  const std::string again = scratch() + "/again.plan.json";
+  REQUIRE(run_protwin("simulate --model gpt2-tiny --machine host-emulated --plan-out " + again).code == 0);
+  CHECK(run_protwin("validate --plan " + again).code == 0);
   // A folder given as a plan.
   refused("validate --plan " + scratch(), scratch() + ": is a folder; expected a file");
   // A key given twice.
   const std::string text = slurp(kPlan);
-  const std::string twice = write("twice.plan.json", "{\"version\": 1, " + text.substr(text.find('{') + 1));
+  const std::string twice = write("twice.plan.json", "{\"version\": 4, " + text.substr(text.find('{') + 1));
   refused("validate --plan " + twice, twice + ":/: duplicate key \"version\"");
   // Kineto thread ids are numbers or names.
   const std::string pid = write("pid.trace.json",

@@ -18,8 +18,10 @@ traces::Plan layer_plan(const std::string& family) {
   j["meta"]["dtype"] = "fp32";
   j["meta"]["model_spec"] = {{"family", family}, {"hidden", 256}, {"heads", 4}, {"kv_heads", 4},
                              {"ffn_hidden", 1024}, {"vocab", 256}, {"layers", 4}};
-  j["ops"][1]["attrs"] = {{"block", "layer.0"},
-                          {"kernels", {{{"kind", "gemm"}, {"shape", {1024, 768, 256}}, {"dtype", "fp32"}, {"count", 3}}}}};
+  const nlohmann::json gemm = {{"kind", "gemm"}, {"shape", {1024, 768, 256}}, {"dtype", "fp32"}, {"count", 3}};
+  j["kernel_sets"] = nlohmann::json::array({nlohmann::json::array({gemm})});
+  j["ops"][1]["kernels"] = 0;
+  j["ops"][1]["attrs"] = {{"block", "layer.0"}};
   return traces::plan_from_json(j, "p.json");
 }
 

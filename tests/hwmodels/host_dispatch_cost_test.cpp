@@ -16,10 +16,11 @@ using namespace protwin::hw;
 namespace {
 nlohmann::json a100() { return traces::JsonDocument::parse(embedded_machine_json("a100-server"), "a100-server").json(); }
 
-traces::Op op_of(const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
-  // attrs as a version-3 plan file had them: read into the typed fields.
-  nlohmann::json j = {{"format", "protwin.plan"}, {"version", 3}, {"streams", {{{"name", "compute"}}}},
-                      {"ops", {{{"id", 0}, {"kind", kind}, {"stream", "compute"}, {"attrs", std::move(attrs)}}}}};
+traces::Op op_of(const std::string& kind, nlohmann::json fields = nlohmann::json::object()) {
+  // The typed fields as a plan file has them, beside "kind".
+  fields.update({{"id", 0}, {"kind", kind}, {"stream", "compute"}});
+  nlohmann::json j = {{"format", "protwin.plan"}, {"version", 4}, {"streams", {{{"name", "compute"}}}},
+                      {"ops", nlohmann::json::array({std::move(fields)})}};
   return traces::plan_from_json(j, "test").ops[0];
 }
 }  // namespace
@@ -59,8 +60,8 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   plan.gpus = 4;
   auto host_us = [&](const traces::Op& op) { return static_cast<double>(cm.cost(op, plan).host_time().ns) / 1e3; };
   plan.kernel_sets = {{{{"gemm", {1024, 1024, 1024}, "fp16"}, 2}, {{"layernorm", {1024, 1024}, "fp16"}, 3}}};
-  auto with_kernels = [](const std::string& kind, nlohmann::json attrs = nlohmann::json::object()) {
-    traces::Op op = op_of(kind, std::move(attrs));
+  auto with_kernels = [](const std::string& kind, nlohmann::json fields = nlohmann::json::object()) {
+    traces::Op op = op_of(kind, std::move(fields));
     op.kernels = 0;
     return op;
   };
@@ -98,5 +99,5 @@ TEST_CASE("host_dispatch: host time per op kind, from the section's values", "[h
   CHECK(cm_off.cost(f, plan).stream_time() == cm.cost(f, plan).stream_time());
   // Negative system counts in a plan are refused by its pointer.
   CHECK_THROWS_WITH(with_kernels("forward", {{"host", {{"hooks", -1}}}}),
-                    Catch::Matchers::Contains("test:/ops/0/attrs/host/hooks: expected an integer >= 0, got integer -1"));
+                    Catch::Matchers::Contains("test:/ops/0/host/hooks: expected an integer >= 0, got integer -1"));
 }

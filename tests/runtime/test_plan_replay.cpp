@@ -101,7 +101,7 @@ TEST_CASE("offloading changes nothing: random policies train like the all-reside
   check_policies("llama-tiny", 23, 12);
 }
 
-TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the same losses, bitwise, and v1 plans too",
+TEST_CASE("plan v4: without meta.knobs and meta.layer_modes a plan trains to the same losses, bitwise",
           "[runtime][replay]") {
   const sim::Workload w = tiny_workload("gpt2-tiny");
   sim::offload::OffloadKnobs k;  // ProTrain with every mode: persistent and offloaded chunks, swap, checkpoint
@@ -115,43 +115,31 @@ TEST_CASE("plan v2: without meta.knobs and meta.layer_modes a plan trains to the
   stripped.meta.erase("knobs");
   stripped.meta.erase("layer_modes");
   stripped = traces::plan_from_json(traces::plan_to_json(stripped), "stripped.json");
-  // Version 1: the chunks without their fields, the knobs in meta.
-  nlohmann::json v1_json = traces::plan_to_json(full);
-  v1_json["version"] = 1;
-  for (auto& c : v1_json["chunks"]) {
-    c.erase("resident");
-    c.erase("optimizer");
-  }
-  const traces::Plan v1 = traces::plan_from_json(v1_json, "v1.json");
   const TrainResult ref = train_plan(make_runtime_plan(full, "full.json"), kSteps);
   const RuntimePlan rp = make_runtime_plan(stripped, "stripped.json");
   REQUIRE(rp.offloads);
   CHECK(std::count(rp.layer_modes.begin(), rp.layer_modes.end(), LayerMode::kSwap) == 1);
   CHECK(std::count(rp.layer_modes.begin(), rp.layer_modes.end(), LayerMode::kCheckpoint) == 1);
   CHECK(std::count(rp.chunks.device_resident.begin(), rp.chunks.device_resident.end(), true) == 1);
-  for (const RuntimePlan& other : {rp, make_runtime_plan(v1, "v1.json")}) {
-    CHECK(other.chunks.device_resident == make_runtime_plan(full, "full.json").chunks.device_resident);
-    CHECK(other.chunks.device_optimizer == make_runtime_plan(full, "full.json").chunks.device_optimizer);
-    const TrainResult r = train_plan(other, kSteps);
-    REQUIRE(r.losses.size() == ref.losses.size());
-    for (size_t s = 0; s < r.losses.size(); ++s) CHECK(r.losses[s] == ref.losses[s]);
-  }
+  CHECK(rp.chunks.device_resident == make_runtime_plan(full, "full.json").chunks.device_resident);
+  CHECK(rp.chunks.device_optimizer == make_runtime_plan(full, "full.json").chunks.device_optimizer);
+  const TrainResult r = train_plan(rp, kSteps);
+  REQUIRE(r.losses.size() == ref.losses.size());
+  for (size_t s = 0; s < r.losses.size(); ++s) CHECK(r.losses[s] == ref.losses[s]);
   // The simulator's model of the runtime's memory reads the same ops and chunks: the same bytes.
   const hw::HardwareCostModel cost(testing::host_machine(20));
   const traces::Report schedule = sim::PlanSimulator(cost).run(full);
   const sim::offload::RuntimeMemory want = sim::offload::predict_runtime_memory(full, schedule);
-  for (const traces::Plan* p : std::vector<const traces::Plan*>{&stripped, &v1}) {
-    const sim::offload::RuntimeMemory got = sim::offload::predict_runtime_memory(*p, schedule);
-    CHECK(got.allocated_peak_bytes == want.allocated_peak_bytes);
-    CHECK(got.states_bytes == want.states_bytes);
-  }
+  const sim::offload::RuntimeMemory got = sim::offload::predict_runtime_memory(stripped, schedule);
+  CHECK(got.allocated_peak_bytes == want.allocated_peak_bytes);
+  CHECK(got.states_bytes == want.states_bytes);
   CHECK(want.states_bytes > 0);
-  // A version-1 plan without its knobs cannot say where its chunks live: refused, with the fix.
-  traces::Plan bare = v1;
-  bare.meta.erase("knobs");
+  // Chunks without their fields cannot say where they live (the knobs are not read): refused, with the fix.
+  traces::Plan bare = full;
+  for (auto& c : bare.chunks) c.resident.reset();
   REQUIRE_THROWS_WITH(make_runtime_plan(bare, "bare.json"),
-                      Catch::StartsWith("bare.json:/chunks/0: no \"resident\" and \"optimizer\" (plan version 2) and "
-                                        "no meta.knobs (version 1)") && Catch::Contains("hint: recompile the plan"));
+                      Catch::StartsWith("bare.json:/chunks/0: no \"resident\" and \"optimizer\"") &&
+                          Catch::Contains("hint: recompile the plan"));
   // A device step on a chunk that lives on the host: refused by its pointer, not run on empty tensors.
   traces::Plan off = full;
   const auto host_chunk = std::find_if(off.chunks.begin(), off.chunks.end(), [](const auto& c) { return !*c.resident; });

@@ -5,7 +5,7 @@
 
 inline nlohmann::json small_plan_json() {
   return nlohmann::json::parse(R"({
-    "format": "protwin.plan", "version": 1,
+    "format": "protwin.plan", "version": 4,
     "meta": {"model": "toy", "pools": [
       {"name": "gpu", "capacity_bytes": 1000, "initial_bytes": 100},
       {"name": "pinned", "capacity_bytes": 5000, "initial_bytes": 400}]},

@@ -34,7 +34,7 @@ std::string slurp(const std::string& path) {
 
 TEST_CASE("JSON nested 100,000 deep is refused naming the pointer, not a stack overflow", "[traces][hardening]") {
   const int n = 100000;
-  const std::string text = "{\"format\":\"protwin.plan\",\"version\":1,\"meta\":{},\"streams\":[],\"ops\":[" +
+  const std::string text = "{\"format\":\"protwin.plan\",\"version\":4,\"meta\":{},\"streams\":[],\"ops\":[" +
                            std::string(n, '[') + std::string(n, ']') + "]}";
   REQUIRE_THROWS_WITH(JsonDocument::parse(text, "d.json"),
                       "d.json:/ops/0/0/0/0/0/0/0/0/0/0/0/...: nested deeper than 256 levels");
@@ -99,7 +99,7 @@ TEST_CASE("a folder or an endless device given as an input is refused naming it"
 }
 
 TEST_CASE("post-parse plan errors name the file and the op's pointer", "[traces][hardening]") {
-  const std::string text = R"({"format": "protwin.plan", "version": 1, "meta": {},
+  const std::string text = R"({"format": "protwin.plan", "version": 4, "meta": {},
     "streams": ["compute"], "ops": [{"id": 0, "kind": "forward", "stream": "compute"},
                                     {"id": 1, "kind": "forward", "stream": "gpu0"}]})";
   const protwin::traces::Plan plan = protwin::traces::plan_from_json(nlohmann::json::parse(text), "p.json");

@@ -1,4 +1,4 @@
-// Plan IR v1: round trip and validate(), with the exact message for each bad input.
+// Plan IR v4: round trip and validate(), with the exact message for each bad input.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -35,47 +35,55 @@ TEST_CASE("a valid plan parses, round-trips and validates with the expected high
   REQUIRE(v.pools[0].high_water.n == 800);
   REQUIRE(v.pools[0].op_at_high_water == 1);
   REQUIRE(v.pools[1].high_water.n == 400);
-  REQUIRE(v.topological_order == std::vector<int>{0, 1, 2});
 }
 
-TEST_CASE("wrong format or version is refused with the pointer") {
+TEST_CASE("wrong format or version is refused with the pointer and the command that recompiles the plan") {
   auto j = small_plan_json();
   j["format"] = "protwin.report";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/format: expected \"protwin.plan\", got \"protwin.report\"");
-  j = small_plan_json();
-  j["version"] = 5;
-  REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version 5 (this protwin reads versions 1 to 4)");
+  const std::string hint = "\nhint: recompile the plan with this protwin: protwin simulate --model M --machine H "
+                           "--policy knobs.json --plan-out plan.json (the old plan's meta names its model, machine "
+                           "and knobs), or protwin search --model M --machine H -o plan.json";
+  for (int version : {1, 3, 5}) {
+    j = small_plan_json();
+    j["version"] = version;
+    REQUIRE_THROWS_WITH(parse(j), "p.json:/version: unsupported plan version " + std::to_string(version) +
+                                      " (this protwin reads version 4)" + hint);
+  }
 }
 
-TEST_CASE("plan version 3: kernel sets listed once, ops name theirs, and older ops' attrs.kernels move into the table") {
+TEST_CASE("plan kernel sets: listed once, ops name theirs by index, never in attrs") {
   auto j = small_plan_json();
   const nlohmann::json gemm = {{"kind", "gemm"}, {"shape", {64, 64, 64}}, {"dtype", "fp16"}, {"count", 2}};
-  j["version"] = 2;
-  j["ops"][1]["attrs"] = {{"kernels", {gemm}}, {"block", "layer.0"}};
-  j["ops"][2]["attrs"] = {{"kernels", {gemm}}};  // an equal set is shared
-  const Plan old = parse(j);
-  REQUIRE(old.kernel_sets.size() == 1);
-  CHECK(old.ops[1].kernels == 0);
-  CHECK(old.ops[2].kernels == 0);
-  CHECK(old.ops[0].kernels == -1);
-  CHECK(old.kernels_of(old.ops[1])[0].count == 2);
-  CHECK(old.kernels_of(old.ops[0]).empty());
-  CHECK(old.ops[1].attrs == nlohmann::json({{"block", "layer.0"}}));
-  const nlohmann::json v3 = plan_to_json(old);
-  CHECK(v3["version"] == 4);
-  CHECK(v3["kernel_sets"].size() == 1);
-  CHECK(v3["ops"][1]["kernels"] == 0);
-  const Plan back = parse(v3);
-  CHECK(back.kernel_sets == old.kernel_sets);
-  CHECK(plan_to_json(back) == v3);
-  // Version 3 refuses kernels in attrs, a set that does not exist, and a bad kernel, by pointer.
-  nlohmann::json bad = v3;
+  j["kernel_sets"] = {{gemm}};
+  j["ops"][1]["kernels"] = 0;
+  j["ops"][1]["attrs"] = {{"block", "layer.0"}};
+  j["ops"][2]["kernels"] = 0;  // two ops share a set
+  const Plan p = parse(j);
+  REQUIRE(p.kernel_sets.size() == 1);
+  CHECK(p.ops[1].kernels == 0);
+  CHECK(p.ops[2].kernels == 0);
+  CHECK(p.ops[0].kernels == -1);
+  CHECK(p.kernels_of(p.ops[1])[0].count == 2);
+  CHECK(p.kernels_of(p.ops[1])[0].sig.shape == std::vector<int64_t>{64, 64, 64});
+  CHECK(p.kernels_of(p.ops[0]).empty());
+  CHECK(p.ops[1].attrs == nlohmann::json({{"block", "layer.0"}}));
+  const nlohmann::json out = plan_to_json(p);
+  CHECK(out["version"] == 4);
+  CHECK(out["kernel_sets"].size() == 1);
+  CHECK(out["ops"][1]["kernels"] == 0);
+  const Plan back = parse(out);
+  CHECK(back.kernel_sets == p.kernel_sets);
+  CHECK(plan_to_json(back) == out);
+  // Refused by pointer: kernels in attrs (where versions 1 and 2 had them), a set that does not
+  // exist, and a bad kernel.
+  nlohmann::json bad = out;
   bad["ops"][1]["attrs"]["kernels"] = {gemm};
-  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/attrs/kernels: a version-3 op names its kernels by index"));
-  bad = v3;
+  REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/1/attrs/kernels: a version-4 op says it as a typed field, not in attrs");
+  bad = out;
   bad["ops"][1]["kernels"] = 1;
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/kernels:"));
-  bad = v3;
+  bad = out;
   bad["kernel_sets"][0][0]["dtype"] = "fp12";
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/kernel_sets/0/0/dtype:"));
   // A plan built in memory naming a missing set is refused by validate.
@@ -85,18 +93,15 @@ TEST_CASE("plan version 3: kernel sets listed once, ops name theirs, and older o
   REQUIRE_THROWS_WITH(validate(mem), Catch::Contains("kernel set 3 does not exist"));
 }
 
-TEST_CASE("plan version 2: chunks say where they live and where their optimizer runs, and version 1 still reads") {
+TEST_CASE("plan chunks say where they live and where their optimizer runs") {
   auto j = small_plan_json();
-  j["version"] = 1;
-  REQUIRE_NOTHROW(parse(j));  // a version-1 file, chunks without the fields
-  j["version"] = 2;
+  REQUIRE_NOTHROW(parse(j));  // a hand-written plan, chunks without the fields
   j["chunks"] = {{{"id", 0}, {"bytes", 64}, {"resident", false}, {"optimizer", "host"}}};
   const Plan p = parse(j);
   REQUIRE(p.chunks.size() == 1);
   CHECK(p.chunks[0].resident == std::optional<bool>(false));
   CHECK(p.chunks[0].optimizer == "host");
   CHECK(plan_to_json(p)["chunks"][0]["resident"] == false);
-  CHECK(plan_to_json(p)["version"] == 4);
   j["chunks"][0]["optimizer"] = "gpu";
   REQUIRE_THROWS_WITH(parse(j), "p.json:/chunks/0/optimizer: expected \"device\" or \"host\", got \"gpu\"");
   j["chunks"][0]["optimizer"] = "device";
@@ -104,87 +109,95 @@ TEST_CASE("plan version 2: chunks say where they live and where their optimizer 
   REQUIRE_THROWS_WITH(parse(j), Catch::Contains("p.json:/chunks/0/resident"));
 }
 
-TEST_CASE("plan version 3: copies and collectives say pinned and their group as typed fields, older attrs move there") {
+TEST_CASE("plan copies and collectives say pinned and their group as typed fields, never in attrs") {
   auto j = small_plan_json();
-  j["version"] = 2;
-  j["ops"][0]["attrs"] = {{"pinned", false}, {"what", "param_chunk"}};
-  j["ops"][2]["attrs"] = {{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}};
-  const Plan old = parse(j);
-  CHECK(old.ops[0].pinned == std::optional<bool>(false));
-  CHECK(old.ops[0].sub_kind == OpSubKind::kParamChunk);  // version 4: attrs.what is the typed sub-kind
-  CHECK(old.ops[0].attrs.empty());
-  CHECK_FALSE(old.ops[1].pinned.has_value());
-  const CollectiveGroup& g = old.ops[2].group;
+  j["ops"][0]["pinned"] = false;
+  j["ops"][2]["group"] = {{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}};
+  const Plan p = parse(j);
+  CHECK(p.ops[0].pinned == std::optional<bool>(false));
+  CHECK_FALSE(p.ops[1].pinned.has_value());
+  const CollectiveGroup& g = p.ops[2].group;
   CHECK((g.ranks == 16 && g.ranks_per_node == 8 && g.groups_per_node == 1 && g.inter_node));
-  CHECK(old.ops[2].attrs.empty());
-  const nlohmann::json v3 = plan_to_json(old);
-  CHECK(v3["ops"][0]["pinned"] == false);
-  CHECK(v3["ops"][2]["group"] ==
-        nlohmann::json({{"ranks", 16}, {"ranks_per_node", 8}, {"groups_per_node", 1}, {"scope", "inter_node"}}));
-  CHECK(plan_to_json(parse(v3)) == v3);
-  nlohmann::json bad = v3;
+  const nlohmann::json out = plan_to_json(p);
+  CHECK(out["ops"][0]["pinned"] == false);
+  CHECK(out["ops"][2]["group"] == j["ops"][2]["group"]);
+  CHECK(plan_to_json(parse(out)) == out);
+  nlohmann::json bad = out;
   bad["ops"][2]["group"]["scope"] = "rack";
   REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/2/group/scope: expected \"intra_node\" or \"inter_node\", got \"rack\"");
-  bad = v3;
+  bad = out;
   bad["ops"][2]["group"]["ranks"] = -2;
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/2/group/ranks"));
-  bad = v3;
+  bad = out;
   bad["ops"][0]["pinned"] = "yes";
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/0/pinned"));
+  for (const char* key : {"pinned", "ranks", "ranks_per_node", "groups_per_node", "scope"}) {
+    bad = out;
+    bad["ops"][0]["attrs"] = {{key, 1}};
+    REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/0/attrs/" + std::string(key) +
+                                        ": a version-4 op says it as a typed field, not in attrs");
+  }
 }
 
-TEST_CASE("plan version 4: sub-kinds, host work and the plan's ranks, nodes and dtype are typed, and older attrs and meta move there") {
+TEST_CASE("plan sub-kinds, host work and the plan's ranks, nodes and dtype are typed fields, never in attrs") {
   auto j = small_plan_json();
-  j["version"] = 3;
   j["meta"]["gpus"] = 8;
   j["meta"]["nodes"] = 2;
   j["meta"]["dtype"] = "bf16";
-  j["ops"][0]["attrs"] = {{"what", "param_chunk"}, {"phase", "forward"}, {"host", {{"copies", 3}, {"sync", true}}}};
-  j["ops"][1]["attrs"] = {{"block", "layers.0"}, {"host", {{"hooks", 4}, {"eager_ops", 2}}}, {"host_sync", true}};
-  const Plan old = parse(j);
-  CHECK((old.gpus == 8 && old.nodes == 2 && old.dtype == "bf16"));
-  CHECK_FALSE(old.meta.contains("gpus"));  // the typed fields are the only copy
-  CHECK(old.ranks_per_host(8) == 4);
-  CHECK(old.ops[0].sub_kind == OpSubKind::kParamChunk);
-  CHECK((old.ops[0].host.copies == 3 && old.ops[0].host_sync));
-  CHECK(old.ops[0].attrs == nlohmann::json({{"phase", "forward"}}));  // descriptions stay
-  CHECK((old.ops[1].host.hooks == 4 && old.ops[1].host.eager_ops == 2 && old.ops[1].host_sync));
-  const nlohmann::json v4 = plan_to_json(old);
-  CHECK(v4["version"] == 4);
-  CHECK(v4["meta"]["gpus"] == 8);
-  CHECK(v4["meta"]["dtype"] == "bf16");
-  CHECK(v4["ops"][0]["sub_kind"] == "param_chunk");
-  CHECK(v4["ops"][0]["host"] == nlohmann::json({{"copies", 3}}));
-  CHECK(v4["ops"][1]["host_sync"] == true);
-  CHECK(plan_to_json(parse(v4)) == v4);
-  // A sub-kind must be one of its kind's; a version-4 op's attrs may not say typed fields.
-  nlohmann::json bad = v4;
+  j["ops"][0]["sub_kind"] = "param_chunk";
+  j["ops"][0]["host"] = {{"copies", 3}, {"sync", true}};
+  j["ops"][0]["attrs"] = {{"phase", "forward"}};
+  j["ops"][1]["host"] = {{"hooks", 4}, {"eager_ops", 2}};
+  j["ops"][1]["host_sync"] = true;
+  const Plan p = parse(j);
+  CHECK((p.gpus == 8 && p.nodes == 2 && p.dtype == "bf16"));
+  CHECK_FALSE(p.meta.contains("gpus"));  // the typed fields are the only copy
+  CHECK(p.ranks_per_host(8) == 4);
+  CHECK(p.ops[0].sub_kind == OpSubKind::kParamChunk);
+  CHECK((p.ops[0].host.copies == 3 && p.ops[0].host_sync));
+  CHECK(p.ops[0].attrs == nlohmann::json({{"phase", "forward"}}));  // descriptions stay
+  CHECK((p.ops[1].host.hooks == 4 && p.ops[1].host.eager_ops == 2 && p.ops[1].host_sync));
+  const nlohmann::json out = plan_to_json(p);
+  CHECK(out["version"] == 4);
+  CHECK(out["meta"]["gpus"] == 8);
+  CHECK(out["meta"]["dtype"] == "bf16");
+  CHECK(out["ops"][0]["sub_kind"] == "param_chunk");
+  CHECK(out["ops"][0]["host"] == nlohmann::json({{"copies", 3}}));
+  CHECK(out["ops"][0]["host_sync"] == true);
+  CHECK(out["ops"][1]["host_sync"] == true);
+  CHECK(plan_to_json(parse(out)) == out);
+  // A sub-kind must be one of its kind's; an op's attrs may not say typed fields.
+  nlohmann::json bad = out;
   bad["ops"][0]["sub_kind"] = "overflow_scan";
   REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/0/sub_kind: \"overflow_scan\" is not a sub-kind of h2d; expected one of "
                                   "param_chunk, activation, updated_params, grad_roundtrip");
-  bad = v4;
-  bad["ops"][1]["attrs"]["host_sync"] = true;
-  REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/attrs/host_sync: a version-4 op says it as a typed field"));
-  bad = v4;
+  for (const char* key : {"host_sync", "host", "launches", "bytes_per_param", "impl"}) {
+    bad = out;
+    bad["ops"][1]["attrs"][key] = true;
+    REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/1/attrs/" + std::string(key) +
+                                        ": a version-4 op says it as a typed field, not in attrs");
+  }
+  bad = out;
   bad["ops"][0]["attrs"]["what"] = "param_chunk";
   REQUIRE_THROWS_WITH(parse(bad), "p.json:/ops/0/attrs/what: a version-4 op says what it moves as \"sub_kind\"");
-  bad = v4;
+  bad = out;
+  bad["ops"][1]["attrs"]["what"] = "a description";  // only a copy's or a host pass's "what" was its sub-kind
+  CHECK(parse(bad).ops[1].attrs["what"] == "a description");
+  bad = out;
   bad["ops"][0]["host"]["hook"] = 2;  // a misspelt count is refused, not read as none
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/0/host: unknown field \"hook\""));
-  bad = v4;
+  bad = out;
   bad["meta"]["gpus"] = "eight";
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/meta/gpus: expected an integer"));
-  bad = v4;
+  bad = out;
   bad["ops"][1]["attrs"]["dtype"] = "fp32";
   REQUIRE_THROWS_WITH(parse(bad), Catch::StartsWith("p.json:/ops/1/attrs/dtype: an op's work is priced in the plan's dtype"));
-  // Version 3's CPU Adam implementation: "simd" is the default, "torch" the sub-kind.
+  // CPU Adam's implementation: none (the SIMD CPU Adam) or the sub-kind "torch".
   j = small_plan_json();
-  j["version"] = 3;
   j["ops"][2]["kind"] = "adam_cpu";
-  j["ops"][2]["attrs"] = {{"impl", "torch"}};
-  CHECK(parse(j).ops[2].sub_kind == OpSubKind::kTorch);
-  j["ops"][2]["attrs"] = {{"impl", "simd"}};
   CHECK(parse(j).ops[2].sub_kind == OpSubKind::kNone);
+  j["ops"][2]["sub_kind"] = "torch";
+  CHECK(parse(j).ops[2].sub_kind == OpSubKind::kTorch);
 }
 
 TEST_CASE("unknown stream") {
@@ -284,24 +297,25 @@ TEST_CASE("layer keeps come from the ops: a recompute checkpoints its layer, a d
   CHECK_THROWS_WITH(layer_keeps(p, 3), Catch::Contains("block 2 is both recomputed and swapped"));
 }
 
-TEST_CASE("chunk placement: the chunks' own fields, else a version-1 plan's knobs, else refused") {
+TEST_CASE("chunk placement: the chunks' own fields, else refused with the command that recompiles the plan") {
   Plan p;
-  p.chunks.resize(3);
-  p.meta["knobs"] = {{"offload", true}, {"n_persist", 1}, {"persistent_gpu_adam", false}};
-  auto placed = chunk_placement(p, "v1.json");  // version 1: the first n_persist chunks stay, host Adam
-  REQUIRE(placed.size() == 3);
-  CHECK((placed[0].resident && !placed[0].device_optimizer));
-  CHECK((!placed[1].resident && !placed[2].device_optimizer));
+  p.chunks.resize(2);
+  p.chunks[0].resident = true;
+  p.chunks[0].optimizer = "host";
   p.chunks[1].resident = true;
   p.chunks[1].optimizer = "device";
-  placed = chunk_placement(p, "v2.json");  // a chunk's own fields win over the knobs
+  const auto placed = chunk_placement(p, "p.json");
+  REQUIRE(placed.size() == 2);
+  CHECK((placed[0].resident && !placed[0].device_optimizer));
   CHECK((placed[1].resident && placed[1].device_optimizer));
   p.chunks[1].resident = false;
-  CHECK_THROWS_WITH(chunk_placement(p, "v2.json"),
-                    Catch::StartsWith("v2.json:/chunks/1/optimizer: \"device\" needs \"resident\": true"));
+  CHECK_THROWS_WITH(chunk_placement(p, "p.json"),
+                    Catch::StartsWith("p.json:/chunks/1/optimizer: \"device\" needs \"resident\": true"));
   p.chunks[1].optimizer = "host";
-  p.meta["knobs"]["n_persist"] = "one";
-  CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), Catch::StartsWith("v1.json:/meta/knobs/n_persist: expected an integer"));
-  p.meta.erase("knobs");
-  CHECK_THROWS_WITH(chunk_placement(p, "v1.json"), Catch::StartsWith("v1.json:/chunks/0: no \"resident\""));
+  CHECK(!chunk_placement(p, "p.json")[1].resident);
+  p.meta["knobs"] = {{"offload", false}};  // the knobs that made a plan are not read
+  p.chunks[0].optimizer.clear();
+  CHECK_THROWS_WITH(chunk_placement(p, "p.json"),
+                    Catch::StartsWith("p.json:/chunks/0: no \"resident\" and \"optimizer\"") &&
+                        Catch::Contains("hint: recompile the plan with this protwin: protwin simulate --model M"));
 }
