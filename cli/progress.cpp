@@ -38,12 +38,14 @@ std::string progress_line(const std::string& label, long done, long total, doubl
 }
 
 std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
+  va_list ap, again;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_copy(again, ap);
+  std::string out(static_cast<size_t>(std::max(0, std::vsnprintf(nullptr, 0, fmt, ap))), '\0');
   va_end(ap);
-  return buf;
+  std::vsnprintf(out.data(), out.size() + 1, fmt, again);  // (any length: a machine's names are the user's)
+  va_end(again);
+  return out;
 }
 
 std::string file_size_text(long long bytes) {

@@ -13,6 +13,7 @@ namespace {
 namespace kk = traces::kernel_kinds;
 constexpr const char* kCollectiveNames[] = {kk::kAllReduce, kk::kReduceScatter, kk::kAllGather,
                                             kk::kBroadcast};  // by CollectiveKind
+static_assert(std::size(kCollectiveNames) == static_cast<size_t>(CollectiveKind::kBroadcast) + 1, "a name per kind");
 
 int ceil_log2(int n) {
   int steps = 0;

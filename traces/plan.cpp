@@ -24,6 +24,7 @@ namespace {
 
 constexpr const char* kTensorKindNames[] = {"param_chunk", "grad_chunk", "optim_state",
                                             "activation",  "buffer",     "other"};
+static_assert(std::size(kTensorKindNames) == static_cast<size_t>(TensorKind::kOther) + 1, "a name per TensorKind");
 
 constexpr const char* kOpKinds[] = {"forward",   "backward",       "recompute",  "h2d",       "d2h",
                                     "all_gather", "reduce_scatter", "all_reduce", "broadcast", "send_recv",

@@ -876,6 +876,8 @@ double Run::slowdown(size_t s) const {
   double f = 1;
   for (int k : contended_[s].rules)
     if (running_beside_[static_cast<size_t>(k)] > 0) f += rules_[static_cast<size_t>(k)].slowdown - 1;
+  PROTWIN_CHECK(f > 0, "stream ", stream_names_[s], ": its contention rules slow it by 1 + the sum of their slowdown - 1 = ",
+                f, " here, not a pace (each slowdown is a ratio of times near or above 1)");
   const int64_t cores = int64_t{cores_.cores} * 1000000;
   if (contended_[s].threads > 0 && runnable_ > cores) f *= static_cast<double>(runnable_) / static_cast<double>(cores);
   return f;

@@ -458,12 +458,14 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
 }  // namespace
 
 const char* section_name(Section s) {
-  static const char* const kNames[] = {"shard", "column", "attention", "row", "embedding", "loss"};  // in order
+  static constexpr const char* kNames[] = {"shard", "column", "attention", "row", "embedding", "loss"};  // in order
+  static_assert(std::size(kNames) == static_cast<size_t>(Section::kLoss) + 1, "a name per Section");
   return kNames[static_cast<size_t>(s)];
 }
 
 const char* block_kind_name(BlockKind k) {
-  static const char* const kNames[] = {"embedding", "decoder", "head"};  // in BlockKind's order
+  static constexpr const char* kNames[] = {"embedding", "decoder", "head"};  // in BlockKind's order
+  static_assert(std::size(kNames) == static_cast<size_t>(BlockKind::kHead) + 1, "a name per BlockKind");
   return kNames[static_cast<size_t>(k)];
 }
 

@@ -117,6 +117,11 @@ TEST_CASE("bad profiles fail with file, JSON pointer and what was expected", "[p
         "p.json:/version: unsupported version 2 (this build reads version 1)");
   CHECK(error_of_text(profile_text("", R"({"kind": "guessed", "source": "s"})")) ==
         "p.json:/provenance/kind: expected one of peak, measured, proxy, derived, assumed, got \"guessed\"");
+  // The measured slowdowns the simulator applies are ratios of times; other contention figures may be 0.
+  const std::string contention = R"({"kind": "measured", "source": "s", "contention": {"collective_thread_cpu_share": 0, )";
+  CHECK(error_of_text(profile_text("", contention + R"("compute_slowdown_with_copies": 0}})")) ==
+        "p.json:/provenance/contention/compute_slowdown_with_copies: expected a number > 0, got integer 0");
+  CHECK(error_of_text(profile_text("", contention + R"("adam_slowdown_with_compute": 1.9}})")) == "(no error)");
   CHECK(error_of_text(profile_text(", \"provenance\": \"meas\"")) ==
         "p.json:/ops/0/provenance: expected one of peak, measured, proxy, derived, assumed, got \"meas\"");
   CHECK(error_of_text(profile_text(", \"bytes\": -1")) ==

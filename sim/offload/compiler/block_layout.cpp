@@ -7,7 +7,8 @@
 namespace protwin::sim::offload {
 
 const char* act_mode_name(ActMode m) {
-  static const char* const kNames[] = {"none", "ckpt", "swap"};  // in ActMode's order
+  static constexpr const char* kNames[] = {"none", "ckpt", "swap"};  // in ActMode's order
+  static_assert(std::size(kNames) == static_cast<size_t>(ActMode::kSwap) + 1, "a name per ActMode");
   return kNames[static_cast<size_t>(m)];
 }
 

@@ -169,3 +169,13 @@ TEST_CASE("a compute op wholly beside a collective runs sms / (sms - channels) t
   CHECK(length_us(r, 0) == Approx(10.0 * 108 / 84).margin(1e-3));  // ns rounding
   CHECK(length_us(r, 1) == Approx(102.0).epsilon(1e-9));
 }
+
+TEST_CASE("rules whose combined slowdown is no pace are a user error naming the stream", "[engine][contention]") {
+  const auto m = rates(kRates);
+  const traces::Plan p = two_ops(300000);
+  // 1 + (0.4 - 1) + (0.4 - 1) = -0.2 while the copy runs; one such rule alone is a pace (0.4).
+  const std::vector<ContentionRule> two = {{"compute", {"copy"}, 0.4}, {"compute", {"copy"}, 0.4}};
+  CHECK_THROWS_WITH(PlanSimulator(m, two).run(p), Catch::Matchers::StartsWith("stream compute: its contention rules "
+                                                                              "slow it by 1 + the sum"));
+  CHECK(length_us(PlanSimulator(m, {two[0]}).run(p), 0) == Approx(4.0).epsilon(1e-9));
+}
