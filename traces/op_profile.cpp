@@ -169,11 +169,9 @@ OpProfile OpProfile::from_json(const JsonNode& root) {
                          "\"");
   prov.get_string("source");  // required
   // Its measured slowdowns are ratios of times the simulator applies (hw::contention_rules_from_profile).
-  if (prov.has("contention") && prov.at("contention").is_object()) {
-    const JsonNode c = prov.at("contention");
-    for (const auto& item : c.raw().items())
-      if (item.key().find("slowdown") != std::string::npos) c.get_positive_number(item.key());
-  }
+  if (const auto c = prov.find("contention"); c && c->is_object())
+    for (const auto& item : c->raw().items())
+      if (item.key().find("slowdown") != std::string::npos) c->get_positive_number(item.key());
   p.provenance_ = prov.raw();
 
   const JsonNode ops = root.at("ops");
