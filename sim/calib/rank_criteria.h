@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/calib/bootstrap.h"
+#include "sim/calib/sample_stats.h"
 
 namespace protwin::calib {
 
