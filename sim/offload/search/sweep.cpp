@@ -169,7 +169,7 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
   };
   // One point at a time on each rank (a search runs its own threads); a failing point fails the
   // sweep, as it would in one process.
-  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, json_codec<SweepPoint>(), o.progress))
+  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, o.progress))
     r.points.push_back(outcome.get());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
