@@ -22,7 +22,7 @@
 #include "sim/calib/calibration.h"
 #include "sim/calib/case_comparison.h"
 #include "cli/calibration_ranks.h"
-#include "sim/calib/rank_criteria.h"
+#include "sim/calib/rank_cases.h"
 #include "sim/calib/drift_rule.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"

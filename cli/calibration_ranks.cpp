@@ -13,7 +13,6 @@
 #include "cli/policy_options.h"
 #include "sim/calib/rank_block_probes.h"
 #include "sim/calib/rank_cases.h"
-#include "sim/calib/rank_criteria.h"
 #include "sim/calib/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_single_copy.h"
