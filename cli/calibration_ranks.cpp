@@ -11,7 +11,6 @@
 #include "sim/calib/calibration.h"
 #include "sim/calib/case_comparison.h"
 #include "cli/policy_options.h"
-#include "sim/calib/rank_block_probes.h"
 #include "sim/calib/rank_cases.h"
 #include "sim/calib/rank_machine.h"
 #include "cli/rank_runs.h"

@@ -9,7 +9,6 @@
 
 #include "sim/calib/calibration.h"
 #include "sim/calib/case_comparison.h"
-#include "sim/calib/rank_block_probes.h"
 #include "sim/calib/sample_stats.h"
 #include "sim/engine/joint_ranks.h"
 #include "sim/engine/plan_simulator.h"
@@ -151,7 +150,7 @@ RankPlanPrediction predict_rank_plan(const sim::offload::SearchResult& searched,
   const traces::Plan& plan = searched.best_plan.plan;
   predicted = p.rank_cost ? sim::PlanSimulator(*p.rank_cost, p.contention).run(plan) : searched.best_report;
   // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
-  // rank's step (sim/calib/rank_block_probes.h); the rank profile's blocks stay for the record.
+  // rank's step (sim/calib/block_probes.h); the rank profile's blocks stay for the record.
   if (p.rank_profile && !summed_level(rank_blocks).empty()) {
     constexpr double kBlockStep = 1.05;
     const double profile_blocks_s = predicted.iteration.seconds();

@@ -44,7 +44,7 @@ struct RankPredictors {
 
 // A plan's prediction: the rank profile's simulation (without one, the search's own report); with
 // the rank profile and every rank's blocks beside its steps (`rank_blocks`), each rank at its own
-// block medians and the slowest rank's step (sim/calib/rank_block_probes.h).
+// block medians and the slowest rank's step (sim/calib/block_probes.h).
 struct RankPlanPrediction {
   traces::Report report;
   // knobs, predicted_s, searched_s; with the blocks also profile_blocks_predicted_s and
@@ -94,7 +94,7 @@ nlohmann::json rank_section_metrics(const nlohmann::json& cases,
 // {"intervals", "verdicts", "criteria_met"} of the section: `predicted` per plan, its sensitivity
 // to the blocks' level, the level samples (empty: the steps alone), each plan's measured steps, and
 // the largest relative error of a plan's device peak. With `sweep_levels` (rank_sweep_levels,
-// sim/calib/rank_block_probes.h; empty: none) whole sweeps are resampled, every plan's step of a
+// sim/calib/block_probes.h; empty: none) whole sweeps are resampled, every plan's step of a
 // round's step index and the blocks after them together (sweep_paired_metrics_with_intervals);
 // otherwise each plan's steps alone.
 nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const std::vector<double>& sensitivity,
