@@ -152,7 +152,6 @@ RankPlanPrediction predict_rank_plan(const sim::offload::SearchResult& searched,
   // With every rank's blocks beside its steps: each rank at its own block medians, the slowest
   // rank's step (sim/calib/block_probes.h); the rank profile's blocks stay for the record.
   if (p.rank_profile && !summed_level(rank_blocks).empty()) {
-    constexpr double kBlockStep = 1.05;
     const double profile_blocks_s = predicted.iteration.seconds();
     RankBlocksPrediction at_blocks = predict_at_rank_blocks(plan, *p.rank_machine, *p.rank_profile, p.contention, rank_blocks);
     const double up =
