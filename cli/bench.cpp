@@ -81,11 +81,9 @@ int bench_engine(const std::vector<std::string>& args) {
       ("repeat", po::value(&repeat)->default_value(repeat), "runs; the best is reported")
       ("seed", po::value(&seed)->default_value(seed), "seed of the synthetic plan")
       ("json", "print JSON {ops, streams, seconds, ops_per_s}");
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  if (!parse_options("protwin bench engine [--ops N] [--streams S] [--repeat R] [--json]", desc,
-                     args, vm, &pos))
+  if (!parse_options("protwin bench engine [--ops N] [--streams S] [--repeat R] [--json]", desc, args, vm,
+                     po::positional_options_description().add("what", 1)))
     return 0;
   PROTWIN_CHECK(ops >= 1, "--ops: expected at least 1, got ", ops);
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
@@ -142,10 +140,9 @@ int bench_policy(const std::vector<std::string>& args) {
       ("repeat", po::value(&repeat)->default_value(repeat), "simulations timed; the best is reported")
       ("json", "print JSON {model, machine, gpus, plan_ops, simulate_ms, search_s}");
   add_policy_options(desc, pa);
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  if (!parse_options("protwin bench policy [--model M] [--machine H] [--gpus N] [--json]", desc, args, vm, &pos))
+  if (!parse_options("protwin bench policy [--model M] [--machine H] [--gpus N] [--json]", desc, args, vm,
+                     po::positional_options_description().add("what", 1)))
     return 0;
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
   PolicyInputs in = resolve_policy_inputs(pa);
@@ -199,9 +196,8 @@ int run_bench(const std::vector<std::string>& args) {
     if (args.empty()) throw Error("which benchmark? known: " + known + "\nhint: protwin bench engine");
     return 0;
   }
-  for (const Bench& b : kBenches) {
+  for (const Bench& b : kBenches)
     if (args[0] == b.name) return b.run(args);
-  }
   throw Error("unknown benchmark \"" + args[0] + "\"; known: " + known);
 }
 

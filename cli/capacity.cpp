@@ -1,7 +1,6 @@
 // protwin capacity: the largest model of a family each system can train on a machine (the ladder
 // and its bisection: sim/offload/search/capacity.h).
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"

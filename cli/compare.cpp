@@ -1,7 +1,6 @@
 // protwin compare: every system at its own best knobs and batch size, and ProTrain's speed-up
 // over each (REFERENCE §1: "each tuned, each at its best batch size").
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"

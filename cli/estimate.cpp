@@ -4,7 +4,6 @@
 // --gpu-memory-GB takes the nominal number printed on the card (40, 80, 94) and, as the authors'
 // optimal_setting_search.py does, compares it directly with totals in GiB (1024^3 bytes).
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <optional>
 

@@ -2,7 +2,6 @@
 // interpolated, derived, shape-aware model), or every entry of a profile (--queries).
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <sstream>
 
 #include "cli/options.h"

@@ -28,7 +28,7 @@ namespace po = boost::program_options;
 // `usage` is the first help line, e.g. "protwin simulate --plan P.json [options]".
 bool parse_options(const std::string& usage, po::options_description& desc,
                    const std::vector<std::string>& args, po::variables_map& vm,
-                   const po::positional_options_description* positional = nullptr);
+                   const po::positional_options_description& positional = {});
 
 // Checks a number of the flag --`flag` against its sane range, as parse_options does for the
 // flags it parses; for numbers a subcommand parses itself (--batch N|auto). Flags without a range

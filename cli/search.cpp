@@ -1,6 +1,5 @@
 // protwin search: the best policy of one system for a model on a machine, in simulation.
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"

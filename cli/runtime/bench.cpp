@@ -24,10 +24,9 @@ int bench_adam(const std::vector<std::string>& args) {
       ("threads", po::value(&threads)->default_value(threads), "threads of each optimizer")
       ("repeat", po::value(&repeat)->default_value(repeat), "timed steps per optimizer; the best is kept")
       ("json", "print JSON {params, protwin_params_per_s, torch_params_per_s, speedup, dram_GBps, ...}");
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  if (!parse_options("protwin bench adam [--params N] [--threads T] [--repeat R] [--json]", desc, args, vm, &pos))
+  if (!parse_options("protwin bench adam [--params N] [--threads T] [--repeat R] [--json]", desc, args, vm,
+                     po::positional_options_description().add("what", 1)))
     return 0;
   PROTWIN_CHECK(params >= 1, "--params: expected at least 1, got ", params);
   // Each run holds parameters, gradients and both moments in fp32: 16 B per parameter.
@@ -73,11 +72,9 @@ int bench_stability(const std::vector<std::string>& args) {
       ("interval", po::value(&o.interval_s)->default_value(o.interval_s, "0.2"), "seconds between samples")
       ("threads", po::value(&o.threads)->default_value(o.threads), "ATen threads of the probe GEMMs")
       ("json", "print JSON {samples_gflops, samples, min, p10, median, p90, max, p10_p90_relative}");
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
   if (!parse_options("protwin bench stability [--seconds S] [--interval I] [--threads T] [--json]", desc, args, vm,
-                     &pos))
+                     po::positional_options_description().add("what", 1)))
     return 0;
   PROTWIN_CHECK(o.seconds > 0, "--seconds: expected a number > 0, got ", o.seconds);
   PROTWIN_CHECK(o.interval_s >= 0, "--interval: expected a number >= 0, got ", o.interval_s);

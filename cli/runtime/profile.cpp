@@ -1,7 +1,6 @@
 // protwin profile: micro-benchmarks on the emulated device, written as a machine file and an op
 // profile (provenance measured) for the simulator's hardware cost model (DESIGN §5, issue 7).
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
