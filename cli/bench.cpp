@@ -108,25 +108,23 @@ int bench_engine(const std::vector<std::string>& args) {
   const double heap_events_per_s = static_cast<double>(events) / heap.cpu_seconds;
   const double ratio = events_per_s / heap_events_per_s, loop_ratio = loop_events_per_s / heap_events_per_s;
 
-  if (vm.count("json")) {
-    print_json({{"ops", ops}, {"streams", streams}, {"seconds", t.seconds}, {"ops_per_s", ops_per_s},
-                {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}, {"events", events},
-                {"events_per_s", events_per_s}, {"event_loop_cpu_seconds", loop_cpu_s},
-                {"event_loop_events_per_s", loop_events_per_s}, {"heap_cpu_seconds", heap.cpu_seconds},
-                {"heap_events_per_s", heap_events_per_s}, {"engine_vs_heap", ratio},
-                {"event_loop_vs_heap", loop_ratio},
-                {"heap_checksum", checksum}});
-  } else {
-    std::printf("engine: %lld ops on %d streams, best of %d: %.3f s = %.2f M ops/s "
-                "(thread CPU %.3f s = %.2f M ops/s; simulated iteration %.3f s)\n",
-                static_cast<long long>(ops), streams, repeat, t.seconds, ops_per_s / 1e6,
-                t.cpu_seconds, cpu_ops_per_s / 1e6, iteration.seconds());
-    std::printf("events: %llu engine events = %.2f M events/s over the whole run, %.2f M events/s in the event "
-                "loop alone (%.3f s; thread CPU)\nbare std::priority_queue loop over as many events (%d in flight): "
-                "%.3f s = %.2f M events/s\nengine / bare heap = %.3f (whole run), %.3f (event loop)\n",
-                static_cast<unsigned long long>(events), events_per_s / 1e6, loop_events_per_s / 1e6, loop_cpu_s,
-                streams, heap.cpu_seconds, heap_events_per_s / 1e6, ratio, loop_ratio);
-  }
+  if (vm.count("json"))
+    return print_json({{"ops", ops}, {"streams", streams}, {"seconds", t.seconds}, {"ops_per_s", ops_per_s},
+                       {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}, {"events", events},
+                       {"events_per_s", events_per_s}, {"event_loop_cpu_seconds", loop_cpu_s},
+                       {"event_loop_events_per_s", loop_events_per_s}, {"heap_cpu_seconds", heap.cpu_seconds},
+                       {"heap_events_per_s", heap_events_per_s}, {"engine_vs_heap", ratio},
+                       {"event_loop_vs_heap", loop_ratio},
+                       {"heap_checksum", checksum}});
+  std::printf("engine: %lld ops on %d streams, best of %d: %.3f s = %.2f M ops/s "
+              "(thread CPU %.3f s = %.2f M ops/s; simulated iteration %.3f s)\n",
+              static_cast<long long>(ops), streams, repeat, t.seconds, ops_per_s / 1e6,
+              t.cpu_seconds, cpu_ops_per_s / 1e6, iteration.seconds());
+  std::printf("events: %llu engine events = %.2f M events/s over the whole run, %.2f M events/s in the event "
+              "loop alone (%.3f s; thread CPU)\nbare std::priority_queue loop over as many events (%d in flight): "
+              "%.3f s = %.2f M events/s\nengine / bare heap = %.3f (whole run), %.3f (event loop)\n",
+              static_cast<unsigned long long>(events), events_per_s / 1e6, loop_events_per_s / 1e6, loop_cpu_s,
+              streams, heap.cpu_seconds, heap_events_per_s / 1e6, ratio, loop_ratio);
   return 0;
 }
 
@@ -151,18 +149,16 @@ int bench_policy(const std::vector<std::string>& args) {
   PROTWIN_CHECK(r.found, "model ", in.model.name, " does not fit on ", in.cost->machine().name);
   const sim::PlanSimulator simulator(*in.cost);
   const Timing sim_t = best_of(repeat, [&] { simulator.run(r.best_plan.plan); });
-  if (vm.count("json")) {
-    print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"plan_ops", r.best_plan.plan.ops.size()}, {"simulate_ms", sim_t.seconds * 1e3},
-                {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated},
-                {"settings_per_s", static_cast<double>(r.configurations) / search.seconds}});
-  } else {
-    std::printf("policy: %s on %s, %d GPU(s): one simulated iteration (%zu ops) %.3f ms (best of %d); "
-                "search %.3f s wall (%ld settings, %ld simulated) = %.0f settings/s\n",
-                in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
-                r.best_plan.plan.ops.size(), sim_t.seconds * 1e3, repeat, search.seconds, r.configurations,
-                r.simulated, static_cast<double>(r.configurations) / search.seconds);
-  }
+  if (vm.count("json"))
+    return print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
+                       {"plan_ops", r.best_plan.plan.ops.size()}, {"simulate_ms", sim_t.seconds * 1e3},
+                       {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated},
+                       {"settings_per_s", static_cast<double>(r.configurations) / search.seconds}});
+  std::printf("policy: %s on %s, %d GPU(s): one simulated iteration (%zu ops) %.3f ms (best of %d); "
+              "search %.3f s wall (%ld settings, %ld simulated) = %.0f settings/s\n",
+              in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
+              r.best_plan.plan.ops.size(), sim_t.seconds * 1e3, repeat, search.seconds, r.configurations,
+              r.simulated, static_cast<double>(r.configurations) / search.seconds);
   return 0;
 }
 

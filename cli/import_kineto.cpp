@@ -106,8 +106,7 @@ int run_import_kineto(const std::vector<std::string>& args) {
                              {"largest_bytes", c.largest_bytes},
                              {"largest_GBps", gbps(c.largest_bytes, c.largest_mean_us)}});
     for (const auto& [key, s] : host) j["host_dispatch"][key] = {{"median_us", s.median_us}, {"count", s.count}};
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
 
   std::printf("device:  %s\nentries: %zu\nprofile: %s\n\n", profile.device().c_str(), profile.size(),

@@ -38,10 +38,8 @@ int run_import_table(const std::vector<std::string>& args) {
 
   std::map<std::string, int> kinds;
   for (const auto& e : profile.entries()) ++kinds[e.sig.kind + ":" + e.sig.dtype];
-  if (vm.count("json")) {
-    print_json({{"output", out_path}, {"format", opts.format}, {"entries", profile.size()}, {"kinds", kinds}});
-    return 0;
-  }
+  if (vm.count("json"))
+    return print_json({{"output", out_path}, {"format", opts.format}, {"entries", profile.size()}, {"kinds", kinds}});
   std::printf("%s: %zu entries from %zu file(s) (%s)\n", out_path.c_str(), profile.size(), files.size(),
               opts.format.c_str());
   for (const auto& [k, n] : kinds) std::printf("  %-24s %6d\n", k.c_str(), n);

@@ -46,10 +46,7 @@ int run_machines(const std::vector<std::string>& args) {
                    {"cpu_adam_params_per_s", cm.cpu_adam_params_per_s(m.gpu.count)},
                    {"p2p", m.gpu.p2p}});
   }
-  if (vm.count("json")) {
-    print_json(out);
-    return 0;
-  }
+  if (vm.count("json")) return print_json(out);
   std::printf("%-21s %-24s %3s %8s %11s %-16s %8s %6s %13s %4s\n", "NAME", "GPU", "N", "MEM_GiB",
               "BF16_TFLOPS", "HOST_LINK", "H2D_GBps", "CORES", "ADAM_Mparam/s", "P2P");
   std::printf("%s", table.c_str());

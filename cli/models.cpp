@@ -36,8 +36,7 @@ int run_models(const std::vector<std::string>& args) {
       j["params"] = m.parameter_count();
       a.push_back(j);
     }
-    print_json(a);
-    return 0;
+    return print_json(a);
   }
   std::printf("%-14s%-7s%17s%7s%5s%7s%5s%7s%8s\n", "name", "family", "params", "h", "L", "heads", "kv", "ffn",
               "vocab");
@@ -85,10 +84,7 @@ int run_model(const std::vector<std::string>& args) {
 
   const sim::ModelSpec m = sim::resolve_model(name);
   const sim::Workload w = sim::build_workload(m, o);
-  if (vm.count("json")) {
-    print_json(sim::workload_to_json(w, vm.count("kernels") > 0));
-    return 0;
-  }
+  if (vm.count("json")) return print_json(sim::workload_to_json(w, vm.count("kernels") > 0));
   const double mib = 1024.0 * 1024.0;
   std::cout << "model:        " << m.name << " (" << m.family << ", " << m.source << ")\n";
   if (!m.citation.empty()) std::cout << "source:       " << m.citation << "\n";

@@ -153,7 +153,10 @@ void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std
        "instead of the machine's curves, its measured contention slows ops sharing the host's cores (as in calibrate)");
 }
 
-void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+int print_json(const nlohmann::json& j) {
+  std::cout << j.dump(2) << "\n";
+  return 0;
+}
 
 
 }  // namespace protwin::cli

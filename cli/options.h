@@ -48,7 +48,8 @@ bool given(const po::variables_map& vm, const std::string& flag);
 // hw::load_op_profile) whose entries win over the machine's curves.
 void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile);
 
-// Prints JSON (2-space indent) to stdout.
-void print_json(const nlohmann::json& j);
+// Prints JSON (2-space indent) to stdout and returns 0, the exit code: `return print_json(j);` ends
+// a subcommand whose output is JSON.
+int print_json(const nlohmann::json& j);
 
 }  // namespace protwin::cli

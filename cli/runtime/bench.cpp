@@ -35,31 +35,29 @@ int bench_adam(const std::vector<std::string>& args) {
                 " GiB (16 B per parameter), more than this machine's ", ram >> 30, " GiB of memory");
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
   const rt::AdamBenchResult r = rt::bench_adam(params, threads, repeat);
-  if (vm.count("json")) {
-    print_json({{"params", r.params},
-                {"threads", r.threads},
-                {"repeat", r.repeats},
-                {"kernel", r.kernel},
-                {"protwin_seconds", r.protwin_seconds},
-                {"torch_seconds", r.torch_seconds},
-                {"protwin_params_per_s", r.protwin_params_per_s},
-                {"torch_params_per_s", r.torch_params_per_s},
-                {"speedup", r.speedup},
-                {"bytes_per_param", r.bytes_per_param},
-                {"dram_GBps", r.dram_GBps},
-                {"machine_dram_GBps", r.machine_dram_GBps},
-                {"fraction_of_dram", r.fraction_of_dram}});
-  } else {
-    std::printf("adam: %lld fp32 params, %d thread(s), best of %d\n", static_cast<long long>(r.params), r.threads,
-                r.repeats);
-    std::printf("  protwin (%s): %.4f s  %.1f M params/s  %.2f GB/s (%lld B/param)\n", r.kernel.c_str(),
-                r.protwin_seconds, r.protwin_params_per_s / 1e6, r.dram_GBps,
-                static_cast<long long>(r.bytes_per_param));
-    std::printf("  torch::optim::Adam: %.4f s  %.1f M params/s\n", r.torch_seconds, r.torch_params_per_s / 1e6);
-    std::printf("  speedup: %.2fx\n", r.speedup);
-    std::printf("  this machine's memory bandwidth (in-place a = 0.5a + x, same buffers and threads): %.2f GB/s (Adam reaches %.0f %%)\n",
-                r.machine_dram_GBps, 100.0 * r.fraction_of_dram);
-  }
+  if (vm.count("json"))
+    return print_json({{"params", r.params},
+                       {"threads", r.threads},
+                       {"repeat", r.repeats},
+                       {"kernel", r.kernel},
+                       {"protwin_seconds", r.protwin_seconds},
+                       {"torch_seconds", r.torch_seconds},
+                       {"protwin_params_per_s", r.protwin_params_per_s},
+                       {"torch_params_per_s", r.torch_params_per_s},
+                       {"speedup", r.speedup},
+                       {"bytes_per_param", r.bytes_per_param},
+                       {"dram_GBps", r.dram_GBps},
+                       {"machine_dram_GBps", r.machine_dram_GBps},
+                       {"fraction_of_dram", r.fraction_of_dram}});
+  std::printf("adam: %lld fp32 params, %d thread(s), best of %d\n", static_cast<long long>(r.params), r.threads,
+              r.repeats);
+  std::printf("  protwin (%s): %.4f s  %.1f M params/s  %.2f GB/s (%lld B/param)\n", r.kernel.c_str(),
+              r.protwin_seconds, r.protwin_params_per_s / 1e6, r.dram_GBps,
+              static_cast<long long>(r.bytes_per_param));
+  std::printf("  torch::optim::Adam: %.4f s  %.1f M params/s\n", r.torch_seconds, r.torch_params_per_s / 1e6);
+  std::printf("  speedup: %.2fx\n", r.speedup);
+  std::printf("  this machine's memory bandwidth (in-place a = 0.5a + x, same buffers and threads): %.2f GB/s (Adam reaches %.0f %%)\n",
+              r.machine_dram_GBps, 100.0 * r.fraction_of_dram);
   return 0;
 }
 
@@ -84,14 +82,13 @@ int bench_stability(const std::vector<std::string>& args) {
     nlohmann::json j = s.to_json();
     j.update({{"samples_gflops", g}, {"threads", o.threads}, {"interval_s", o.interval_s},
               {"probe", "20 x fp32 GEMM 256x256x256 per sample"}});
-    print_json(j);
-  } else {
-    std::printf("stability: %zu samples of 20 fp32 GEMMs 256^3 (%d thread(s)), every %.2f s for %.1f s\n", s.n,
-                o.threads, o.interval_s, o.seconds);
-    std::printf("  GFLOPS: min %.1f  p10 %.1f  median %.1f  p90 %.1f  max %.1f\n", s.min, s.p10, s.median, s.p90,
-                s.max);
-    std::printf("  80 %% of the samples lie within a band %.1f %% of the median wide\n", 100 * s.relative);
+    return print_json(j);
   }
+  std::printf("stability: %zu samples of 20 fp32 GEMMs 256^3 (%d thread(s)), every %.2f s for %.1f s\n", s.n,
+              o.threads, o.interval_s, o.seconds);
+  std::printf("  GFLOPS: min %.1f  p10 %.1f  median %.1f  p90 %.1f  max %.1f\n", s.min, s.p10, s.median, s.p90,
+              s.max);
+  std::printf("  80 %% of the samples lie within a band %.1f %% of the median wide\n", 100 * s.relative);
   return 0;
 }
 
