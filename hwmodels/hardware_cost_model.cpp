@@ -298,7 +298,7 @@ KernelTime HardwareCostModel::corrected(const traces::OpSignature& sig, double b
 }
 
 KernelTime HardwareCostModel::gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
-  compute_for(dtype);  // a dtype the GPU lacks is an error naming the machine
+  machine_.compute_for(dtype);  // a dtype the GPU lacks is an error naming the machine
   PROTWIN_CHECK(batch >= 1 && m >= 1 && n >= 1 && k >= 1, "gemm: every dimension must be >= 1, got ", batch, "x", m,
                 "x", n, "x", k);
   const double bytes = static_cast<double>(batch) * (static_cast<double>(m) * k + static_cast<double>(k) * n +
@@ -332,22 +332,15 @@ std::vector<LinkSpec> HardwareCostModel::links() const {
   return {{"pcie_h2d", l.h2d.pinned_GBps}, {"pcie_d2h", l.d2h.pinned_GBps}, {"pcie_duplex", duplex}};
 }
 
-const DtypeCompute& HardwareCostModel::compute_for(const std::string& dtype) const {
-  auto it = machine_.gpu.compute.find(dtype);
-  PROTWIN_CHECK(it != machine_.gpu.compute.end(), "machine ", machine_.name,
-                ": no /gpu/compute entry for dtype \"", dtype, "\"");
-  return it->second;
-}
-
 double HardwareCostModel::gemm_tflops(double gflop, const std::string& dtype) const {
-  const DtypeCompute& c = compute_for(dtype);
+  const DtypeCompute& c = machine_.compute_for(dtype);
   if (c.gemm_curve.empty() || gflop > c.gemm_curve.last_x()) return c.sustained_tflops;
   return c.gemm_curve.at(gflop);
 }
 
 double HardwareCostModel::roofline_seconds(double flops, double bytes, const std::string& dtype) const {
   const double floor = machine_.gpu.launch_floor_us * 1e-6;
-  const double t_flops = flops > 0 ? flops / (compute_for(dtype).sustained_tflops * 1e12) : 0;
+  const double t_flops = flops > 0 ? flops / (machine_.compute_for(dtype).sustained_tflops * 1e12) : 0;
   const double t_bytes = bytes > 0 ? bytes / (machine_.gpu.hbm_achievable_GBps * 1e9) : 0;
   return std::max({t_flops, t_bytes, floor});
 }
@@ -356,7 +349,7 @@ double HardwareCostModel::roofline_seconds(double flops, double bytes, const std
 double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
   const double gflop = flops * 1e-9;
   double t = flops / (gemm_tflops(gflop, dtype) * 1e12);
-  const EfficiencyCurve& curve = compute_for(dtype).gemm_curve;
+  const EfficiencyCurve& curve = machine_.compute_for(dtype).gemm_curve;
   if (!curve.empty() && gflop < curve.first_x())  // latency-bound: the first point's time
     t = std::max(t, curve.first_x() / curve.first_y() * 1e-3);
   const double t_bytes = bytes / (machine_.gpu.hbm_achievable_GBps * 1e9);

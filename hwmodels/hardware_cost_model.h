@@ -94,8 +94,6 @@ class HardwareCostModel : public CostModel {
   // Prices with these tables (measured on this machine) instead of the machine's; empty: none.
   // Call before pricing anything; the tables must outlive the cost model.
   void set_kernel_tables(const std::vector<const traces::OpProfile*>& tables);
-  // The measured tables in use (nullptr: none, or the machine has no shape-aware model).
-  const KernelTable* kernel_table() const { return table_.get(); }
   double copy_seconds(double bytes, CopyDirection dir, bool pinned, bool both_directions) const;
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
@@ -131,7 +129,6 @@ class HardwareCostModel : public CostModel {
   };
   CopyPrice copy_price(double bytes, bool h2d, bool pinned, bool measured) const;
   void add_host_phase(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
-  const DtypeCompute& compute_for(const std::string& dtype) const;
   double roofline_seconds(double flops, double bytes, const std::string& dtype) const;
   const CollectiveSpec& collective_spec(CollectiveKind kind, CollectiveScope scope) const;
   double curve_kernel_seconds(const traces::Kernel& k, bool backward) const;

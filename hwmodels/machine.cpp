@@ -268,6 +268,12 @@ nlohmann::json Machine::provenance_of(const std::string& pointer) const {
   return json.contains("provenance") ? find_provenance(json["provenance"], pointer) : nullptr;
 }
 
+const DtypeCompute& Machine::compute_for(const std::string& dtype) const {
+  auto it = gpu.compute.find(dtype);
+  PROTWIN_CHECK(it != gpu.compute.end(), "machine ", name, ": no /gpu/compute entry for dtype \"", dtype, "\"");
+  return it->second;
+}
+
 Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode root(&j, std::make_shared<const std::string>(source), "");
   if (!root.is_object()) root.fail("expected a machine object");
