@@ -277,13 +277,7 @@ const DtypeCompute& Machine::compute_for(const std::string& dtype) const {
 Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode root(&j, std::make_shared<const std::string>(source), "");
   if (!root.is_object()) root.fail("expected a machine object");
-  const std::string format = root.get_string("format");
-  if (format != kMachineFormat)
-    root.at("format").fail(std::string("expected \"") + kMachineFormat + "\", got \"" + format + "\"");
-  const int64_t version = root.get_int("version");
-  if (version != kMachineVersion)
-    root.at("version").fail("unsupported version " + std::to_string(version) + " (this build reads " +
-                            std::to_string(kMachineVersion) + ")");
+  root.check_format(kMachineFormat, kMachineVersion, "machine");
   root.check_keys({"format", "version", "name", "description", "gpu", "host", "host_link", "cpu_adam",
                    "host_passes", "host_dispatch", "gpu_adam", "collectives", "network", "kernel_tables",
                    "provenance"});
