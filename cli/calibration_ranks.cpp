@@ -154,7 +154,7 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       std::vector<std::string> args = mpirun_head;
       // --block-probes: every rank times each block of the plan once after every step; with the rank
       // profile, each rank's prediction prices the blocks at its medians and the step is the slowest
-      // rank's (sim/calib/rank_block_probes.h).
+      // rank's (sim/calib/block_probes.h).
       args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
                                "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps),
                                "-o", dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json",
