@@ -46,6 +46,7 @@ const CollectiveSpec& spec_of(const CollectiveDomainSpec& d, CollectiveKind kind
   static constexpr CollectiveSpec D::*kSpecs[] = {&D::all_reduce, &D::reduce_scatter, &D::all_gather,
                                                   &D::broadcast};  // by CollectiveKind
   static_assert(std::size(kSpecs) == std::size(kCollectiveNames), "a domain entry per kind");
+  PROTWIN_ASSERT(static_cast<size_t>(kind) < std::size(kSpecs), "unknown collective kind");
   return d.*kSpecs[static_cast<size_t>(kind)];
 }
 

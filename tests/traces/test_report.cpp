@@ -48,6 +48,16 @@ TEST_CASE("a report with end before start is refused") {
   REQUIRE_THROWS_WITH(report_from_json(j, "r.json"), "r.json:/ops/1/end_ns: op ends before it starts");
 }
 
+TEST_CASE("a report of another format or version is refused, naming the member") {
+  auto j = report_to_json(sample_report());
+  j["version"] = 7;
+  REQUIRE_THROWS_WITH(report_from_json(j, "r.json"),
+                      "r.json:/version: unsupported report version 7 (this protwin reads version 1)");
+  j["format"] = "protwin.plan";
+  REQUIRE_THROWS_WITH(report_from_json(j, "r.json"),
+                      "r.json:/format: expected \"protwin.report\", got \"protwin.plan\"");
+}
+
 TEST_CASE("chrome trace: a named track per stream, X events in microseconds, a counter per pool") {
   const auto t = chrome_trace(sample_report());
   int threads = 0, slices = 0, counters = 0;

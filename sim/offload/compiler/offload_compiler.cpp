@@ -107,7 +107,8 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   // host memory and visits the GPU in a buffer.
   std::vector<bool> persistent(static_cast<size_t>(n_chunks));
   // shard: a rank's part of the chunk in its dtype (rank_params: its parameters); moved: what one
-  // fetch copies up and one gradient offload copies down (fp32 under host_fp32_params); cap: its buffer.
+  // fetch copies up and one gradient offload copies down (fp32 under host_fp32_params); cap: the
+  // chunk's GPU buffer.
   std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks)),
       rank_params(static_cast<size_t>(n_chunks)), moved(static_cast<size_t>(n_chunks)),
       cap(static_cast<size_t>(n_chunks));
