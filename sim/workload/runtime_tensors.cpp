@@ -154,6 +154,29 @@ int rope_backward_merged(TensorProgram& p, int g, int64_t bytes) {
   return merged;
 }
 
+// attention_fwd from its scores on, and the output projection with the residual add: matmul(q,
+// k^T) first copies two [B*NH, T, D] operands (GPT-2: the q and k views of qkv; LLaMA: repeat_kv's
+// k (GQA) and q, laid out like its transposed input; without GQA matmul copies k^T instead), which
+// die with the statement; ones(T,T).triu_ (the mask), _softmax; matmul(att, v) copies v (LLaMA:
+// repeat_kv(v), or matmul's copy); merge_heads' transpose + reshape copies the output. Returns
+// the kept attention probabilities; *atty the merged output, *resid the residual sum.
+int attention_forward(TensorProgram& p, const Dims& d, int* atty, int* resid) {
+  const int c1 = p.alloc(d.btc()), c2 = p.alloc(d.btc()), scores = p.alloc(d.att());
+  p.free(c2);
+  p.free(c1);
+  const int mask = p.alloc(d.t * d.t), att = p.alloc(d.att());
+  const int vc = p.alloc(d.btc()), out = p.alloc(d.btc());
+  p.free(vc);
+  p.free(mask);
+  p.free(scores);
+  *atty = p.alloc(d.btc());
+  p.free(out);
+  const int proj = p.alloc(d.btc());
+  *resid = p.alloc(d.btc());
+  p.free(proj);
+  return att;
+}
+
 }  // namespace
 
 TensorProgram embedding_forward_tensors(const RuntimeShapes& s) {
@@ -169,19 +192,8 @@ TensorProgram layer_forward_tensors(const RuntimeShapes& s) {
   if (!d.llama) {
     const int norm1 = p.alloc(d.btc()), mean1 = p.alloc(d.rows()), rstd1 = p.alloc(d.rows());  // native_layer_norm
     const int qkv = p.alloc(3 * d.btc());  // addmm; q, k, v are views of it
-    // attention_fwd: matmul(q, k^T) copies both views into [B*NH, T, D] / [B*NH, D, T]
-    const int qc = p.alloc(d.btc()), kc = p.alloc(d.btc()), scores = p.alloc(d.att());
-    p.free(kc);
-    p.free(qc);
-    const int mask = p.alloc(d.t * d.t), att = p.alloc(d.att());  // ones(T,T).triu_, _softmax
-    const int vc = p.alloc(d.btc()), out = p.alloc(d.btc());     // matmul(att, v): v copied
-    p.free(vc);
-    p.free(mask);
-    p.free(scores);
-    const int atty = p.alloc(d.btc());  // merge_heads: transpose + reshape copies
-    p.free(out);
-    const int proj = p.alloc(d.btc()), resid = p.alloc(d.btc());
-    p.free(proj);
+    int atty = 0, resid = 0;
+    const int att = attention_forward(p, d, &atty, &resid);
     const int norm2 = p.alloc(d.btc()), mean2 = p.alloc(d.rows()), rstd2 = p.alloc(d.rows());
     const int fc = p.alloc(d.btf()), act = p.alloc(d.btf());  // linear, gelu
     const int fcp = p.alloc(d.btc()), y = p.alloc(d.btc());
@@ -196,20 +208,8 @@ TensorProgram layer_forward_tensors(const RuntimeShapes& s) {
   const int q = rope_forward(p, p.alloc(d.btc()), d.btc());
   const int k = rope_forward(p, p.alloc(d.btk()), d.btk());
   const int v = p.alloc(d.btk());
-  // attention_fwd: repeat_kv copies k (GQA); q, laid out like its transposed input, is copied by
-  // matmul's reshape. Without GQA, k^T is copied by matmul instead. Both die with the statement.
-  const int kr = p.alloc(d.btc()), qc = p.alloc(d.btc()), scores = p.alloc(d.att());
-  p.free(qc);
-  p.free(kr);
-  const int mask = p.alloc(d.t * d.t), att = p.alloc(d.att());
-  const int vr = p.alloc(d.btc()), out = p.alloc(d.btc());  // repeat_kv(v) (or matmul's copy of v)
-  p.free(vr);
-  p.free(mask);
-  p.free(scores);
-  const int atty = p.alloc(d.btc());
-  p.free(out);
-  const int proj = p.alloc(d.btc()), resid = p.alloc(d.btc());
-  p.free(proj);
+  int atty = 0, resid = 0;
+  const int att = attention_forward(p, d, &atty, &resid);
   const int norm2 = rms_forward(p, d, &rstd2);
   const int gate = p.alloc(d.btf()), up = p.alloc(d.btf()), act = p.alloc(d.btf());  // silu(gate).mul_(up)
   const int down = p.alloc(d.btc()), y = p.alloc(d.btc());
