@@ -53,8 +53,8 @@ struct Op {
   std::vector<Kernel> bwd;
   int64_t fwd_live = 0;
   int64_t bwd_live = 0;
-  Section section = Section::kShard;
   bool linear = false;  // bwd = {dX, dW}
+  Section section = Section::kShard;  // set by BlockBuilder::push
 };
 
 class BlockBuilder {
@@ -70,13 +70,7 @@ class BlockBuilder {
   // dW[k,n] = X^T dY -> gemm {k,n,m}; each 2mnk flops. (The bias gradient, a row sum of dY, is
   // folded into the dW GEMM.)
   void gemm(int64_t m, int64_t n, int64_t k, int64_t fwd_live, int64_t bwd_live) {
-    Op op;
-    op.fwd = gemm_kernel(m, n, k);
-    op.bwd = {gemm_kernel(m, k, n), gemm_kernel(k, n, m)};
-    op.fwd_live = fwd_live;
-    op.bwd_live = bwd_live;
-    op.linear = true;
-    push(std::move(op));
+    push({gemm_kernel(m, n, k), {gemm_kernel(m, k, n), gemm_kernel(k, n, m)}, fwd_live, bwd_live, true});
   }
 
   // With bias_passes, a linear's bias gradient: one reduction of dY (m x n) over the tokens,
@@ -92,14 +86,11 @@ class BlockBuilder {
   void pointwise(const std::string& kind, int64_t n, double flops_per_elem, double reads,
                  double writes, double bwd_reads, double bwd_writes, int64_t fwd_live,
                  int64_t bwd_live, double extra_fwd_bytes = 0, double extra_bwd_bytes = 0) {
-    Op op;
     const double f = flops_per_elem * static_cast<double>(n);
-    op.fwd = kernel(kind, {n}, dt_, f, (reads + writes) * e_ * n + extra_fwd_bytes);
+    Op op{kernel(kind, {n}, dt_, f, (reads + writes) * e_ * n + extra_fwd_bytes), {}, fwd_live, bwd_live};
     if (bwd_reads + bwd_writes > 0)
       op.bwd = {kernel(kind, {n}, dt_, kBackwardFactor * f,
                        (bwd_reads + bwd_writes) * e_ * n + extra_bwd_bytes)};
-    op.fwd_live = fwd_live;
-    op.bwd_live = bwd_live;
     push(std::move(op));
   }
 

@@ -109,7 +109,7 @@ struct Step {
 };
 using Program = std::vector<Step>;
 
-// Consecutive kernels of one section.
+// A run of consecutive kernels of one section (the next run is of another section).
 struct Segment {
   Section section;
   std::vector<Kernel> kernels;
@@ -141,10 +141,9 @@ class ProgramBuilder {
     Program p;
     const bool tp = pl_.sizes.tp > 1;
     std::vector<Kernel> pending;
-    Section prev = Section::kShard;
     for (const Segment& seg : segments(b.forward, b.forward_tags)) {
       const Section sec = seg.section;
-      if (tp && sp_ && sec == Section::kColumn && prev != Section::kColumn) {
+      if (tp && sp_ && sec == Section::kColumn) {
         flush(p, pending, kind, b, "before all-gather");
         p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input")});
       }
@@ -164,7 +163,6 @@ class ProgramBuilder {
         flush(p, pending, kind, b, "loss");
         p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics")});
       }
-      prev = sec;
     }
     flush(p, pending, kind, b, "tail");
     return p;
@@ -176,14 +174,12 @@ class ProgramBuilder {
     Program p;
     const bool tp = pl_.sizes.tp > 1, cp = pl_.sizes.cp > 1;
     std::vector<Kernel> pending;
-    Section prev = Section::kShard;
     for (const Segment& seg : segments(b.backward, b.backward_tags)) {
       const Section sec = seg.section;
-      if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
+      if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding)) {
         flush(p, pending, "backward", b, "before all-gather");
         p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient")});
       }
-      prev = sec;
       if (sec == Section::kAttention && selective) {
         flush(p, pending, "backward", b, "before recompute");
         std::vector<Kernel> fwd;
@@ -769,8 +765,12 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   std::vector<StageState>& st = skel_.st;
   st.resize(static_cast<size_t>(p));
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
+  const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
+  const int64_t head_params =
+      ceil_div(head.param_count + (tied ? model.vocab * model.hidden : 0), z.tp);
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
+    auto& info = out.stages[static_cast<size_t>(s)];
     const bool used[kRoles] = {true, z.tp > 1, z.cp > 1, dp_ops || tied || o.fsdp, p > 1};  // in the plan
     for (int r = 0; r < kRoles; ++r) {
       S.streams[r] = "stage" + std::to_string(s) + "." + kRoleNames[r];
@@ -778,15 +778,8 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
       plan.streams.push_back({S.streams[r], {}});
       stage_of_stream_.push_back(s);
     }
-    out.stages[static_cast<size_t>(s)].compute_stream = S.streams[kCompute];
+    info.compute_stream = S.streams[kCompute];
     stage_of_host_[traces::host_of_stream(S.streams[kCompute])] = s;
-  }
-  const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
-  const int64_t head_params =
-      ceil_div(head.param_count + (tied ? model.vocab * model.hidden : 0), z.tp);
-  for (int s = 0; s < p; ++s) {
-    auto& S = st[static_cast<size_t>(s)];
-    auto& info = out.stages[static_cast<size_t>(s)];
     S.chunks.resize(static_cast<size_t>(v));
     for (int k = 0; k < v; ++k) {
       const int vs = k * p + s;
@@ -1190,14 +1183,12 @@ void MegatronOpStream::Impl::emit_tied(Track& tr) {
 // Tail, stage s: the step (after the tied all-reduce on the first and last stage) and the
 // parameter gathers after it.
 void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
-  const Placement& pl = out.placement;
-  const ParallelSizes& z = o_.sizes;
-  // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
-  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm.
-  const int64_t mp_nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
-  const GroupPlacement mp{"mp", z.tp * z.pp, std::max<int64_t>(1, z.tp * z.pp / mp_nodes), mp_nodes};
-  const bool fp16 = o_.dtype == "fp16";
-  // Bytes per parameter of the step (0: the machine's fused device Adam):
+  auto& S = tr.st[static_cast<size_t>(s)];
+  auto& info = out.stages[static_cast<size_t>(s)];
+  std::vector<int> deps = {S.last_dp};
+  if (tied_ && (s == 0 || s == p_ - 1)) deps.push_back(tr.em.counting() ? tied_first_ : dep_on(0, tied_first_));
+  // The step's own passes and syncs, where the framework's code is known (apply_framework_preset),
+  // in bytes per parameter (0: the machine's fused device Adam):
   // - Megatron-LM: Adam 28 (fp32 p, g, m, v read; p, m, v written), the fp16/bf16 grads copied to
   //   fp32 main grads 6 (0 when they are already fp32), unscale with the inf check 8 (fp16 only),
   //   the l2 norm 4, the main params copied back to the model's fp16/bf16 params 6;
@@ -1208,28 +1199,25 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
   //   4, the unconditional grad mul_ 8) = 92.
   double step_bpp = 0;
   std::string step_what;
-  const bool megatron_step = o_.framework_step && !o_.fsdp, composer_step = o_.framework_step && o_.fsdp;
-  if (megatron_step) {
+  if (o_.framework_step && !o_.fsdp) {
+    const bool fp16 = o_.dtype == "fp16";
     step_bpp = 28 + (o_.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
     step_what = "Megatron Float16Optimizer step: main grads, unscale, grad norm, Adam, params copied back";
-  } else if (composer_step) {
-    step_bpp = 80 + 12;
-    step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
-  }
-  auto& S = tr.st[static_cast<size_t>(s)];
-  auto& info = out.stages[static_cast<size_t>(s)];
-  std::vector<int> deps = {S.last_dp};
-  if (tied_ && (s == 0 || s == p_ - 1)) deps.push_back(tr.em.counting() ? tied_first_ : dep_on(0, tied_first_));
-  if (megatron_step) {
-    // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
-    // read by .item(), so the host waits for it.
+    // found_inf (fp16 only) and the grad norm: each all-reduced over Megatron's model-parallel
+    // group (TP x PP) and read by .item(), so the host waits for it.
+    const int64_t mp_nodes = std::max<int64_t>(1, out.placement.tp.nodes * out.placement.pp.nodes);
+    const int64_t mp_size = o_.sizes.tp * o_.sizes.pp;
+    const GroupPlacement mp{"mp", mp_size, std::max<int64_t>(1, mp_size / mp_nodes), mp_nodes};
     for (int k = fp16 ? 0 : 1; k < 2; ++k)
       deps = {tr.em.emit(S, info,
                          bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
                          kCompute, deps, -1)};
-  } else if (composer_step && dp_ops_) {
-    deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
-                       -1)};
+  } else if (o_.framework_step) {
+    step_bpp = 80 + 12;
+    step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
+    if (dp_ops_)
+      deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, out.placement.dp_cp, "FSDP grad norm"),
+                         kCompute, deps, -1)};
   }
   const int64_t shard = o_.distributed_optimizer || o_.fsdp ? ceil_div(info.params, dpc_) : info.params;
   const int adam = tr.em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);

@@ -10,6 +10,9 @@ namespace protwin::sim::parallel {
 
 using protwin::detail::concat;
 
+namespace {
+
+// Positive divisors of n, ascending.
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> out;
   for (int64_t i = 1; i * i <= n; ++i) {
@@ -20,8 +23,6 @@ std::vector<int64_t> divisors(int64_t n) {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-namespace {
 
 std::string gib_text(double gib) {
   std::ostringstream os;
@@ -69,8 +70,8 @@ ParallelSearchResult search_parallel_configs(const ModelSpec& model, const Searc
   std::sort(pipelines.begin(), pipelines.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
 
-  for (int64_t tp : space.tp_sizes)
-    for (int64_t cp : space.cp_sizes)
+  for (int64_t tp : {1, 2, 4, 8})
+    for (int64_t cp : {1, 2, 4, 8})
       for (const auto& [pp, split] : pipelines) {
         SearchCandidate base;
         base.tp = tp, base.cp = cp, base.pp = pp, base.split = split;
