@@ -472,6 +472,8 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.local_ddp = !o.overlap_grad_reduce;
 }
 
+namespace {
+
 // The compiler's state between two ops. Two emissions of the same code run side by side:
 //  - the skeleton numbers the plan: it emits the tasks in compile order (the order that makes
 //    ids topological: a stage goes on while the sends it waits for exist) but builds no op, only
@@ -484,16 +486,18 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
 //    tail op) that another stage has not built yet is a dependency the run waits for by id
 //    (generated() is false until it is handed out). In id order (compile_megatron_plan), the
 //    builder builds each task as the skeleton emits it, which hands the ops out in id order.
-class MegatronOpStream::Impl {
+class StreamImpl final : public MegatronOpStream {
  public:
-  Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl, const nlohmann::json& meta,
-       bool id_order);
-  const traces::Op* next();
-  void starting(int id, int stream);
-  void release(int id, int stream);
-  bool more_for_host(const std::string& host);
-  bool generated(int id) const { return promised_.empty() || promised_.count(id) == 0; }
-  bool wants_more() const { return ops_.size() > (handed_ ? 1u : 0u) || unmet_ > 0; }
+  StreamImpl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
+             const nlohmann::json& meta, bool id_order);
+  const traces::Plan& header() const override { return out.plan; }
+  const ParallelPlan& plan() const override { return out; }
+  const traces::Op* next() override;
+  void starting(int id, int stream) override;
+  void release(int id, int stream) override;
+  bool more_for_host(const std::string& host) override;
+  bool generated(int id) const override { return promised_.empty() || promised_.count(id) == 0; }
+  bool wants_more() const override { return ops_.size() > (handed_ ? 1u : 0u) || unmet_ > 0; }
 
   ParallelPlan out;
   TemplateBank bank{out.plan};
@@ -672,8 +676,8 @@ class MegatronOpStream::Impl {
   }
 };
 
-MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
-                             const nlohmann::json& meta, bool id_order)
+StreamImpl::StreamImpl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
+                       const nlohmann::json& meta, bool id_order)
     : o_(out.options),
       id_order_(id_order),
       skel_{{}, Emitter(nullptr, bank, false)},
@@ -853,7 +857,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
     for (int s = 0; s < p; ++s) need(s, 1);
 }
 
-void MegatronOpStream::Impl::need(int s, int64_t tasks) {
+void StreamImpl::need(int s, int64_t tasks) {
   Progress& g = prog(s);
   const bool before = unmet(s);
   if (tasks >= tasks_per_stage_) {
@@ -864,14 +868,14 @@ void MegatronOpStream::Impl::need(int s, int64_t tasks) {
   update_unmet(s, before);
 }
 
-void MegatronOpStream::Impl::add_span(int s, int first, int64_t task) {
+void StreamImpl::add_span(int s, int first, int64_t task) {
   const int end = builder_.em.next_id();
   if (end == first) return;
   if (!id_order_) prog(s).spans.push_back({first, end, task, end - first});
   prog(s).last_built = end - 1;
 }
 
-MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
+StreamImpl::Span* StreamImpl::find_span(int s, int id) {
   auto& spans = prog(s).spans;
   for (auto it = spans.rbegin(); it != spans.rend(); ++it)
     if (it->first <= id && id < it->end) return &*it;
@@ -879,21 +883,21 @@ MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
   return nullptr;
 }
 
-void MegatronOpStream::Impl::starting(int id, int stream) {
+void StreamImpl::starting(int id, int stream) {
   const int s = stage_of_stream_[static_cast<size_t>(stream)];
   const Span* span = find_span(s, id);
   // Its task's successor must exist before this task's last compute op ends.
   if (span->task != kGatherTask && span->task != kTailTask) need(s, span->task + 2);
 }
 
-void MegatronOpStream::Impl::release(int id, int stream) {
+void StreamImpl::release(int id, int stream) {
   const int s = stage_of_stream_[static_cast<size_t>(stream)];
   --find_span(s, id)->unreleased;
   auto& spans = prog(s).spans;
   while (!spans.empty() && spans.front().unreleased == 0) spans.pop_front();
 }
 
-bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
+bool StreamImpl::more_for_host(const std::string& host) {
   auto it = stage_of_host_.find(host);
   PROTWIN_ASSERT(it != stage_of_host_.end(), "no stage has host ", host);
   const int s = it->second;
@@ -903,7 +907,7 @@ bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
   return true;
 }
 
-const traces::Op* MegatronOpStream::Impl::next() {
+const traces::Op* StreamImpl::next() {
   if (handed_) {  // the run has read the op handed last
     ops_.pop_front();
     handed_ = false;
@@ -916,7 +920,7 @@ const traces::Op* MegatronOpStream::Impl::next() {
   return &ops_.front();
 }
 
-bool MegatronOpStream::Impl::build_more() {
+bool StreamImpl::build_more() {
   if (id_order_) {
     if (skel_order_.empty() && !skeleton_step()) return false;
     if (skel_order_.empty()) return true;  // the skeleton emitted the tail: built in id order
@@ -942,7 +946,7 @@ bool MegatronOpStream::Impl::build_more() {
 
 // The skeleton emits the next task in compile order (a stage goes on while the sends it waits for
 // exist; sweeps over the stages until one makes no progress), then the tail.
-bool MegatronOpStream::Impl::skeleton_step() {
+bool StreamImpl::skeleton_step() {
   if (skel_done_) return false;
   for (;;) {
     const int s = cur_;
@@ -991,7 +995,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
   return true;
 }
 
-void MegatronOpStream::Impl::build_task(int s) {
+void StreamImpl::build_task(int s) {
   Progress& g = prog(s);
   while (g.planned.empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
   TaskIds ids = g.planned.front();
@@ -1003,7 +1007,7 @@ void MegatronOpStream::Impl::build_task(int s) {
   ++g.built;
 }
 
-void MegatronOpStream::Impl::build_tail(int s) {
+void StreamImpl::build_tail(int s) {
   while (!skel_done_) skeleton_step();
   Progress& g = prog(s);
   build_tail_piece(s, g.tail_grads_first, [&] { emit_tail_grads(builder_, s); });
@@ -1012,7 +1016,7 @@ void MegatronOpStream::Impl::build_tail(int s) {
   g.tail_built = true;
 }
 
-void MegatronOpStream::Impl::build_tail_in_id_order() {
+void StreamImpl::build_tail_in_id_order() {
   for (int s = 0; s < p_; ++s)
     build_tail_piece(s, prog(s).tail_grads_first, [&] { emit_tail_grads(builder_, s); });
   if (tied_) build_tail_piece(0, tied_first_, [&] { emit_tied(builder_); });
@@ -1024,7 +1028,7 @@ void MegatronOpStream::Impl::build_tail_in_id_order() {
 
 // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
 // start, in forward order; a bucket's first forward waits for it.
-void MegatronOpStream::Impl::emit_gathers(Track& tr) {
+void StreamImpl::emit_gathers(Track& tr) {
   if (!(dp_ops_ && o_.distributed_optimizer && o_.overlap_param_gather && !o_.fsdp)) return;
   for (int s = 0; s < p_; ++s) {
     auto& S = tr.st[static_cast<size_t>(s)];
@@ -1036,7 +1040,7 @@ void MegatronOpStream::Impl::emit_gathers(Track& tr) {
   }
 }
 
-void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
+void StreamImpl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
   Emitter& em = tr.em;
   auto& S = tr.st[static_cast<size_t>(s)];
   auto& info = out.stages[static_cast<size_t>(s)];
@@ -1100,7 +1104,7 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
 // share the NVLinks). Streamed, every op depends on ops of its own task except the last layer's
 // backward gather, which waits for the forward task's last compute op (the stage's last compute
 // op of the task before, as the OpSource contract allows).
-void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
+void StreamImpl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
                                             int64_t microbatch) {
   Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
@@ -1159,7 +1163,7 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
 }
 
 // Tail, stage s: the gradient buckets not reduced during backward.
-void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
+void StreamImpl::emit_tail_grads(Track& tr, int s) {
   auto& S = tr.st[static_cast<size_t>(s)];
   if (!dp_ops_ || o_.overlap_grad_reduce || o_.fsdp) return;
   for (auto& c : S.chunks)
@@ -1169,7 +1173,7 @@ void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
 
 // Tail: Megatron all-reduces the word-embedding gradient between the first and the last stage
 // (an op of stage 0 that waits for the last stage's last compute op).
-void MegatronOpStream::Impl::emit_tied(Track& tr) {
+void StreamImpl::emit_tied(Track& tr) {
   const Placement& pl = out.placement;
   auto& S0 = tr.st.front();
   const bool inter = pl.stage_link_inter_node.back();
@@ -1182,7 +1186,7 @@ void MegatronOpStream::Impl::emit_tied(Track& tr) {
 
 // Tail, stage s: the step (after the tied all-reduce on the first and last stage) and the
 // parameter gathers after it.
-void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
+void StreamImpl::emit_step(Track& tr, int s) {
   auto& S = tr.st[static_cast<size_t>(s)];
   auto& info = out.stages[static_cast<size_t>(s)];
   std::vector<int> deps = {S.last_dp};
@@ -1227,22 +1231,17 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
         tr.em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
 }
 
-MegatronOpStream::MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
-                                   const nlohmann::json& meta, bool id_order)
-    : impl_(std::make_unique<Impl>(model, options, placement, meta, id_order)) {}
-MegatronOpStream::~MegatronOpStream() = default;
-const traces::Plan& MegatronOpStream::header() const { return impl_->out.plan; }
-const traces::Op* MegatronOpStream::next() { return impl_->next(); }
-bool MegatronOpStream::wants_more() const { return impl_->wants_more(); }
-bool MegatronOpStream::generated(int id) const { return impl_->generated(id); }
-bool MegatronOpStream::more_for_host(const std::string& host) { return impl_->more_for_host(host); }
-void MegatronOpStream::starting(int id, int stream) { impl_->starting(id, stream); }
-void MegatronOpStream::release(int id, int stream) { impl_->release(id, stream); }
-const ParallelPlan& MegatronOpStream::plan() const { return impl_->out; }
+}  // namespace
+
+std::unique_ptr<MegatronOpStream> megatron_op_stream(const ModelSpec& model, const MegatronOptions& options,
+                                                     const Placement& placement, const nlohmann::json& meta,
+                                                     bool id_order) {
+  return std::make_unique<StreamImpl>(model, options, placement, meta, id_order);
+}
 
 ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
                                    const nlohmann::json& meta) {
-  MegatronOpStream stream(model, options, placement, meta, true);
+  StreamImpl stream(model, options, placement, meta, true);
   std::vector<traces::Op> ops;
   while (const traces::Op* op = stream.next()) ops.push_back(*op);
   ParallelPlan out = stream.plan();
