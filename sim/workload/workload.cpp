@@ -147,15 +147,17 @@ class BlockBuilder {
 };
 
 // A norm over t rows of h: saves its input and fp32 per-row statistics (LayerNorm mean + rstd,
-// RMSNorm rstd). Forward reads x and writes y; backward reads x and dy, writes dx.
-void norm(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
+// RMSNorm rstd). Forward reads x and writes y; backward reads x and dy, writes dx (both live).
+// Its output, the input of the projection(s) after it, is saved once as `output`.
+void norm(BlockBuilder& bb, const std::string& name, const std::string& output) {
   const bool ln = bb.m_.norm == "layernorm";
   const int64_t n = bb.ts_ * bb.h_;
   const int64_t stats = (ln ? 2 : 1) * 4 * bb.ts_;
-  bb.pointwise(bb.m_.norm, n, ln ? kLayerNormFlops : kRmsNormFlops, 1, 1, 2, 1, fwd_live, bwd_live,
+  bb.pointwise(bb.m_.norm, n, ln ? kLayerNormFlops : kRmsNormFlops, 1, 1, 2, 1, 0, 2 * bb.e_ * n,
                static_cast<double>(stats), static_cast<double>(stats));
   bb.save(name + ".input", bb.e_ * n);
   bb.save(name + ".stats", stats, true);
+  bb.save(output, bb.e_ * n);
 }
 
 // Dropout over n elements: saves a 1-byte mask (PyTorch's bool mask; Korthikanti counts 1 byte).
@@ -221,9 +223,7 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   const bool flash = o.flash_attention, drop = o.dropout;
 
   // --- attention ---
-  norm(bb, "norm_1", 0, 2 * e * n_s);
-  // The norm's output feeds the Q/K/V projections (one tensor, saved once).
-  bb.save("attn.qkv.input", e * n_s);
+  norm(bb, "norm_1", "attn.qkv.input");
   const bool rope = m.max_positions == 0;  // LLaMA family: rotary embeddings on q and k
   bb.section(Section::kColumn);
   if (m.family == "gpt2" || o.fused_projections) {
@@ -322,8 +322,7 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   branch_end(bb, "attn.resid_dropout");
 
   // --- MLP ---
-  norm(bb, "norm_2", 0, 2 * e * n_s);
-  bb.save("mlp.input", e * n_s);  // the norm's output, input of the first projection(s)
+  norm(bb, "norm_2", "mlp.input");
   bb.section(Section::kColumn);
   if (m.activation == "swiglu") {
     // LLaMA MLP: down(silu(gate(x)) * up(x)). Saved as in unfused PyTorch (HF LLaMA) and in
@@ -386,8 +385,7 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
   BlockBuilder bb(m, o);
   const int64_t t = bb.t_, h = m.hidden, e = bb.e_, V = (m.vocab + o.tp - 1) / o.tp, n = t * h;
   const int64_t n_s = bb.ts_ * h;
-  norm(bb, "final_norm", 0, 2 * e * n_s);
-  bb.save("lm_head.input", e * n_s);
+  norm(bb, "final_norm", "lm_head.input");
   // LM head: logits = x W^T, {t, V, h}. Its output (e*t*V) is cast to fp32 for the loss.
   bb.section(Section::kColumn);
   bb.gemm(t, V, h, e * t * V, e * (t * V + n));

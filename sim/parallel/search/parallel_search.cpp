@@ -1,7 +1,7 @@
 #include "sim/parallel/search/parallel_search.h"
 
 #include <algorithm>
-#include <sstream>
+#include <iomanip>
 #include <tuple>
 
 #include "traces/error.h"
@@ -24,12 +24,7 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-std::string gib_text(double gib) {
-  std::ostringstream os;
-  os.precision(4);
-  os << gib;
-  return os.str();
-}
+std::string gib_text(double gib) { return concat(std::setprecision(4), gib); }
 
 bool by_memory(const SearchCandidate& x, const SearchCandidate& y) {
   return std::make_tuple(x.estimate.total_bytes, x.tp, x.cp, x.pp, x.mbs) <
