@@ -203,6 +203,16 @@ void JsonNode::check_keys(const std::set<std::string>& allowed) const {
   }
 }
 
+void JsonNode::check_format(const char* format, int64_t version, const std::string& what,
+                            const std::string& hint) const {
+  const std::string got = get_string("format");
+  if (got != format) at("format").fail("expected \"" + std::string(format) + "\", got \"" + got + "\"");
+  const int64_t v = get_int("version");
+  if (v != version)
+    at("version").fail("unsupported " + what + " version " + std::to_string(v) + " (this protwin reads version " +
+                       std::to_string(version) + ")" + hint);
+}
+
 int64_t JsonNode::as_int() const {
   if (value_->is_number_unsigned() && value_->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
     fail("expected an integer below 2^63, got " + describe_json(*value_));

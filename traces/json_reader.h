@@ -51,6 +51,11 @@ class JsonNode {
   // typo ("GBPs", "latency_ms") is never silently ignored. Fails if this is not an object.
   void check_keys(const std::set<std::string>& allowed) const;
 
+  // The document's header: "format" must be `format` and "version" `version`, else an error naming
+  // the member ("unsupported <what> version N (this protwin reads version V)", then `hint`).
+  void check_format(const char* format, int64_t version, const std::string& what,
+                    const std::string& hint = "") const;
+
   // Member shortcuts, with range checks that name the field. Numbers are finite.
   std::string get_string(const std::string& key) const { return at(key).as_string(); }
   std::string get_string(const std::string& key, const std::string& fallback) const;

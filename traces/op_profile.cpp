@@ -153,13 +153,7 @@ OpProfile OpProfile::parse(const std::string& text, const std::string& name) {
 }
 
 OpProfile OpProfile::from_json(const JsonNode& root) {
-  const std::string format = root.get_string("format");
-  if (format != kFormat)
-    root.at("format").fail("expected \"" + std::string(kFormat) + "\", got \"" + format + "\"");
-  const int64_t version = root.get_int("version");
-  if (version != kVersion)
-    root.at("version").fail("unsupported version " + std::to_string(version) +
-                            " (this build reads version " + std::to_string(kVersion) + ")");
+  root.check_format(kFormat, kVersion, "op profile");
   OpProfile p;
   p.device_ = root.get_string("device");
   const JsonNode prov = root.at("provenance");

@@ -479,13 +479,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& source) {
   auto file = std::make_shared<const std::string>(source);
   JsonNode root(&j, file, "");
   if (!j.is_object()) root.fail("expected a protwin.plan object");
-  const std::string format = root.get_string("format");
-  if (format != kPlanFormat)
-    root.at("format").fail("expected \"" + std::string(kPlanFormat) + "\", got \"" + format + "\"");
-  const int64_t version = root.get_int("version");
-  if (version != kPlanVersion)
-    root.at("version").fail("unsupported plan version " + std::to_string(version) + " (this protwin reads version " +
-                            std::to_string(kPlanVersion) + ")\nhint: recompile the plan with this protwin: " + kPlanRecompile);
+  root.check_format(kPlanFormat, kPlanVersion, "plan",
+                    std::string("\nhint: recompile the plan with this protwin: ") + kPlanRecompile);
   Plan plan;
   if (auto meta = root.find("meta")) {
     if (!meta->is_object()) meta->fail("expected an object");

@@ -24,12 +24,7 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
   auto file = std::make_shared<const std::string>(source);
   JsonNode root(&j, file, "");
   if (!j.is_object()) root.fail("expected a protwin.report object");
-  const std::string format = root.get_string("format");
-  if (format != kReportFormat)
-    root.at("format").fail("expected \"" + std::string(kReportFormat) + "\", got \"" + format + "\"");
-  const int64_t version = root.get_int("version");
-  if (version != kReportVersion)
-    root.at("version").fail("unsupported report version " + std::to_string(version));
+  root.check_format(kReportFormat, kReportVersion, "report");
   Report r;
   if (auto meta = root.find("meta")) r.meta = meta->raw();
   r.iteration = SimTime(root.get_nonneg_int("iteration_ns"));

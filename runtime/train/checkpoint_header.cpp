@@ -63,10 +63,7 @@ CheckpointHeader read_checkpoint_header(std::istream& in, uint64_t file_size, co
   const traces::JsonNode root = doc.root();
   root.check_keys({"format", "version", "step", "data_position", "seed", "model_spec", "params", "payload_bytes",
                    "fnv1a64"});
-  if (root.get_string("format") != "protwin.checkpoint") root.at("format").fail("expected \"protwin.checkpoint\"");
-  if (root.get_int("version") != kCheckpointVersion)
-    root.at("version").fail("expected " + std::to_string(kCheckpointVersion) + " (the magic says v" +
-                            std::to_string(kCheckpointVersion) + ")");
+  root.check_format("protwin.checkpoint", kCheckpointVersion, "checkpoint header");
   CheckpointHeader h;
   h.step = root.get_nonneg_int("step");
   h.data_position = root.get_nonneg_int("data_position");

@@ -280,7 +280,7 @@ TEST_CASE("the checkpoint's checksum covers its header: an edited step or versio
   edited("\"step\":1", "\"step\":7");
   CHECK_THROWS_WITH(read_checkpoint(dir), path + ": corrupt checkpoint: checksum mismatch");
   edited("\"version\":2", "\"version\":3");
-  CHECK_THROWS_WITH(read_checkpoint(dir), path + " (header):/version: expected 2 (the magic says v2)");
+  CHECK_THROWS_WITH(read_checkpoint(dir), path + " (header):/version: unsupported checkpoint header version 3 (this protwin reads version 2)");
   edited("PROTWIN-CKPT v2", "PROTWIN-CKPT v1");
   CHECK_THROWS_WITH(read_checkpoint(dir), Catch::StartsWith(path + ": checkpoint format v1 from another protwin version"));
   traces::write_file_atomic(path, good);

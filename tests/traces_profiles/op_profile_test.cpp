@@ -114,7 +114,7 @@ TEST_CASE("bad profiles fail with file, JSON pointer and what was expected", "[p
   CHECK(error_of_text(R"({"format": "protwin.plan", "version": 1})") ==
         "p.json:/format: expected \"protwin.profile\", got \"protwin.plan\"");
   CHECK(error_of_text(R"({"format": "protwin.profile", "version": 2})") ==
-        "p.json:/version: unsupported version 2 (this build reads version 1)");
+        "p.json:/version: unsupported op profile version 2 (this protwin reads version 1)");
   CHECK(error_of_text(profile_text("", R"({"kind": "guessed", "source": "s"})")) ==
         "p.json:/provenance/kind: expected one of peak, measured, proxy, derived, assumed, got \"guessed\"");
   // The measured slowdowns the simulator applies are ratios of times; other contention figures may be 0.
