@@ -21,9 +21,8 @@
 #include "sim/calib/block_probes.h"
 #include "sim/calib/calibration.h"
 #include "sim/calib/case_comparison.h"
-#include "sim/calib/case_prediction.h"
 #include "cli/calibration_ranks.h"
-#include "sim/calib/rank_criteria.h"
+#include "sim/calib/rank_cases.h"
 #include "sim/calib/drift_rule.h"
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -349,7 +348,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::string reference_source;
   std::optional<traces::OpProfile> profile_blocks;  // the pooled profile with the profiles' block medians
   auto predict = [&] {
-    // The rounds' contention medians and the blocks beside the steps (sim/calib/case_prediction.h).
+    // The rounds' contention medians and the blocks beside the steps (sim/calib/case_comparison.h).
     if (reprofile) profile = pooled_profile(*profile, round_profiles, block_probes, &profile_blocks.emplace());
     std::vector<sim::offload::OffloadKnobs> knobs;
     for (const auto& r : results) knobs.push_back(r.c.knobs);

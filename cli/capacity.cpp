@@ -48,7 +48,7 @@ int run_capacity(const std::vector<std::string>& args) {
     return j;
   };
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& outcome : sim::evaluate_points(names.size(), 1, largest_model, sim::json_codec<nlohmann::json>()))
+  for (const auto& outcome : sim::evaluate_points(names.size(), 1, largest_model))
     out.push_back(outcome.get());
   bar.done();
   if (vm.count("json")) {

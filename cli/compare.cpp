@@ -41,10 +41,7 @@ int run_compare(const std::vector<std::string>& args) {
   };
   Progress bar("comparing systems", static_cast<long>(all.size()));
   std::vector<sim::offload::SearchResult> results;
-  for (const auto& outcome : sim::evaluate_points(
-           all.size(), 1, search_system,
-           sim::json_codec<sim::offload::SearchResult>(),
-           [&](long, long) { bar.tick(); }))
+  for (const auto& outcome : sim::evaluate_points(all.size(), 1, search_system, [&](long, long) { bar.tick(); }))
     results.push_back(outcome.get());
   bar.done();
   const sim::offload::SearchResult& pt = results.front();  // protrain is listed first

@@ -54,13 +54,14 @@ void print_table(const sim::offload::SweepResult& r) {
   for (const auto& p : r.points) {
     for (size_t i = 0; i < r.axes.size(); ++i)
       std::printf("%*s  ", width[i], r.axes[i].labels[p.index[i]].c_str());
-    if (!p.found) {
-      std::printf("%-12s %10s   (does not fit: needs at least %s per GPU)\n", p.system.c_str(), "-",
-                  human_bytes(p.smallest_peak_gpu_bytes).c_str());
+    const auto& s = p.search;
+    if (!s.found) {
+      std::printf("%-12s %10s   (does not fit: needs at least %s per GPU)\n", s.system.c_str(), "-",
+                  human_bytes(s.smallest_peak_gpu_bytes).c_str());
       continue;
     }
-    const auto& b = p.best;
-    std::printf("%-12s %10.1f %5lld %9.3f %8.3f %8.3f %8.3f %7d %6d %4d %4d %10s\n", p.system.c_str(), b.tokens_per_s,
+    const auto& b = s.best;
+    std::printf("%-12s %10.1f %5lld %9.3f %8.3f %8.3f %8.3f %7d %6d %4d %4d %10s\n", s.system.c_str(), b.tokens_per_s,
                 static_cast<long long>(b.batch), b.iteration_s, b.forward_s, b.backward_s, b.exposed_optimizer_s,
                 b.knobs.n_persist, b.knobs.n_buffer, b.knobs.n_swap, b.knobs.n_checkpoint,
                 human_bytes(b.peak_gpu_bytes).c_str());

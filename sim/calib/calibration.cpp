@@ -116,11 +116,6 @@ std::vector<double> metrics_at_level(const std::vector<double>& predicted, const
 }
 }  // namespace
 
-MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted, const Groups& steps,
-                                                      int resamples, uint64_t seed, double level) {
-  return iteration_metrics_with_intervals(predicted, {}, {}, steps, resamples, seed, level);
-}
-
 MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted,
                                                       const std::vector<double>& sensitivity,
                                                       const std::vector<double>& level_samples, const Groups& steps,

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/calib/bootstrap.h"
+#include "sim/calib/sample_stats.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/offload/compiler/knobs.h"
 #include "sim/workload/workload.h"
@@ -48,13 +48,10 @@ struct MetricsWithIntervals {
   std::vector<double> point;
   std::vector<Interval> interval;
 };
-MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted, const Groups& steps,
-                                                      int resamples, uint64_t seed, double level = 0.95);
-
-// As above, and also how sure the prediction is (issue 22): plan i's prediction moves with the
-// blocks' level f as predicted[i] x (1 + sensitivity[i] (f - 1)) (sensitivity: d ln predicted /
-// d ln blocks' time), and f is the median of `level_samples` (one per step) over its point value,
-// resampled with the steps (an extra group). Empty level_samples: the steps alone.
+// With how sure the prediction is (issue 22): plan i's prediction moves with the blocks' level f
+// as predicted[i] x (1 + sensitivity[i] (f - 1)) (sensitivity: d ln predicted / d ln blocks'
+// time), and f is the median of `level_samples` (one per step) over its point value, resampled
+// with the steps (an extra group). Empty level_samples (and sensitivity): the steps alone.
 MetricsWithIntervals iteration_metrics_with_intervals(const std::vector<double>& predicted,
                                                       const std::vector<double>& sensitivity,
                                                       const std::vector<double>& level_samples, const Groups& steps,

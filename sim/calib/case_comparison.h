@@ -1,7 +1,9 @@
 // One calibration case's two sides and what `protwin calibrate` computes from them (issue 17 item
-// 6, moved out of cli/calibrate.cpp): the case simulated as calibrate predicts it, the iteration-time
-// and memory metrics over cases, the streams and pools a case is off by, and --fit's per-stream
-// scales. The CLI runs the runtime, fills the measured side and prints.
+// 6, moved out of cli/calibrate.cpp): the case simulated as calibrate predicts it (with the profile
+// it predicts with after its profiled rounds, and with three variants of its blocks: kernels alone,
+// blocks 5 % slower, blocks at the profiles' medians), the iteration-time and memory metrics over
+// cases, the streams and pools a case is off by, and --fit's per-stream scales. The CLI runs the
+// runtime and the rounds, fills the measured side and prints.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/machine.h"
+#include "sim/calib/block_probes.h"
 #include "sim/engine/contention.h"
 #include "sim/offload/compiler/knobs.h"
 #include "sim/offload/search/search.h"
 #include "sim/workload/workload.h"
+#include "traces/op_profile.h"
 #include "traces/report.h"
 
 namespace protwin::calib {
@@ -39,6 +44,33 @@ struct SimulatedCase {
 // measured slowdowns of ops sharing its cores, sim/engine/contention.h). The device peak is what the runtime's tensors reach in the caching allocator (issue 23,
 // sim/offload/analytic/runtime_memory.h); the plan's own bytes stay beside it as gpu_plan.
 SimulatedCase simulate_case(const sim::Workload& w, const hw::HardwareCostModel& cost, const sim::offload::OffloadKnobs& k);
+
+// The profile calibrate predicts with: `pooled` (the rounds' profiles merged) with each contention
+// factor (provenance /contention: compute_slowdown_with_copies, compute_slowdown_with_adam,
+// adam_slowdown_with_compute) the median of the `rounds`' own, a note saying so after the first
+// round's, and each block that `probes` sampled beside the steps at the median of its runs there.
+// `profile_blocks`, when given, receives the same profile with each block at the median of the
+// rounds' profiles instead (traces::with_block_medians).
+traces::OpProfile pooled_profile(const traces::OpProfile& pooled, const std::vector<traces::OpProfile>& rounds,
+                                 const BlockProbes& probes, traces::OpProfile* profile_blocks = nullptr);
+
+// A case's prediction and the variants calibrate reports beside it.
+struct CasePrediction {
+  SimulatedCase sim;                      // with the profile
+  double kernels_predicted_s = 0;         // every block the sum of its kernels (traces::without_blocks)
+  double block_sensitivity = 0;           // d ln predicted / d ln the blocks' time (0 without profile_blocks)
+  double profile_blocks_predicted_s = 0;  // with `profile_blocks` (sim.iteration_s without)
+};
+// How much a prediction moves with the blocks' level: the blocks kBlockStep times slower.
+inline constexpr double kBlockStep = 1.05;
+
+// Each case (its knobs) of `w` on `machine`, priced by `profile` (null: the machine's curves) and
+// simulated by simulate_case, every variant's cost model with the rules `contention`. `profile_blocks` (null when the blocks were not
+// sampled beside the steps) gives the sensitivity and the profile-blocks variant.
+std::vector<CasePrediction> predict_cases(const sim::Workload& w, const hw::Machine& machine,
+                                          const traces::OpProfile* profile, const traces::OpProfile* profile_blocks,
+                                          const std::vector<sim::offload::OffloadKnobs>& cases,
+                                          const std::vector<sim::ContentionRule>& contention);
 
 // What calibrate compares in one case: the predictions and the measurement.
 struct CaseOutcome {

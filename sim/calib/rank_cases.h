@@ -13,6 +13,7 @@
 #include "hwmodels/hardware_cost_model.h"
 #include "hwmodels/machine.h"
 #include "sim/calib/block_probes.h"
+#include "sim/calib/sample_stats.h"
 #include "sim/calib/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
 #include "sim/offload/search/search.h"
@@ -43,7 +44,7 @@ struct RankPredictors {
 
 // A plan's prediction: the rank profile's simulation (without one, the search's own report); with
 // the rank profile and every rank's blocks beside its steps (`rank_blocks`), each rank at its own
-// block medians and the slowest rank's step (sim/calib/rank_block_probes.h).
+// block medians and the slowest rank's step (sim/calib/block_probes.h).
 struct RankPlanPrediction {
   traces::Report report;
   // knobs, predicted_s, searched_s; with the blocks also profile_blocks_predicted_s and
@@ -74,7 +75,7 @@ nlohmann::json compare_rank_case(const sim::offload::SearchResult& searched, con
                                  const RankPredictors& p, const RankCaseRuns& m);
 
 // The section's metrics over its cases (each with the fields above; a case with "error" left out):
-// metrics with the criteria on 95 % intervals (sim/calib/rank_criteria.h; `step_levels`: each
+// metrics with the criteria on 95 % intervals (judge_rank_criteria below; `step_levels`: each
 // measured case's runs' block levels, in order), metrics_profile_blocks, metrics_joint,
 // metrics_joint_at_measured_compute, metrics_at_rank_speeds, metrics_interleaved and
 // metrics_interleaved_launch_speeds (with `interleave_steps`), and block_probes (every rank's blocks
@@ -83,5 +84,30 @@ nlohmann::json rank_section_metrics(const nlohmann::json& cases,
                                     const std::vector<std::vector<std::vector<double>>>& step_levels,
                                     const std::vector<BlockProbes>& rank_blocks, const traces::OpProfile* rank_profile,
                                     int interleave_steps, int bootstrap_resamples, uint64_t bootstrap_seed);
+
+// The criteria of calibrate's N-rank cases (issue 23, "Done when"): iteration MAPE <= 5 %, max error
+// <= 10 % and Spearman >= 0.9, each met only when its whole 95 % bootstrap interval is (steps
+// resampled within each plan, the blocks' level with them: sim/calib/calibration.h), and the measured
+// device peak within 5 % of the prediction for every plan. calibrate exits kRankCriteriaMissedExit
+// when one is missed or undecided.
+//
+// {"intervals", "verdicts", "criteria_met"} of the section: `predicted` per plan, its sensitivity
+// to the blocks' level, the level samples (empty: the steps alone), each plan's measured steps, and
+// the largest relative error of a plan's device peak. With `sweep_levels` (rank_sweep_levels,
+// sim/calib/block_probes.h; empty: none) whole sweeps are resampled, every plan's step of a
+// round's step index and the blocks after them together (sweep_paired_metrics_with_intervals);
+// otherwise each plan's steps alone.
+nlohmann::json judge_rank_criteria(const std::vector<double>& predicted, const std::vector<double>& sensitivity,
+                                   const std::vector<double>& level_samples, const Groups& steps,
+                                   double peak_device_max_error, int resamples, uint64_t seed,
+                                   const std::vector<std::vector<double>>& sweep_levels = {});
+
+// The section's criteria_met; false when it has none (not run, or no plan ran).
+bool rank_criteria_met(const nlohmann::json& section);
+// Whether a time criterion of the section is undecided (its interval straddles the target): more
+// rounds may settle it. False when the section has no verdicts.
+bool rank_criteria_undecided(const nlohmann::json& section);
+// calibrate's exit code when a --ranks criterion is missed (README: exit codes).
+inline constexpr int kRankCriteriaMissedExit = 3;
 
 }  // namespace protwin::calib

@@ -28,6 +28,11 @@ struct Transport {
 };
 Transport g_transport;
 
+struct MpiRanks {
+  int rank = 0, size = 1;
+  bool active() const { return size > 1; }
+};
+
 MpiRanks start_mpi() {
   if (!traces::launched_by_mpirun()) return {};
   void* lib = traces::open_mpi_plugin();
@@ -39,6 +44,14 @@ MpiRanks start_mpi() {
   PROTWIN_CHECK(g_transport.init(&r.rank, &r.size) == 0, "mpirun: MPI_Init failed");
   std::atexit([] { g_transport.finalize(); });
   return r;
+}
+
+// This process's rank and the number of ranks. Under mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK in
+// the environment) the first call loads the plugin and initialises MPI (finalised at exit); else
+// {0, 1} and nothing is loaded.
+MpiRanks mpi_ranks() {
+  static const MpiRanks ranks = start_mpi();
+  return ranks;
 }
 
 // This rank's outcomes as [[index, value] or [index, kind, message], ...] in CBOR.
@@ -90,11 +103,6 @@ void run_on_threads(const std::vector<size_t>& mine, int threads, const std::fun
   work(true);
   for (auto& th : pool) th.join();
   if (progress) progress(static_cast<long>(mine.size()), static_cast<long>(mine.size()));
-}
-
-MpiRanks mpi_ranks() {
-  static const MpiRanks ranks = start_mpi();
-  return ranks;
 }
 
 void PointError::rethrow() const {

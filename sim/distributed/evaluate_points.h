@@ -23,16 +23,6 @@ namespace protwin::sim {
 // Thrown on MPI ranks other than 0 once their points are sent to rank 0, which prints the result.
 struct WorkerRankDone {};
 
-struct MpiRanks {
-  int rank = 0, size = 1;
-  bool active() const { return size > 1; }
-};
-
-// This process's rank and the number of ranks. Under mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK in
-// the environment) the first call loads the plugin and initialises MPI (finalised at exit); else
-// {0, 1} and nothing is loaded.
-MpiRanks mpi_ranks();
-
 // What a point threw: a protwin::Error (user or internal) or another exception.
 struct PointError {
   enum class Kind { kUser, kInternal, kOther } kind = Kind::kUser;
@@ -57,20 +47,6 @@ struct PointOutcome {
   }
 };
 
-// How a point's value crosses ranks: as JSON (sent as CBOR, so every double comes back bit-exact).
-// Only what the caller reads from the value needs to survive the trip.
-template <class T>
-struct PointCodec {
-  std::function<nlohmann::json(const T&)> encode;
-  std::function<T(const nlohmann::json&)> decode;
-};
-
-// The codec of a T with nlohmann's to_json / from_json.
-template <class T>
-PointCodec<T> json_codec() {
-  return {[](const T& v) { return nlohmann::json(v); }, [](const nlohmann::json& j) { return j.get<T>(); }};
-}
-
 namespace detail {
 // The untyped core: runs run(i) for this rank's points on `threads` threads, records failures,
 // and under MPI sends encode(i) of this rank's successes to rank 0, which calls decode(i, json).
@@ -86,15 +62,16 @@ std::vector<std::optional<PointError>> evaluate_points(size_t n, int threads, co
 // Evaluates points 0..n-1 with `evaluate` and returns every outcome, in order (on rank 0; the
 // other ranks throw WorkerRankDone). `threads` threads per rank (1: the calling thread only);
 // `progress(done, total)` is called from the calling thread of rank 0 after each of its points.
+// A value crosses ranks as JSON (T's to_json and from_json; sent as CBOR, so every double comes
+// back bit-exact): only what the caller reads from the value needs to survive the trip.
 template <class T>
 std::vector<PointOutcome<T>> evaluate_points(size_t n, int threads, const std::function<T(size_t)>& evaluate,
-                                             const PointCodec<T>& codec,
                                              const std::function<void(long, long)>& progress = nullptr) {
   std::vector<PointOutcome<T>> out(n);
   detail::PointSlots slots;
   slots.run = [&](size_t i) { out[i].value = evaluate(i); };
-  slots.encode = [&](size_t i) { return codec.encode(*out[i].value); };
-  slots.decode = [&](size_t i, const nlohmann::json& j) { out[i].value = codec.decode(j); };
+  slots.encode = [&](size_t i) { return nlohmann::json(*out[i].value); };
+  slots.decode = [&](size_t i, const nlohmann::json& j) { out[i].value = j.get<T>(); };
   std::vector<std::optional<PointError>> errors = detail::evaluate_points(n, threads, slots, progress);
   for (size_t i = 0; i < n; ++i) out[i].error = std::move(errors[i]);
   return out;

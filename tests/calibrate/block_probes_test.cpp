@@ -74,7 +74,7 @@ TEST_CASE("the intervals carry the blocks' level: a median of three level sample
   // intervals are [0, 0.075] and [0, 0.1].
   const std::vector<double> pred = {1.0, 2.0};
   const Groups steps = {{1.0, 1.0, 1.0, 1.0}, {2.0, 2.0, 2.0, 2.0}};
-  const MetricsWithIntervals alone = iteration_metrics_with_intervals(pred, steps, 2000, 3);
+  const MetricsWithIntervals alone = iteration_metrics_with_intervals(pred, {}, {}, steps, 2000, 3);
   CHECK(alone.interval[kMape].hi == 0);
   CHECK(judge_at_most(alone.interval[kMape], 0.05) == Verdict::kMet);
   const MetricsWithIntervals both = iteration_metrics_with_intervals(pred, {1.0, 0.5}, {90, 100, 110}, steps, 2000, 3);

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "sim/calib/bootstrap.h"
+#include "sim/calib/sample_stats.h"
 #include "sim/calib/calibration.h"
 
 using namespace protwin::calib;
@@ -59,7 +59,8 @@ TEST_CASE("the bootstrap is reproducible from its seed and collapses on constant
   CHECK(a.lo == b.lo);
   CHECK(a.hi == b.hi);
   CHECK((a.lo != c.lo || a.hi != c.hi));
-  const MetricsWithIntervals m = iteration_metrics_with_intervals({1.1, 2.0, 2.7}, {{1, 1, 1}, {2, 2}, {3, 3, 3}}, 200, 1);
+  const MetricsWithIntervals m =
+      iteration_metrics_with_intervals({1.1, 2.0, 2.7}, {}, {}, {{1, 1, 1}, {2, 2}, {3, 3, 3}}, 200, 1);
   CHECK(m.point[kMape] == Approx((0.1 + 0 + 0.1) / 3));
   CHECK(m.point[kMaxError] == Approx(0.1));
   CHECK(m.point[kSpearman] == Approx(1.0));

@@ -1,10 +1,10 @@
-// calibrate's predictions of its cases (sim/calib/case_prediction.h). Oracles: the pooled profile's
+// calibrate's predictions of its cases (sim/calib/case_comparison.h). Oracles: the pooled profile's
 // contention factors and blocks by hand (medians of three rounds), and every prediction equal to
 // the direct simulation of the same knobs with the profile variant it names (simulate_case).
 #include <catch2/catch.hpp>
 
 #include "sim/calib/calibration.h"
-#include "sim/calib/case_prediction.h"
+#include "sim/calib/case_comparison.h"
 #include "sim/calib/speed_scaled_prediction.h"
 #include "sim/offload/compiler/systems.h"
 #include "sim/workload/model_spec.h"

@@ -1,14 +1,14 @@
-// Each rank's blocks timed beside its steps (issue 23, sim/calib/rank_block_probes.h). Oracles: the
+// Each rank's blocks timed beside its steps (issue 23, sim/calib/block_probes.h). Oracles: the
 // train JSON's own numbers (sums by hand), the bootstrap distribution of a median of three level
 // samples in closed form (as block_probes_test.cpp, here summed over two ranks), and for the
 // prediction the simulator itself: a rank whose blocks ran 3x longer is the slowest, its compute
-// stream busy longer by exactly the added time of every block op. The criteria (sim/calib/rank_criteria.h)
+// stream busy longer by exactly the added time of every block op. The criteria (sim/calib/rank_cases.h)
 // on noiseless steps, a level of known spread, a peak just over 5 %.
 #include <catch2/catch.hpp>
 
 #include "sim/calib/calibration.h"
-#include "sim/calib/rank_block_probes.h"
-#include "sim/calib/rank_criteria.h"
+#include "sim/calib/block_probes.h"
+#include "sim/calib/rank_cases.h"
 #include "sim/calib/rank_machine.h"
 #include "hwmodels/hardware_cost_model.h"
 #include "sim/engine/plan_simulator.h"

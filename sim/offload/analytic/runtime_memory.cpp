@@ -170,17 +170,18 @@ void Replay::bind_grads(int block) {
 }
 
 void Replay::translate(const traces::Op& op) {
-  const std::string k = traces::to_string(op.kind);
+  using traces::OpKind;
+  using traces::OpSubKind;
   const int blk = op.block, head = layers_ + 1;
   const size_t c = static_cast<size_t>(std::max(op.chunk, 0));
-  auto what = [&] { return std::string(traces::to_string(op.sub_kind)); };
+  const OpSubKind what = op.sub_kind;
   auto pick = [](const std::vector<int>& g, const std::vector<int>& local) {
     std::vector<int> out;
     for (int i : local) out.push_back(g[static_cast<size_t>(i)]);
     return out;
   };
   at_end_ = false;
-  if (k == "forward" || k == "recompute") {
+  if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) {
     if (blk == 0) {
       x_ = run_program(emb_fwd_)[static_cast<size_t>(emb_fwd_.output)];
     } else if (blk == head) {
@@ -195,7 +196,7 @@ void Replay::translate(const traces::Op& op) {
       const std::vector<int> g = run_program(layer_fwd_);
       std::vector<int> saved = pick(g, layer_fwd_.kept);
       const int y = g[static_cast<size_t>(layer_fwd_.output)];
-      if (k == "recompute") {  // layer_forward(a.input, &a): the output is dropped
+      if (op.kind == OpKind::kRecompute) {  // layer_forward(a.input, &a): the output is dropped
         saved.insert(saved.begin(), acts_[l].at(0));
         acts_[l] = saved;
         free(y);
@@ -217,7 +218,7 @@ void Replay::translate(const traces::Op& op) {
       free(q.front());
       q.pop_front();
     }
-  } else if (k == "backward") {
+  } else if (op.kind == OpKind::kBackward) {
     bind_grads(blk);  // before the kernels run
     if (blk == head) {
       const int out = run_program(head_bwd_)[static_cast<size_t>(head_bwd_.output)];
@@ -236,20 +237,18 @@ void Replay::translate(const traces::Op& op) {
       for (int t : acts_[l]) free(t);  // ActivationStore::drop
       acts_[l].clear();
     }
-  } else if (k == "h2d") {
-    const std::string w = what();
-    if (w == "activation") {  // ActivationStore::swap_in: dense device copies of every saved tensor
+  } else if (op.kind == OpKind::kH2D) {
+    if (what == OpSubKind::kActivation) {  // ActivationStore::swap_in: dense device copies of every saved tensor
       const size_t l = static_cast<size_t>(blk - 1);
       acts_[l].clear();
       for (int64_t b : layer_saved_tensor_bytes(shapes_)) acts_[l].push_back(alloc(b));
-    } else if (w == "param_chunk") {  // ChunkStore::upload
+    } else if (what == OpSubKind::kParamChunk) {  // ChunkStore::upload
       buffers_[c].push_back(alloc(4 * numel_[c]));
-    } else if (w == "grad_roundtrip") {
+    } else if (what == OpSubKind::kGradRoundtrip) {
       scratch_[c] = alloc(4 * ((numel_[c] + ranks_ - 1) / ranks_));
     }  // updated_params: into the persistent device copy
-  } else if (k == "d2h") {
-    const std::string w = what();
-    if (w == "activation") {  // ActivationStore::swap_out: views packed one at a time, then all freed
+  } else if (op.kind == OpKind::kD2H) {
+    if (what == OpSubKind::kActivation) {  // ActivationStore::swap_out: views packed one at a time, then all freed
       const size_t l = static_cast<size_t>(blk - 1);
       if (const int64_t pack = swap_out_pack_bytes(shapes_)) {
         const int t = alloc(pack);
@@ -259,7 +258,7 @@ void Replay::translate(const traces::Op& op) {
       at_end_ = true;
       for (int t : acts_[l]) free(t);
       acts_[l].clear();
-    } else if (w == "grad_fp32") {
+    } else if (what == OpSubKind::kGradFp32) {
       at_end_ = true;
       free(scratch_[c]);
       scratch_[c] = -1;

@@ -106,10 +106,11 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   // Residency: a persistent chunk lives on the GPU; any other chunk has its fp16 shard in pinned
   // host memory and visits the GPU in a buffer.
   std::vector<bool> persistent(static_cast<size_t>(n_chunks));
-  // shard: a rank's part of the chunk in its dtype; moved: what one fetch copies up and one
-  // gradient offload copies down (fp32 under host_fp32_params); cap: the chunk's GPU buffer.
+  // shard: a rank's part of the chunk in its dtype (rank_params: its parameters); moved: what one
+  // fetch copies up and one gradient offload copies down (fp32 under host_fp32_params); cap: its buffer.
   std::vector<int64_t> used(static_cast<size_t>(n_chunks)), shard(static_cast<size_t>(n_chunks)),
-      moved(static_cast<size_t>(n_chunks)), cap(static_cast<size_t>(n_chunks));
+      rank_params(static_cast<size_t>(n_chunks)), moved(static_cast<size_t>(n_chunks)),
+      cap(static_cast<size_t>(n_chunks));
   std::vector<int> host_t(static_cast<size_t>(n_chunks)), gpu_t(static_cast<size_t>(n_chunks));
   const ModelStateBytes states = model_state_bytes(L, N, k, optimizer_bytes_per_param(w.options.dtype));
   const int64_t gpu0 = states.gpu, pinned0 = states.pinned, pageable0 = states.pageable;
@@ -120,6 +121,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     persistent[ci] = !k.offload || c < k.n_persist;
     used[ci] = ch.used_elems * L.bytes_per_elem;
     shard[ci] = ceil_div(used[ci], N);
+    rank_params[ci] = ceil_div(ch.used_elems, N);
     moved[ci] = host_param_shard(k, ch.used_elems, shard[ci], N);
     cap[ci] = L.capacity_bytes(c);
     if (persistent[ci]) {
@@ -174,7 +176,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   auto fetch = [&](int c, std::vector<int> deps, const std::string& phase) {
     const size_t ci = static_cast<size_t>(c);
     const int h2d = b.add(make_op::copy(OpKind::kH2D, "h2d", moved[ci], OpSubKind::kParamChunk, true), std::move(deps), -1, c);
-    b.op(h2d).work.params = ceil_div(L.chunks[ci].used_elems, N);
+    b.op(h2d).work.params = rank_params[ci];
     b.op(h2d).attrs = {{"phase", phase}};
     set_host_work(b.op(h2d), fetch_host_work(k.host_work, chunk_tensors[ci]));
     b.op(h2d).reads = {host_t[ci]};
@@ -287,8 +289,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   std::vector<int> adam_cpu_ops;
   std::vector<int> blocking_host_work;  // grad_roundtrip casts the next backward waits for
   auto emit_adam_cpu = [&](int c, int after) {
-    const size_t ci = static_cast<size_t>(c);
-    const int64_t params = ceil_div(L.chunks[ci].used_elems, N);
+    const int64_t params = rank_params[static_cast<size_t>(c)];
     // Per parameter: read fp32 master, m, v and the fp16 grad; write master, m, v, fp16 param.
     const int a = b.add(make_op::host(OpKind::kAdamCpu, "cpu_optim", params, params * 28,
                                       k.cpu_adam_impl == "torch" ? OpSubKind::kTorch : OpSubKind::kNone),
@@ -352,8 +353,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
     std::vector<traces::Kernel> around = grad_reduce_kernels(k.host_work, bl, w.options.dtype);
     for (int c : u)
       if (!block_uses(blk - 1, c) && min_block[static_cast<size_t>(c)] == blk)
-        for (auto& kk : reduced_grad_kernels(k.host_work, ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N),
-                                             w.options.dtype))
+        for (auto& kk : reduced_grad_kernels(k.host_work, rank_params[static_cast<size_t>(c)], w.options.dtype))
           around.push_back(std::move(kk));
     for (auto& kk : fetch_kernels(k.host_work, bl, N, w.options.dtype)) around.push_back(std::move(kk));
     const int g = b.add(make_op::compute(plan, OpKind::kBackward, "compute", bl.backward, around), deps, blk, -1);
@@ -407,7 +407,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
         b.mem(pg, "gpu", -shard[ci], MemAt::kEnd);
         b.mem(pg, "pageable", shard[ci], MemAt::kStart);
         // ... cast into the fp32 gradient on the CPU (fp16: read 2 B, write 4 B per parameter).
-        grad_on_host = b.add(make_op::host(OpKind::kHostCast, "cpu_optim", ceil_div(L.chunks[ci].used_elems, N),
+        grad_on_host = b.add(make_op::host(OpKind::kHostCast, "cpu_optim", rank_params[ci],
                                            shard[ci] + shard[ci] * 4 / L.bytes_per_elem),
                              {pg}, -1, c);
         b.mem(grad_on_host, "pageable", -shard[ci], MemAt::kEnd);
@@ -429,14 +429,14 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
       std::vector<int> deps = grad_offloaded;
       deps.push_back(last_bwd);
       int64_t params = 0;
-      for (int c : offloaded_chunk) params += ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      for (int c : offloaded_chunk) params += rank_params[static_cast<size_t>(c)];
       after_grads = b.add(make_op::host(OpKind::kHostPass, "cpu_optim", params, kStepScanBytesPerParam * params,
                                         OpSubKind::kOverflowScan),
                           deps);
     }
     for (size_t i = 0; i < grad_offloaded.size(); ++i) {
       const int c = offloaded_chunk[i];
-      const int64_t params = ceil_div(L.chunks[static_cast<size_t>(c)].used_elems, N);
+      const int64_t params = rank_params[static_cast<size_t>(c)];
       int grad_ready = grad_offloaded[i];
       if (k.step_host_passes) {  // the sub-group's fp32 gradient unscaled before its Adam
         grad_ready = b.add(make_op::host(OpKind::kHostPass, "cpu_optim", params, kStepUnscaleBytesPerParam * params,
@@ -456,8 +456,7 @@ CompiledPlan compile_offload_plan(const Workload& w, int gpus, const RankMemory&
   // Persistent chunks on the GPU: device Adam after backward, on the compute stream.
   for (const auto& [after, c] : persistent_grad_ready) {
     const size_t ci = static_cast<size_t>(c);
-    const int a = b.add(make_op::adam_device("compute", k.offload ? ceil_div(L.chunks[ci].used_elems, N)
-                                                                 : L.chunks[ci].used_elems),
+    const int a = b.add(make_op::adam_device("compute", k.offload ? rank_params[ci] : L.chunks[ci].used_elems),
                         {after}, -1, c);
     b.op(a).reads = {gpu_t[ci]};
     // Offloading systems keep a persistent chunk's Adam state sharded (ZeRO): each rank updates its

@@ -352,49 +352,37 @@ SearchResult search_policy(const ModelSpec& model, const hw::HardwareCostModel& 
       if (o.batch == 0 && !simulated_all.empty()) break;  // larger batches will not fit either
       continue;
     }
-    // Simulate the best by analytic time, plus the analytic Pareto front (time vs memory).
+    // Simulate the best by analytic time, plus the analytic Pareto front (time vs memory), each
+    // setting once (the top, the front and the per-swap bests overlap): every pick is `base` with
+    // the four knobs the loops set, so those tell two apart.
     std::sort(feasible.begin(), feasible.end(), [](const Candidate& a, const Candidate& b) {
       return a.analytic_s != b.analytic_s ? a.analytic_s < b.analytic_s
                                           : a.analytic_peak_gpu_bytes < b.analytic_peak_gpu_bytes;
     });
-    std::vector<Candidate> pick(feasible.begin(),
-                                feasible.begin() + std::min<size_t>(feasible.size(), static_cast<size_t>(o.simulate_top)));
-    {
-      const std::vector<Candidate> front =
-          pareto_front(feasible, [](const Candidate& c) { return std::pair(c.analytic_peak_gpu_bytes, c.analytic_s); });
-      const size_t keep = 8;
-      for (size_t i = 0; i < front.size() && i < keep; ++i) {
-        const size_t idx = front.size() <= keep ? i : i * (front.size() - 1) / (keep - 1);
-        pick.push_back(front[idx]);
-      }
-    }
+    std::vector<Candidate> pick;
+    auto knobs_set = [](const OffloadKnobs& k) { return std::tie(k.n_persist, k.n_buffer, k.n_swap, k.n_checkpoint); };
+    auto add = [&](const Candidate& c) {
+      auto same = [&](const Candidate& u) { return knobs_set(u.knobs) == knobs_set(c.knobs); };
+      if (std::none_of(pick.begin(), pick.end(), same)) pick.push_back(c);
+    };
+    // The i-th of up to kSpread of n values, spread evenly from the first to the last.
+    constexpr size_t kSpread = 8;
+    auto spread = [](size_t i, size_t n) { return n <= kSpread ? i : i * (n - 1) / (kSpread - 1); };
+    for (size_t i = 0; i < std::min(feasible.size(), static_cast<size_t>(o.simulate_top)); ++i) add(feasible[i]);
+    const std::vector<Candidate> front =
+        pareto_front(feasible, [](const Candidate& c) { return std::pair(c.analytic_peak_gpu_bytes, c.analytic_s); });
+    for (size_t i = 0; i < std::min(front.size(), kSpread); ++i) add(front[spread(i, front.size())]);
     // The analytic model does not charge swap-outs for sharing the host link with prefetches, so
     // it can rank a swap-heavy setting above a better one with fewer swaps: also simulate the
     // analytically best setting for each of up to 8 swap counts (always including 0).
-    {
-      std::vector<int> swaps;
-      for (const auto& c : feasible) swaps.push_back(c.knobs.n_swap);
-      std::sort(swaps.begin(), swaps.end());
-      swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
-      const size_t keep = 8;
-      for (size_t i = 0; i < swaps.size() && i < keep; ++i) {
-        const int ns = swaps[swaps.size() <= keep ? i : i * (swaps.size() - 1) / (keep - 1)];
-        // `feasible` is sorted by analytic time: the first with this swap count is its best.
-        const auto it = std::find_if(feasible.begin(), feasible.end(),
-                                     [ns](const Candidate& c) { return c.knobs.n_swap == ns; });
-        pick.push_back(*it);
-      }
-    }
-    // Drop repeated picks (the top, the front and the per-swap bests overlap): every pick is `base`
-    // with the four knobs the loops set, so those tell two apart.
-    {
-      auto knobs_set = [](const OffloadKnobs& k) { return std::tie(k.n_persist, k.n_buffer, k.n_swap, k.n_checkpoint); };
-      std::vector<Candidate> unique;
-      for (const auto& c : pick)
-        if (std::none_of(unique.begin(), unique.end(),
-                         [&](const Candidate& u) { return knobs_set(u.knobs) == knobs_set(c.knobs); }))
-          unique.push_back(c);
-      pick = std::move(unique);
+    std::vector<int> swaps;
+    for (const auto& c : feasible) swaps.push_back(c.knobs.n_swap);
+    std::sort(swaps.begin(), swaps.end());
+    swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
+    for (size_t i = 0; i < std::min(swaps.size(), kSpread); ++i) {
+      const int ns = swaps[spread(i, swaps.size())];
+      // `feasible` is sorted by analytic time: the first with this swap count is its best.
+      add(*std::find_if(feasible.begin(), feasible.end(), [ns](const Candidate& c) { return c.knobs.n_swap == ns; }));
     }
     // Simulate the picks on o.threads threads. The analytic peak can be under the plan's
     // validated bound; when every pick is refused, go on down the analytic ranking, a round at a

@@ -54,8 +54,7 @@ hw::Machine apply_all(const nlohmann::json& base, const std::string& source, con
 }  // namespace
 
 // A point as it crosses MPI ranks: every field the table, the JSON and the CSV read.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SweepPoint, index, overrides, set, system, found, best, chunks, stream_busy_s,
-                                   configurations, simulated, search_s, smallest_peak_gpu_bytes, smallest_host_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SweepPoint, index, overrides, set, search, chunks, stream_busy_s)
 
 std::string SweepAxis::name() const { return join(keys, "+"); }
 
@@ -147,7 +146,6 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
   const std::function<SweepPoint(size_t)> search_point = [&](size_t n) {
     SweepPoint p;
     p.index = grid[n / systems];
-    p.system = o.systems[n % systems];
     for (size_t i = 0; i < o.axes.size(); ++i)
       for (size_t k = 0; k < o.axes[i].keys.size(); ++k)
         p.overrides.push_back(o.axes[i].keys[k] + "=" + o.axes[i].values[p.index[i]][k]);
@@ -158,24 +156,20 @@ SweepResult run_sweep(const ModelSpec& model, const nlohmann::json& machine_json
     for (const auto& a : o.axes)
       for (const auto& k : a.keys) p.set[k] = doc.at(pointer_of(k));
     SearchOptions so = o.search;
-    so.system = p.system;
+    so.system = o.systems[n % systems];
     so.progress = nullptr;
-    const SearchResult s = search_policy(model, *cost, so);
-    p.found = s.found;
-    p.best = s.best;
-    p.chunks = static_cast<int64_t>(s.best_plan.chunks->chunks.size());
-    if (s.found)
-      for (const auto& st : s.best_report.streams) p.stream_busy_s[st.name] = st.busy.seconds();
-    p.configurations = s.configurations;
-    p.simulated = s.simulated;
-    p.search_s = s.seconds;
-    p.smallest_peak_gpu_bytes = s.smallest_peak_gpu_bytes;
-    p.smallest_host_bytes = s.smallest_host_bytes;
+    p.search = search_policy(model, *cost, so);
+    p.chunks = static_cast<int64_t>(p.search.best_plan.chunks->chunks.size());
+    if (p.search.found)
+      for (const auto& st : p.search.best_report.streams) p.stream_busy_s[st.name] = st.busy.seconds();
+    p.search.best_plan = {};  // a sweep keeps every point: only the outcome
+    p.search.best_report = {};
+    p.search.pareto.clear();
     return p;
   };
   // One point at a time on each rank (a search runs its own threads); a failing point fails the
   // sweep, as it would in one process.
-  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, json_codec<SweepPoint>(), o.progress))
+  for (const auto& outcome : evaluate_points(grid.size() * systems, 1, search_point, o.progress))
     r.points.push_back(outcome.get());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -188,8 +182,9 @@ nlohmann::json sweep_to_json(const SweepResult& r) {
                     {"labels", r.axes[i].labels}});
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : r.points) {
-    nlohmann::json j = {{"set", p.set}, {"index", p.index}, {"system", p.system}};
-    const Candidate& b = p.best;
+    const SearchResult& s = p.search;
+    nlohmann::json j = {{"set", p.set}, {"index", p.index}, {"system", s.system}};
+    const Candidate& b = s.best;
     nlohmann::json best = {{"tokens_per_s", b.tokens_per_s}, {"iteration_s", b.iteration_s},
         {"analytic_iteration_s", b.analytic_s}, {"forward_s", b.forward_s}, {"backward_s", b.backward_s},
         {"exposed_optimizer_s", b.exposed_optimizer_s}, {"batch", b.batch}, {"knobs", b.knobs.to_json()},
@@ -197,14 +192,14 @@ nlohmann::json sweep_to_json(const SweepResult& r) {
         {"analytic_peak_gpu_bytes", b.analytic_peak_gpu_bytes}, {"peak_pinned_bytes", b.peak_pinned_bytes},
         {"peak_pageable_bytes", b.peak_pageable_bytes}, {"stream_busy_s", p.stream_busy_s},
         {"priced_by", b.priced_by}};
-    if (!p.found)  // the same keys, null
+    if (!s.found)  // the same keys, null
       for (auto& v : best) v = nullptr;
     j.update(best);
-    if (!p.found) {
-      j["smallest_peak_gpu_bytes"] = p.smallest_peak_gpu_bytes;
-      j["smallest_host_bytes"] = p.smallest_host_bytes;
+    if (!s.found) {
+      j["smallest_peak_gpu_bytes"] = s.smallest_peak_gpu_bytes;
+      j["smallest_host_bytes"] = s.smallest_host_bytes;
     }
-    j.update({{"configurations", p.configurations}, {"simulated", p.simulated}, {"search_s", p.search_s}});
+    j.update({{"configurations", s.configurations}, {"simulated", s.simulated}, {"search_s", s.seconds}});
     points.push_back(std::move(j));
   }
   return {{"format", "protwin.sweep"}, {"version", 1}, {"model", r.model}, {"machine", r.machine},
@@ -230,19 +225,19 @@ std::string sweep_to_csv(const SweepResult& r) {
     std::vector<std::string> row;
     for (const auto& a : r.axes)
       for (const auto& k : a.keys) row.push_back(num(p.set.at(k)));
-    row.push_back(p.system);
-    const Candidate& b = p.best;
+    row.push_back(p.search.system);
+    const Candidate& b = p.search.best;
     const std::vector<nlohmann::json> res = {b.tokens_per_s, b.iteration_s, b.forward_s, b.backward_s,
                                              b.exposed_optimizer_s, b.batch, b.knobs.chunk_bytes,
                                              b.knobs.n_persist, b.knobs.n_buffer, b.knobs.n_swap,
                                              b.knobs.n_checkpoint, b.peak_gpu_bytes, b.peak_pinned_bytes,
                                              b.peak_pageable_bytes};
-    for (const auto& v : res) row.push_back(p.found ? num(v) : "");
+    for (const auto& v : res) row.push_back(p.search.found ? num(v) : "");
     for (const auto& s : streams) {
       const auto it = p.stream_busy_s.find(s);
       row.push_back(it == p.stream_busy_s.end() ? "" : num(it->second));
     }
-    row.push_back(num(p.search_s));
+    row.push_back(num(p.search.seconds));
     out += join(row, ",") + "\n";
   }
   return out;

@@ -47,14 +47,9 @@ struct SweepPoint {
   std::vector<size_t> index;                     // the value index along each axis
   std::vector<std::string> overrides;            // "path=value", one per key
   nlohmann::json set;                            // {path: value as the machine now holds it}
-  std::string system;
-  bool found = false;
-  Candidate best;                                // valid when found
+  SearchResult search;                           // its system's search, without plan, report and front
   int64_t chunks = 0;                            // chunks of the best plan
   std::map<std::string, double> stream_busy_s;   // the best plan's busy time per stream
-  long configurations = 0, simulated = 0;
-  double search_s = 0;
-  int64_t smallest_peak_gpu_bytes = 0, smallest_host_bytes = 0;  // when nothing fits
 };
 
 struct SweepResult {

@@ -75,7 +75,7 @@ Search4dResult search_4d(const ModelSpec& model, const hw::HardwareCostModel& co
   };
   // Layouts over the threads (and MPI ranks); a refused layout (protwin::Error) is that row's
   // failure, anything else (an internal error, out of memory) stops the search.
-  const auto outcomes = evaluate_points(rows.size(), o.threads, simulate_row, json_codec<Layout4dResult>(), o.progress);
+  const auto outcomes = evaluate_points(rows.size(), o.threads, simulate_row, o.progress);
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& e = outcomes[i].error;
     if (e && e->kind != PointError::Kind::kUser) e->rethrow();

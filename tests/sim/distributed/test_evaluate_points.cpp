@@ -17,10 +17,6 @@ using namespace protwin;
 using namespace protwin::sim;
 using namespace protwin::sim::offload;
 
-namespace {
-const PointCodec<int> kIntCodec = json_codec<int>();
-}  // namespace
-
 TEST_CASE("run_on_threads: each listed index once on 1 to 8 threads, what it throws kept at its index") {
   for (int threads : {1, 3, 8}) {
     const std::vector<size_t> indices = {0, 2, 3, 5};
@@ -49,8 +45,7 @@ TEST_CASE("evaluate_points: each point once, in order, on 1 to 4 threads, failur
           if (i == 8) throw Error("point 8 broke", ErrorKind::kInternal);
           if (i == 9) throw std::runtime_error("point 9 ran out");
           return static_cast<int>(i * i);
-        },
-        kIntCodec);
+        });
     REQUIRE(calls == 50);
     REQUIRE(out.size() == 50);
     for (size_t i = 0; i < out.size(); ++i) {
@@ -70,8 +65,8 @@ TEST_CASE("evaluate_points: each point once, in order, on 1 to 4 threads, failur
     REQUIRE(out[9].error->kind == PointError::Kind::kOther);
     REQUIRE_THROWS_AS(out[9].get(), std::runtime_error);
   }
-  REQUIRE(evaluate_points<int>(0, 2, [](size_t) { return 1; }, kIntCodec).empty());
-  REQUIRE_THROWS_WITH(evaluate_points<int>(1, 0, [](size_t) { return 1; }, kIntCodec),
+  REQUIRE(evaluate_points<int>(0, 2, [](size_t) { return 1; }).empty());
+  REQUIRE_THROWS_WITH(evaluate_points<int>(1, 0, [](size_t) { return 1; }),
                       "--threads 0: must be at least 1");
 }
 
@@ -83,8 +78,8 @@ TEST_CASE("a search's summary crosses ranks intact: what compare and sweep print
     o.system = system;
     const SearchResult r = search_policy(find_model("gpt2-small"), cost, o);
     const nlohmann::json j = r;
-    // Through CBOR, as evaluate_points sends it (json_codec).
-    const SearchResult back = json_codec<SearchResult>().decode(nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)));
+    // Through CBOR, as evaluate_points sends it.
+    const SearchResult back = nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)).get<SearchResult>();
     REQUIRE(nlohmann::json(back) == j);
     REQUIRE(back.best.tokens_per_s == r.best.tokens_per_s);
     REQUIRE(back.best.knobs.to_json() == r.best.knobs.to_json());
