@@ -81,11 +81,9 @@ int bench_engine(const std::vector<std::string>& args) {
       ("repeat", po::value(&repeat)->default_value(repeat), "runs; the best is reported")
       ("seed", po::value(&seed)->default_value(seed), "seed of the synthetic plan")
       ("json", "print JSON {ops, streams, seconds, ops_per_s}");
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  if (!parse_options("protwin bench engine [--ops N] [--streams S] [--repeat R] [--json]", desc,
-                     args, vm, &pos))
+  if (!parse_options("protwin bench engine [--ops N] [--streams S] [--repeat R] [--json]", desc, args, vm,
+                     po::positional_options_description().add("what", 1)))
     return 0;
   PROTWIN_CHECK(ops >= 1, "--ops: expected at least 1, got ", ops);
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
@@ -110,25 +108,23 @@ int bench_engine(const std::vector<std::string>& args) {
   const double heap_events_per_s = static_cast<double>(events) / heap.cpu_seconds;
   const double ratio = events_per_s / heap_events_per_s, loop_ratio = loop_events_per_s / heap_events_per_s;
 
-  if (vm.count("json")) {
-    print_json({{"ops", ops}, {"streams", streams}, {"seconds", t.seconds}, {"ops_per_s", ops_per_s},
-                {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}, {"events", events},
-                {"events_per_s", events_per_s}, {"event_loop_cpu_seconds", loop_cpu_s},
-                {"event_loop_events_per_s", loop_events_per_s}, {"heap_cpu_seconds", heap.cpu_seconds},
-                {"heap_events_per_s", heap_events_per_s}, {"engine_vs_heap", ratio},
-                {"event_loop_vs_heap", loop_ratio},
-                {"heap_checksum", checksum}});
-  } else {
-    std::printf("engine: %lld ops on %d streams, best of %d: %.3f s = %.2f M ops/s "
-                "(thread CPU %.3f s = %.2f M ops/s; simulated iteration %.3f s)\n",
-                static_cast<long long>(ops), streams, repeat, t.seconds, ops_per_s / 1e6,
-                t.cpu_seconds, cpu_ops_per_s / 1e6, iteration.seconds());
-    std::printf("events: %llu engine events = %.2f M events/s over the whole run, %.2f M events/s in the event "
-                "loop alone (%.3f s; thread CPU)\nbare std::priority_queue loop over as many events (%d in flight): "
-                "%.3f s = %.2f M events/s\nengine / bare heap = %.3f (whole run), %.3f (event loop)\n",
-                static_cast<unsigned long long>(events), events_per_s / 1e6, loop_events_per_s / 1e6, loop_cpu_s,
-                streams, heap.cpu_seconds, heap_events_per_s / 1e6, ratio, loop_ratio);
-  }
+  if (vm.count("json"))
+    return print_json({{"ops", ops}, {"streams", streams}, {"seconds", t.seconds}, {"ops_per_s", ops_per_s},
+                       {"cpu_seconds", t.cpu_seconds}, {"cpu_ops_per_s", cpu_ops_per_s}, {"events", events},
+                       {"events_per_s", events_per_s}, {"event_loop_cpu_seconds", loop_cpu_s},
+                       {"event_loop_events_per_s", loop_events_per_s}, {"heap_cpu_seconds", heap.cpu_seconds},
+                       {"heap_events_per_s", heap_events_per_s}, {"engine_vs_heap", ratio},
+                       {"event_loop_vs_heap", loop_ratio},
+                       {"heap_checksum", checksum}});
+  std::printf("engine: %lld ops on %d streams, best of %d: %.3f s = %.2f M ops/s "
+              "(thread CPU %.3f s = %.2f M ops/s; simulated iteration %.3f s)\n",
+              static_cast<long long>(ops), streams, repeat, t.seconds, ops_per_s / 1e6,
+              t.cpu_seconds, cpu_ops_per_s / 1e6, iteration.seconds());
+  std::printf("events: %llu engine events = %.2f M events/s over the whole run, %.2f M events/s in the event "
+              "loop alone (%.3f s; thread CPU)\nbare std::priority_queue loop over as many events (%d in flight): "
+              "%.3f s = %.2f M events/s\nengine / bare heap = %.3f (whole run), %.3f (event loop)\n",
+              static_cast<unsigned long long>(events), events_per_s / 1e6, loop_events_per_s / 1e6, loop_cpu_s,
+              streams, heap.cpu_seconds, heap_events_per_s / 1e6, ratio, loop_ratio);
   return 0;
 }
 
@@ -142,10 +138,9 @@ int bench_policy(const std::vector<std::string>& args) {
       ("repeat", po::value(&repeat)->default_value(repeat), "simulations timed; the best is reported")
       ("json", "print JSON {model, machine, gpus, plan_ops, simulate_ms, search_s}");
   add_policy_options(desc, pa);
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  if (!parse_options("protwin bench policy [--model M] [--machine H] [--gpus N] [--json]", desc, args, vm, &pos))
+  if (!parse_options("protwin bench policy [--model M] [--machine H] [--gpus N] [--json]", desc, args, vm,
+                     po::positional_options_description().add("what", 1)))
     return 0;
   PROTWIN_CHECK(repeat >= 1, "--repeat: expected at least 1, got ", repeat);
   PolicyInputs in = resolve_policy_inputs(pa);
@@ -154,18 +149,16 @@ int bench_policy(const std::vector<std::string>& args) {
   PROTWIN_CHECK(r.found, "model ", in.model.name, " does not fit on ", in.cost->machine().name);
   const sim::PlanSimulator simulator(*in.cost);
   const Timing sim_t = best_of(repeat, [&] { simulator.run(r.best_plan.plan); });
-  if (vm.count("json")) {
-    print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"plan_ops", r.best_plan.plan.ops.size()}, {"simulate_ms", sim_t.seconds * 1e3},
-                {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated},
-                {"settings_per_s", static_cast<double>(r.configurations) / search.seconds}});
-  } else {
-    std::printf("policy: %s on %s, %d GPU(s): one simulated iteration (%zu ops) %.3f ms (best of %d); "
-                "search %.3f s wall (%ld settings, %ld simulated) = %.0f settings/s\n",
-                in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
-                r.best_plan.plan.ops.size(), sim_t.seconds * 1e3, repeat, search.seconds, r.configurations,
-                r.simulated, static_cast<double>(r.configurations) / search.seconds);
-  }
+  if (vm.count("json"))
+    return print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
+                       {"plan_ops", r.best_plan.plan.ops.size()}, {"simulate_ms", sim_t.seconds * 1e3},
+                       {"search_s", search.seconds}, {"settings", r.configurations}, {"simulated", r.simulated},
+                       {"settings_per_s", static_cast<double>(r.configurations) / search.seconds}});
+  std::printf("policy: %s on %s, %d GPU(s): one simulated iteration (%zu ops) %.3f ms (best of %d); "
+              "search %.3f s wall (%ld settings, %ld simulated) = %.0f settings/s\n",
+              in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
+              r.best_plan.plan.ops.size(), sim_t.seconds * 1e3, repeat, search.seconds, r.configurations,
+              r.simulated, static_cast<double>(r.configurations) / search.seconds);
   return 0;
 }
 
@@ -199,9 +192,8 @@ int run_bench(const std::vector<std::string>& args) {
     if (args.empty()) throw Error("which benchmark? known: " + known + "\nhint: protwin bench engine");
     return 0;
   }
-  for (const Bench& b : kBenches) {
+  for (const Bench& b : kBenches)
     if (args[0] == b.name) return b.run(args);
-  }
   throw Error("unknown benchmark \"" + args[0] + "\"; known: " + known);
 }
 

@@ -11,11 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <optional>
 
 #include "sim/calib/block_probes.h"
@@ -31,7 +29,6 @@
 #include "sim/calib/speed_scaled_prediction.h"
 #include "cli/subcommand.h"
 #include "sim/engine/contention.h"
-#include "sim/engine/plan_simulator.h"
 #include "sim/offload/compiler/systems.h"
 #include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
@@ -50,12 +47,14 @@ namespace {
 // M params/s, with their keys in protwin-rt interleave's JSON and in calibration.json.
 enum ProbeKind { kGemm = 0, kCopy, kAdam, kProbeKinds };
 struct ProbeKeys {
+  const char* name;  // in the drift rule's lines
   const char* before;
   const char* after;
 };
-constexpr ProbeKeys kProbes[kProbeKinds] = {{"probe_before_gflops", "probe_after_gflops"},
-                                            {"copy_probe_before_GBps", "copy_probe_after_GBps"},
-                                            {"adam_probe_before_mparams_per_s", "adam_probe_after_mparams_per_s"}};
+constexpr ProbeKeys kProbes[kProbeKinds] = {
+    {"GEMM", "probe_before_gflops", "probe_after_gflops"},
+    {"copy", "copy_probe_before_GBps", "copy_probe_after_GBps"},
+    {"CPU Adam", "adam_probe_before_mparams_per_s", "adam_probe_after_mparams_per_s"}};
 
 struct CaseResult : CaseOutcome {  // the predicted and measured sides (sim/calib/case_comparison.h)
   CalibrationCase c;
@@ -231,12 +230,12 @@ int run_calibrate(const std::vector<std::string>& args) {
   // steps per second of budget to the intervals that are still undecided.
   // Each profile also records the reference probe's speed while it ran (reference_probe).
   const bool reprofile = vm.count("no-reprofile") == 0;
-  std::vector<double> profile_probe, profile_copy_probe, profile_adam_probe;  // each profile's reference speeds
+  std::array<std::vector<double>, kProbeKinds> profile_levels;  // each profile's reference speed of each probe
   auto add_references = [&](const traces::OpProfile& p) {
     const ProbeSpeeds ref = probe_references(p.provenance());
-    if (ref.gemm_gflops > 0) profile_probe.push_back(ref.gemm_gflops);
-    if (ref.copy_gbps > 0) profile_copy_probe.push_back(ref.copy_gbps);
-    if (ref.adam_mparams_per_s > 0) profile_adam_probe.push_back(ref.adam_mparams_per_s);
+    const double speeds[kProbeKinds] = {ref.gemm_gflops, ref.copy_gbps, ref.adam_mparams_per_s};
+    for (size_t k = 0; k < kProbeKinds; ++k)
+      if (speeds[k] > 0) profile_levels[k].push_back(speeds[k]);
   };
   if (!reprofile && profile) add_references(*profile);
   std::vector<traces::OpProfile> round_profiles;  // each round's own, for the blocks' medians
@@ -371,23 +370,22 @@ int run_calibrate(const std::vector<std::string>& args) {
   // Which probe changes are corrected for (sim/calib/drift_rule.h): per probe, drift between steps and a
   // level shift from the profiles, each only when its test detects it; otherwise the steps keep
   // their raw speed for that probe.
-  ProbeCorrection gemm_fix, copy_fix, adam_fix;
+  std::array<ProbeCorrection, kProbeKinds> fix;
   auto normalise = [&] {
     // The profile's reference speed, for the record; a profile from before the copy and CPU Adam
     // probes has only the GEMM's (the steps' median stands in: no level shift can be tested).
-    auto ref_of = [&](const std::vector<double>& prof, const std::vector<double>& steps, const char* name) {
-      reference_source += std::string(reference_source.empty() ? "" : "; ") + name +
+    auto ref_of = [&](size_t p) {
+      const std::vector<double>& prof = profile_levels[p];
+      reference_source += std::string(reference_source.empty() ? "" : "; ") + kProbes[p].name +
                           (prof.empty() ? ": median probe of the measured steps (not in the profile)"
                                         : ": median reference probe of the profile(s)");
-      return prof.empty() ? quantile(steps, 0.5) : quantile(prof, 0.5);
+      return prof.empty() ? quantile(step_probes[p], 0.5) : quantile(prof, 0.5);
     };
     reference_source.clear();
-    reference.gemm_gflops = ref_of(profile_probe, step_probes[kGemm], "GEMM");
-    reference.copy_gbps = ref_of(profile_copy_probe, step_probes[kCopy], "copy");
-    reference.adam_mparams_per_s = ref_of(profile_adam_probe, step_probes[kAdam], "CPU Adam");
+    reference = {ref_of(kGemm), ref_of(kCopy), ref_of(kAdam)};  // in this order in reference_source
     if (std::all_of(results.begin(), results.end(), [](const CaseResult& r) { return r.raw_steps.empty(); })) return;
     // Every measured step of every plan, for each probe's tests.
-    auto correct = [&](const std::vector<double>& profile_levels, size_t p) {
+    for (size_t p = 0; p < kProbeKinds; ++p) {
       std::vector<double> b, a, sp;
       std::vector<int> round;
       for (const auto& r : results) {
@@ -396,12 +394,9 @@ int run_calibrate(const std::vector<std::string>& args) {
         sp.insert(sp.end(), r.speed[p].begin(), r.speed[p].end());
         round.insert(round.end(), r.step_round.begin(), r.step_round.end());
       }
-      return correct_probes(profile_levels, b, a, sp, round);
-    };
-    gemm_fix = correct(profile_probe, kGemm);
-    copy_fix = correct(profile_copy_probe, kCopy);
-    adam_fix = correct(profile_adam_probe, kAdam);
-    const ProbeSpeeds used{gemm_fix.reference, copy_fix.reference, adam_fix.reference};
+      fix[p] = correct_probes(profile_levels[p], b, a, sp, round);
+    }
+    const ProbeSpeeds used{fix[kGemm].reference, fix[kCopy].reference, fix[kAdam].reference};
     // Each step's plan re-simulated with every resource at its speed then: the step at the
     // reference speeds = raw x predicted(reference) / predicted(then) (sim/calib/speed_scaled_prediction.h).
     size_t k = 0;  // the step's index in the corrections (results in order, steps in order)
@@ -412,7 +407,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       SpeedScaledPredictor predictor(r.plan, machine, profile ? &*profile : nullptr, contention());
       const double at_reference = predictor.iteration_s({});
       for (size_t s = 0; s < r.raw_steps.size(); ++s, ++k) {
-        const ResourceScales sc = scales_of({gemm_fix.then[k], copy_fix.then[k], adam_fix.then[k]}, used);
+        const ResourceScales sc = scales_of({fix[kGemm].then[k], fix[kCopy].then[k], fix[kAdam].then[k]}, used);
         r.predicted_then.push_back(predictor.iteration_s(sc));
         r.norm_steps.push_back(at_reference_speeds(r.raw_steps[s], at_reference, r.predicted_then.back()));
       }
@@ -586,7 +581,6 @@ int run_calibrate(const std::vector<std::string>& args) {
     }
     jc.push_back(c);
   }
-  nlohmann::json skipped = sel.skipped;
   nlohmann::json out = all.to_json();
   out.update({{"model", w.model.name},
               {"batch", batch},
@@ -607,9 +601,9 @@ int run_calibrate(const std::vector<std::string>& args) {
                               {"what", "per probe: drift between steps (ANOVA, each step's before/after pair a "
                                        "group) and a level shift between the profiles and the rounds (pooled t-test "
                                        "on log medians); a change is corrected only when detected"},
-                              {"gemm", gemm_fix.to_json()},
-                              {"copy", copy_fix.to_json()},
-                              {"adam", adam_fix.to_json()}}},
+                              {"gemm", fix[kGemm].to_json()},
+                              {"copy", fix[kCopy].to_json()},
+                              {"adam", fix[kAdam].to_json()}}},
               {"reference_gflops", reference.gemm_gflops},
               {"reference_copy_GBps", reference.copy_gbps},
               {"reference_adam_mparams_per_s", reference.adam_mparams_per_s},
@@ -647,7 +641,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                                 {"level_us", spread_of(block_probes.level_us).to_json()},
                                 {"blocks", blocks_json}}},
               {"cases", jc},
-              {"skipped", skipped},
+              {"skipped", sel.skipped},
               {"timeline_case", 0},
               {"machine_noise_gflops", noise.to_json()},
               {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}});
@@ -743,12 +737,12 @@ int run_calibrate(const std::vector<std::string>& args) {
                 "(p10 %.0f, p90 %.0f); reference %.0f GFLOPS\n",
                 probe_spread.n, probe_spread.median, 100 * probe_spread.relative, probe_spread.p10, probe_spread.p90,
                 reference.gemm_gflops);
-  for (const auto& [name, fix] : {std::make_pair("GEMM", &gemm_fix), std::make_pair("copy", &copy_fix),
-                                  std::make_pair("CPU Adam", &adam_fix)})
+  for (size_t p = 0; p < kProbeKinds; ++p)
     std::printf("drift rule      %s probe: between steps F %.2f (p %.3f), level vs profile %+.1f %% (t %.2f, p %.3f): "
                 "correction %s\n",
-                name, fix->between_steps.statistic, fix->between_steps.p_value, 100 * fix->level.effect,
-                fix->level.statistic, fix->level.p_value, fix->to_json()["corrected"].get<std::string>().c_str());
+                kProbes[p].name, fix[p].between_steps.statistic, fix[p].between_steps.p_value,
+                100 * fix[p].level.effect, fix[p].level.statistic, fix[p].level.p_value,
+                fix[p].to_json()["corrected"].get<std::string>().c_str());
   for (const auto& [name, unit, samples, ref] :
        {std::make_tuple("copy probe", "GB/s", &step_probes[kCopy], reference.copy_gbps),
         std::make_tuple("CPU Adam probe", "M params/s", &step_probes[kAdam], reference.adam_mparams_per_s)}) {

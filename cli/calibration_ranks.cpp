@@ -9,14 +9,12 @@
 #include <vector>
 
 #include "sim/calib/calibration.h"
-#include "sim/calib/case_comparison.h"
 #include "cli/policy_options.h"
 #include "sim/calib/rank_cases.h"
 #include "sim/calib/rank_machine.h"
 #include "cli/rank_runs.h"
 #include "cli/rank_single_copy.h"
 #include "sim/calib/rank_step_speeds.h"
-#include "cli/rank_timeline.h"
 #include "cli/runtime_process.h"
 #include "sim/calib/speed_scaled_prediction.h"
 #include "sim/engine/contention.h"
@@ -36,6 +34,17 @@ namespace {
 std::string find_mpirun() {
   const ProcessResult p = run_process("/bin/sh", {"-c", "command -v mpirun"});
   return p.exit_code == 0 ? p.out.substr(0, p.out.find('\n')) : "";
+}
+
+const char* verdict(bool ok) { return ok ? "met" : "NOT met"; }
+
+// "iteration MAPE 3.1% (<= 5%: met), max 8.0% (<= 10%: met), Spearman 0.943 (>= 0.9: met)": a metrics
+// section's iteration-time criteria.
+std::string time_criteria(const nlohmann::json& m) {
+  const double mape = m["iteration_time_mape"].get<double>(), max = m["iteration_time_max_error"].get<double>();
+  const double spearman = m["spearman"].get<double>();
+  return format("iteration MAPE %.1f%% (<= 5%%: %s), max %.1f%% (<= 10%%: %s), Spearman %.3f (>= 0.9: %s)",
+                100 * mape, verdict(mape <= 0.05), 100 * max, verdict(max <= 0.10), spearman, verdict(spearman >= 0.9));
 }
 
 }  // namespace
@@ -143,10 +152,13 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
       if (!failed[i].empty()) continue;
       const std::string& dir = found[i].dir;
       std::vector<std::string> args = mpirun_head;
+      // --block-probes: every rank times each block of the plan once after every step; with the rank
+      // profile, each rank's prediction prices the blocks at its medians and the step is the slowest
+      // rank's (sim/calib/block_probes.h).
       args.insert(args.end(), {o.runtime, "train", "--plan", dir + "/plan.json", "--steps", std::to_string(o.steps),
                                "--link-GBps", std::to_string(o.link_gbps), "--net-GBps", std::to_string(o.net_gbps),
-                               "-o", dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json"});
-      if (o.block_probes) args.push_back("--block-probes");  // every rank's blocks beside its steps
+                               "-o", dir + "/measured.json", "--rank-reports", dir + "/ranks", "--probes", "--json",
+                               "--block-probes"});
       const ProcessResult p = run_process(mpirun, args, dir + "/runtime.log");
       if (p.exit_code != 0) {
         failed[i] = "mpirun protwin-rt train exit " + std::to_string(p.exit_code) + " (see " + dir + "/runtime.log)";
@@ -268,8 +280,9 @@ nlohmann::json calibrate_rank_cases(const sim::Workload& w, const hw::Machine& m
 }
 
 void print_rank_cases(const nlohmann::json& s) {
+  const int ranks = s.at("ranks").get<int>();
   std::printf("\n%d-rank cases (mpirun -np %d, collectives capped at %g GB/s): each system's searched plan\n",
-              s.at("ranks").get<int>(), s.at("ranks").get<int>(), s.at("net_GBps").get<double>());
+              ranks, ranks, s.at("net_GBps").get<double>());
   if (s.contains("error")) {
     std::printf("  not run: %s\n", s["error"].get<std::string>().c_str());
     return;
@@ -310,28 +323,27 @@ void print_rank_cases(const nlohmann::json& s) {
   }
   for (const auto& c : s.at("cases")) {
     if (!c.contains("at_rank_speeds")) continue;
-    std::string ranks;
+    std::string per_rank;
     for (const auto& r : c["at_rank_speeds"]["ranks"])
-      ranks += format("  %.3f s (compute x%.2f copy x%.2f cpu x%.2f)", r["predicted_s"].get<double>(),
-                      r["compute_scale"].get<double>(), r["copy_scale"].get<double>(),
-                      r["cpu_scale"].get<double>());
+      per_rank += format("  %.3f s (compute x%.2f copy x%.2f cpu x%.2f)", r["predicted_s"].get<double>(),
+                         r["compute_scale"].get<double>(), r["copy_scale"].get<double>(), r["cpu_scale"].get<double>());
     std::printf("  %-13s at each rank's probed speed: slowest %.3f s (%+.1f%%); ranks:%s\n",
                 c["system"].get<std::string>().c_str(), c["at_rank_speeds"]["predicted_s"].get<double>(),
-                100 * c["at_rank_speeds"]["iteration_error"].get<double>(), ranks.c_str());
+                100 * c["at_rank_speeds"]["iteration_error"].get<double>(), per_rank.c_str());
   }
   for (const auto& c : s.at("cases")) {
     if (!c.contains("joint")) continue;
-    std::string ranks;
+    std::string per_rank;
     for (const auto& r : c["joint"]["ranks"])
-      ranks += format("  rank %d %.3f s (compute %.3f, waits %.3f)", r["rank"].get<int>(),
-                      r["predicted_s"].get<double>(), r["compute_busy_s"].get<double>(),
-                      r["collective_wait_s"].get<double>());
+      per_rank += format("  rank %d %.3f s (compute %.3f, waits %.3f)", r["rank"].get<int>(),
+                         r["predicted_s"].get<double>(), r["compute_busy_s"].get<double>(),
+                         r["collective_wait_s"].get<double>());
     std::printf("  %-13s joint simulation (rendezvous, %d shared cores, a waiting rank %.2f of a core): %.3f s "
                 "(%+.1f%%);%s\n",
                 c["system"].get<std::string>().c_str(), c["joint"]["host_cores"].get<int>(),
                 c["joint"]["wait_cpu_share"].get<double>(),
                 c["joint"]["predicted_s"].get<double>(), 100 * c["joint"]["iteration_error"].get<double>(),
-                ranks.c_str());
+                per_rank.c_str());
   }
   for (const auto& c : s.at("cases")) {
     if (!c.contains("joint") || !c["joint"].contains("at_measured_compute")) continue;
@@ -358,22 +370,15 @@ void print_rank_cases(const nlohmann::json& s) {
   if (s.contains("interleave_error")) std::printf("  interleaved launch failed: %s\n", s["interleave_error"].get<std::string>().c_str());
   for (const auto& [key, what] : {std::pair<const char*, const char*>{"metrics_interleaved", "each step's probed speeds"},
                                   {"metrics_interleaved_launch_speeds", "each rank's speeds over the whole launch"}}) {
-    if (!s.contains(key)) continue;
-    const auto& m = s[key];
-    auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
-    std::printf("%d-rank interleaved launch (%d steps per plan), joint simulation at %s: "
-                "iteration MAPE %.1f%% (<= 5%%: %s), max %.1f%% (<= 10%%: %s), Spearman %.3f (>= 0.9: %s)\n",
-                s.at("ranks").get<int>(), m["steps"].get<int>(), what, 100 * m["iteration_time_mape"].get<double>(),
-                verdict(m["iteration_time_mape"].get<double>() <= 0.05),
-                100 * m["iteration_time_max_error"].get<double>(),
-                verdict(m["iteration_time_max_error"].get<double>() <= 0.10), m["spearman"].get<double>(),
-                verdict(m["spearman"].get<double>() >= 0.9));
+    if (s.contains(key))
+      std::printf("%d-rank interleaved launch (%d steps per plan), joint simulation at %s: %s\n", ranks,
+                  s[key]["steps"].get<int>(), what, time_criteria(s[key]).c_str());
   }
   for (const bool joint : {true, false}) {  // the joint simulation's targets are printed beside it
     const char* key = joint ? "metrics_joint" : "metrics_at_rank_speeds";
     if (!s.contains(key)) continue;
     const auto& m = s[key];
-    std::printf("%d-rank %s: iteration MAPE %.1f%%%s, max %.1f%%%s, Spearman %.3f%s\n", s.at("ranks").get<int>(),
+    std::printf("%d-rank %s: iteration MAPE %.1f%%%s, max %.1f%%%s, Spearman %.3f%s\n", ranks,
                 joint ? "joint simulation" : "at each rank's probed speed (slowest rank)",
                 100 * m["iteration_time_mape"].get<double>(), joint ? " (<= 5%)" : "",
                 100 * m["iteration_time_max_error"].get<double>(), joint ? " (<= 10%)" : "", m["spearman"].get<double>(),
@@ -384,8 +389,7 @@ void print_rank_cases(const nlohmann::json& s) {
     std::printf("%d-rank block probes: %zu samples per rank, every rank's blocks summed after each step 80 %% within a "
                 "%.0f %% band (in the intervals); each block beside the steps (median, p10-p90) against the rank "
                 "profile:\n",
-                s.at("ranks").get<int>(), b["samples"].get<size_t>(),
-                100 * b["level_us"]["p10_p90_relative"].get<double>());
+                ranks, b["samples"].get<size_t>(), 100 * b["level_us"]["p10_p90_relative"].get<double>());
     for (const auto& x : b["blocks"]) {
       const auto& sp = x["beside_steps_us"];
       std::printf("  rank %d %-60s %8.2f ms (%.2f-%.2f)", x["rank"].get<int>(), x["signature"].get<std::string>().c_str(),
@@ -397,19 +401,14 @@ void print_rank_cases(const nlohmann::json& s) {
   if (s.contains("metrics_profile_blocks")) {
     const auto& m = s["metrics_profile_blocks"];
     std::printf("%d-rank with the rank profile's blocks instead: iteration MAPE %.1f%%, max %.1f%%, Spearman %.3f\n",
-                s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
-                100 * m["iteration_time_max_error"].get<double>(), m["spearman"].get<double>());
+                ranks, 100 * m["iteration_time_mape"].get<double>(), 100 * m["iteration_time_max_error"].get<double>(),
+                m["spearman"].get<double>());
   }
   if (!s.contains("metrics")) return;
   const auto& m = s["metrics"];
-  auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
-  std::printf("%d-rank: iteration MAPE %.1f%% (<= 5%%: %s), max %.1f%% (<= 10%%: %s), Spearman %.3f (>= 0.9: %s); "
-              "measured peak device vs simulator MAPE %.1f%%, max %.1f%% (<= 5%%: %s); ProTrain's analytic model "
-              "MAPE %.1f%%; the plan's own bytes MAPE %.1f%%\n",
-              s.at("ranks").get<int>(), 100 * m["iteration_time_mape"].get<double>(),
-              verdict(m["iteration_time_mape"].get<double>() <= 0.05), 100 * m["iteration_time_max_error"].get<double>(),
-              verdict(m["iteration_time_max_error"].get<double>() <= 0.10), m["spearman"].get<double>(),
-              verdict(m["spearman"].get<double>() >= 0.9), 100 * m["peak_device_mape"].get<double>(),
+  std::printf("%d-rank: %s; measured peak device vs simulator MAPE %.1f%%, max %.1f%% (<= 5%%: %s); ProTrain's "
+              "analytic model MAPE %.1f%%; the plan's own bytes MAPE %.1f%%\n",
+              ranks, time_criteria(m).c_str(), 100 * m["peak_device_mape"].get<double>(),
               100 * m["peak_device_max_error"].get<double>(), verdict(m["peak_device_max_error"].get<double>() <= 0.05),
               100 * m["analytic_peak_device_mape"].get<double>(), 100 * m["plan_peak_device_mape"].get<double>());
   if (!s.contains("intervals")) return;
@@ -419,7 +418,7 @@ void print_rank_cases(const nlohmann::json& s) {
   const bool sweeps = ci.value("resample", std::string()).rfind("sweeps", 0) == 0;
   std::printf("%d-rank criteria on 95 %% bootstrap intervals (%s%s): MAPE [%.1f, %.1f] (%s), max "
               "[%.1f, %.1f] (%s), Spearman [%.3f, %.3f] (%s), device peak (%s): %s\n",
-              s.at("ranks").get<int>(), sweeps ? "whole sweeps resampled" : "steps within each plan",
+              ranks, sweeps ? "whole sweeps resampled" : "steps within each plan",
               ci["block_level_samples"].get<size_t>() > 0 ? ", the blocks' level with them" : "",
               pct("iteration_time_mape", 0), pct("iteration_time_mape", 1), v["iteration_time_mape"].get<std::string>().c_str(),
               pct("iteration_time_max_error", 0), pct("iteration_time_max_error", 1),
@@ -429,7 +428,7 @@ void print_rank_cases(const nlohmann::json& s) {
               s["criteria_met"].get<bool>() ? "all met" : "NOT all met (calibrate exits 3)");
   if (s.contains("rounds"))
     std::printf("%d-rank rounds: %d (more while a criterion is undecided, up to --rank-budget-s %.0f)\n",
-                s.at("ranks").get<int>(), s["rounds"].get<int>(), s.value("budget_s", 0.0));
+                ranks, s["rounds"].get<int>(), s.value("budget_s", 0.0));
 }
 
 }  // namespace protwin::cli

@@ -46,11 +46,6 @@ struct RankCalibrationOptions {
   // and after every step; every step is then predicted by the joint simulation at both ranks'
   // speeds of that moment (sim/calib/rank_step_speeds.h), section "metrics_interleaved". 0: off.
   int interleave_steps = 0;
-  // Issue 23, session 16: every run times each block of its plan once after every step on every
-  // rank (`train --block-probes`); with the rank profile, each rank's prediction prices the blocks
-  // at its medians and the step is the slowest rank's (sim/calib/block_probes.h). Off: the rank
-  // profile's block entries (calibrate always sets it).
-  bool block_probes = true;
   int bootstrap_resamples = 2000;  // the criteria's 95 % intervals (sim/calib/calibration.h)
   uint64_t bootstrap_seed = 1;
 };

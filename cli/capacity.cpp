@@ -1,7 +1,6 @@
 // protwin capacity: the largest model of a family each system can train on a machine (the ladder
 // and its bisection: sim/offload/search/capacity.h).
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -51,12 +50,11 @@ int run_capacity(const std::vector<std::string>& args) {
   for (const auto& outcome : sim::evaluate_points(names.size(), 1, largest_model))
     out.push_back(outcome.get());
   bar.done();
-  if (vm.count("json")) {
-    print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : sim::offload::kGpt2Positions},
-                {"flash", in.search.flash_attention}, {"systems", out}});
-    return 0;
-  }
+  if (vm.count("json"))
+    return print_json({{"family", family}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
+                       {"nodes", in.search.nodes},
+                       {"seq", in.search.seq > 0 ? in.search.seq : sim::offload::kGpt2Positions},
+                       {"flash", in.search.flash_attention}, {"systems", out}});
   std::printf("largest GPT-2-family model per system on %s, %d GPU(s)%s, batch 1, sequence %lld, %s attention "
               "(simulated plans that fit GPU and host memory)\n\n",
               in.cost->machine().name.c_str(), in.search.gpus,

@@ -1,7 +1,6 @@
 // protwin compare: every system at its own best knobs and batch size, and ProTrain's speed-up
 // over each (REFERENCE §1: "each tuned, each at its best batch size").
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -67,11 +66,10 @@ int run_compare(const std::vector<std::string>& args) {
     }
     systems.push_back(j);
   }
-  if (vm.count("json")) {
-    print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
-                {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : in.model.default_seq}, {"systems", systems}});
-    return 0;
-  }
+  if (vm.count("json"))
+    return print_json({{"model", in.model.name}, {"machine", in.cost->machine().name}, {"gpus", in.search.gpus},
+                       {"nodes", in.search.nodes}, {"seq", in.search.seq > 0 ? in.search.seq : in.model.default_seq},
+                       {"systems", systems}});
   std::printf("%s on %s, %d GPU(s)%s: every system at its best knobs and batch size (simulated; batch is per GPU)\n\n",
               in.model.name.c_str(), in.cost->machine().name.c_str(), in.search.gpus,
               in.search.nodes > 1 ? (" on " + std::to_string(in.search.nodes) + " nodes").c_str() : "");

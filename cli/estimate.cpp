@@ -4,7 +4,6 @@
 // --gpu-memory-GB takes the nominal number printed on the card (40, 80, 94) and, as the authors'
 // optimal_setting_search.py does, compares it directly with totals in GiB (1024^3 bytes).
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -135,8 +134,7 @@ int run_estimate(const std::vector<std::string>& args) {
     j["model"] = spec.name;
     j["config"] = sim::parallel::config_to_json(cfg);
     j["options"] = sim::parallel::options_to_json(opt);
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
   const double gib = sim::parallel::MemoryEstimate::kGiB;
   std::cout << "protwin estimate: " << spec.name << ", method " << sim::parallel::method_name(e.method)
@@ -254,8 +252,7 @@ int run_estimate_search(const std::vector<std::string>& args) {
       for (const auto& c : r.over) rej.push_back(sim::parallel::candidate_to_json(c, space.gpu_memory_gb));
       j["rejected"] = rej;
     }
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
 
   std::cout << "protwin estimate-search: " << spec.name << " on " << space.gpus << " GPUs ("

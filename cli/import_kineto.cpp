@@ -1,7 +1,6 @@
 // protwin import-kineto: turn a PyTorch profiler (Kineto) trace into an op profile.
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <map>
 
 #include "cli/options.h"
@@ -45,11 +44,9 @@ int run_import_kineto(const std::vector<std::string>& args) {
        "also write the trace's host-dispatch costs (launch, copy call, eager op with and without autograd, "
        "backward node, collective call) as a machine fragment for `protwin machine merge`")
       ("json", "print the summary as JSON");
-  po::positional_options_description pos;
-  pos.add("trace", 1);
   po::variables_map vm;
-  if (!parse_options("protwin import-kineto TRACE.json[.gz] -o profile.json [--json]", desc, args,
-                     vm, &pos))
+  if (!parse_options("protwin import-kineto TRACE.json[.gz] -o profile.json [--json]", desc, args, vm,
+                     po::positional_options_description().add("trace", 1)))
     return 0;
   require(vm, "trace");
   require(vm, "output");
@@ -109,8 +106,7 @@ int run_import_kineto(const std::vector<std::string>& args) {
                              {"largest_bytes", c.largest_bytes},
                              {"largest_GBps", gbps(c.largest_bytes, c.largest_mean_us)}});
     for (const auto& [key, s] : host) j["host_dispatch"][key] = {{"median_us", s.median_us}, {"count", s.count}};
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
 
   std::printf("device:  %s\nentries: %zu\nprofile: %s\n\n", profile.device().c_str(), profile.size(),

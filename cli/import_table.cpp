@@ -26,11 +26,9 @@ int run_import_table(const std::vector<std::string>& args) {
       ("per-octave", po::value(&opts.per_octave)->default_value(0),
        "thin each series (token counts, message sizes) to at most this many sizes per octave (0: all)")
       ("json", "print the summary as JSON");
-  po::positional_options_description pos;
-  pos.add("file", -1);
   po::variables_map vm;
   if (!parse_options("protwin import-table --format vidur|neusight|llmcompass|nccl-tests FILE... -o profile.json",
-                     desc, args, vm, &pos))
+                     desc, args, vm, po::positional_options_description().add("file", -1)))
     return 0;
   require(vm, "format");
   require(vm, "output");
@@ -40,10 +38,8 @@ int run_import_table(const std::vector<std::string>& args) {
 
   std::map<std::string, int> kinds;
   for (const auto& e : profile.entries()) ++kinds[e.sig.kind + ":" + e.sig.dtype];
-  if (vm.count("json")) {
-    print_json({{"output", out_path}, {"format", opts.format}, {"entries", profile.size()}, {"kinds", kinds}});
-    return 0;
-  }
+  if (vm.count("json"))
+    return print_json({{"output", out_path}, {"format", opts.format}, {"entries", profile.size()}, {"kinds", kinds}});
   std::printf("%s: %zu entries from %zu file(s) (%s)\n", out_path.c_str(), profile.size(), files.size(),
               opts.format.c_str());
   for (const auto& [k, n] : kinds) std::printf("  %-24s %6d\n", k.c_str(), n);

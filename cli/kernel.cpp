@@ -2,7 +2,6 @@
 // interpolated, derived, shape-aware model), or every entry of a profile (--queries).
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <sstream>
 
 #include "cli/options.h"
@@ -122,8 +121,7 @@ int run_kernel(const std::vector<std::string>& args) {
       for (const auto& [k, v] : e.extra.items()) j[k] = v;
       out.push_back(std::move(j));
     }
-    print_json(out);
-    return 0;
+    return print_json(out);
   }
 
   traces::OpSignature sig;
@@ -172,8 +170,7 @@ int run_kernel(const std::vector<std::string>& args) {
     if (p.flops > 0) j["tflops"] = p.flops / s * 1e-12;
     if (vm.count("op")) j["GBps"] = work_bytes / s * 1e-9;
     if (vm.count("collective")) j["algbw_GBps"] = work_bytes / s * 1e-9;
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
   std::printf("%s on %s (%s): %.3f us", what.c_str(), m.name.c_str(), m.gpu.name.c_str(), s * 1e6);
   if (p.flops > 0) std::printf(", %.1f TFLOPS", p.flops / s * 1e-12);

@@ -2,7 +2,6 @@
 // Exit codes: 0 ok, 1 internal error, 2 user error.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -31,7 +30,7 @@ void print_usage() {
                "usage: protwin <subcommand> [options]   (protwin <subcommand> --help for more)\n\n"
                "subcommands:\n";
   std::map<std::string, std::string> listed;
-  for (const auto& s : subcommands()) listed[s.name] = s.summary;
+  for (const auto& [name, s] : registry()) listed[name] = s.summary;
   // The runtime's subcommands, listed by the runtime binary itself (protwin-rt has them already).
   // A name both binaries have (bench) is this binary's, whose summary covers both halves.
 #ifdef PROTWIN_RUNTIME_BINARY
@@ -61,18 +60,12 @@ bool register_subcommand(const Subcommand& sub) {
   return true;
 }
 
-std::vector<Subcommand> subcommands() {
-  std::vector<Subcommand> out;
-  for (const auto& [name, s] : registry()) out.push_back(s);
-  return out;
-}
-
 }  // namespace protwin::cli
 
 int main(int argc, char** argv) {
   using namespace protwin::cli;
   if (argc >= 2 && !std::strcmp(argv[1], "--list-subcommands")) {
-    for (const auto& s : subcommands()) std::cout << s.name << "\t" << s.summary << "\n";
+    for (const auto& [name, s] : registry()) std::cout << name << "\t" << s.summary << "\n";
     return 0;
   }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
@@ -86,10 +79,9 @@ int main(int argc, char** argv) {
   // (host_allocator.h); `bench adam` keeps glibc's defaults, as a PyTorch user's optimizer sees them.
   if (name == "train" || name == "profile" || name == "interleave") protwin::runtime::keep_freed_host_memory(argv);
 #endif
-  const auto subs = subcommands();
-  auto it = std::find_if(subs.begin(), subs.end(), [&](const Subcommand& s) { return s.name == name; });
+  const auto it = registry().find(name);
 #ifndef PROTWIN_RUNTIME_BINARY
-  if (it == subs.end()) {
+  if (it == registry().end()) {
     // Not a simulator subcommand: the runtime binary may have it.
     const std::string rt = runtime_binary_path();
     if (!rt.empty()) {
@@ -99,12 +91,12 @@ int main(int argc, char** argv) {
     }
   }
 #endif
-  if (it == subs.end()) {
+  if (it == registry().end()) {
     std::cerr << "protwin: unknown subcommand '" << name << "'\nhint: 'protwin --help' lists them\n";
     return 2;
   }
   try {
-    return it->run(std::vector<std::string>(argv + 2, argv + argc));
+    return it->second.run(std::vector<std::string>(argv + 2, argv + argc));
 #ifndef PROTWIN_RUNTIME_BINARY
   } catch (const protwin::sim::WorkerRankDone&) {
     return 0;  // an MPI rank other than 0: its points went to rank 0, which prints the result

@@ -8,7 +8,6 @@
 #include "cli/subcommand.h"
 #include "sim/workload/model_spec.h"
 #include "sim/workload/workload.h"
-#include "traces/error.h"
 
 namespace protwin::cli {
 namespace {
@@ -21,11 +20,6 @@ std::string grouped(int64_t v) {
     out += s[i];
   }
   return v < 0 ? "-" + out : out;
-}
-
-std::string pad(const std::string& s, size_t w, bool right = false) {
-  if (s.size() >= w) return s;
-  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
 int run_models(const std::vector<std::string>& args) {
@@ -42,19 +36,16 @@ int run_models(const std::vector<std::string>& args) {
       j["params"] = m.parameter_count();
       a.push_back(j);
     }
-    print_json(a);
-    return 0;
+    return print_json(a);
   }
-  std::cout << pad("name", 14) << pad("family", 7) << pad("params", 17, true) << pad("h", 7, true)
-            << pad("L", 5, true) << pad("heads", 7, true) << pad("kv", 5, true)
-            << pad("ffn", 7, true) << pad("vocab", 8, true) << "\n";
+  std::printf("%-14s%-7s%17s%7s%5s%7s%5s%7s%8s\n", "name", "family", "params", "h", "L", "heads", "kv", "ffn",
+              "vocab");
   for (const auto& name : sim::model_names()) {
     const auto m = sim::find_model(name);
-    std::cout << pad(m.name, 14) << pad(m.family, 7) << pad(grouped(m.parameter_count()), 17, true)
-              << pad(std::to_string(m.hidden), 7, true) << pad(std::to_string(m.layers), 5, true)
-              << pad(std::to_string(m.heads), 7, true) << pad(std::to_string(m.kv_heads), 5, true)
-              << pad(std::to_string(m.ffn_hidden), 7, true) << pad(std::to_string(m.vocab), 8, true)
-              << "\n";
+    std::printf("%-14s%-7s%17s%7lld%5lld%7lld%5lld%7lld%8lld\n", m.name.c_str(), m.family.c_str(),
+                grouped(m.parameter_count()).c_str(), static_cast<long long>(m.hidden),
+                static_cast<long long>(m.layers), static_cast<long long>(m.heads), static_cast<long long>(m.kv_heads),
+                static_cast<long long>(m.ffn_hidden), static_cast<long long>(m.vocab));
   }
   std::cout << "\n'protwin model NAME' shows one model's blocks, flops and activation memory.\n";
   return 0;
@@ -62,9 +53,8 @@ int run_models(const std::vector<std::string>& args) {
 
 void print_block_row(const sim::Block& b, const std::string& label) {
   const double mib = 1024.0 * 1024.0;
-  std::cout << pad(label, 16) << pad(grouped(b.param_count), 15, true)
-            << format("%12.2f%12.2f%11.1f%10.1f%10.1f%10.1f\n", b.forward_flops() * 1e-9,
-                      b.backward_flops() * 1e-9, static_cast<double>(b.saved_bytes) / mib,
+  std::cout << format("%-16s%15s%12.2f%12.2f%11.1f%10.1f%10.1f%10.1f\n", label.c_str(), grouped(b.param_count).c_str(),
+                      b.forward_flops() * 1e-9, b.backward_flops() * 1e-9, static_cast<double>(b.saved_bytes) / mib,
                       static_cast<double>(b.checkpoint_bytes) / mib,
                       static_cast<double>(b.forward_transient_bytes) / mib,
                       static_cast<double>(b.backward_transient_bytes) / mib);
@@ -83,12 +73,10 @@ int run_model(const std::vector<std::string>& args) {
       ("dropout", "with dropout (attention probabilities, residuals, embedding)")
       ("kernels", "with --json: list every block's parameter tensors, saved tensors and kernels")
       ("json", "print JSON");
-  po::positional_options_description pos;
-  pos.add("model", 1);
   po::variables_map vm;
   if (!parse_options("protwin model NAME [--batch B] [--seq S] [--dtype bf16] [--no-flash] "
                      "[--dropout] [--json [--kernels]]",
-                     desc, args, vm, &pos))
+                     desc, args, vm, po::positional_options_description().add("model", 1)))
     return 0;
   require(vm, "model");
   o.flash_attention = !vm.count("no-flash");
@@ -96,10 +84,7 @@ int run_model(const std::vector<std::string>& args) {
 
   const sim::ModelSpec m = sim::resolve_model(name);
   const sim::Workload w = sim::build_workload(m, o);
-  if (vm.count("json")) {
-    print_json(sim::workload_to_json(w, vm.count("kernels") > 0));
-    return 0;
-  }
+  if (vm.count("json")) return print_json(sim::workload_to_json(w, vm.count("kernels") > 0));
   const double mib = 1024.0 * 1024.0;
   std::cout << "model:        " << m.name << " (" << m.family << ", " << m.source << ")\n";
   if (!m.citation.empty()) std::cout << "source:       " << m.citation << "\n";
@@ -116,9 +101,8 @@ int run_model(const std::vector<std::string>& args) {
   std::cout << format("activations:  %.2f MiB per layer kept, %.2f MiB checkpointed\n\n",
                       static_cast<double>(w.activation_bytes_per_layer()) / mib,
                       static_cast<double>(w.layer(0).checkpoint_bytes) / mib);
-  std::cout << pad("block", 16) << pad("params", 15, true) << pad("fwd GFLOP", 12, true)
-            << pad("bwd GFLOP", 12, true) << pad("saved MiB", 11, true) << pad("ckpt MiB", 10, true)
-            << pad("fwd tmp", 10, true) << pad("bwd tmp", 10, true) << "\n";
+  std::printf("%-16s%15s%12s%12s%11s%10s%10s%10s\n", "block", "params", "fwd GFLOP", "bwd GFLOP", "saved MiB",
+              "ckpt MiB", "fwd tmp", "bwd tmp");
   print_block_row(w.blocks.front(), w.blocks.front().name);
   // Decoder layers are identical: one row for all of them.
   print_block_row(w.layer(0), m.layers == 1 ? "layer.0" : "layer.0.." + std::to_string(m.layers - 1));

@@ -101,7 +101,7 @@ std::string command_of(const std::string& usage) {
 
 bool parse_options(const std::string& usage, po::options_description& desc,
                    const std::vector<std::string>& args, po::variables_map& vm,
-                   const po::positional_options_description* positional) {
+                   const po::positional_options_description& positional) {
   desc.add_options()("help,h", "show this help and exit")("quiet", "no progress line on stderr");
   const std::string hint = "\nhint: see '" + command_of(usage) + " --help'";
   try {
@@ -114,9 +114,9 @@ bool parse_options(const std::string& usage, po::options_description& desc,
     for (po::option& o : parsed.options) {
       if (o.position_key < 0) continue;
       const std::string token = o.original_tokens.empty() ? "" : o.original_tokens.front();
-      if (!positional || position >= positional->max_total_count())
+      if (position >= positional.max_total_count())
         throw Error("unexpected argument '" + token + "'; options are flags (--name value)" + hint);
-      o.string_key = positional->name_for_position(position++);
+      o.string_key = positional.name_for_position(position++);
     }
     po::store(parsed, vm);
     if (vm.count("help")) {
@@ -153,7 +153,10 @@ void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std
        "instead of the machine's curves, its measured contention slows ops sharing the host's cores (as in calibrate)");
 }
 
-void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+int print_json(const nlohmann::json& j) {
+  std::cout << j.dump(2) << "\n";
+  return 0;
+}
 
 
 }  // namespace protwin::cli

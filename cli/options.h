@@ -28,7 +28,7 @@ namespace po = boost::program_options;
 // `usage` is the first help line, e.g. "protwin simulate --plan P.json [options]".
 bool parse_options(const std::string& usage, po::options_description& desc,
                    const std::vector<std::string>& args, po::variables_map& vm,
-                   const po::positional_options_description* positional = nullptr);
+                   const po::positional_options_description& positional = {});
 
 // Checks a number of the flag --`flag` against its sane range, as parse_options does for the
 // flags it parses; for numbers a subcommand parses itself (--batch N|auto). Flags without a range
@@ -48,7 +48,8 @@ bool given(const po::variables_map& vm, const std::string& flag);
 // hw::load_op_profile) whose entries win over the machine's curves.
 void add_cost_options(po::options_description& desc, bool& no_host_dispatch, std::string& profile);
 
-// Prints JSON (2-space indent) to stdout.
-void print_json(const nlohmann::json& j);
+// Prints JSON (2-space indent) to stdout and returns 0, the exit code: `return print_json(j);` ends
+// a subcommand whose output is JSON.
+int print_json(const nlohmann::json& j);
 
 }  // namespace protwin::cli

@@ -1,6 +1,5 @@
 #include "cli/parallel_options.h"
 
-#include "hwmodels/cost_model_choice.h"
 #include "traces/error.h"
 #include "traces/op_signature.h"
 
@@ -70,11 +69,8 @@ void on_off(const po::variables_map& vm, const char* flag, const std::string& va
 
 ParallelInputs resolve_parallel_inputs(const ParallelArgs& a, const po::variables_map& vm) {
   for (const char* flag : {"model", "machine", "gbs"}) require(vm, flag);
-  ParallelInputs in;
-  in.model = sim::resolve_model(a.model);
-  auto chosen = hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""});
-  in.profile = std::move(chosen.profile);
-  in.cost = std::move(chosen.cost);
+  const sim::ModelSpec model = sim::resolve_model(a.model);  // an unknown model is said before a bad machine
+  ParallelInputs in{hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""}), model, {}};
   PROTWIN_CHECK(a.dtype == "fp16" || a.dtype == "bf16" || a.dtype == "fp32", "--dtype: expected bf16, fp16 or fp32, got '",
                 a.dtype, "'");
   sim::parallel::MegatronOptions& o = in.options;

@@ -3,12 +3,11 @@
 // 80 % rule.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/options.h"
-#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/cost_model_choice.h"
 #include "sim/parallel/compiler/megatron_compiler.h"
 #include "sim/workload/model_spec.h"
 
@@ -28,10 +27,9 @@ struct ParallelArgs {
 
 void add_parallel_options(po::options_description& desc, ParallelArgs& a);
 
-struct ParallelInputs {
+// The machine's cost model and the --profile it prices with (null: none), the model, the options.
+struct ParallelInputs : hw::ChosenCostModel<hw::HardwareCostModel> {
   sim::ModelSpec model;
-  std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
-  std::unique_ptr<hw::HardwareCostModel> cost;
   sim::parallel::MegatronOptions options;  // sizes, mbs and vpp left for the caller
 };
 

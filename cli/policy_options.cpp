@@ -3,7 +3,6 @@
 #include <charconv>
 #include <tuple>
 
-#include "hwmodels/cost_model_choice.h"
 #include "sim/offload/compiler/systems.h"
 #include "traces/error.h"
 
@@ -30,11 +29,8 @@ void add_policy_options(po::options_description& desc, PolicyArgs& a) {
 }
 
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a) {
-  PolicyInputs in;
-  in.model = sim::resolve_model(a.model);
-  auto chosen = hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""});
-  in.profile = std::move(chosen.profile);
-  in.cost = std::move(chosen.cost);
+  const sim::ModelSpec model = sim::resolve_model(a.model);  // an unknown model is said before a bad machine
+  PolicyInputs in{hw::machine_cost_model({a.machine, a.set, a.no_host_dispatch, a.profile, ""}), model, {}};
   std::tie(in.search.gpus, in.search.nodes) = sim::offload::place_ranks(*in.cost, a.gpus, a.nodes);
   if (a.batch != "auto") {  // auto: batch 0, searched
     long long b = 0;

@@ -2,12 +2,11 @@
 // sequence length, what-if overrides.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/options.h"
-#include "hwmodels/hardware_cost_model.h"
+#include "hwmodels/cost_model_choice.h"
 #include "sim/offload/search/search.h"
 #include "sim/workload/model_spec.h"
 
@@ -33,11 +32,10 @@ struct PolicyArgs {
 // --no-host-dispatch --profile to `desc`.
 void add_policy_options(po::options_description& desc, PolicyArgs& a);
 
-// The resolved inputs.
-struct PolicyInputs {
+// The resolved inputs: the machine's cost model and the --profile it prices with (null: none), the
+// model, the search's options.
+struct PolicyInputs : hw::ChosenCostModel<hw::HardwareCostModel> {
   sim::ModelSpec model;
-  std::unique_ptr<const traces::OpProfile> profile;  // --profile (null: none); `cost` prices with it
-  std::unique_ptr<hw::HardwareCostModel> cost;
   sim::offload::SearchOptions search;
 };
 PolicyInputs resolve_policy_inputs(const PolicyArgs& a);

@@ -20,7 +20,7 @@ bool quiet();
 // after `elapsed_s` seconds; the time left assumes the rate so far.
 std::string progress_line(const std::string& label, long done, long total, double elapsed_s);
 
-// printf into a std::string (at most 511 characters).
+// printf into a std::string (of any length).
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // "216.4 MB" (decimal units, as file managers show sizes).

@@ -1,6 +1,5 @@
 // protwin search: the best policy of one system for a model on a machine, in simulation.
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/policy_options.h"
@@ -58,8 +57,7 @@ int run_search(const std::vector<std::string>& args) {
               {"least_host_bytes", r.least_host_bytes},
               {"capacity", {{"gpu_bytes", cap.gpu_bytes}, {"host_bytes", cap.host_bytes}}},
               {"first_failure", r.first_failure}});
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
   PROTWIN_CHECK(r.found, "model ", in.model.name, " does not fit on ", in.cost->machine().name, " with ",
                 in.search.gpus, " GPU(s) under any ", system, " knob setting (", r.configurations,
@@ -87,8 +85,7 @@ int run_search(const std::vector<std::string>& args) {
               {"pruned", r.pruned},
               {"simulated", r.simulated},
               {"pareto", pareto}});
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
   std::printf("%s on %s (%d GPU%s%s), %s, batch %lld per GPU (global %lld)\n", in.model.name.c_str(),
               in.cost->machine().name.c_str(), in.search.gpus, in.search.gpus > 1 ? "s" : "",

@@ -99,10 +99,7 @@ int run_search_4d(const std::vector<std::string>& args) {
   };
   const sim::parallel::Search4dResult r = sim::parallel::search_4d(in.model, *in.cost, o);
   if (bar) bar->done();
-  if (vm.count("json")) {
-    print_json(sim::parallel::search_4d_to_json(r, vm.count("top") ? top : 0));
-    return 0;
-  }
+  if (vm.count("json")) return print_json(sim::parallel::search_4d_to_json(r, vm.count("top") ? top : 0));
   print_search(std::cout, r, top, threads);
   return 0;
 }

@@ -123,22 +123,21 @@ int run_simulate(const std::vector<std::string>& args) {
                              {"device_reserved_peak_bytes", runtime_memory->reserved_peak_bytes},
                              {"states_bytes", runtime_memory->states_bytes},
                              {"peak_op", runtime_memory->peak_op}};
-    print_json(j);
-  } else {
-    print_report_summary(std::cout, report);
-    if (runtime_memory)
-      std::printf("runtime device memory (predicted): %s allocated, %s reserved at peak (op %d); the plan's bytes "
-                  "are the gpu pool above\n",
-                  human_bytes(runtime_memory->allocated_peak_bytes).c_str(),
-                  human_bytes(runtime_memory->reserved_peak_bytes).c_str(), runtime_memory->peak_op);
-    if (candidate)
-      std::printf("throughput:   %.1f tokens/s (forward %.3f s, backward %.3f s, exposed optimizer %.3f s)\n",
-                  candidate->tokens_per_s, candidate->forward_s, candidate->backward_s, candidate->exposed_optimizer_s);
-    if (!plan_out.empty()) std::cout << "plan:         " << plan_out << written_size(plan_out) << "\n";
-    if (!out_path.empty()) std::cout << "report:       " << out_path << written_size(out_path) << "\n";
-    if (!trace_path.empty())
-      std::cout << "chrome trace: " << trace_path << written_size(trace_path) << "  (open in ui.perfetto.dev)\n";
+    return print_json(j);
   }
+  print_report_summary(std::cout, report);
+  if (runtime_memory)
+    std::printf("runtime device memory (predicted): %s allocated, %s reserved at peak (op %d); the plan's bytes "
+                "are the gpu pool above\n",
+                human_bytes(runtime_memory->allocated_peak_bytes).c_str(),
+                human_bytes(runtime_memory->reserved_peak_bytes).c_str(), runtime_memory->peak_op);
+  if (candidate)
+    std::printf("throughput:   %.1f tokens/s (forward %.3f s, backward %.3f s, exposed optimizer %.3f s)\n",
+                candidate->tokens_per_s, candidate->forward_s, candidate->backward_s, candidate->exposed_optimizer_s);
+  if (!plan_out.empty()) std::cout << "plan:         " << plan_out << written_size(plan_out) << "\n";
+  if (!out_path.empty()) std::cout << "report:       " << out_path << written_size(out_path) << "\n";
+  if (!trace_path.empty())
+    std::cout << "chrome trace: " << trace_path << written_size(trace_path) << "  (open in ui.perfetto.dev)\n";
   return 0;
 }
 

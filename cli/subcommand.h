@@ -22,8 +22,6 @@ bool register_subcommand(const Subcommand& sub);
 // Runs `protwin-rt <args...>` (the LibTorch subcommands) in place of this process and returns its
 // exit code; a user error if the runtime was not built (no LibTorch).
 int run_runtime_binary(const std::vector<std::string>& args);
-// All registered subcommands, sorted by name.
-std::vector<Subcommand> subcommands();
 
 }  // namespace protwin::cli
 

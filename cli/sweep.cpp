@@ -104,10 +104,7 @@ int run_sweep(const std::vector<std::string>& args) {
   const nlohmann::json j = sim::offload::sweep_to_json(r);
   if (!json_out.empty()) traces::write_file_atomic(json_out, j.dump(2) + "\n");
   if (!csv_out.empty()) traces::write_file_atomic(csv_out, sim::offload::sweep_to_csv(r));
-  if (vm.count("json")) {
-    print_json(j);
-    return 0;
-  }
+  if (vm.count("json")) return print_json(j);
   print_table(r);
   if (!json_out.empty()) std::printf("json: %s\n", json_out.c_str());
   if (!csv_out.empty()) std::printf("csv: %s\n", csv_out.c_str());

@@ -23,9 +23,8 @@ int run_validate(const std::vector<std::string>& args) {
     for (const auto& p : v.pools)
       pools.push_back({{"name", p.name}, {"capacity_bytes", p.capacity.n},
                        {"high_water_bytes", p.high_water.n}, {"op_at_high_water", p.op_at_high_water}});
-    print_json({{"valid", true}, {"ops", plan.ops.size()}, {"streams", plan.streams.size()},
-                {"tensors", plan.tensors.size()}, {"chunks", plan.chunks.size()}, {"pools", pools}});
-    return 0;
+    return print_json({{"valid", true}, {"ops", plan.ops.size()}, {"streams", plan.streams.size()},
+                       {"tensors", plan.tensors.size()}, {"chunks", plan.chunks.size()}, {"pools", pools}});
   }
   std::cout << plan_path << ": valid plan: " << plan.ops.size() << " ops on " << plan.streams.size()
             << " streams, " << plan.tensors.size() << " tensors, " << plan.chunks.size() << " chunks\n";

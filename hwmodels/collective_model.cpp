@@ -42,13 +42,11 @@ bool collective_from_string(const std::string& name, CollectiveKind* kind) {
 }
 
 const CollectiveSpec& spec_of(const CollectiveDomainSpec& d, CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return d.all_reduce;
-    case CollectiveKind::kReduceScatter: return d.reduce_scatter;
-    case CollectiveKind::kAllGather: return d.all_gather;
-    case CollectiveKind::kBroadcast: return d.broadcast;
-  }
-  PROTWIN_ASSERT(false, "unknown collective kind");
+  using D = CollectiveDomainSpec;
+  static constexpr CollectiveSpec D::*kSpecs[] = {&D::all_reduce, &D::reduce_scatter, &D::all_gather,
+                                                  &D::broadcast};  // by CollectiveKind
+  static_assert(std::size(kSpecs) == std::size(kCollectiveNames), "a domain entry per kind");
+  return d.*kSpecs[static_cast<size_t>(kind)];
 }
 
 double collective_bus_bytes(CollectiveKind kind, double bytes, int ranks) {

@@ -66,7 +66,6 @@ class CollectiveModel {
 
   // True when the machine can cost groups that span nodes ("network" or inter_node collectives).
   bool has_network() const { return network_.has_value() || inter_.has_value(); }
-  int gpus_per_node() const { return gpus_per_node_; }
 
  private:
   void check_group(int ranks, int ranks_per_node) const;

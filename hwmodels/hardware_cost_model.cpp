@@ -51,7 +51,7 @@ double kernel_bytes(const traces::Kernel& k, bool backward) {
 }
 
 // Ranks per node of a legacy inter-node group (group.inter_node without group.ranks_per_node) on
-// a machine with only a /network (collective_seconds with kInterNode).
+// a machine with only a /network (collective_time with kInterNode).
 int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
   return ranks > gpus_per_node && ranks % gpus_per_node == 0 ? gpus_per_node : 1;
 }
@@ -60,6 +60,75 @@ int inter_node_ranks_per_node(int ranks, int gpus_per_node) {
 void priced(OpCost* c, const KernelTime& t) {
   c->stream()->time = from_seconds(t.seconds);
   c->source = t.seconds > 0 ? t.source : KernelSource::kNone;
+}
+
+// Priced kernels by their whole identity (signature, direction, work), so a search prices each
+// distinct kernel once.
+struct MemoKey {
+  traces::OpSignature sig;
+  bool backward;
+  double bytes, flops;
+  bool operator==(const MemoKey& o) const {
+    return backward == o.backward && bytes == o.bytes && flops == o.flops && sig == o.sig;
+  }
+};
+
+void hash_mix(size_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+size_t kernel_hash(const traces::OpSignature& sig, double bytes, double flops, bool backward) {
+  size_t h = std::hash<std::string>()(sig.kind) ^ (std::hash<std::string>()(sig.dtype) << 1);
+  for (int64_t d : sig.shape) hash_mix(h, static_cast<uint64_t>(d));
+  hash_mix(h, std::hash<double>()(bytes));
+  hash_mix(h, std::hash<double>()(flops));
+  hash_mix(h, backward);
+  return h;
+}
+
+struct MemoKeyHash {
+  size_t operator()(const MemoKey& k) const { return kernel_hash(k.sig, k.bytes, k.flops, k.backward); }
+};
+
+// A priced kernel set: its kernels, direction and summed time.
+struct PricedSet {
+  traces::KernelSet kernels;
+  bool backward;
+  KernelTime time;
+};
+
+// The GEMM model a KernelTable keeps for its lookups, over its own copy of the machine.
+KernelGemmModel gemm_model_of(const Machine& machine) {
+  auto m = std::make_shared<const Machine>(machine);
+  KernelGemmModel g;
+  g.flat_regime = machine.kernel_tables.flat_regime;
+  g.memory_regime = machine.kernel_tables.memory_regime;
+  g.seconds = [m](const traces::OpSignature& sig) {
+    const auto& s = sig.shape;
+    try {
+      if (sig.kind == kk::kGemm && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
+      if (sig.kind == kk::kBmm && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
+    } catch (const Error&) {
+    }
+    return std::numeric_limits<double>::quiet_NaN();  // not a GEMM, or a dtype the GPU lacks
+  };
+  g.sustained_flops = [m](const std::string& dtype) {
+    const auto it = m->gpu.compute.find(dtype);
+    return it == m->gpu.compute.end() ? 0.0 : it->second.sustained_tflops * 1e12;
+  };
+  return g;
+}
+
+// The same tensor cores: as many SMs and the same dense peak in every half-precision dtype both
+// machines list (the 40 GB and 80 GB A100-SXM4: 108 SMs, 312 TFLOPS; hardware.md §2.2).
+bool same_tensor_cores(const Machine& a, const Machine& b) {
+  if (a.gpu.sms <= 0 || a.gpu.sms != b.gpu.sms) return false;
+  bool any = false;
+  for (const char* dtype : {"fp16", "bf16"}) {
+    const auto x = a.gpu.compute.find(dtype), y = b.gpu.compute.find(dtype);
+    if (x == a.gpu.compute.end() || y == b.gpu.compute.end()) continue;
+    if (x->second.peak_tflops != y->second.peak_tflops) return false;
+    any = true;
+  }
+  return any;
 }
 
 }  // namespace
@@ -96,79 +165,6 @@ std::unique_ptr<const traces::OpProfile> load_op_profile(const std::string& p) {
   const bool file = p.find('/') != std::string::npos || (p.size() > 5 && p.substr(p.size() - 5) == ".json");
   return std::make_unique<const traces::OpProfile>(file ? traces::OpProfile::load(p) : traces::shipped_profile(p));
 }
-
-// Priced kernels by their whole identity (signature, direction, work), so a search prices each
-// distinct kernel once.
-struct MemoKey {
-  traces::OpSignature sig;
-  bool backward;
-  double bytes, flops;
-  bool operator==(const MemoKey& o) const {
-    return backward == o.backward && bytes == o.bytes && flops == o.flops && sig == o.sig;
-  }
-};
-
-void hash_mix(size_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
-
-size_t kernel_hash(const traces::OpSignature& sig, double bytes, double flops, bool backward) {
-  size_t h = std::hash<std::string>()(sig.kind) ^ (std::hash<std::string>()(sig.dtype) << 1);
-  for (int64_t d : sig.shape) hash_mix(h, static_cast<uint64_t>(d));
-  hash_mix(h, std::hash<double>()(bytes));
-  hash_mix(h, std::hash<double>()(flops));
-  hash_mix(h, backward);
-  return h;
-}
-
-struct MemoKeyHash {
-  size_t operator()(const MemoKey& k) const { return kernel_hash(k.sig, k.bytes, k.flops, k.backward); }
-};
-
-// A priced kernel set: its kernels, direction and summed time.
-struct PricedSet {
-  traces::KernelSet kernels;
-  bool backward;
-  KernelTime time;
-};
-
-namespace {
-
-// The GEMM model a KernelTable keeps for its lookups, over its own copy of the machine.
-KernelTable::GemmModel gemm_model_of(const Machine& machine) {
-  auto m = std::make_shared<const Machine>(machine);
-  KernelTable::GemmModel g;
-  g.flat_regime = machine.kernel_tables.flat_regime;
-  g.memory_regime = machine.kernel_tables.memory_regime;
-  g.seconds = [m](const traces::OpSignature& sig) {
-    const auto& s = sig.shape;
-    try {
-      if (sig.kind == kk::kGemm && s.size() == 3) return gemm_model_seconds(*m, 1, s[0], s[1], s[2], sig.dtype);
-      if (sig.kind == kk::kBmm && s.size() == 4) return gemm_model_seconds(*m, s[0], s[1], s[2], s[3], sig.dtype);
-    } catch (const Error&) {
-    }
-    return std::numeric_limits<double>::quiet_NaN();  // not a GEMM, or a dtype the GPU lacks
-  };
-  g.sustained_flops = [m](const std::string& dtype) {
-    const auto it = m->gpu.compute.find(dtype);
-    return it == m->gpu.compute.end() ? 0.0 : it->second.sustained_tflops * 1e12;
-  };
-  return g;
-}
-
-// The same tensor cores: as many SMs and the same dense peak in every half-precision dtype both
-// machines list (the 40 GB and 80 GB A100-SXM4: 108 SMs, 312 TFLOPS; hardware.md §2.2).
-bool same_tensor_cores(const Machine& a, const Machine& b) {
-  if (a.gpu.sms <= 0 || a.gpu.sms != b.gpu.sms) return false;
-  bool any = false;
-  for (const char* dtype : {"fp16", "bf16"}) {
-    const auto x = a.gpu.compute.find(dtype), y = b.gpu.compute.find(dtype);
-    if (x == a.gpu.compute.end() || y == b.gpu.compute.end()) continue;
-    if (x->second.peak_tflops != y->second.peak_tflops) return false;
-    any = true;
-  }
-  return any;
-}
-
-}  // namespace
 
 struct HardwareCostModel::Memo {
   std::mutex mu;
@@ -302,7 +298,7 @@ KernelTime HardwareCostModel::corrected(const traces::OpSignature& sig, double b
 }
 
 KernelTime HardwareCostModel::gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
-  compute_for(dtype);  // a dtype the GPU lacks is an error naming the machine
+  machine_.compute_for(dtype);  // a dtype the GPU lacks is an error naming the machine
   PROTWIN_CHECK(batch >= 1 && m >= 1 && n >= 1 && k >= 1, "gemm: every dimension must be >= 1, got ", batch, "x", m,
                 "x", n, "x", k);
   const double bytes = static_cast<double>(batch) * (static_cast<double>(m) * k + static_cast<double>(k) * n +
@@ -336,22 +332,15 @@ std::vector<LinkSpec> HardwareCostModel::links() const {
   return {{"pcie_h2d", l.h2d.pinned_GBps}, {"pcie_d2h", l.d2h.pinned_GBps}, {"pcie_duplex", duplex}};
 }
 
-const DtypeCompute& HardwareCostModel::compute_for(const std::string& dtype) const {
-  auto it = machine_.gpu.compute.find(dtype);
-  PROTWIN_CHECK(it != machine_.gpu.compute.end(), "machine ", machine_.name,
-                ": no /gpu/compute entry for dtype \"", dtype, "\"");
-  return it->second;
-}
-
 double HardwareCostModel::gemm_tflops(double gflop, const std::string& dtype) const {
-  const DtypeCompute& c = compute_for(dtype);
+  const DtypeCompute& c = machine_.compute_for(dtype);
   if (c.gemm_curve.empty() || gflop > c.gemm_curve.last_x()) return c.sustained_tflops;
   return c.gemm_curve.at(gflop);
 }
 
 double HardwareCostModel::roofline_seconds(double flops, double bytes, const std::string& dtype) const {
   const double floor = machine_.gpu.launch_floor_us * 1e-6;
-  const double t_flops = flops > 0 ? flops / (compute_for(dtype).sustained_tflops * 1e12) : 0;
+  const double t_flops = flops > 0 ? flops / (machine_.compute_for(dtype).sustained_tflops * 1e12) : 0;
   const double t_bytes = bytes > 0 ? bytes / (machine_.gpu.hbm_achievable_GBps * 1e9) : 0;
   return std::max({t_flops, t_bytes, floor});
 }
@@ -360,7 +349,7 @@ double HardwareCostModel::roofline_seconds(double flops, double bytes, const std
 double HardwareCostModel::gemm_call_seconds_for(double flops, double bytes, const std::string& dtype) const {
   const double gflop = flops * 1e-9;
   double t = flops / (gemm_tflops(gflop, dtype) * 1e12);
-  const EfficiencyCurve& curve = compute_for(dtype).gemm_curve;
+  const EfficiencyCurve& curve = machine_.compute_for(dtype).gemm_curve;
   if (!curve.empty() && gflop < curve.first_x())  // latency-bound: the first point's time
     t = std::max(t, curve.first_x() / curve.first_y() * 1e-3);
   const double t_bytes = bytes / (machine_.gpu.hbm_achievable_GBps * 1e9);
@@ -465,7 +454,7 @@ KernelTime HardwareCostModel::shaped_kernel_time(const traces::Kernel& k, bool b
 double HardwareCostModel::curve_kernel_seconds(const traces::Kernel& k, bool backward) const {
   const traces::OpSignature& sig = k.sig;
   if (sig.kind == kk::kGemm) {
-    if (sig.shape.size() == 3) return gemm_seconds(sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype);
+    if (sig.shape.size() == 3) return gemm_time(1, sig.shape[0], sig.shape[1], sig.shape[2], sig.dtype).seconds;
     PROTWIN_CHECK(k.flops > 0, "kernel ", sig.key(), ": a gemm needs shape {m, n, k} or flops");
     return gemm_call_seconds_for(k.flops, k.bytes, sig.dtype);
   }
@@ -547,7 +536,7 @@ const CollectiveSpec& HardwareCostModel::collective_spec(CollectiveKind kind, Co
   return spec_of(*machine_.inter_node, kind);
 }
 
-KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const {
+KernelTime HardwareCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const {
   if (ranks <= 1 || bytes <= 0) return {0, KernelSource::kNone};
   if (scope == CollectiveScope::kInterNode && !machine_.inter_node && machine_.network)
     return {collectives_.seconds(kind, bytes, ranks, inter_node_ranks_per_node(ranks, machine_.gpu.count)),
@@ -558,14 +547,14 @@ KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double byte
   return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks), bytes, model);
 }
 
-KernelTime HardwareCostModel::collective_priced(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+KernelTime HardwareCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
                                                 int groups_per_node) const {
   const double model = collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
   if (!table_ || ranks <= 1 || bytes <= 0) return {model, KernelSource::kModel};
   return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model);
 }
 
-KernelTime HardwareCostModel::send_recv_priced(double bytes, bool inter_node) const {
+KernelTime HardwareCostModel::send_recv_time(double bytes, bool inter_node) const {
   const double model = collectives_.send_recv_seconds(bytes, inter_node);
   if (!table_ || bytes <= 0) return {model, KernelSource::kModel};
   return corrected_collective(collective_sig("send_recv", bytes, 2, inter_node ? 1 : 2), bytes, model);
@@ -637,18 +626,17 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     const bool pinned = copy_is_pinned(op, plan);
     if (bytes <= 0) return;
     const CopyPrice p = copy_price(bytes, h2d, pinned, true);
-    const double latency = p.latency_s;
     double rate = p.GBps;
     c->source = KernelSource::kCurve;
     if (p.measured_s) {  // a measured copy of this size sets the transfer's own rate
       c->source = KernelSource::kProfile;
-      if (*p.measured_s <= latency) {
+      if (*p.measured_s <= p.latency_s) {
         c->stream()->time = from_seconds(*p.measured_s);
         return;
       }
-      rate = bytes / ((*p.measured_s - latency) * 1e9);
+      rate = bytes / ((*p.measured_s - p.latency_s) * 1e9);
     }
-    c->stream()->time = from_seconds(latency);
+    c->stream()->time = from_seconds(p.latency_s);
     c->add(over_links({h2d ? kLinkH2D : kLinkD2H, kLinkDuplex, -1}, bytes, rate));
     return;
   }
@@ -661,7 +649,7 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
       // Placed on the cluster (the 4D-parallel contract): the per-level model decides. A
       // host-staged group inside one node keeps the PCIe-link path below.
       try {
-        priced(c, collective_priced(kind, bytes, ranks, g.ranks_per_node, g.groups_per_node));
+        priced(c, collective_time(kind, bytes, ranks, g.ranks_per_node, g.groups_per_node));
       } catch (const Error& e) {
         throw Error(traces::describe_op(op) + " group.ranks_per_node: " + e.what());
       }
@@ -671,7 +659,7 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     const bool staged = g.inter_node ? machine_.inter_node && machine_.inter_node->host_staged
                                      : machine_.intra_node.host_staged;
     if (!staged) {
-      priced(c, collective_priced(kind, bytes, ranks, scope));
+      priced(c, collective_time(kind, bytes, ranks, scope));
       return;
     }
     // Host-staged: every rank's bus bytes go over its PCIe link in both directions.
@@ -682,7 +670,7 @@ void HardwareCostModel::add_device_phases(const traces::Op& op, const traces::Pl
     return;
   }
   if (op.kind == traces::OpKind::kSendRecv) {
-    priced(c, send_recv_priced(bytes, op.group.inter_node));
+    priced(c, send_recv_time(bytes, op.group.inter_node));
     return;
   }
   if (traces::is_cpu_work(op.kind)) {  // CPU Adam and CPU passes over host memory, on the rank's share of it

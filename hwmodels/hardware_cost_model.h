@@ -70,10 +70,7 @@ class HardwareCostModel : public CostModel {
   const std::vector<ContentionRule>& contention() const override { return contention_; }
   void set_contention(std::vector<ContentionRule> rules) { contention_ = std::move(rules); }
 
-  // Direct functions for analytic models; all return seconds.
-  double gemm_seconds(int64_t m, int64_t n, int64_t k, const std::string& dtype) const {
-    return gemm_time(1, m, n, k, dtype).seconds;
-  }
+  // Direct functions for analytic models, in seconds.
   // Achieved TFLOPS of one GEMM call of `gflop` (the curve, or sustained above it).
   double gemm_tflops(double gflop, const std::string& dtype) const;
   double memory_seconds(double bytes) const;
@@ -81,16 +78,13 @@ class HardwareCostModel : public CostModel {
   // is a kernel of its own); flash: the fused kernel.
   double attention_seconds(const std::vector<int64_t>& shape, const std::string& dtype, bool flash,
                            bool backward) const;
-  // One run of a kernel (profile first); `backward` selects the backward of attention kernels
-  // and, for memory-bound kernels without explicit bytes, the backward traffic.
-  double kernel_seconds(const traces::Kernel& k, bool backward = false) const {
-    return kernel_time(k, backward).seconds;
-  }
-  // The same with where the time came from.
+  // One run of a kernel (profile first) and where its time came from; `backward` selects the
+  // backward of attention kernels and, for memory-bound kernels without explicit bytes, the
+  // backward traffic.
   KernelTime kernel_time(const traces::Kernel& k, bool backward = false) const;
   // The sum of a kernel set's kernels (count x kernel_time), memoised per distinct set.
   KernelTime kernel_set_time(const traces::KernelSet& ks, bool backward) const;
-  // One (batched, batch >= 1) GEMM with its source; gemm_seconds for batch 1 is its seconds.
+  // One (batched, batch >= 1) GEMM with its source.
   KernelTime gemm_time(int64_t batch, int64_t m, int64_t n, int64_t k, const std::string& dtype) const;
   // A collective of `ranks` ranks, `ranks_per_node` per node, with its source. send_recv: 2 ranks.
   KernelTime collective_time(const std::string& kind, double bytes, int ranks, int ranks_per_node) const;
@@ -100,10 +94,6 @@ class HardwareCostModel : public CostModel {
   // Prices with these tables (measured on this machine) instead of the machine's; empty: none.
   // Call before pricing anything; the tables must outlive the cost model.
   void set_kernel_tables(const std::vector<const traces::OpProfile*>& tables);
-  // The measured tables in use (nullptr: none, or the machine has no shape-aware model).
-  const KernelTable* kernel_table() const { return table_.get(); }
-  // True when the tables were measured on another machine (machine kernel_tables.measured_on).
-  bool tables_derived() const { return tables_derived_; }
   double copy_seconds(double bytes, CopyDirection dir, bool pinned, bool both_directions) const;
   double cpu_adam_params_per_s(int ranks_sharing_host = 1) const;
   double cpu_adam_seconds(double params, int ranks_sharing_host = 1) const;
@@ -118,19 +108,15 @@ class HardwareCostModel : public CostModel {
   double host_pass_seconds(traces::OpSubKind pass, double bytes, double elems, int ranks_sharing_host = 1) const;
   // A group inside one node (kIntraNode) or, with kInterNode, the machine's inter-node domain;
   // on a machine with only a /network, kInterNode places the group on whole nodes (G per node) when
-  // it is a multiple of G larger than one node, else one rank per node.
-  double collective_seconds(CollectiveKind kind, double bytes, int ranks,
-                            CollectiveScope scope = CollectiveScope::kIntraNode) const {
-    return collective_priced(kind, bytes, ranks, scope).seconds;
-  }
+  // it is a multiple of G larger than one node, else one rank per node. With what priced it.
+  KernelTime collective_time(CollectiveKind kind, double bytes, int ranks,
+                             CollectiveScope scope = CollectiveScope::kIntraNode) const;
   // A group of `ranks` ranks with `ranks_per_node` on each node, `groups_per_node` groups sharing a
   // node's NICs (0: all of the node's GPUs in such groups; collective_model.h).
-  double collective_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
-                            int groups_per_node = 0) const {
-    return collective_priced(kind, bytes, ranks, ranks_per_node, groups_per_node).seconds;
-  }
+  KernelTime collective_time(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
+                             int groups_per_node = 0) const;
   // One point-to-point message between two GPUs, inside a node or across nodes.
-  double send_recv_seconds(double bytes, bool inter_node) const { return send_recv_priced(bytes, inter_node).seconds; }
+  KernelTime send_recv_time(double bytes, bool inter_node) const;
   const CollectiveModel& collectives() const { return collectives_; }
 
  private:
@@ -143,7 +129,6 @@ class HardwareCostModel : public CostModel {
   };
   CopyPrice copy_price(double bytes, bool h2d, bool pinned, bool measured) const;
   void add_host_phase(const traces::Op& op, const traces::Plan& plan, OpCost* c) const;
-  const DtypeCompute& compute_for(const std::string& dtype) const;
   double roofline_seconds(double flops, double bytes, const std::string& dtype) const;
   const CollectiveSpec& collective_spec(CollectiveKind kind, CollectiveScope scope) const;
   double curve_kernel_seconds(const traces::Kernel& k, bool backward) const;
@@ -154,10 +139,6 @@ class HardwareCostModel : public CostModel {
   KernelTime corrected(const traces::OpSignature& sig, double bytes, double model_s) const;
   KernelTime corrected_collective(const traces::OpSignature& sig, double bytes, double model_s) const;  // memoised
   double collective_model_seconds(CollectiveKind kind, double bytes, int ranks, int ranks_per_node) const;
-  // collective_seconds and send_recv_seconds with what priced them.
-  KernelTime collective_priced(CollectiveKind kind, double bytes, int ranks, CollectiveScope scope) const;
-  KernelTime collective_priced(CollectiveKind kind, double bytes, int ranks, int ranks_per_node, int groups_per_node) const;
-  KernelTime send_recv_priced(double bytes, bool inter_node) const;
 
   struct Memo;
   Machine machine_;

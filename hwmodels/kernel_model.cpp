@@ -47,10 +47,7 @@ double gemm_model_seconds(const Machine& mach, int64_t batch, int64_t rows, int6
                           const std::string& dtype) {
   PROTWIN_CHECK(batch >= 1 && rows >= 1 && cols >= 1 && inner >= 1, "gemm ", batch, "x", rows, "x", cols, "x",
                 inner, ": every dimension must be >= 1");
-  const auto it = mach.gpu.compute.find(dtype);
-  PROTWIN_CHECK(it != mach.gpu.compute.end(), "machine ", mach.name, ": no /gpu/compute entry for dtype \"", dtype,
-                "\"");
-  const double per_sm = it->second.sustained_tflops * 1e12 / mach.gpu.sms;  // flop/s of one SM, large tile
+  const double per_sm = mach.compute_for(dtype).sustained_tflops * 1e12 / mach.gpu.sms;  // flop/s, large tile
   const double hbm = mach.gpu.hbm_achievable_GBps * 1e9;
   const double eb = std::max(1, traces::dtype_bytes(dtype));
   double best = std::numeric_limits<double>::infinity();

@@ -7,7 +7,6 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
-#include <set>
 
 #include "traces/embedded_files.h"
 #include "traces/error.h"
@@ -83,7 +82,7 @@ bool KernelTable::shape_only(const std::string& group) const {
 }
 
 KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model, Carry carry,
-                         GemmModel gemm)
+                         KernelGemmModel gemm)
     : gemm_(std::move(gemm)), carry_(carry) {
   for (const traces::OpProfile* table : tables) {
     for (const auto& e : table->entries()) {
@@ -97,7 +96,6 @@ KernelTable::KernelTable(const std::vector<const traces::OpProfile*>& tables, co
       const double log_ratio = std::log(e.mean_seconds() / predicted);
       if (flat(e.sig)) flat_points_[groups.front()].push_back({x, log_ratio});
       groups_[groups.front()].push_back({std::move(x), log_ratio});
-      ++points_;
     }
   }
   for (auto& [name, points] : groups_) {
@@ -215,11 +213,10 @@ const traces::OpProfile& kernel_table(const std::string& name) {
         traces::OpProfile::parse(f.text, "hwmodels/kernel_tables/" + name + ".json"));
     return *parsed.emplace(name, std::move(p)).first->second;
   }
-  std::set<std::string> names;  // sorted
-  for (const auto& f : detail::embedded_kernel_tables()) names.insert(f.name);
-  std::string avail;
-  for (const auto& n : names) avail += (avail.empty() ? "" : ", ") + n;
-  throw Error("kernel table \"" + name + "\": no such table (available: " + avail + ")");
+  std::vector<std::string> names;
+  for (const auto& f : detail::embedded_kernel_tables()) names.push_back(f.name);
+  std::sort(names.begin(), names.end());
+  throw Error("kernel table \"" + name + "\": no such table (available: " + protwin::detail::join(names) + ")");
 }
 
 }  // namespace protwin::hw

@@ -19,9 +19,10 @@
 // from there on.
 //
 // A GEMM no point reaches but that the model puts in its flat regime (at least
-// GemmModel::flat_fraction of the dtype's sustained rate: many full waves of large tiles) takes the mean correction of the table's
-// own flat-regime GEMMs (extrapolated): the rate the table measured where the model no longer sees
-// shape effects, instead of the microbenchmark's sustained maximum the model assumes there.
+// KernelGemmModel::flat_fraction of the dtype's sustained rate: many full waves of large tiles)
+// takes the mean correction of the table's own flat-regime GEMMs (extrapolated): the rate the table
+// measured where the model no longer sees shape effects, instead of the microbenchmark's sustained
+// maximum the model assumes there.
 #pragma once
 
 #include <functional>
@@ -67,7 +68,6 @@ class KernelTable {
     bool exact = false;         // the table has this kernel
     bool extrapolated = false;  // no point in reach: the table's flat-regime GEMM correction
   };
-  using GemmModel = KernelGemmModel;
   // How the tables' corrections carry over to this machine:
   // - kAbsolute: tables measured on this GPU;
   // - kShapeOnly: another GPU: each group's corrections are taken relative to its largest kernels'
@@ -79,12 +79,11 @@ class KernelTable {
   // gemm: this machine's GEMM model; without it neither the flat-regime extrapolation nor the other
   // dtype's absolute time is used (the other dtype's shape effects only).
   KernelTable(const std::vector<const traces::OpProfile*>& tables, const ModelFn& model,
-              Carry carry = Carry::kAbsolute, GemmModel gemm = {});
+              Carry carry = Carry::kAbsolute, KernelGemmModel gemm = {});
 
   // The correction for a kernel moving `bytes` (memory-bound kinds, collectives), if any point is
   // within reach.
   std::optional<Correction> correction(const traces::OpSignature& sig, double bytes) const;
-  size_t size() const { return points_; }
 
  private:
   struct Point {
@@ -101,9 +100,8 @@ class KernelTable {
   std::map<std::string, double> largest_size_;       // per group: its largest kernel's coordinate sum
   std::map<std::string, std::vector<Point>> flat_points_;  // per GEMM group: its flat-regime kernels
   bool shape_only(const std::string& group) const;  // the group carries its shape effects only
-  GemmModel gemm_;
+  KernelGemmModel gemm_;
   Carry carry_ = Carry::kAbsolute;
-  size_t points_ = 0;
 };
 
 // One embedded table by name (parsed once); an unknown name is an error listing the names.

@@ -5,7 +5,6 @@
 
 #include "hwmodels/machine_edit.h"
 #include "traces/error.h"
-#include "traces/file_io.h"
 #include "traces/embedded_files.h"
 #include "traces/json_reader.h"
 
@@ -76,8 +75,7 @@ void check_provenance(const JsonNode& root, const std::string& source) {
     try {
       resolves = !it.key().empty() && it.key()[0] == '/' &&
                  root.raw().contains(nlohmann::json::json_pointer(it.key()));
-    } catch (const nlohmann::json::exception&) {
-      resolves = false;
+    } catch (const nlohmann::json::exception&) {  // not a JSON pointer: resolves nothing
     }
     if (!resolves) e.fail("points to nothing in the machine");
   }
@@ -270,16 +268,16 @@ nlohmann::json Machine::provenance_of(const std::string& pointer) const {
   return json.contains("provenance") ? find_provenance(json["provenance"], pointer) : nullptr;
 }
 
+const DtypeCompute& Machine::compute_for(const std::string& dtype) const {
+  auto it = gpu.compute.find(dtype);
+  PROTWIN_CHECK(it != gpu.compute.end(), "machine ", name, ": no /gpu/compute entry for dtype \"", dtype, "\"");
+  return it->second;
+}
+
 Machine machine_from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode root(&j, std::make_shared<const std::string>(source), "");
   if (!root.is_object()) root.fail("expected a machine object");
-  const std::string format = root.get_string("format");
-  if (format != kMachineFormat)
-    root.at("format").fail(std::string("expected \"") + kMachineFormat + "\", got \"" + format + "\"");
-  const int64_t version = root.get_int("version");
-  if (version != kMachineVersion)
-    root.at("version").fail("unsupported version " + std::to_string(version) + " (this build reads " +
-                            std::to_string(kMachineVersion) + ")");
+  root.check_format(kMachineFormat, kMachineVersion, "machine");
   root.check_keys({"format", "version", "name", "description", "gpu", "host", "host_link", "cpu_adam",
                    "host_passes", "host_dispatch", "gpu_adam", "collectives", "network", "kernel_tables",
                    "provenance"});
@@ -337,9 +335,8 @@ nlohmann::json load_machine_json(const std::string& name_or_path, std::string* s
   }
   const char* text = embedded_machine_json(name_or_path);
   if (text == nullptr) {
-    std::string known;
-    for (const auto& n : machine_names()) known += (known.empty() ? "" : ", ") + n;
-    throw Error("unknown machine '" + name_or_path + "'; known machines: " + known +
+    throw Error("unknown machine '" + name_or_path + "'; known machines: " +
+                protwin::detail::join(machine_names()) +
                 "\nhint: pass a path to a machine file (with '/' or ending in .json) to load one "
                 "from disk");
   }
@@ -360,9 +357,8 @@ Machine load_machine(const std::string& name_or_path, const std::vector<std::str
     // names ("file:/gpu/count: ..."), else all of them.
     const std::string msg = e.what();
     for (const auto& o : overrides) {
-      std::string ptr = source + ":";
+      std::string ptr = source + ":/";
       for (char c : o.substr(0, o.find('='))) ptr += c == '.' ? '/' : c;
-      ptr.insert(source.size() + 1, "/");
       if (msg.compare(0, ptr.size(), ptr) == 0 && (msg.size() == ptr.size() || msg[ptr.size()] == ':' || msg[ptr.size()] == '/'))
         throw Error("--set " + o + ": " + msg.substr(source.size() + 1));
     }

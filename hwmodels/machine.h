@@ -204,6 +204,8 @@ struct Machine {
 
   // The provenance entry covering a JSON pointer (longest matching prefix); null if none.
   nlohmann::json provenance_of(const std::string& pointer) const;
+  // The GPU's throughput in `dtype`; a dtype it lacks is an error naming the machine.
+  const DtypeCompute& compute_for(const std::string& dtype) const;
 };
 
 // Names of the embedded machines, sorted.

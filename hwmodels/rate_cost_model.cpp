@@ -36,20 +36,8 @@ double rate_or_zero(const JsonNode& node, const std::string& key) {
 RateCostModel RateCostModel::from_json(const nlohmann::json& j, const std::string& source) {
   const JsonNode root(&j, std::make_shared<const std::string>(source), "");
   root.check_keys({"format", "version", "links", "streams", "default", "note", "provenance"});
-  // format and version are optional (rates embedded in a plan's meta.rates omit them).
-  if (root.has("format")) {
-    const std::string format = root.get_string("format");
-    if (format != kRatesFormat) {
-      root.at("format").fail("expected \"" + std::string(kRatesFormat) + "\", got \"" + format + "\"");
-    }
-  }
-  if (root.has("version")) {
-    const int64_t version = root.get_int("version");
-    if (version != kRatesVersion) {
-      root.at("version").fail("unsupported version " + std::to_string(version) +
-                              " (this protwin reads " + std::to_string(kRatesVersion) + ")");
-    }
-  }
+  // The header is optional (rates embedded in a plan's meta.rates omit it); one given is whole.
+  if (root.has("format") || root.has("version")) root.check_format(kRatesFormat, kRatesVersion, "rates");
 
   RateCostModel m;
   m.source_ = source;

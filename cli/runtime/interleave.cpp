@@ -110,10 +110,7 @@ int run_interleave(const std::vector<std::string>& args) {
     out["block_probe"] = "each block the plans run, one run (us) after every step (in run order), timed as protwin "
                          "profile --plan times it (48 MiB cache flush, input warm)";
   }
-  if (vm.count("json")) {
-    print_json(out);
-    return 0;
-  }
+  if (vm.count("json")) return print_json(out);
   std::printf("%zu plans, %lld steps each, interleaved step by step (%s, %d compute threads)\n", plans.size(),
               static_cast<long long>(o.steps), r.device.c_str(), r.compute_threads);
   std::printf("%-4s %-6s %10s %14s\n", "plan", "step", "seconds", "probe GFLOPS");

@@ -1,7 +1,6 @@
 // protwin profile: micro-benchmarks on the emulated device, written as a machine file and an op
 // profile (provenance measured) for the simulator's hardware cost model (DESIGN §5, issue 7).
 #include <cstdio>
-#include <iostream>
 
 #include "cli/options.h"
 #include "cli/subcommand.h"
@@ -106,33 +105,31 @@ int run_profile(const std::vector<std::string>& args) {
   traces::write_file_atomic(machine_out, machine.dump(2) + "\n");
   r.profile.save(profile_out);
   const auto& h = r.host;
-  if (vm.count("json")) {
-    print_json({{"machine", machine_out},
-                {"profile", profile_out},
-                {"ops", r.profile.size()},
-                {"compute_threads", h.compute_threads},
-                {"sustained_tflops", machine["gpu"]["compute"]["fp32"]["sustained_tflops"]},
-                {"memory_GBps", machine["gpu"]["hbm"]["achievable_GBps"]},
-                {"dram_GBps", h.dram_GBps},
-                {"h2d_GBps", h.h2d_GBps},
-                {"d2h_GBps", h.d2h_GBps},
-                {"copy_latency_us", h.h2d_latency_us},
-                {"duplex_fraction", h.duplex_fraction},
-                {"cpu_adam_params_per_s_1_thread", h.adam_params_per_s_1t},
-                {"cpu_adam_params_per_s_all_cores", h.adam_params_per_s_all},
-                {"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
-                {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
-                {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
-                {"adam_slowdown_with_compute", h.adam_slowdown_with_compute},
-                {"compute_slowdown_with_collectives", h.compute_slowdown_with_collectives},
-                {"collective_thread_cpu_share", h.collective_thread_cpu_share},
-                {"collective_tests_per_s", h.collective_tests_per_s},
-                {"collective_single_copy", h.collective_single_copy},
-                {"runtime_op_us", h.runtime_op_us},
-                {"runtime_step_us", h.runtime_step_us},
-                {"collectives", machine["collectives"]["intra_node"]}});
-    return 0;
-  }
+  if (vm.count("json"))
+    return print_json({{"machine", machine_out},
+                       {"profile", profile_out},
+                       {"ops", r.profile.size()},
+                       {"compute_threads", h.compute_threads},
+                       {"sustained_tflops", machine["gpu"]["compute"]["fp32"]["sustained_tflops"]},
+                       {"memory_GBps", machine["gpu"]["hbm"]["achievable_GBps"]},
+                       {"dram_GBps", h.dram_GBps},
+                       {"h2d_GBps", h.h2d_GBps},
+                       {"d2h_GBps", h.d2h_GBps},
+                       {"copy_latency_us", h.h2d_latency_us},
+                       {"duplex_fraction", h.duplex_fraction},
+                       {"cpu_adam_params_per_s_1_thread", h.adam_params_per_s_1t},
+                       {"cpu_adam_params_per_s_all_cores", h.adam_params_per_s_all},
+                       {"compute_slowdown_with_copies", h.compute_slowdown_with_copies},
+                       {"compute_slowdown_with_adam", h.compute_slowdown_with_adam},
+                       {"copy_slowdown_with_compute", h.copy_slowdown_with_compute},
+                       {"adam_slowdown_with_compute", h.adam_slowdown_with_compute},
+                       {"compute_slowdown_with_collectives", h.compute_slowdown_with_collectives},
+                       {"collective_thread_cpu_share", h.collective_thread_cpu_share},
+                       {"collective_tests_per_s", h.collective_tests_per_s},
+                       {"collective_single_copy", h.collective_single_copy},
+                       {"runtime_op_us", h.runtime_op_us},
+                       {"runtime_step_us", h.runtime_step_us},
+                       {"collectives", machine["collectives"]["intra_node"]}});
   std::printf("profiled %zu ops with %d compute thread(s) on %s\n", r.profile.size(), h.compute_threads, h.cpu.c_str());
   std::printf("  GEMM fp32          %.1f GFLOPS sustained (largest GEMM)\n",
               machine["gpu"]["compute"]["fp32"]["sustained_tflops"].get<double>() * 1e3);

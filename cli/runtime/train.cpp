@@ -126,8 +126,7 @@ int run_train(const std::vector<std::string>& args) {
     if (o.probes) j["rank_probes"] = rank_probes;
     if (!o.block_probes.empty()) j["rank_block_probes"] = rank_block_probes;
     if (o.probes && ranks.size() > 1) j["wait_cpu_share"] = wait_cpu_share;
-    print_json(j);
-    return 0;
+    return print_json(j);
   }
   std::printf("plan %s: %s, batch %lld x seq %lld, %d rank(s), %d compute threads\n", plan_path.c_str(),
               rp.plan.meta.value("model", std::string("?")).c_str(), static_cast<long long>(rp.batch),

@@ -83,14 +83,10 @@ ProbeOptions parse_probe_options(const std::vector<std::string>& args) {
     }
   }
   if (o.quick && !repeats_set) o.repeats = 3;
-  if (o.gemm_sizes.empty()) o.gemm_sizes = default_gemm_sizes(o.quick);
+  if (o.gemm_sizes.empty() && o.quick) o.gemm_sizes = {256, 1024, 4096};
+  if (o.gemm_sizes.empty()) o.gemm_sizes = {128, 256, 512, 1024, 2048, 4096, 8192};
   if (o.dtypes.empty()) o.dtypes = {"fp32", "tf32", "fp16", "bf16"};
   return o;
-}
-
-std::vector<int64_t> default_gemm_sizes(bool quick) {
-  if (quick) return {256, 1024, 4096};
-  return {128, 256, 512, 1024, 2048, 4096, 8192};
 }
 
 std::vector<int64_t> copy_sizes(const ProbeOptions& o) {

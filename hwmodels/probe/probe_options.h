@@ -25,8 +25,7 @@ std::string probe_usage();
 // Parses argv[1..]. Errors are protwin::Error naming the flag ("--repeats: expected ...").
 ProbeOptions parse_probe_options(const std::vector<std::string>& args);
 
-// The default GEMM sizes and copy sizes for a run.
-std::vector<int64_t> default_gemm_sizes(bool quick);
-std::vector<int64_t> copy_sizes(const ProbeOptions& o);  // powers of 4 from 4 KiB to max
+// The copy sizes of a run: powers of 4 (16 with --quick) from 4 KiB, and the largest.
+std::vector<int64_t> copy_sizes(const ProbeOptions& o);
 
 }  // namespace protwin::hw::probe

@@ -60,7 +60,7 @@ struct RankCaseRuns {
   // compute_threads, wait_cpu_share.
   nlohmann::json runs;
   traces::Report rank0;           // rank 0's report of the last step
-  nlohmann::json ranks_measured;  // where each rank's last step went (cli/rank_timeline.h)
+  nlohmann::json ranks_measured;  // where each rank's last step went (cli/rank_runs.h)
   // The interleaved launch (empty without): the plan's steps there, and each step's ranks' speeds
   // by its own probes and by the whole launch's (sim/calib/rank_step_speeds.h).
   std::vector<double> interleaved_s;

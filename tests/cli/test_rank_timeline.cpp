@@ -1,8 +1,8 @@
-// cli/rank_timeline.h: two ranks' reports of one step laid on the shared clock. Oracle: hand-
+// cli/rank_runs.h: two ranks' reports of one step laid on the shared clock. Oracle: hand-
 // computed waits and transfers of a two-op timeline.
 #include <catch2/catch.hpp>
 
-#include "cli/rank_timeline.h"
+#include "cli/rank_runs.h"
 #include "traces/error.h"
 
 using namespace protwin;

@@ -28,22 +28,22 @@ TEST_CASE("a ring all-reduce inside a node takes 2(n-1)/n S / busbw + alpha", "[
   // abci-a100: NVSwitch, all-reduce busbw 200 GB/s (NVIDIA/nccl-tests#149), alpha 15 us; the
   // model alone (the measured tables, on by default, correct it: hwmodels/kernel_table.h).
   const HardwareCostModel cm(load_machine("abci-a100", {"kernel_tables.enabled=false"}));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, S, 8, 8) ==
+  CHECK(cm.collective_time(CollectiveKind::kAllReduce, S, 8, 8).seconds ==
         Approx(15e-6 + 2.0 * 7 / 8 * S / 200e9));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllGather, S, 4, 4) ==
+  CHECK(cm.collective_time(CollectiveKind::kAllGather, S, 4, 4).seconds ==
         Approx(12e-6 + 3.0 / 4 * S / 200e9));
   // The group API and the old scope API agree inside a node.
-  CHECK(cm.collective_seconds(CollectiveKind::kReduceScatter, S, 8, 8) ==
-        Approx(cm.collective_seconds(CollectiveKind::kReduceScatter, S, 8)));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, S, 1, 1) == 0);
+  CHECK(cm.collective_time(CollectiveKind::kReduceScatter, S, 8, 8).seconds ==
+        Approx(cm.collective_time(CollectiveKind::kReduceScatter, S, 8).seconds));
+  CHECK(cm.collective_time(CollectiveKind::kAllReduce, S, 1, 1).seconds == 0);
 }
 
 TEST_CASE("a mesh node gives a group of r GPUs (r-1)/(G-1) of its busbw", "[hwmodels]") {
   // tsubame-h100: 4 GPUs, NVLink between every pair, busbw 300 GB/s for all four.
   const HardwareCostModel cm(load_machine("tsubame-h100"));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, S, 4, 4) ==
+  CHECK(cm.collective_time(CollectiveKind::kAllReduce, S, 4, 4).seconds ==
         Approx(15e-6 + 2.0 * 3 / 4 * S / 300e9));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, S, 2, 2) ==
+  CHECK(cm.collective_time(CollectiveKind::kAllReduce, S, 2, 2).seconds ==
         Approx(15e-6 + 2.0 * 1 / 2 * S / (300e9 / 3)));
   CHECK(cm.collectives().bus_GBps(CollectiveKind::kAllGather, 3, 3) == Approx(200.0));
 }
@@ -52,15 +52,15 @@ TEST_CASE("a group across nodes runs at its slowest level, with NCCL's latency s
   const HardwareCostModel abci(load_machine("abci-a100"));
   // 4 nodes x 8 GPUs: node network 4 x 200 Gb/s x 0.85 = 85 GB/s < NVSwitch 200 GB/s.
   // Latency: all-reduce takes the tree's 2 ceil(log2 4) = 4 steps (ring: 6) of 9.6 us.
-  CHECK(abci.collective_seconds(CollectiveKind::kAllReduce, S, 32, 8) ==
+  CHECK(abci.collective_time(CollectiveKind::kAllReduce, S, 32, 8).seconds ==
         Approx((15 + 4 * 9.6) * 1e-6 + 2.0 * 31 / 32 * S / 85e9));
   // DP with TP = 8: one rank per node over 16 nodes gets 1/8 of the node's NICs (10.625 GB/s);
   // reduce-scatter is a ring: 15 inter-node steps.
-  CHECK(abci.collective_seconds(CollectiveKind::kReduceScatter, S, 16, 1) ==
+  CHECK(abci.collective_time(CollectiveKind::kReduceScatter, S, 16, 1).seconds ==
         Approx((12 + 15 * 9.6) * 1e-6 + 15.0 / 16 * S / (85e9 / 8)));
   // 2 ranks per node on a 4-GPU mesh: min(300/3 NVLink, 2/4 x 85 network) = 42.5 GB/s.
   const HardwareCostModel tsubame(load_machine("tsubame-h100"));
-  CHECK(tsubame.collective_seconds(CollectiveKind::kAllGather, S, 8, 2) ==
+  CHECK(tsubame.collective_time(CollectiveKind::kAllGather, S, 8, 2).seconds ==
         Approx((12 + 3 * 9.6) * 1e-6 + 7.0 / 8 * S / 42.5e9));
   // hgx-h100: 8 x 400 Gb/s x 0.85 = 340 GB/s per node, above NVSwitch's 300: NVLink limits.
   const HardwareCostModel hgx(load_machine("hgx-h100"));
@@ -76,26 +76,26 @@ TEST_CASE("a group across nodes runs at its slowest level, with NCCL's latency s
 TEST_CASE("machines with only inter-node collectives use them as the node's network", "[hwmodels]") {
   // a100-server: /collectives/inter_node busbw 11 GB/s, alpha 30 us (100 Gb/s IB, 4 GPUs).
   const HardwareCostModel cm(load_machine("a100-server"));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, S, 8, 4) ==
-        Approx(cm.collective_seconds(CollectiveKind::kAllReduce, S, 8, CollectiveScope::kInterNode)));
-  CHECK(cm.collective_seconds(CollectiveKind::kAllReduce, S, 8, 2) ==
+  CHECK(cm.collective_time(CollectiveKind::kAllReduce, S, 8, 4).seconds ==
+        Approx(cm.collective_time(CollectiveKind::kAllReduce, S, 8, CollectiveScope::kInterNode).seconds));
+  CHECK(cm.collective_time(CollectiveKind::kAllReduce, S, 8, 2).seconds ==
         Approx(30e-6 + 2.0 * 7 / 8 * S / (11e9 / 2)));
 }
 
 TEST_CASE("send_recv crosses one GPU pair inside a node, a NIC share across nodes", "[hwmodels]") {
   const HardwareCostModel abci(load_machine("abci-a100"));
   // NVSwitch pair 237.5 GB/s (nccl-tests#149: 430-520 bidirectional), alpha 8.4 + 3.4 us.
-  CHECK(abci.send_recv_seconds(S, false) == Approx(11.8e-6 + S / 237.5e9));
+  CHECK(abci.send_recv_time(S, false).seconds == Approx(11.8e-6 + S / 237.5e9));
   // 4 HDR NICs for 8 GPUs: 85 / 8 GB/s each; alpha 8.4 + 9.6 us (NCCL tuning model).
-  CHECK(abci.send_recv_seconds(S, true) == Approx(18e-6 + S / (85e9 / 8)));
+  CHECK(abci.send_recv_time(S, true).seconds == Approx(18e-6 + S / (85e9 / 8)));
   // One NIC per GPU: a whole NIC at 0.85 of 200 Gb/s.
   const HardwareCostModel tsubame(load_machine("tsubame-h100"));
-  CHECK(tsubame.send_recv_seconds(S, true) == Approx(18e-6 + S / 21.25e9));
-  CHECK(tsubame.send_recv_seconds(S, false) == Approx(11.8e-6 + S / 110e9));
+  CHECK(tsubame.send_recv_time(S, true).seconds == Approx(18e-6 + S / 21.25e9));
+  CHECK(tsubame.send_recv_time(S, false).seconds == Approx(11.8e-6 + S / 110e9));
   // Machines without a send_recv entry: a 2-rank broadcast.
   const HardwareCostModel a100(load_machine("a100-server"));
-  CHECK(a100.send_recv_seconds(S, false) == Approx(12e-6 + S / 190e9));
-  CHECK(a100.send_recv_seconds(0, true) == 0);
+  CHECK(a100.send_recv_time(S, false).seconds == Approx(12e-6 + S / 190e9));
+  CHECK(a100.send_recv_time(0, true).seconds == 0);
 }
 
 TEST_CASE("plan ops: ranks_per_node places the group, old ops cost as before", "[hwmodels]") {
@@ -134,13 +134,13 @@ TEST_CASE("bad placements name the op, the machine and what was expected", "[hwm
                     "plan op 0 (all_reduce, stream collective) group.ranks_per_node: machine abci-a100: "
                     "a group of 12 ranks with 8 per node is not a whole number of nodes\n"
                     "hint: ranks_per_node must divide ranks");
-  CHECK_THROWS_WITH(abci.collective_seconds(CollectiveKind::kAllReduce, S, 32, 16),
+  CHECK_THROWS_WITH(abci.collective_time(CollectiveKind::kAllReduce, S, 32, 16).seconds,
                     "machine abci-a100: 16 ranks per node, but a node has 8 GPUs (/gpu/count)");
   const HardwareCostModel h100(load_machine("h100-server"));
-  CHECK_THROWS_WITH(h100.collective_seconds(CollectiveKind::kAllReduce, S, 16, 8),
+  CHECK_THROWS_WITH(h100.collective_time(CollectiveKind::kAllReduce, S, 16, 8).seconds,
                     "machine h100-server: a group of 16 ranks with 8 per node spans nodes, but the "
                     "machine has no /network and no /collectives/inter_node entry");
-  CHECK_THROWS_WITH(h100.send_recv_seconds(S, true),
+  CHECK_THROWS_WITH(h100.send_recv_time(S, true).seconds,
                     "machine h100-server: an inter-node send_recv needs a /network or "
                     "/collectives/inter_node entry");
 }

@@ -62,6 +62,17 @@ TEST_CASE("an unknown machine lists the known ones", "[hwmodels][errors]") {
                     "from disk");
 }
 
+TEST_CASE("a machine of another format or version is refused naming the member", "[hwmodels][errors]") {
+  nlohmann::json j = embedded("a100-server");
+  j["version"] = 2;
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/version: unsupported machine version 2 (this protwin reads version 1)");
+  j = embedded("a100-server");
+  j["format"] = "protwin.plan";
+  CHECK_THROWS_WITH(machine_from_json(j, "bad.json"),
+                    "bad.json:/format: expected \"protwin.machine\", got \"protwin.plan\"");
+}
+
 TEST_CASE("a missing field names the file and JSON pointer", "[hwmodels][errors]") {
   nlohmann::json j = embedded("a100-server");
   j["host_link"]["h2d"].erase("pinned_GBps");

@@ -35,7 +35,8 @@ WorkloadTimes workload_times(const Workload& w, const ChunkLayout& layout, const
   auto collective_s = [&](hw::CollectiveKind kind, int64_t bytes) {  // 0 on one GPU
     const double b = static_cast<double>(bytes);
     if (gpus <= 1) return 0.0;
-    return nodes > 1 ? cost.collective_seconds(kind, b, gpus, gpus / nodes, 1) : cost.collective_seconds(kind, b, gpus);
+    return nodes > 1 ? cost.collective_time(kind, b, gpus, gpus / nodes, 1).seconds
+                     : cost.collective_time(kind, b, gpus).seconds;
   };
   for (const auto& c : layout.chunks) {
     const int64_t used = c.used_elems * layout.bytes_per_elem;

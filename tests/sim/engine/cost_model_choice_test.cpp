@@ -39,7 +39,7 @@ TEST_CASE("cost model choice: rates file, then the plan's meta.rates, then unit 
   p.meta["rates"]["version"] = 9;
   c.rates.clear();
   CHECK_THROWS_WITH(hw::plan_cost_model(c, p, "p.json"),
-                    Catch::StartsWith("p.json:/meta/rates") && Catch::Contains("unsupported version 9"));
+                    Catch::StartsWith("p.json:/meta/rates") && Catch::Contains("unsupported rates version 9"));
 }
 
 TEST_CASE("cost model choice: a machine wins over rates, with its overrides, host dispatch and profile") {

@@ -54,7 +54,8 @@ TEST_CASE("RateCostModel: bad inputs name the file and the JSON pointer", "[engi
   CHECK_THROWS_WITH(rates(R"({"format": "protwin.plan", "version": 1})"),
                     "rates.json:/format: expected \"protwin.rates\", got \"protwin.plan\"");
   CHECK_THROWS_WITH(rates(R"({"format": "protwin.rates", "version": 2})"),
-                    "rates.json:/version: unsupported version 2 (this protwin reads 1)");
+                    "rates.json:/version: unsupported rates version 2 (this protwin reads version 1)");
+  CHECK_THROWS_WITH(rates(R"({"format": "protwin.rates"})"), "rates.json:/: missing required field \"version\"");
   CHECK_THROWS_WITH(
       rates(R"({"format": "protwin.rates", "version": 1, "streams": {"h2d": {"GBPs": 3}}})"),
       "rates.json:/streams/h2d: unknown field \"GBPs\" (known: GBps, latency_us, links, max_GBps, "

@@ -33,8 +33,8 @@ TEST_CASE("HF single-GPU step: forward and backward are their kernels' sums and 
   CHECK(w.options.dropout);
   double fwd = 0, bwd = 0;
   for (const auto& blk : w.blocks) {
-    for (const auto& k : blk.forward) fwd += static_cast<double>(k.count) * cost.kernel_seconds(k, false);
-    for (const auto& k : blk.backward) bwd += static_cast<double>(k.count) * cost.kernel_seconds(k, true);
+    for (const auto& k : blk.forward) fwd += static_cast<double>(k.count) * cost.kernel_time(k, false).seconds;
+    for (const auto& k : blk.backward) bwd += static_cast<double>(k.count) * cost.kernel_time(k, true).seconds;
   }
   // Each op's time is rounded up to the nanosecond: one ns per op at most.
   const double slack = 1e-9 * static_cast<double>(r.best_report.ops.size());

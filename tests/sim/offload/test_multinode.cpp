@@ -97,9 +97,9 @@ TEST_CASE("across nodes every chunk collective spans all ranks and is priced as 
   const double used = static_cast<double>(c0.used_elems * cp.chunks->bytes_per_elem);
   const double shard = static_cast<double>(ceil_div(c0.used_elems * cp.chunks->bytes_per_elem, int64_t{gpus}));
   CHECK(t.fetch_s[0] == Approx(cost.copy_seconds(shard, hw::CopyDirection::kH2D, true, false) +
-                               cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1)));
-  CHECK(cost.collective_seconds(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1) >
-        cost.collective_seconds(hw::CollectiveKind::kAllGather, used, 4));
+                               cost.collective_time(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1).seconds));
+  CHECK(cost.collective_time(hw::CollectiveKind::kAllGather, used, gpus, gpus / nodes, 1).seconds >
+        cost.collective_time(hw::CollectiveKind::kAllGather, used, 4).seconds);
 }
 
 TEST_CASE("CPU Adam and host passes share a node's host among that node's ranks only") {

@@ -126,7 +126,7 @@ TEST_CASE("analytic model: persistent chunks' gradients are all-reduced, swap-in
   ddp.n_persist = static_cast<int>(L.chunks.size());
   double all_reduce = 0;
   for (const auto& c : L.chunks)
-    all_reduce += cost.collective_seconds(hw::CollectiveKind::kAllReduce, static_cast<double>(c.used_elems * 2), 4);
+    all_reduce += cost.collective_time(hw::CollectiveKind::kAllReduce, static_cast<double>(c.used_elems * 2), 4).seconds;
   CHECK(estimate(w, cost, 4, ddp).backward_s == Approx(estimate(w, cost, 1, ddp).backward_s + all_reduce).epsilon(1e-12));
   // One SWAP layer (the first) adds its activations' H2D copy to backward; the 3090 server copies
   // 12 GB/s up and 13 GB/s down, so the direction shows.

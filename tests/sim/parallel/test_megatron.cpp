@@ -4,7 +4,7 @@
 //    (equal stage times, free communication: the closed forms hold exactly);
 //  - TP = PP = CP = 1 is the data-parallel plan: m micro-batches of forward + backward, then the
 //    gradient reduce-scatter, the sharded Adam and the parameter all-gather, each priced by the
-//    hardware cost model's own functions (kernel_seconds, collective_seconds, device_adam_seconds);
+//    hardware cost model's own functions (kernel_time, collective_time, device_adam_seconds);
 //  - the CP ring's closed form (c steps of attention, c-1 exchanges, double buffered);
 //  - the template-priced plan and the self-contained plan priced by HardwareCostModel agree op
 //    by op; plans validate (DAG, streams).
@@ -85,7 +85,7 @@ int64_t ns(double seconds) { return from_seconds(seconds).ns; }
 // One op's time as HardwareCostModel prices a list of kernels.
 int64_t kernels_ns(const hw::HardwareCostModel& c, const std::vector<traces::Kernel>& ks, bool backward) {
   double t = 0;
-  for (const auto& k : ks) t += static_cast<double>(k.count) * c.kernel_seconds(k, backward);
+  for (const auto& k : ks) t += static_cast<double>(k.count) * c.kernel_time(k, backward).seconds;
   return ns(t);
 }
 
@@ -157,8 +157,8 @@ TEST_CASE("TP = PP = CP = 1 is the data-parallel plan: m (F + B) + reduce-scatte
   const int64_t micro = gbs / (mbs * d);
   const double params = static_cast<double>(m.parameter_count());
   const int64_t adam = ns(cost.device_adam_seconds(std::ceil(params / d)));
-  const int64_t rs = ns(cost.collective_seconds(hw::CollectiveKind::kReduceScatter, params * 4, d, d));
-  const int64_t ag = ns(cost.collective_seconds(hw::CollectiveKind::kAllGather, params * 2, d, d));
+  const int64_t rs = ns(cost.collective_time(hw::CollectiveKind::kReduceScatter, params * 4, d, d).seconds);
+  const int64_t ag = ns(cost.collective_time(hw::CollectiveKind::kAllGather, params * 2, d, d).seconds);
 
   MegatronOptions o = options({1, 1, 1, d}, mbs, gbs, seq);
   o.bucket_params = int64_t{1} << 50;  // one bucket

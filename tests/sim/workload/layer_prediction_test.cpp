@@ -44,8 +44,8 @@ double predicted_tflops(const HardwareCostModel& cm, bool hf_eager, int64_t* bes
     const protwin::sim::Workload w = medium_layer(b, s, hf_eager, hf_eager);
     const auto& layer = w.layer(0);
     double t = 0;
-    for (const auto& k : layer.forward) t += static_cast<double>(k.count) * cm.kernel_seconds(k, false);
-    for (const auto& k : layer.backward) t += static_cast<double>(k.count) * cm.kernel_seconds(k, true);
+    for (const auto& k : layer.forward) t += static_cast<double>(k.count) * cm.kernel_time(k, false).seconds;
+    for (const auto& k : layer.backward) t += static_cast<double>(k.count) * cm.kernel_time(k, true).seconds;
     const double flops = 3.0 * (24.0 * b * s * h * h + 4.0 * b * s * s * h);
     const double tflops = flops / t / 1e12;
     if (tflops > best) { best = tflops; *best_batch = b; }
@@ -99,7 +99,7 @@ LayerTime layer_time(const HardwareCostModel& cm, int64_t b, bool hf_eager) {
   LayerTime lt;
   for (bool bwd : {false, true}) {
     for (const auto& k : bwd ? w.layer(0).backward : w.layer(0).forward) {
-      const double s = static_cast<double>(k.count) * cm.kernel_seconds(k, bwd);
+      const double s = static_cast<double>(k.count) * cm.kernel_time(k, bwd).seconds;
       lt.gpu_s += s;
       if (k.sig.kind == "gemm" || k.sig.kind == "bmm") lt.gemm_s += s;
       lt.kernels += k.count;
@@ -156,7 +156,7 @@ LayerSplit layer_split(const HardwareCostModel& cm, bool gpt2, int64_t b, int64_
   LayerSplit r;
   for (bool bwd : {false, true}) {
     for (const auto& k : bwd ? w.layer(0).backward : w.layer(0).forward) {
-      const double t = static_cast<double>(k.count) * cm.kernel_seconds(k, bwd);
+      const double t = static_cast<double>(k.count) * cm.kernel_time(k, bwd).seconds;
       const bool gemm = k.sig.kind == "gemm" || k.sig.kind == "bmm" || k.sig.kind == "attention";
       (bwd ? (gemm ? r.bwd_gemm : r.bwd_mem) : (gemm ? r.fwd_gemm : r.fwd_mem)) += t;
       const int64_t n = gemm || k.sig.shape.empty() ? 0 : k.sig.shape[0];
@@ -170,10 +170,10 @@ LayerSplit layer_split(const HardwareCostModel& cm, bool gpt2, int64_t b, int64_
     scale.sig.dtype = "fp16";
     scale.sig.shape = {b * 16 * s * s};
     scale.bytes = 2.0 * 2.0 * static_cast<double>(b * 16 * s * s);
-    r.fwd_mem += cm.kernel_seconds(scale, false);
-    r.bwd_mem += cm.kernel_seconds(scale, true);
-    r.fwd_scores += cm.kernel_seconds(scale, false);
-    r.bwd_scores += cm.kernel_seconds(scale, true);
+    r.fwd_mem += cm.kernel_time(scale, false).seconds;
+    r.bwd_mem += cm.kernel_time(scale, true).seconds;
+    r.fwd_scores += cm.kernel_time(scale, false).seconds;
+    r.bwd_scores += cm.kernel_time(scale, true).seconds;
   }
   return r;
 }
@@ -208,8 +208,8 @@ Scale scale_of(const HardwareCostModel& a100, const MliGpu& g) {
   vec.sig.shape = {static_cast<int64_t>(v)};
   vec.flops = v;
   vec.bytes = 8.0 * v;
-  return {2 * n * n * n / (g.gemm_tflops * 1e12) / a100.gemm_seconds(8192, 8192, 8192, "fp16"),
-          v / (g.vector_tflops * 1e12) / a100.kernel_seconds(vec, false)};
+  return {2 * n * n * n / (g.gemm_tflops * 1e12) / a100.gemm_time(1, 8192, 8192, 8192, "fp16").seconds,
+          v / (g.vector_tflops * 1e12) / a100.kernel_time(vec, false).seconds};
 }
 
 // A hypothesis on top of a scaled model: GEMM-like kernels x gemm_x, memory-bound kernels (all,
