@@ -73,16 +73,21 @@ Dims dims(const RuntimeShapes& s) {
   return Dims{s.batch, s.seq, m.hidden, m.ffn_hidden, m.vocab, m.heads, m.kv_heads, m.head_dim(), m.family == "llama"};
 }
 
-// x * rstd * w with rstd = rsqrt(mean(x^2) + eps): pow, mean, rsqrt (mean and pow die), x*rstd,
-// *w (x*rstd dies). Returns y; *rstd the kept statistics.
-int rms_forward(TensorProgram& p, const Dims& d, int* rstd) {
-  const int pw = p.alloc(d.btc()), mean = p.alloc(d.rows());
-  *rstd = p.alloc(d.rows());
+// A norm's forward; its output y and statistics are kept (appended to p.kept). GPT-2:
+// native_layer_norm returns (y, mean, rstd). LLaMA: x * rstd * w with rstd = rsqrt(mean(x^2) +
+// eps): pow, mean, rsqrt (mean and pow die), x*rstd, *w (x*rstd dies).
+void norm_forward(TensorProgram& p, const Dims& d) {
+  if (!d.llama) {
+    const int y = p.alloc(d.btc()), mean = p.alloc(d.rows()), rstd = p.alloc(d.rows());
+    p.kept.insert(p.kept.end(), {y, mean, rstd});
+    return;
+  }
+  const int pw = p.alloc(d.btc()), mean = p.alloc(d.rows()), rstd = p.alloc(d.rows());
   p.free(mean);
   p.free(pw);
   const int xr = p.alloc(d.btc()), y = p.alloc(d.btc());
   p.free(xr);
-  return y;
+  p.kept.insert(p.kept.end(), {y, rstd});
 }
 
 // rms_bwd: xhat, dy*xhat, its [C] sum (added in place), dxhat = dy*w, dxhat*xhat, its row mean,
@@ -154,6 +159,28 @@ int rope_backward_merged(TensorProgram& p, int g, int64_t bytes) {
   return merged;
 }
 
+// attention_fwd from its scores on, and the output projection with the residual add: matmul(q,
+// k^T) first copies two [B*NH, T, D] operands (GPT-2: the q and k views of qkv; LLaMA: repeat_kv's
+// k (GQA) and q, laid out like its transposed input; without GQA matmul copies k^T instead), which
+// die with the statement; ones(T,T).triu_ (the mask), _softmax; matmul(att, v) copies v (LLaMA:
+// repeat_kv(v), or matmul's copy); merge_heads' transpose + reshape copies the output. Kept: the
+// attention probabilities, the merged output and the residual sum.
+void attention_forward(TensorProgram& p, const Dims& d) {
+  const int c1 = p.alloc(d.btc()), c2 = p.alloc(d.btc()), scores = p.alloc(d.att());
+  p.free(c2);
+  p.free(c1);
+  const int mask = p.alloc(d.t * d.t), att = p.alloc(d.att());
+  const int vc = p.alloc(d.btc()), out = p.alloc(d.btc());
+  p.free(vc);
+  p.free(mask);
+  p.free(scores);
+  const int atty = p.alloc(d.btc());
+  p.free(out);
+  const int proj = p.alloc(d.btc()), resid = p.alloc(d.btc());
+  p.free(proj);
+  p.kept.insert(p.kept.end(), {att, atty, resid});
+}
+
 }  // namespace
 
 TensorProgram embedding_forward_tensors(const RuntimeShapes& s) {
@@ -166,78 +193,46 @@ TensorProgram embedding_forward_tensors(const RuntimeShapes& s) {
 TensorProgram layer_forward_tensors(const RuntimeShapes& s) {
   const Dims d = dims(s);
   TensorProgram p;
+  norm_forward(p, d);
+  int cos = 0, sin = 0;
   if (!d.llama) {
-    const int norm1 = p.alloc(d.btc()), mean1 = p.alloc(d.rows()), rstd1 = p.alloc(d.rows());  // native_layer_norm
-    const int qkv = p.alloc(3 * d.btc());  // addmm; q, k, v are views of it
-    // attention_fwd: matmul(q, k^T) copies both views into [B*NH, T, D] / [B*NH, D, T]
-    const int qc = p.alloc(d.btc()), kc = p.alloc(d.btc()), scores = p.alloc(d.att());
-    p.free(kc);
-    p.free(qc);
-    const int mask = p.alloc(d.t * d.t), att = p.alloc(d.att());  // ones(T,T).triu_, _softmax
-    const int vc = p.alloc(d.btc()), out = p.alloc(d.btc());     // matmul(att, v): v copied
-    p.free(vc);
-    p.free(mask);
-    p.free(scores);
-    const int atty = p.alloc(d.btc());  // merge_heads: transpose + reshape copies
-    p.free(out);
-    const int proj = p.alloc(d.btc()), resid = p.alloc(d.btc());
-    p.free(proj);
-    const int norm2 = p.alloc(d.btc()), mean2 = p.alloc(d.rows()), rstd2 = p.alloc(d.rows());
-    const int fc = p.alloc(d.btf()), act = p.alloc(d.btf());  // linear, gelu
-    const int fcp = p.alloc(d.btc()), y = p.alloc(d.btc());
-    p.free(fcp);
-    p.kept = {norm1, mean1, rstd1, qkv, att, atty, resid, norm2, mean2, rstd2, fc, act};
-    p.output = y;
-    return p;
+    p.kept.push_back(p.alloc(3 * d.btc()));  // addmm; q, k, v are views of it
+  } else {
+    rope_tables(p, d, &cos, &sin);
+    const int q = rope_forward(p, p.alloc(d.btc()), d.btc());
+    const int k = rope_forward(p, p.alloc(d.btk()), d.btk());
+    const int v = p.alloc(d.btk());
+    p.kept.insert(p.kept.end(), {q, k, v});
   }
-  int rstd1 = 0, rstd2 = 0, cos = 0, sin = 0;
-  const int norm1 = rms_forward(p, d, &rstd1);
-  rope_tables(p, d, &cos, &sin);
-  const int q = rope_forward(p, p.alloc(d.btc()), d.btc());
-  const int k = rope_forward(p, p.alloc(d.btk()), d.btk());
-  const int v = p.alloc(d.btk());
-  // attention_fwd: repeat_kv copies k (GQA); q, laid out like its transposed input, is copied by
-  // matmul's reshape. Without GQA, k^T is copied by matmul instead. Both die with the statement.
-  const int kr = p.alloc(d.btc()), qc = p.alloc(d.btc()), scores = p.alloc(d.att());
-  p.free(qc);
-  p.free(kr);
-  const int mask = p.alloc(d.t * d.t), att = p.alloc(d.att());
-  const int vr = p.alloc(d.btc()), out = p.alloc(d.btc());  // repeat_kv(v) (or matmul's copy of v)
-  p.free(vr);
-  p.free(mask);
-  p.free(scores);
-  const int atty = p.alloc(d.btc());
-  p.free(out);
-  const int proj = p.alloc(d.btc()), resid = p.alloc(d.btc());
-  p.free(proj);
-  const int norm2 = rms_forward(p, d, &rstd2);
-  const int gate = p.alloc(d.btf()), up = p.alloc(d.btf()), act = p.alloc(d.btf());  // silu(gate).mul_(up)
-  const int down = p.alloc(d.btc()), y = p.alloc(d.btc());
+  attention_forward(p, d);
+  norm_forward(p, d);
+  if (!d.llama) {
+    const int fc = p.alloc(d.btf()), act = p.alloc(d.btf());  // linear, gelu
+    p.kept.insert(p.kept.end(), {fc, act});
+  } else {
+    const int gate = p.alloc(d.btf()), up = p.alloc(d.btf()), act = p.alloc(d.btf());  // silu(gate).mul_(up)
+    p.kept.insert(p.kept.end(), {gate, up, act});
+  }
+  const int down = p.alloc(d.btc());  // fc2 / down projection, then the residual add
+  p.output = p.alloc(d.btc());
   p.free(down);
-  p.free(cos);
-  p.free(sin);
-  p.kept = {norm1, rstd1, q, k, v, att, atty, resid, norm2, rstd2, gate, up, act};
-  p.output = y;
+  if (d.llama) {
+    p.free(cos);
+    p.free(sin);
+  }
   return p;
 }
 
 TensorProgram head_forward_tensors(const RuntimeShapes& s) {
   const Dims d = dims(s);
   TensorProgram p;
-  int mean = -1, rstd = 0, norm = 0;
-  if (d.llama) {
-    norm = rms_forward(p, d, &rstd);
-  } else {
-    norm = p.alloc(d.btc());
-    mean = p.alloc(d.rows());
-    rstd = p.alloc(d.rows());
-  }
+  norm_forward(p, d);
   const int logits = p.alloc(d.btv()), logp = p.alloc(d.btv());  // matmul, _log_softmax
   const int picked = p.alloc(d.rows()), mean_loss = p.alloc(4), loss = p.alloc(4);  // gather, mean, neg
   p.free(mean_loss);
   p.free(picked);
   p.free(logits);
-  p.kept = d.llama ? std::vector<int>{norm, rstd, logp} : std::vector<int>{norm, mean, rstd, logp};  // probs = exp_
+  p.kept.push_back(logp);  // probs = exp_
   p.output = loss;
   return p;
 }

@@ -53,8 +53,8 @@ struct Op {
   std::vector<Kernel> bwd;
   int64_t fwd_live = 0;
   int64_t bwd_live = 0;
-  Section section = Section::kShard;
   bool linear = false;  // bwd = {dX, dW}
+  Section section = Section::kShard;  // set by BlockBuilder::push
 };
 
 class BlockBuilder {
@@ -70,13 +70,7 @@ class BlockBuilder {
   // dW[k,n] = X^T dY -> gemm {k,n,m}; each 2mnk flops. (The bias gradient, a row sum of dY, is
   // folded into the dW GEMM.)
   void gemm(int64_t m, int64_t n, int64_t k, int64_t fwd_live, int64_t bwd_live) {
-    Op op;
-    op.fwd = gemm_kernel(m, n, k);
-    op.bwd = {gemm_kernel(m, k, n), gemm_kernel(k, n, m)};
-    op.fwd_live = fwd_live;
-    op.bwd_live = bwd_live;
-    op.linear = true;
-    push(std::move(op));
+    push({gemm_kernel(m, n, k), {gemm_kernel(m, k, n), gemm_kernel(k, n, m)}, fwd_live, bwd_live, true});
   }
 
   // With bias_passes, a linear's bias gradient: one reduction of dY (m x n) over the tokens,
@@ -92,14 +86,11 @@ class BlockBuilder {
   void pointwise(const std::string& kind, int64_t n, double flops_per_elem, double reads,
                  double writes, double bwd_reads, double bwd_writes, int64_t fwd_live,
                  int64_t bwd_live, double extra_fwd_bytes = 0, double extra_bwd_bytes = 0) {
-    Op op;
     const double f = flops_per_elem * static_cast<double>(n);
-    op.fwd = kernel(kind, {n}, dt_, f, (reads + writes) * e_ * n + extra_fwd_bytes);
+    Op op{kernel(kind, {n}, dt_, f, (reads + writes) * e_ * n + extra_fwd_bytes), {}, fwd_live, bwd_live};
     if (bwd_reads + bwd_writes > 0)
       op.bwd = {kernel(kind, {n}, dt_, kBackwardFactor * f,
                        (bwd_reads + bwd_writes) * e_ * n + extra_bwd_bytes)};
-    op.fwd_live = fwd_live;
-    op.bwd_live = bwd_live;
     push(std::move(op));
   }
 
@@ -117,8 +108,13 @@ class BlockBuilder {
                   static_cast<double>(e_) * (m * k + k * n + m * n));
   }
 
-  // Moves everything built so far into `b`.
-  void finish(Block& b) {
+  // The block of everything built so far; CKPT keeps only its input (checkpoint_bytes = input_bytes).
+  Block finish(std::string name, BlockKind kind, int64_t input_bytes, int64_t output_bytes) {
+    Block b;
+    b.name = std::move(name);
+    b.kind = kind;
+    b.input_bytes = b.checkpoint_bytes = input_bytes;
+    b.output_bytes = output_bytes;
     for (const auto& op : ops_) {
       if (op.fwd.sig.kind.empty()) continue;  // backward-only work
       b.forward.push_back(op.fwd);
@@ -138,6 +134,7 @@ class BlockBuilder {
       b.saved_bytes += s.bytes;
       if (!s.row_stats) b.saved_tensor_bytes += s.bytes;
     }
+    return b;
   }
 
   const ModelSpec& m_;
@@ -150,15 +147,17 @@ class BlockBuilder {
 };
 
 // A norm over t rows of h: saves its input and fp32 per-row statistics (LayerNorm mean + rstd,
-// RMSNorm rstd). Forward reads x and writes y; backward reads x and dy, writes dx.
-void norm(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
+// RMSNorm rstd). Forward reads x and writes y; backward reads x and dy, writes dx (both live).
+// Its output, the input of the projection(s) after it, is saved once as `output`.
+void norm(BlockBuilder& bb, const std::string& name, const std::string& output) {
   const bool ln = bb.m_.norm == "layernorm";
   const int64_t n = bb.ts_ * bb.h_;
   const int64_t stats = (ln ? 2 : 1) * 4 * bb.ts_;
-  bb.pointwise(bb.m_.norm, n, ln ? kLayerNormFlops : kRmsNormFlops, 1, 1, 2, 1, fwd_live, bwd_live,
+  bb.pointwise(bb.m_.norm, n, ln ? kLayerNormFlops : kRmsNormFlops, 1, 1, 2, 1, 0, 2 * bb.e_ * n,
                static_cast<double>(stats), static_cast<double>(stats));
   bb.save(name + ".input", bb.e_ * n);
   bb.save(name + ".stats", stats, true);
+  bb.save(output, bb.e_ * n);
 }
 
 // Dropout over n elements: saves a 1-byte mask (PyTorch's bool mask; Korthikanti counts 1 byte).
@@ -169,21 +168,27 @@ void dropout(BlockBuilder& bb, const std::string& name, int64_t n, int64_t fwd_l
   bb.save(name + ".mask", n);
 }
 
-// Megatron's bias_dropout_add_fused_train (one jit-fused kernel): reads the branch and the
-// residual, writes the sum and the 1-byte mask; backward reads dy and the mask, writes the branch
-// gradient (the skip gradient is dy itself). Saves the mask.
-void fused_dropout_add(BlockBuilder& bb, const std::string& name, int64_t fwd_live, int64_t bwd_live) {
-  const int64_t n = bb.ts_ * bb.h_;
-  bb.pointwise(kk::kDropout, n, kDropoutFlops + kAddFlops, 2, 1, 1, 1, fwd_live, bwd_live, static_cast<double>(n),
-               static_cast<double>(n));
-  bb.save(name + ".mask", n);
-}
-
-// Residual add x + branch: saves nothing. Backward: the skip gradient is accumulated into the
-// branch's input gradient (one add: read 2, write 1).
-void residual_add(BlockBuilder& bb, int64_t fwd_live, int64_t bwd_live) {
-  const int64_t n = bb.ts_ * bb.h_;
-  bb.pointwise(kk::kElementwise, n, kAddFlops, 2, 1, 2, 1, fwd_live, bwd_live);
+// The end of a residual branch (attention or MLP), on the sequence-parallel shard: the bias
+// gradient of its row-parallel output projection (its bias is added after the TP reduction, in
+// bias_dropout_add), then dropout `name` and the residual add x + branch.
+// - fused (dropout with fused_bias_dropout_add): Megatron's bias_dropout_add_fused_train, one
+//   jit-fused kernel: reads the branch and the residual, writes the sum and the 1-byte mask;
+//   backward reads dy and the mask, writes the branch gradient (the skip gradient is dy itself).
+//   Saves the mask.
+// - else the dropout (when on), then the add, which saves nothing. Backward: the skip gradient is
+//   accumulated into the branch's input gradient (one add: read 2, write 1).
+void branch_end(BlockBuilder& bb, const std::string& name) {
+  const int64_t n = bb.ts_ * bb.h_, e = bb.e_;
+  bb.section(Section::kShard);
+  bb.bias_grad(bb.ts_, bb.h_);
+  if (bb.o_.dropout && bb.o_.fused_bias_dropout_add) {
+    bb.pointwise(kk::kDropout, n, kDropoutFlops + kAddFlops, 2, 1, 1, 1, e * n, 2 * e * n, static_cast<double>(n),
+                 static_cast<double>(n));
+    bb.save(name + ".mask", n);
+    return;
+  }
+  if (bb.o_.dropout) dropout(bb, name, n, 2 * e * n, 2 * e * n);
+  bb.pointwise(kk::kElementwise, n, kAddFlops, 2, 1, 2, 1, e * n, 2 * e * n);
 }
 
 Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
@@ -206,14 +211,7 @@ Block embedding_block(const ModelSpec& m, const WorkloadOptions& o) {
   }
   bb.section(Section::kShard);
   if (o.dropout) dropout(bb, "embed.dropout", n_s, 2 * e * n_s, 2 * e * n_s);
-  Block b;
-  b.name = "embedding";
-  b.kind = BlockKind::kEmbedding;
-  bb.finish(b);
-  b.input_bytes = 8 * t;
-  b.output_bytes = e * n_s;
-  b.checkpoint_bytes = 8 * t;
-  return b;
+  return bb.finish("embedding", BlockKind::kEmbedding, 8 * t, e * n_s);
 }
 
 Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer) {
@@ -223,12 +221,9 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   const int64_t n = t * h, n_s = bb.ts_ * h, nq = t * hq;
   const int64_t ba = b * (m.heads / o.tp), scores = ba * s * s;  // scores: b*a*s*s elements
   const bool flash = o.flash_attention, drop = o.dropout;
-  const std::string p = "layer." + std::to_string(layer);
 
   // --- attention ---
-  norm(bb, "norm_1", 0, 2 * e * n_s);
-  // The norm's output feeds the Q/K/V projections (one tensor, saved once).
-  bb.save("attn.qkv.input", e * n_s);
+  norm(bb, "norm_1", "attn.qkv.input");
   const bool rope = m.max_positions == 0;  // LLaMA family: rotary embeddings on q and k
   bb.section(Section::kColumn);
   if (m.family == "gpt2" || o.fused_projections) {
@@ -317,27 +312,17 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
     std::vector<Kernel> bwd = {kernel(kk::kElementwise, {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv))};
     if (m.family == "gpt2") bwd.push_back(kernel(kk::kElementwise, {nq + 2 * t * kv}, bb.dt_, 0, 2.0 * e * (nq + 2 * t * kv)));
     if (kv < hq) {
-      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, 0, e * (nq + t * kv)));
-      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, 0, e * (nq + t * kv)));
-      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
-      bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, kAddFlops * nq, e * (nq + t * kv)));
+      for (double flops : {0.0, 0.0, kAddFlops * nq, kAddFlops * nq})  // repeat k, v; sum dk, dv
+        bwd.push_back(kernel(kk::kElementwise, {nq}, bb.dt_, flops, e * (nq + t * kv)));
     }
     bb.push({kernel(kk::kElementwise, {nq}, bb.dt_, 0, 2.0 * e * nq), std::move(bwd), 0, 0});
   }
   bb.section(Section::kRow);
   bb.gemm(t, h, hq, e * n, e * (n + nq));  // output projection
-  bb.section(Section::kShard);
-  bb.bias_grad(bb.ts_, h);  // its bias is added after the TP reduction, in bias_dropout_add
-  if (drop && o.fused_bias_dropout_add) {
-    fused_dropout_add(bb, "attn.resid_dropout", e * n_s, 2 * e * n_s);
-  } else {
-    if (drop) dropout(bb, "attn.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
-    residual_add(bb, e * n_s, 2 * e * n_s);
-  }
+  branch_end(bb, "attn.resid_dropout");
 
   // --- MLP ---
-  norm(bb, "norm_2", 0, 2 * e * n_s);
-  bb.save("mlp.input", e * n_s);  // the norm's output, input of the first projection(s)
+  norm(bb, "norm_2", "mlp.input");
   bb.section(Section::kColumn);
   if (m.activation == "swiglu") {
     // LLaMA MLP: down(silu(gate(x)) * up(x)). Saved as in unfused PyTorch (HF LLaMA) and in
@@ -389,23 +374,10 @@ Block decoder_block(const ModelSpec& m, const WorkloadOptions& o, int64_t layer)
   }
   bb.section(Section::kRow);
   bb.gemm(t, h, f, e * n, e * (n + t * f));  // down / fc2
-  bb.section(Section::kShard);
-  bb.bias_grad(bb.ts_, h);
-  if (drop && o.fused_bias_dropout_add) {
-    fused_dropout_add(bb, "mlp.resid_dropout", e * n_s, 2 * e * n_s);
-  } else {
-    if (drop) dropout(bb, "mlp.resid_dropout", n_s, 2 * e * n_s, 2 * e * n_s);
-    residual_add(bb, e * n_s, 2 * e * n_s);
-  }
+  branch_end(bb, "mlp.resid_dropout");
 
-  Block blk;
-  blk.name = p;
-  blk.kind = BlockKind::kDecoder;
+  Block blk = bb.finish("layer." + std::to_string(layer), BlockKind::kDecoder, e * n_s, e * n_s);
   blk.layer = layer;
-  bb.finish(blk);
-  blk.input_bytes = e * n_s;
-  blk.output_bytes = e * n_s;
-  blk.checkpoint_bytes = e * n_s;  // the block input (the residual stream)
   return blk;
 }
 
@@ -413,8 +385,7 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
   BlockBuilder bb(m, o);
   const int64_t t = bb.t_, h = m.hidden, e = bb.e_, V = (m.vocab + o.tp - 1) / o.tp, n = t * h;
   const int64_t n_s = bb.ts_ * h;
-  norm(bb, "final_norm", 0, 2 * e * n_s);
-  bb.save("lm_head.input", e * n_s);
+  norm(bb, "final_norm", "lm_head.input");
   // LM head: logits = x W^T, {t, V, h}. Its output (e*t*V) is cast to fp32 for the loss.
   bb.section(Section::kColumn);
   bb.gemm(t, V, h, e * t * V, e * (t * V + n));
@@ -446,14 +417,7 @@ Block head_block(const ModelSpec& m, const WorkloadOptions& o) {
     bb.save("loss.log_probs", 4 * t * V);
   }
   bb.save("loss.targets", 8 * t);
-  Block b;
-  b.name = "head";
-  b.kind = BlockKind::kHead;
-  bb.finish(b);
-  b.input_bytes = e * n_s;
-  b.output_bytes = 4;  // the scalar loss
-  b.checkpoint_bytes = e * n_s;
-  return b;
+  return bb.finish("head", BlockKind::kHead, e * n_s, 4);  // output: the scalar loss
 }
 }  // namespace
 
@@ -481,8 +445,6 @@ double total_bytes(const std::vector<Kernel>& ks) {
 
 double Block::forward_flops() const { return total_flops(forward); }
 double Block::backward_flops() const { return total_flops(backward); }
-double Block::forward_bytes() const { return total_bytes(forward); }
-double Block::backward_bytes() const { return total_bytes(backward); }
 
 int64_t Workload::parameter_count() const {
   return std::accumulate(blocks.begin(), blocks.end(), int64_t{0},
@@ -568,8 +530,8 @@ nlohmann::json block_to_json(const Block& b, bool with_kernels) {
                       {"params", b.param_count},
                       {"forward_flops", b.forward_flops()},
                       {"backward_flops", b.backward_flops()},
-                      {"forward_bytes", b.forward_bytes()},
-                      {"backward_bytes", b.backward_bytes()},
+                      {"forward_bytes", total_bytes(b.forward)},
+                      {"backward_bytes", total_bytes(b.backward)},
                       {"saved_bytes", b.saved_bytes},
                       {"checkpoint_bytes", b.checkpoint_bytes},
                       {"input_bytes", b.input_bytes},

@@ -118,8 +118,6 @@ struct Block {
 
   double forward_flops() const;
   double backward_flops() const;
-  double forward_bytes() const;
-  double backward_bytes() const;
 };
 
 struct Workload {

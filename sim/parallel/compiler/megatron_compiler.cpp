@@ -109,7 +109,7 @@ struct Step {
 };
 using Program = std::vector<Step>;
 
-// Consecutive kernels of one section.
+// A run of consecutive kernels of one section (the next run is of another section).
 struct Segment {
   Section section;
   std::vector<Kernel> kernels;
@@ -141,10 +141,9 @@ class ProgramBuilder {
     Program p;
     const bool tp = pl_.sizes.tp > 1;
     std::vector<Kernel> pending;
-    Section prev = Section::kShard;
     for (const Segment& seg : segments(b.forward, b.forward_tags)) {
       const Section sec = seg.section;
-      if (tp && sp_ && sec == Section::kColumn && prev != Section::kColumn) {
+      if (tp && sp_ && sec == Section::kColumn) {
         flush(p, pending, kind, b, "before all-gather");
         p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "sequence-parallel input")});
       }
@@ -164,7 +163,6 @@ class ProgramBuilder {
         flush(p, pending, kind, b, "loss");
         p.push_back({tp_coll("all_reduce", kCompute, loss_bytes_, "vocab-parallel loss statistics")});
       }
-      prev = sec;
     }
     flush(p, pending, kind, b, "tail");
     return p;
@@ -176,14 +174,12 @@ class ProgramBuilder {
     Program p;
     const bool tp = pl_.sizes.tp > 1, cp = pl_.sizes.cp > 1;
     std::vector<Kernel> pending;
-    Section prev = Section::kShard;
     for (const Segment& seg : segments(b.backward, b.backward_tags)) {
       const Section sec = seg.section;
-      if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding) && prev != sec) {
+      if (tp && sp_ && (sec == Section::kRow || sec == Section::kEmbedding)) {
         flush(p, pending, "backward", b, "before all-gather");
         p.push_back({tp_coll("all_gather", kCompute, act_bytes_, "output gradient")});
       }
-      prev = sec;
       if (sec == Section::kAttention && selective) {
         flush(p, pending, "backward", b, "before recompute");
         std::vector<Kernel> fwd;
@@ -476,6 +472,8 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
   o.local_ddp = !o.overlap_grad_reduce;
 }
 
+namespace {
+
 // The compiler's state between two ops. Two emissions of the same code run side by side:
 //  - the skeleton numbers the plan: it emits the tasks in compile order (the order that makes
 //    ids topological: a stage goes on while the sends it waits for exist) but builds no op, only
@@ -488,16 +486,18 @@ void apply_framework_preset(MegatronOptions& o, const std::string& framework) {
 //    tail op) that another stage has not built yet is a dependency the run waits for by id
 //    (generated() is false until it is handed out). In id order (compile_megatron_plan), the
 //    builder builds each task as the skeleton emits it, which hands the ops out in id order.
-class MegatronOpStream::Impl {
+class StreamImpl final : public MegatronOpStream {
  public:
-  Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl, const nlohmann::json& meta,
-       bool id_order);
-  const traces::Op* next();
-  void starting(int id, int stream);
-  void release(int id, int stream);
-  bool more_for_host(const std::string& host);
-  bool generated(int id) const { return promised_.empty() || promised_.count(id) == 0; }
-  bool wants_more() const { return ops_.size() > (handed_ ? 1u : 0u) || unmet_ > 0; }
+  StreamImpl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
+             const nlohmann::json& meta, bool id_order);
+  const traces::Plan& header() const override { return out.plan; }
+  const ParallelPlan& plan() const override { return out; }
+  const traces::Op* next() override;
+  void starting(int id, int stream) override;
+  void release(int id, int stream) override;
+  bool more_for_host(const std::string& host) override;
+  bool generated(int id) const override { return promised_.empty() || promised_.count(id) == 0; }
+  bool wants_more() const override { return ops_.size() > (handed_ ? 1u : 0u) || unmet_ > 0; }
 
   ParallelPlan out;
   TemplateBank bank{out.plan};
@@ -676,8 +676,8 @@ class MegatronOpStream::Impl {
   }
 };
 
-MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
-                             const nlohmann::json& meta, bool id_order)
+StreamImpl::StreamImpl(const ModelSpec& unpadded, const MegatronOptions& options, const Placement& pl,
+                       const nlohmann::json& meta, bool id_order)
     : o_(out.options),
       id_order_(id_order),
       skel_{{}, Emitter(nullptr, bank, false)},
@@ -769,8 +769,12 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
   std::vector<StageState>& st = skel_.st;
   st.resize(static_cast<size_t>(p));
   out.stages.assign(static_cast<size_t>(p), StageInfo{});
+  const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
+  const int64_t head_params =
+      ceil_div(head.param_count + (tied ? model.vocab * model.hidden : 0), z.tp);
   for (int s = 0; s < p; ++s) {
     auto& S = st[static_cast<size_t>(s)];
+    auto& info = out.stages[static_cast<size_t>(s)];
     const bool used[kRoles] = {true, z.tp > 1, z.cp > 1, dp_ops || tied || o.fsdp, p > 1};  // in the plan
     for (int r = 0; r < kRoles; ++r) {
       S.streams[r] = "stage" + std::to_string(s) + "." + kRoleNames[r];
@@ -778,15 +782,8 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
       plan.streams.push_back({S.streams[r], {}});
       stage_of_stream_.push_back(s);
     }
-    out.stages[static_cast<size_t>(s)].compute_stream = S.streams[kCompute];
+    info.compute_stream = S.streams[kCompute];
     stage_of_host_[traces::host_of_stream(S.streams[kCompute])] = s;
-  }
-  const int64_t bucket_min = o.bucket_params > 0 ? o.bucket_params : std::max<int64_t>(40000000, 1000000 * dpc);
-  const int64_t head_params =
-      ceil_div(head.param_count + (tied ? model.vocab * model.hidden : 0), z.tp);
-  for (int s = 0; s < p; ++s) {
-    auto& S = st[static_cast<size_t>(s)];
-    auto& info = out.stages[static_cast<size_t>(s)];
     S.chunks.resize(static_cast<size_t>(v));
     for (int k = 0; k < v; ++k) {
       const int vs = k * p + s;
@@ -860,7 +857,7 @@ MegatronOpStream::Impl::Impl(const ModelSpec& unpadded, const MegatronOptions& o
     for (int s = 0; s < p; ++s) need(s, 1);
 }
 
-void MegatronOpStream::Impl::need(int s, int64_t tasks) {
+void StreamImpl::need(int s, int64_t tasks) {
   Progress& g = prog(s);
   const bool before = unmet(s);
   if (tasks >= tasks_per_stage_) {
@@ -871,14 +868,14 @@ void MegatronOpStream::Impl::need(int s, int64_t tasks) {
   update_unmet(s, before);
 }
 
-void MegatronOpStream::Impl::add_span(int s, int first, int64_t task) {
+void StreamImpl::add_span(int s, int first, int64_t task) {
   const int end = builder_.em.next_id();
   if (end == first) return;
   if (!id_order_) prog(s).spans.push_back({first, end, task, end - first});
   prog(s).last_built = end - 1;
 }
 
-MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
+StreamImpl::Span* StreamImpl::find_span(int s, int id) {
   auto& spans = prog(s).spans;
   for (auto it = spans.rbegin(); it != spans.rend(); ++it)
     if (it->first <= id && id < it->end) return &*it;
@@ -886,21 +883,21 @@ MegatronOpStream::Impl::Span* MegatronOpStream::Impl::find_span(int s, int id) {
   return nullptr;
 }
 
-void MegatronOpStream::Impl::starting(int id, int stream) {
+void StreamImpl::starting(int id, int stream) {
   const int s = stage_of_stream_[static_cast<size_t>(stream)];
   const Span* span = find_span(s, id);
   // Its task's successor must exist before this task's last compute op ends.
   if (span->task != kGatherTask && span->task != kTailTask) need(s, span->task + 2);
 }
 
-void MegatronOpStream::Impl::release(int id, int stream) {
+void StreamImpl::release(int id, int stream) {
   const int s = stage_of_stream_[static_cast<size_t>(stream)];
   --find_span(s, id)->unreleased;
   auto& spans = prog(s).spans;
   while (!spans.empty() && spans.front().unreleased == 0) spans.pop_front();
 }
 
-bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
+bool StreamImpl::more_for_host(const std::string& host) {
   auto it = stage_of_host_.find(host);
   PROTWIN_ASSERT(it != stage_of_host_.end(), "no stage has host ", host);
   const int s = it->second;
@@ -910,7 +907,7 @@ bool MegatronOpStream::Impl::more_for_host(const std::string& host) {
   return true;
 }
 
-const traces::Op* MegatronOpStream::Impl::next() {
+const traces::Op* StreamImpl::next() {
   if (handed_) {  // the run has read the op handed last
     ops_.pop_front();
     handed_ = false;
@@ -923,7 +920,7 @@ const traces::Op* MegatronOpStream::Impl::next() {
   return &ops_.front();
 }
 
-bool MegatronOpStream::Impl::build_more() {
+bool StreamImpl::build_more() {
   if (id_order_) {
     if (skel_order_.empty() && !skeleton_step()) return false;
     if (skel_order_.empty()) return true;  // the skeleton emitted the tail: built in id order
@@ -949,7 +946,7 @@ bool MegatronOpStream::Impl::build_more() {
 
 // The skeleton emits the next task in compile order (a stage goes on while the sends it waits for
 // exist; sweeps over the stages until one makes no progress), then the tail.
-bool MegatronOpStream::Impl::skeleton_step() {
+bool StreamImpl::skeleton_step() {
   if (skel_done_) return false;
   for (;;) {
     const int s = cur_;
@@ -998,7 +995,7 @@ bool MegatronOpStream::Impl::skeleton_step() {
   return true;
 }
 
-void MegatronOpStream::Impl::build_task(int s) {
+void StreamImpl::build_task(int s) {
   Progress& g = prog(s);
   while (g.planned.empty()) PROTWIN_ASSERT(skeleton_step(), "stage ", s, ": the skeleton has no task left for it");
   TaskIds ids = g.planned.front();
@@ -1010,7 +1007,7 @@ void MegatronOpStream::Impl::build_task(int s) {
   ++g.built;
 }
 
-void MegatronOpStream::Impl::build_tail(int s) {
+void StreamImpl::build_tail(int s) {
   while (!skel_done_) skeleton_step();
   Progress& g = prog(s);
   build_tail_piece(s, g.tail_grads_first, [&] { emit_tail_grads(builder_, s); });
@@ -1019,7 +1016,7 @@ void MegatronOpStream::Impl::build_tail(int s) {
   g.tail_built = true;
 }
 
-void MegatronOpStream::Impl::build_tail_in_id_order() {
+void StreamImpl::build_tail_in_id_order() {
   for (int s = 0; s < p_; ++s)
     build_tail_piece(s, prog(s).tail_grads_first, [&] { emit_tail_grads(builder_, s); });
   if (tied_) build_tail_piece(0, tied_first_, [&] { emit_tied(builder_); });
@@ -1031,7 +1028,7 @@ void MegatronOpStream::Impl::build_tail_in_id_order() {
 
 // Distributed optimizer with overlapped gathers: every bucket's all-gather is issued at the
 // start, in forward order; a bucket's first forward waits for it.
-void MegatronOpStream::Impl::emit_gathers(Track& tr) {
+void StreamImpl::emit_gathers(Track& tr) {
   if (!(dp_ops_ && o_.distributed_optimizer && o_.overlap_param_gather && !o_.fsdp)) return;
   for (int s = 0; s < p_; ++s) {
     auto& S = tr.st[static_cast<size_t>(s)];
@@ -1043,7 +1040,7 @@ void MegatronOpStream::Impl::emit_gathers(Track& tr) {
   }
 }
 
-void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
+void StreamImpl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
   Emitter& em = tr.em;
   auto& S = tr.st[static_cast<size_t>(s)];
   auto& info = out.stages[static_cast<size_t>(s)];
@@ -1107,7 +1104,7 @@ void MegatronOpStream::Impl::emit_task(Track& tr, int s, const PipeTask& t, Task
 // share the NVLinks). Streamed, every op depends on ops of its own task except the last layer's
 // backward gather, which waits for the forward task's last compute op (the stage's last compute
 // op of the task before, as the OpSource contract allows).
-void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
+void StreamImpl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
                                             int64_t microbatch) {
   Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
@@ -1166,7 +1163,7 @@ void MegatronOpStream::Impl::emit_fsdp_task(Track& tr, StageState& S, StageInfo&
 }
 
 // Tail, stage s: the gradient buckets not reduced during backward.
-void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
+void StreamImpl::emit_tail_grads(Track& tr, int s) {
   auto& S = tr.st[static_cast<size_t>(s)];
   if (!dp_ops_ || o_.overlap_grad_reduce || o_.fsdp) return;
   for (auto& c : S.chunks)
@@ -1176,7 +1173,7 @@ void MegatronOpStream::Impl::emit_tail_grads(Track& tr, int s) {
 
 // Tail: Megatron all-reduces the word-embedding gradient between the first and the last stage
 // (an op of stage 0 that waits for the last stage's last compute op).
-void MegatronOpStream::Impl::emit_tied(Track& tr) {
+void StreamImpl::emit_tied(Track& tr) {
   const Placement& pl = out.placement;
   auto& S0 = tr.st.front();
   const bool inter = pl.stage_link_inter_node.back();
@@ -1189,15 +1186,13 @@ void MegatronOpStream::Impl::emit_tied(Track& tr) {
 
 // Tail, stage s: the step (after the tied all-reduce on the first and last stage) and the
 // parameter gathers after it.
-void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
-  const Placement& pl = out.placement;
-  const ParallelSizes& z = o_.sizes;
-  // The step's own passes and syncs, where the framework's code is known (apply_framework_preset).
-  // Megatron's model-parallel group (TP x PP): found_inf and the grad norm.
-  const int64_t mp_nodes = std::max<int64_t>(1, pl.tp.nodes * pl.pp.nodes);
-  const GroupPlacement mp{"mp", z.tp * z.pp, std::max<int64_t>(1, z.tp * z.pp / mp_nodes), mp_nodes};
-  const bool fp16 = o_.dtype == "fp16";
-  // Bytes per parameter of the step (0: the machine's fused device Adam):
+void StreamImpl::emit_step(Track& tr, int s) {
+  auto& S = tr.st[static_cast<size_t>(s)];
+  auto& info = out.stages[static_cast<size_t>(s)];
+  std::vector<int> deps = {S.last_dp};
+  if (tied_ && (s == 0 || s == p_ - 1)) deps.push_back(tr.em.counting() ? tied_first_ : dep_on(0, tied_first_));
+  // The step's own passes and syncs, where the framework's code is known (apply_framework_preset),
+  // in bytes per parameter (0: the machine's fused device Adam):
   // - Megatron-LM: Adam 28 (fp32 p, g, m, v read; p, m, v written), the fp16/bf16 grads copied to
   //   fp32 main grads 6 (0 when they are already fp32), unscale with the inf check 8 (fp16 only),
   //   the l2 norm 4, the main params copied back to the model's fp16/bf16 params 6;
@@ -1208,28 +1203,25 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
   //   4, the unconditional grad mul_ 8) = 92.
   double step_bpp = 0;
   std::string step_what;
-  const bool megatron_step = o_.framework_step && !o_.fsdp, composer_step = o_.framework_step && o_.fsdp;
-  if (megatron_step) {
+  if (o_.framework_step && !o_.fsdp) {
+    const bool fp16 = o_.dtype == "fp16";
     step_bpp = 28 + (o_.grad_bytes == 4 ? 0 : 6) + (fp16 ? 8 : 0) + 4 + 6;
     step_what = "Megatron Float16Optimizer step: main grads, unscale, grad norm, Adam, params copied back";
-  } else if (composer_step) {
-    step_bpp = 80 + 12;
-    step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
-  }
-  auto& S = tr.st[static_cast<size_t>(s)];
-  auto& info = out.stages[static_cast<size_t>(s)];
-  std::vector<int> deps = {S.last_dp};
-  if (tied_ && (s == 0 || s == p_ - 1)) deps.push_back(tr.em.counting() ? tied_first_ : dep_on(0, tied_first_));
-  if (megatron_step) {
-    // found_inf (fp16 only) and the grad norm: each all-reduced over the model-parallel group and
-    // read by .item(), so the host waits for it.
+    // found_inf (fp16 only) and the grad norm: each all-reduced over Megatron's model-parallel
+    // group (TP x PP) and read by .item(), so the host waits for it.
+    const int64_t mp_nodes = std::max<int64_t>(1, out.placement.tp.nodes * out.placement.pp.nodes);
+    const int64_t mp_size = o_.sizes.tp * o_.sizes.pp;
+    const GroupPlacement mp{"mp", mp_size, std::max<int64_t>(1, mp_size / mp_nodes), mp_nodes};
     for (int k = fp16 ? 0 : 1; k < 2; ++k)
       deps = {tr.em.emit(S, info,
                          bank.collective("all_reduce", kCompute, 4, mp, k == 0 ? "found_inf" : "grad norm", true),
                          kCompute, deps, -1)};
-  } else if (composer_step && dp_ops_) {
-    deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, pl.dp_cp, "FSDP grad norm"), kCompute, deps,
-                       -1)};
+  } else if (o_.framework_step) {
+    step_bpp = 80 + 12;
+    step_what = "composer DecoupledAdamW (unfused) after FSDP clip_grad_norm_";
+    if (dp_ops_)
+      deps = {tr.em.emit(S, info, bank.collective("all_reduce", kCompute, 4, out.placement.dp_cp, "FSDP grad norm"),
+                         kCompute, deps, -1)};
   }
   const int64_t shard = o_.distributed_optimizer || o_.fsdp ? ceil_div(info.params, dpc_) : info.params;
   const int adam = tr.em.emit(S, info, bank.adam(shard, step_bpp, step_what), kCompute, deps, -1);
@@ -1239,22 +1231,17 @@ void MegatronOpStream::Impl::emit_step(Track& tr, int s) {
         tr.em.emit(S, info, param_tmpl(it->params), kDpComm, {adam}, -1);
 }
 
-MegatronOpStream::MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
-                                   const nlohmann::json& meta, bool id_order)
-    : impl_(std::make_unique<Impl>(model, options, placement, meta, id_order)) {}
-MegatronOpStream::~MegatronOpStream() = default;
-const traces::Plan& MegatronOpStream::header() const { return impl_->out.plan; }
-const traces::Op* MegatronOpStream::next() { return impl_->next(); }
-bool MegatronOpStream::wants_more() const { return impl_->wants_more(); }
-bool MegatronOpStream::generated(int id) const { return impl_->generated(id); }
-bool MegatronOpStream::more_for_host(const std::string& host) { return impl_->more_for_host(host); }
-void MegatronOpStream::starting(int id, int stream) { impl_->starting(id, stream); }
-void MegatronOpStream::release(int id, int stream) { impl_->release(id, stream); }
-const ParallelPlan& MegatronOpStream::plan() const { return impl_->out; }
+}  // namespace
+
+std::unique_ptr<MegatronOpStream> megatron_op_stream(const ModelSpec& model, const MegatronOptions& options,
+                                                     const Placement& placement, const nlohmann::json& meta,
+                                                     bool id_order) {
+  return std::make_unique<StreamImpl>(model, options, placement, meta, id_order);
+}
 
 ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
                                    const nlohmann::json& meta) {
-  MegatronOpStream stream(model, options, placement, meta, true);
+  StreamImpl stream(model, options, placement, meta, true);
   std::vector<traces::Op> ops;
   while (const traces::Op* op = stream.next()) ops.push_back(*op);
   ParallelPlan out = stream.plan();

@@ -187,28 +187,15 @@ ParallelPlan compile_megatron_plan(const ModelSpec& model, const MegatronOptions
 // last compute op), the framework step's all-reduces are the tail's.
 // With id_order, next() hands out every op in id order instead (compile_megatron_plan, a plan
 // written as it is generated); no run drives it.
-class MegatronOpStream final : public OpSource {
+class MegatronOpStream : public OpSource {
  public:
-  MegatronOpStream(const ModelSpec& model, const MegatronOptions& options, const Placement& placement,
-                   const nlohmann::json& meta = {}, bool id_order = false);
-  ~MegatronOpStream() override;
-
-  const traces::Plan& header() const override;
-  const traces::Op* next() override;
-  bool wants_more() const override;
-  bool generated(int id) const override;
-  bool more_for_host(const std::string& host) override;
-  void starting(int id, int stream) override;
-  void release(int id, int stream) override;
-
   // The plan without ops (its kernel sets all there): placement, options, micro-batches, model
   // flops, and the stages, whose flops are complete once every op is generated.
-  const ParallelPlan& plan() const;
-
- private:
-  class Impl;
-  std::unique_ptr<Impl> impl_;
+  virtual const ParallelPlan& plan() const = 0;
 };
+std::unique_ptr<MegatronOpStream> megatron_op_stream(const ModelSpec& model, const MegatronOptions& options,
+                                                     const Placement& placement, const nlohmann::json& meta = {},
+                                                     bool id_order = false);
 
 // Model flops of one token: 3x the forward GEMM and attention flops of the unsharded workload
 // (backward = 2x forward; elementwise work, recompute and causal masking not counted). For GPT

@@ -13,15 +13,9 @@ struct Coords {
   int64_t tp, cp, dp, pp;
 };
 
+// Rank r's coordinates: r = tp + T (cp + C (dp + D pp)).
 Coords coords(int64_t r, const ParallelSizes& s) {
-  Coords c;
-  c.tp = r % s.tp;
-  r /= s.tp;
-  c.cp = r % s.cp;
-  r /= s.cp;
-  c.dp = r % s.dp;
-  c.pp = r / s.dp;
-  return c;
+  return {r % s.tp, r / s.tp % s.cp, r / (s.tp * s.cp) % s.dp, r / (s.tp * s.cp * s.dp)};
 }
 
 // Groups are the ranks sharing key(r); reports the worst group's spread over nodes.

@@ -1,7 +1,7 @@
 #include "sim/parallel/search/parallel_search.h"
 
 #include <algorithm>
-#include <sstream>
+#include <iomanip>
 #include <tuple>
 
 #include "traces/error.h"
@@ -10,6 +10,9 @@ namespace protwin::sim::parallel {
 
 using protwin::detail::concat;
 
+namespace {
+
+// Positive divisors of n, ascending.
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> out;
   for (int64_t i = 1; i * i <= n; ++i) {
@@ -21,14 +24,7 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-namespace {
-
-std::string gib_text(double gib) {
-  std::ostringstream os;
-  os.precision(4);
-  os << gib;
-  return os.str();
-}
+std::string gib_text(double gib) { return concat(std::setprecision(4), gib); }
 
 bool by_memory(const SearchCandidate& x, const SearchCandidate& y) {
   return std::make_tuple(x.estimate.total_bytes, x.tp, x.cp, x.pp, x.mbs) <
@@ -69,8 +65,8 @@ ParallelSearchResult search_parallel_configs(const ModelSpec& model, const Searc
   std::sort(pipelines.begin(), pipelines.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
 
-  for (int64_t tp : space.tp_sizes)
-    for (int64_t cp : space.cp_sizes)
+  for (int64_t tp : {1, 2, 4, 8})
+    for (int64_t cp : {1, 2, 4, 8})
       for (const auto& [pp, split] : pipelines) {
         SearchCandidate base;
         base.tp = tp, base.cp = cp, base.pp = pp, base.split = split;

@@ -20,8 +20,6 @@ struct SearchSpace {
   int64_t seq = 0;
   int64_t gbs = 0;
   double fit_fraction = 0.8;  // the authors' safety rule
-  std::vector<int64_t> tp_sizes{1, 2, 4, 8};
-  std::vector<int64_t> cp_sizes{1, 2, 4, 8};
   // Also PP sizes that do not divide L but divide L + 2, with the first and last stage one layer
   // short (Llama 3 405B's split, stage_layers.h: one_short_ends).
   bool uneven_stages = false;
@@ -53,8 +51,5 @@ struct ParallelSearchResult {
 
 ParallelSearchResult search_parallel_configs(const ModelSpec& model, const SearchSpace& space,
                                      const EstimateOptions& opt = {});
-
-// Positive divisors of n, ascending.
-std::vector<int64_t> divisors(int64_t n);
 
 }  // namespace protwin::sim::parallel

@@ -126,24 +126,24 @@ Simulate4dResult simulate_4d(const ModelSpec& model, const hw::HardwareCostModel
     if (!cfg.plan_path.empty()) {  // the plan, generated once more in id order, described
       MegatronOptions described = o;
       described.describe_ops = true;
-      MegatronOpStream in_order(model, described, pl, meta, true);
-      traces::PlanWriter writer(cfg.plan_path, in_order.header());
-      while (const traces::Op* op = in_order.next()) writer.add(*op);
+      const auto in_order = megatron_op_stream(model, described, pl, meta, true);
+      traces::PlanWriter writer(cfg.plan_path, in_order->header());
+      while (const traces::Op* op = in_order->next()) writer.add(*op);
       writer.commit();
     }
-    MegatronOpStream stream(model, o, pl, meta);
-    Measure4d measure(stream.plan());
+    const auto stream = megatron_op_stream(model, o, pl, meta);
+    Measure4d measure(stream->plan());
     // Records in any order: the Report and trace files spool them by id (traces::RecordSpool).
-    traces::Report report = PlanSimulator(cost, sm_rules(stream.header()))
-                                .run(stream, &stats,
+    traces::Report report = PlanSimulator(cost, sm_rules(stream->header()))
+                                .run(*stream, &stats,
                                      [&](const traces::OpRecord& op) {
                                        measure.add(op);
                                        if (cfg.records) cfg.records(op);
                                      },
                                      true);
-    r.options = stream.plan().options;
+    r.options = stream->plan().options;
     r.peak_live_ops_per_stage = static_cast<int64_t>(stats.peak_live_ops_per_rank);
-    measure.finish(stream.plan(), report, static_cast<int64_t>(stats.ops), r);
+    measure.finish(stream->plan(), report, static_cast<int64_t>(stats.ops), r);
     r.priced_by = report.priced_by;
     if (cfg.records) r.report = std::move(report);
   }
