@@ -548,7 +548,7 @@ KernelTime HardwareCostModel::collective_time(CollectiveKind kind, double bytes,
 }
 
 KernelTime HardwareCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, int ranks_per_node,
-                                                int groups_per_node) const {
+                                              int groups_per_node) const {
   const double model = collectives_.seconds(kind, bytes, ranks, ranks_per_node, groups_per_node);
   if (!table_ || ranks <= 1 || bytes <= 0) return {model, KernelSource::kModel};
   return corrected_collective(collective_sig(collective_name(kind), bytes, ranks, ranks_per_node), bytes, model);

@@ -1105,7 +1105,7 @@ void StreamImpl::emit_task(Track& tr, int s, const PipeTask& t, TaskIds& ids) {
 // backward gather, which waits for the forward task's last compute op (the stage's last compute
 // op of the task before, as the OpSource contract allows).
 void StreamImpl::emit_fsdp_task(Track& tr, StageState& S, StageInfo& info, Chunk& c, bool forward,
-                                            int64_t microbatch) {
+                                int64_t microbatch) {
   Emitter& em = tr.em;
   const std::vector<Unit>& u = c.units;
   const size_t n = u.size();
